@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Starts the services the tests use, idempotently, on a Debian machine where
+# we are root:
+#   - PostgreSQL on 127.0.0.1:5432 (trust auth, database "test");
+#   - Redis on 127.0.0.1:6379 and etcd on 127.0.0.1:2379;
+#   - a Docker engine of our own on unix:///tmp/sokovan-docker/docker.sock,
+#     for internal/agent/runtime/docker's tests.
+# Installs the packages when they are missing.
+set -euo pipefail
+
+wait_for() {
+  for _ in $(seq 150); do eval "$1" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  echo "timed out waiting for: $1" >&2; return 1
+}
+
+start_postgres() {
+  if pg_isready -h 127.0.0.1 -p 5432 >/dev/null 2>&1; then return; fi
+  if ! command -v pg_ctlcluster >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 postgresql
+  fi
+  ver=$(ls /etc/postgresql | sort -V | tail -1)
+  pg_ctlcluster --skip-systemctl-redirect "$ver" main start || true
+  wait_for "pg_isready -h 127.0.0.1 -p 5432"
+  # Trust auth on loopback, as the tests connect without a password.
+  if ! psql -h 127.0.0.1 -U postgres -d postgres -tAc 'select 1' >/dev/null 2>&1; then
+    hba=/etc/postgresql/$ver/main/pg_hba.conf
+    sed -i -E 's/^(host\s+all\s+all\s+127\.0\.0\.1\/32\s+)\S+/\1trust/' "$hba"
+    pg_ctlcluster --skip-systemctl-redirect "$ver" main reload
+  fi
+  psql -h 127.0.0.1 -U postgres -d postgres -tAc "select 1 from pg_database where datname='test'" | grep -q 1 ||
+    psql -h 127.0.0.1 -U postgres -d postgres -c 'create database test'
+}
+
+start_redis() {
+  if redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; then return; fi
+  if ! command -v redis-server >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 redis-server
+  fi
+  mkdir -p /tmp/sokovan-redis
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save '' --appendonly no \
+    --dir /tmp/sokovan-redis --logfile /tmp/sokovan-redis/redis.log
+  wait_for "redis-cli -h 127.0.0.1 -p 6379 ping | grep -q PONG"
+}
+
+start_etcd() {
+  if etcdctl --endpoints=http://127.0.0.1:2379 endpoint health >/dev/null 2>&1; then return; fi
+  if ! command -v etcd >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 etcd-server etcd-client
+  fi
+  mkdir -p /tmp/sokovan-etcd
+  nohup etcd --name ci --data-dir /tmp/sokovan-etcd/data --listen-client-urls http://127.0.0.1:2379 \
+    --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380 \
+    --initial-advertise-peer-urls http://127.0.0.1:2380 --initial-cluster ci=http://127.0.0.1:2380 \
+    >/tmp/sokovan-etcd/etcd.log 2>&1 &
+  wait_for "etcdctl --endpoints=http://127.0.0.1:2379 endpoint health"
+}
+
+# The engine is private to the tests: its own data root, exec root, pid file
+# and socket, so it never meets a system dockerd. The machines have no
+# iptables rules to spare and no overlay support, hence no bridge, no NAT and
+# the vfs storage driver; kernels run with network "none" anyway.
+DOCKER_BASE=/tmp/sokovan-docker
+DOCKER_SOCK=unix://$DOCKER_BASE/docker.sock
+
+docker_up() { DOCKER_HOST=$DOCKER_SOCK docker info >/dev/null 2>&1; }
+
+# alive PID: the process exists and is not a zombie. A killed engine can
+# linger as one where PID 1 does not reap orphans, and kill -0 counts it.
+alive() {
+  local stat
+  stat=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$stat" ] && [ "${stat:0:1}" != Z ]
+}
+
+start_docker() {
+  if docker_up; then return; fi
+  # docker.io brings dockerd, containerd, runc and the docker client. The
+  # machine image may ship a client alone, so test for the daemon.
+  if ! command -v dockerd >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 docker.io
+  fi
+  mkdir -p "$DOCKER_BASE/root" "$DOCKER_BASE/exec"
+  # A dead engine's pid file would make dockerd refuse to start.
+  if [ -f "$DOCKER_BASE/docker.pid" ] && ! alive "$(cat "$DOCKER_BASE/docker.pid")"; then
+    rm -f "$DOCKER_BASE/docker.pid"
+  fi
+  if [ ! -f "$DOCKER_BASE/docker.pid" ]; then
+    # setsid: the engine outlives this script and is not in its process group.
+    setsid dockerd --iptables=false --ip-masq=false --bridge=none --storage-driver=vfs \
+      --data-root "$DOCKER_BASE/root" --exec-root "$DOCKER_BASE/exec" \
+      -H "$DOCKER_SOCK" --pidfile "$DOCKER_BASE/docker.pid" \
+      >>"$DOCKER_BASE/dockerd.log" 2>&1 </dev/null &
+  fi
+  if ! wait_for docker_up; then
+    echo "dockerd did not come up; the end of $DOCKER_BASE/dockerd.log:" >&2
+    tail -n 30 "$DOCKER_BASE/dockerd.log" >&2 || true
+    return 1
+  fi
+}
+
+case "${1:-start}" in
+  start)
+    start_postgres
+    start_redis
+    start_etcd
+    start_docker
+    ;;
+  *) echo "usage: $0 start" >&2; exit 2 ;;
+esac
