@@ -1,0 +1,249 @@
+package domain
+
+import (
+	"fmt"
+	"time"
+)
+
+// Identifiers are opaque strings (UUIDs in practice); distinct types keep a
+// session id from being passed where an agent id is wanted.
+type (
+	SessionID string
+	KernelID  string
+	AgentID   string
+)
+
+// Owner is who a session belongs to and whose quotas it counts against. The
+// user is Backend.AI's keypair: one access key per user here.
+type Owner struct {
+	User    string
+	Project string
+	Domain  string
+}
+
+// HeadOfLine is a resource group's policy for a session that does not fit.
+type HeadOfLine string
+
+// Head-of-line policies.
+const (
+	// HOLSkip places what fits and lets later sessions pass one that does not.
+	HOLSkip HeadOfLine = "skip"
+	// HOLBlock stops the round at the first session that does not fit, so
+	// nothing behind it takes the resources it waits for.
+	HOLBlock HeadOfLine = "block"
+)
+
+// ParseHeadOfLine checks a head-of-line policy name.
+func ParseHeadOfLine(s string) (HeadOfLine, error) {
+	switch HeadOfLine(s) {
+	case HOLSkip, HOLBlock:
+		return HeadOfLine(s), nil
+	}
+	return "", fmt.Errorf("unknown head-of-line policy %q (want skip or block)", s)
+}
+
+// Timeouts bound how long a session may stay in each status. Zero means no
+// bound.
+type Timeouts struct {
+	Pending     time.Duration
+	Scheduled   time.Duration
+	Preparing   time.Duration
+	Prepared    time.Duration
+	Creating    time.Duration
+	Terminating time.Duration
+}
+
+// For returns the bound for a session status, zero when there is none.
+func (t Timeouts) For(s SessionStatus) time.Duration {
+	switch s {
+	case SessionPending:
+		return t.Pending
+	case SessionScheduled:
+		return t.Scheduled
+	case SessionPreparing:
+		return t.Preparing
+	case SessionPrepared:
+		return t.Prepared
+	case SessionCreating:
+		return t.Creating
+	case SessionTerminating:
+		return t.Terminating
+	}
+	return 0
+}
+
+// DefaultTimeouts are the residence bounds a new resource group gets:
+// nothing but PENDING waits forever.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{
+		Scheduled:   15 * time.Minute,
+		Preparing:   15 * time.Minute,
+		Prepared:    10 * time.Minute,
+		Creating:    10 * time.Minute,
+		Terminating: 5 * time.Minute,
+	}
+}
+
+// DefaultMaxRetries is how many failed attempts a phase gets (seed 000).
+const DefaultMaxRetries = 3
+
+// ResourceGroup is a partition of agents with its own scheduling policy
+// (Backend.AI's scaling group).
+type ResourceGroup struct {
+	Name       string
+	State      GroupState
+	Sequencer  string // fifo, lifo, drf
+	Selector   string // concentrated, dispersed, round-robin
+	HeadOfLine HeadOfLine
+	MaxRetries int
+	Timeouts   Timeouts
+	// AllowedTypes lists the session types the group runs; empty means all.
+	AllowedTypes []SessionType
+}
+
+// Allows reports whether the group runs sessions of type t.
+func (g ResourceGroup) Allows(t SessionType) bool {
+	if len(g.AllowedTypes) == 0 {
+		return true
+	}
+	for _, a := range g.AllowedTypes {
+		if a == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Agent is a node that runs kernels, as the manager knows it.
+type Agent struct {
+	ID            AgentID
+	ResourceGroup string
+	Address       string
+	Architecture  string
+	Runtime       string
+	Status        AgentStatus
+	Schedulable   bool
+	// Capacity is what the agent offers in total; Occupied is what kernels
+	// placed on it hold (DESIGN.md invariant 1).
+	Capacity Vec
+	Occupied Vec
+	// MaxKernels caps kernels on the agent; zero means no cap.
+	MaxKernels int
+	// KernelCount is the number of kernels holding resources on the agent.
+	KernelCount   int
+	LastHeartbeat time.Time
+	// Epoch increases each time the agent registers, fencing reports from an
+	// earlier incarnation.
+	Epoch  int64
+	Images []string
+	Labels map[string]string
+}
+
+// Session is a user's request for one or more kernels.
+type Session struct {
+	ID            SessionID
+	Name          string
+	Owner         Owner
+	Type          SessionType
+	Image         string
+	Architecture  string
+	ResourceGroup string
+	ClusterMode   ClusterMode
+	ClusterSize   int
+	Priority      int
+	// Requested is what each kernel asks for.
+	Requested       Vec
+	Status          SessionStatus
+	StatusReason    string
+	StatusChangedAt time.Time
+	CreatedAt       time.Time
+	// StartsAt, when not zero, is the earliest time a batch session may start.
+	StartsAt  time.Time
+	DependsOn []SessionID
+	// DesignatedAgents restricts (Strict) or steers (not Strict) placement.
+	DesignatedAgents []AgentID
+	DesignatedStrict bool
+	// AvoidAgents are agents the session failed on before; placement tries
+	// every other agent first.
+	AvoidAgents []AgentID
+	Outcome     Outcome
+	Command     []string
+	Env         map[string]string
+}
+
+// Cluster roles of a session's kernels.
+const (
+	RoleMain = "main"
+	RoleSub  = "sub"
+)
+
+// Kernel is one container or process of a session.
+type Kernel struct {
+	ID              KernelID
+	SessionID       SessionID
+	ClusterRole     string
+	ClusterIdx      int
+	Image           string
+	Architecture    string
+	Requested       Vec
+	Agent           AgentID
+	Status          KernelStatus
+	StatusReason    string
+	StatusChangedAt time.Time
+	ContainerID     string
+	// ExitCode is set once the kernel has exited.
+	ExitCode *int
+}
+
+// PolicyScope is what a resource policy limits.
+type PolicyScope string
+
+// Policy scopes.
+const (
+	ScopeUser    PolicyScope = "user"
+	ScopeProject PolicyScope = "project"
+	ScopeDomain  PolicyScope = "domain"
+)
+
+// ParsePolicyScope checks a scope name.
+func ParsePolicyScope(s string) (PolicyScope, error) {
+	switch PolicyScope(s) {
+	case ScopeUser, ScopeProject, ScopeDomain:
+		return PolicyScope(s), nil
+	}
+	return "", fmt.Errorf("unknown policy scope %q (want user, project or domain)", s)
+}
+
+// Policy limits what a user, project or domain may hold at once.
+type Policy struct {
+	Scope PolicyScope
+	Name  string
+	// MaxSlots is the most each slot may total; unlike requests, a slot not
+	// limited holds MaxQuantity, so a missing limit means unlimited.
+	MaxSlots Vec
+	// MaxConcurrentSessions and MaxPendingSessions are zero for no limit.
+	MaxConcurrentSessions int
+	MaxPendingSessions    int
+}
+
+// Unlimited returns a limit vector of n slots that limits nothing.
+func Unlimited(n int) Vec {
+	v := make(Vec, n)
+	for i := range v {
+		v[i] = MaxQuantity
+	}
+	return v
+}
+
+// HistoryEntry is one handler outcome for a session.
+type HistoryEntry struct {
+	SessionID SessionID
+	At        time.Time
+	Handler   HandlerName
+	Result    Result
+	From      SessionStatus
+	To        SessionStatus
+	Message   string
+	// Attempt counts consecutive identical outcomes merged into this entry.
+	Attempt int
+}
