@@ -1,0 +1,106 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler"
+	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
+	"github.com/sokovan-go/sokovan/internal/scheduler/schedtest"
+)
+
+// benchSnapshot builds a busy group: agents of three shapes (a fifth with
+// 8 GPUs), each already about half occupied, and sessions of mixed sizes —
+// 10% ask for GPUs, 5% are multi-node gangs of 2 to 4 kernels — from 200
+// users in three priority bands. About half the sessions fit, so the round
+// exercises both placement and the blocker paths.
+func benchSnapshot(agents, sessions int, seq string) *framework.Snapshot {
+	rng := rand.New(rand.NewPCG(uint64(agents), uint64(sessions)))
+	reg := schedtest.Registry()
+	vec := func(cpu int, mem int64, gpu int) domain.Vec {
+		v := reg.NewVec()
+		v[0] = domain.Quantity(cpu * 1000)
+		v[1] = domain.Quantity(mem << 30)
+		v[2] = domain.Quantity(gpu * 1000)
+		return v
+	}
+	as := make([]domain.Agent, agents)
+	for i := range as {
+		var capacity domain.Vec
+		switch r := rng.IntN(10); {
+		case r < 6:
+			capacity = vec(32, 128, 0)
+		case r < 8:
+			capacity = vec(64, 256, 0)
+		default:
+			capacity = vec(48, 384, 8)
+		}
+		occ := reg.NewVec()
+		for s := range occ {
+			occ[s] = capacity[s] / 1000 * domain.Quantity(rng.IntN(1000)) // 0–100% of each slot
+		}
+		as[i] = domain.Agent{
+			ID: domain.AgentID(fmt.Sprintf("agent-%06d", i)), ResourceGroup: "default", Architecture: "x86_64",
+			Status: domain.AgentAlive, Schedulable: true, Capacity: capacity, Occupied: occ,
+		}
+	}
+	cpus := []int{1, 2, 4, 8}
+	mems := []int64{2, 4, 8, 16, 32}
+	ps := make([]framework.PendingSession, sessions)
+	for i := range ps {
+		gpu := 0
+		if rng.IntN(10) == 0 {
+			gpu = 1 << rng.IntN(3)
+		}
+		b := schedtest.MakeSession(fmt.Sprintf("s-%07d", i), "").
+			User(fmt.Sprintf("user-%03d", rng.IntN(200))).
+			Priority(10 * rng.IntN(3)).
+			Created(i)
+		if rng.IntN(20) == 0 {
+			b.Multi(2 + rng.IntN(3))
+		}
+		p := b.Obj()
+		req := vec(cpus[rng.IntN(len(cpus))], mems[rng.IntN(len(mems))], gpu)
+		p.Session.Requested = req
+		for k := range p.Kernels {
+			p.Kernels[k].Requested = req
+		}
+		ps[i] = p
+	}
+	snap := schedtest.MakeSnapshot(as, ps)
+	snap.Group.Sequencer = seq
+	return snap
+}
+
+func BenchmarkSchedule(b *testing.B) {
+	for _, size := range []struct {
+		name             string
+		agents, sessions int
+	}{
+		{"1k_agents_10k_sessions", 1_000, 10_000},
+		{"10k_agents_100k_sessions", 10_000, 100_000},
+	} {
+		b.Run(size.name, func(b *testing.B) {
+			for _, seq := range []string{"fifo", "drf"} {
+				b.Run(seq, func(b *testing.B) {
+					snap := benchSnapshot(size.agents, size.sessions, seq)
+					s := scheduler.New(scheduler.NewRegistry())
+					var placed int
+					b.ReportAllocs()
+					b.ResetTimer()
+					for b.Loop() {
+						plan, err := s.Schedule(snap)
+						if err != nil {
+							b.Fatal(err)
+						}
+						placed = len(plan.Placements)
+					}
+					b.ReportMetric(float64(size.sessions)*float64(b.N)/b.Elapsed().Seconds(), "sessions/s")
+					b.ReportMetric(float64(placed), "placed")
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,9 @@
+// Package scheduler runs one scheduling round for one resource group:
+// validate → sequence → select → reserve, over a framework.Snapshot, and
+// returns a framework.Plan. It owns the pipeline and the explicit plugin
+// Registry; the plugins live in validate, sequence and selector.
+//
+// It is pure — no I/O, clock, goroutines or randomness — so the same
+// snapshot always gives the same plan. It may import internal/domain and
+// internal/scheduler/{framework,validate,sequence,selector}.
+package scheduler

@@ -1,0 +1,9 @@
+// Package framework owns the scheduler's shared vocabulary: the per-group
+// Snapshot a round reads, the Plan it returns, typed Blockers that explain
+// why a session waits, the round State that plugins reserve into, and the
+// plugin extension points (Validator, Sequencer, Selector).
+//
+// It is pure: no I/O, no clock reads, no goroutines, no map-order dependence.
+// It may import only internal/domain and the standard library; the plugin
+// packages (validate, sequence, selector) and internal/scheduler import it.
+package framework

@@ -1,0 +1,146 @@
+package framework
+
+import (
+	"fmt"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// Plan is what one scheduling round decided for one resource group. It is
+// optimistic: the store applies it with guards and may drop placements whose
+// agents changed meanwhile.
+type Plan struct {
+	Group string
+	// Placements are sessions to move PENDING → SCHEDULED, in the order the
+	// round placed them.
+	Placements []Placement
+	// Waiting are sessions that stay PENDING, each with at least one
+	// blocker, none impossible.
+	Waiting []Decision
+	// Impossible are sessions that can never be scheduled (a failed or
+	// cancelled dependency, a type the group does not run); they are to be
+	// cancelled with the reason in their blockers.
+	Impossible []Decision
+	// Cursor is the round-robin position to keep for the next round.
+	Cursor domain.AgentID
+}
+
+// Placement binds every kernel of one session to an agent.
+type Placement struct {
+	Session domain.SessionID
+	Kernels []KernelPlacement
+}
+
+// KernelPlacement is one kernel on one agent with the slots it reserves.
+type KernelPlacement struct {
+	Kernel domain.KernelID
+	Agent  domain.AgentID
+	Slots  domain.Vec
+}
+
+// Decision explains why a session was not placed.
+type Decision struct {
+	Session  domain.SessionID
+	Blockers []Blocker
+}
+
+// BlockerKind says what holds a session back.
+type BlockerKind string
+
+// Blocker kinds. The first nine are API.md's; concurrency and session_type
+// extend it.
+const (
+	BlockQuota              BlockerKind = "quota"
+	BlockCapacity           BlockerKind = "capacity"
+	BlockNoAgents           BlockerKind = "no_agents"
+	BlockArchitecture       BlockerKind = "architecture"
+	BlockDependency         BlockerKind = "dependency"
+	BlockStartTime          BlockerKind = "start_time"
+	BlockQueuePosition      BlockerKind = "queue_position"
+	BlockResourceGroupState BlockerKind = "resource_group_state"
+	BlockGang               BlockerKind = "gang"
+	BlockConcurrency        BlockerKind = "concurrency"
+	BlockSessionType        BlockerKind = "session_type"
+)
+
+// KernelsSlot is the pseudo slot name blockers use for an agent's kernel cap.
+const KernelsSlot = "kernels"
+
+// Blocker is one reason a session was not placed, as numbers rather than
+// prose. Scope says whose limit or what object it is ("user:alice",
+// "project:p", "domain:d", "group:default", "session:<id>", "agents").
+type Blocker struct {
+	Kind  BlockerKind
+	Scope string
+	// Slot, when set, is the slot type name (or KernelsSlot) that fails.
+	Slot string
+	// Requested and Available are in the slot's stored unit. For capacity,
+	// Available is the most of the slot free on any eligible agent and
+	// Capacity the most any eligible agent has in total.
+	Requested domain.Quantity
+	Available domain.Quantity
+	Capacity  domain.Quantity
+	// Impossible is true when waiting cannot help: the session is to be
+	// cancelled. Everything else waits and is tried again.
+	Impossible bool
+	// Detail carries a short machine-made fact the numbers cannot, such as
+	// a dependency's status ("CANCELLED") or a start time (RFC 3339).
+	Detail string
+}
+
+// ExceedsCapacity reports whether the request is larger than any eligible
+// agent's total capacity: it waits for a bigger agent to join.
+func (b Blocker) ExceedsCapacity() bool {
+	return (b.Kind == BlockCapacity || b.Kind == BlockGang) && b.Slot != "" && b.Requested > b.Capacity
+}
+
+// Message renders the blocker for a person, using reg to write quantities.
+func (b Blocker) Message(reg *domain.Registry) string {
+	q := func(v domain.Quantity) string {
+		if b.Slot == KernelsSlot || reg == nil {
+			return fmt.Sprint(int64(v))
+		}
+		id, ok := reg.Lookup(b.Slot)
+		if !ok {
+			return fmt.Sprint(int64(v))
+		}
+		return reg.Format(id, v)
+	}
+	switch b.Kind {
+	case BlockQuota:
+		return fmt.Sprintf("%s limit on %s: requested %s, %s left", b.Scope, b.Slot, q(b.Requested), q(b.Available))
+	case BlockConcurrency:
+		return fmt.Sprintf("%s runs %d of at most %d concurrent sessions", b.Scope, int64(b.Requested)-1, int64(b.Requested)-1+int64(b.Available))
+	case BlockCapacity, BlockGang:
+		prefix := "not enough free"
+		if b.Kind == BlockGang {
+			prefix = "gang cannot be placed whole: not enough free"
+		}
+		if b.Slot == "" {
+			return prefix + " resources on any single agent, though each slot is free somewhere"
+		}
+		if b.ExceedsCapacity() {
+			return fmt.Sprintf("requests %s %s, more than any agent has in total (largest: %s); waiting for a larger agent",
+				q(b.Requested), b.Slot, q(b.Capacity))
+		}
+		return fmt.Sprintf("%s %s: requested %s, at most %s free on any eligible agent", prefix, b.Slot, q(b.Requested), q(b.Available))
+	case BlockNoAgents:
+		return fmt.Sprintf("no schedulable agents (%s)", b.Scope)
+	case BlockArchitecture:
+		return fmt.Sprintf("no schedulable agent has architecture %s", b.Detail)
+	case BlockDependency:
+		if b.Impossible {
+			return fmt.Sprintf("dependency %s ended %s; this session can never start", b.Scope, b.Detail)
+		}
+		return fmt.Sprintf("waiting for dependency %s (now %s)", b.Scope, b.Detail)
+	case BlockStartTime:
+		return fmt.Sprintf("starts at %s", b.Detail)
+	case BlockQueuePosition:
+		return fmt.Sprintf("queued behind %s, which does not fit yet (head-of-line: block)", b.Scope)
+	case BlockResourceGroupState:
+		return fmt.Sprintf("%s is %s", b.Scope, b.Detail)
+	case BlockSessionType:
+		return fmt.Sprintf("%s does not run %s sessions", b.Scope, b.Detail)
+	}
+	return string(b.Kind)
+}

@@ -1,0 +1,65 @@
+package framework
+
+import (
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// Snapshot is everything one scheduling round of one resource group reads,
+// taken once by the store. Schedule never mutates it.
+type Snapshot struct {
+	// Now is the round's time, injected so a decision can be replayed.
+	Now   time.Time
+	Slots *domain.Registry
+	Group domain.ResourceGroup
+	// Cursor is where round-robin selection left off in the previous round.
+	Cursor domain.AgentID
+	// Agents are the group's agents in any order; Schedule filters them.
+	Agents []domain.Agent
+	// Pending are the group's PENDING sessions with their kernels.
+	Pending []PendingSession
+	// Dependencies holds the current state of every session a pending
+	// session depends on. A dependency missing here is treated as gone.
+	Dependencies map[domain.SessionID]DependencyState
+	Usage        Usage
+	Policies     Policies
+}
+
+// PendingSession is a session waiting to be placed, with its kernels in
+// cluster index order.
+type PendingSession struct {
+	Session domain.Session
+	Kernels []domain.Kernel
+}
+
+// DependencyState is what a dependent session needs to know of another.
+type DependencyState struct {
+	Status  domain.SessionStatus
+	Outcome domain.Outcome
+}
+
+// Use is what one owner holds right now: the slots of its sessions that hold
+// resources, and how many such sessions there are.
+type Use struct {
+	Occupied domain.Vec
+	Active   int
+}
+
+// Usage is what owners hold before the round starts. Users, Projects and
+// Domains count every resource group, because quotas are global; GroupUsers
+// counts only this group, because fairness (DRF) is per group.
+type Usage struct {
+	Users      map[string]Use
+	Projects   map[string]Use
+	Domains    map[string]Use
+	GroupUsers map[string]domain.Vec
+}
+
+// Policies are the resource policies that apply; a name missing from a map
+// has no limits.
+type Policies struct {
+	Users    map[string]domain.Policy
+	Projects map[string]domain.Policy
+	Domains  map[string]domain.Policy
+}

@@ -1,0 +1,123 @@
+package scheduler
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
+)
+
+// Scheduler runs rounds with the plugins of a registry.
+type Scheduler struct {
+	reg *Registry
+}
+
+// New returns a scheduler over reg.
+func New(reg *Registry) *Scheduler { return &Scheduler{reg: reg} }
+
+// Schedule decides one round for the snapshot's resource group. It never
+// mutates the snapshot. The error is only for a configuration it cannot
+// run (unknown plugin, missing slot registry); every session outcome is in
+// the plan.
+func (s *Scheduler) Schedule(snap *framework.Snapshot) (framework.Plan, error) {
+	if snap.Slots == nil {
+		return framework.Plan{}, errors.New("snapshot has no slot registry")
+	}
+	seq, err := s.reg.sequencer(snap.Group.Sequencer)
+	if err != nil {
+		return framework.Plan{}, err
+	}
+	sel, err := s.reg.selector(snap.Group.Selector)
+	if err != nil {
+		return framework.Plan{}, err
+	}
+	st := framework.NewState(snap)
+	plan := framework.Plan{Group: snap.Group.Name, Cursor: snap.Cursor}
+	r := round{st: st, plan: &plan, validators: s.reg.validators, sel: sel,
+		block: snap.Group.HeadOfLine == domain.HOLBlock}
+	for _, band := range bands(st) {
+		q := seq.Queue(st, band)
+		for i, ok := q.Next(); ok; i, ok = q.Next() {
+			if r.try(&st.Sessions[i]) {
+				q.Placed(i)
+			}
+		}
+	}
+	plan.Cursor = st.Cursor
+	return plan, nil
+}
+
+type round struct {
+	st         *framework.State
+	plan       *framework.Plan
+	validators []framework.Validator
+	sel        framework.Selector
+	block      bool
+	// blockedBy is the session that stopped the round under HOL block.
+	blockedBy domain.SessionID
+	buf       []framework.Blocker
+}
+
+// try validates and places one session, recording the outcome in the plan.
+func (r *round) try(s *framework.Session) bool {
+	r.buf = r.buf[:0]
+	for _, v := range r.validators {
+		r.buf = v.Validate(r.st, s, r.buf)
+	}
+	if len(r.buf) > 0 {
+		r.record(s, r.buf)
+		return false
+	}
+	if r.blockedBy != "" {
+		r.record(s, []framework.Blocker{{Kind: framework.BlockQueuePosition, Scope: "session:" + string(r.blockedBy)}})
+		return false
+	}
+	kernels, blockers := r.st.Place(s, r.sel)
+	if blockers != nil {
+		r.record(s, blockers)
+		// Only contention blocks the line: a session that cannot use any
+		// agent at all (architecture, no agents) takes nothing from the
+		// sessions behind it.
+		if r.block && (blockers[0].Kind == framework.BlockCapacity || blockers[0].Kind == framework.BlockGang) {
+			r.blockedBy = s.Pending.Session.ID
+		}
+		return false
+	}
+	r.st.Commit(s)
+	r.plan.Placements = append(r.plan.Placements, framework.Placement{Session: s.Pending.Session.ID, Kernels: kernels})
+	return true
+}
+
+func (r *round) record(s *framework.Session, blockers []framework.Blocker) {
+	d := framework.Decision{Session: s.Pending.Session.ID, Blockers: slices.Clone(blockers)}
+	for _, b := range blockers {
+		if b.Impossible {
+			r.plan.Impossible = append(r.plan.Impossible, d)
+			return
+		}
+	}
+	r.plan.Waiting = append(r.plan.Waiting, d)
+}
+
+// bands splits the sessions by priority, highest first. Each band is in
+// index order; the sequencer imposes its own order within it.
+func bands(st *framework.State) [][]int32 {
+	idx := make([]int32, len(st.Sessions))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	prio := func(i int32) int { return st.Sessions[i].Pending.Session.Priority }
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(prio(b), prio(a)) })
+	var out [][]int32
+	for start := 0; start < len(idx); {
+		end := start + 1
+		for end < len(idx) && prio(idx[end]) == prio(idx[start]) {
+			end++
+		}
+		out = append(out, idx[start:end])
+		start = end
+	}
+	return out
+}

@@ -1,0 +1,8 @@
+// Package validate holds the scheduler's Validator plugins: resource-group
+// state, session type, start time, dependencies, slot quotas (user, project,
+// domain) and concurrency caps. Each turns a reason not to place a session
+// into a typed framework.Blocker, marked impossible only when waiting cannot
+// help.
+//
+// It may import internal/domain and internal/scheduler/framework only.
+package validate
