@@ -1,0 +1,26 @@
+// Package store owns persistence: the typed errors every engine returns, the
+// row and filter types shared by engines and callers, and the Store
+// interface that the conformance suite (storetest) drives. The engines live
+// in store/sqlite (embedded default) and store/postgres; both keep the same
+// guarantees, checked by the same suite:
+//
+//   - every operation is one transaction, and every status change is guarded
+//     by the status it expects to find;
+//   - an agent's occupied slots always equal the sum of the requested slots
+//     of its kernels in SCHEDULED through TERMINATING (DESIGN.md invariant 1),
+//     because reservation and release happen in the same transaction as the
+//     status change that causes them;
+//   - a plan placement is applied whole or dropped whole with a reason;
+//   - every status change of a session or kernel lands in the change feed
+//     (Changes) in its own transaction, and a reader that has passed a
+//     position has seen every change before it;
+//   - no driver error leaks upward: callers see ErrNotFound, ErrConflict,
+//     ErrGuardFailed, ErrInvalid, ErrCorrupt (a *CorruptRowError naming the
+//     row) or ErrUnavailable, and context errors as they are.
+//
+// Callers above the store (coordinator, API) declare their own small
+// interfaces, which the concrete engine types satisfy.
+//
+// It may import internal/domain, internal/scheduler/framework and the
+// standard library, nothing above them.
+package store

@@ -1,0 +1,44 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error classes. Engines wrap them with %w and add what failed, so callers
+// use errors.Is and never look at the text.
+var (
+	// ErrNotFound: the row asked for, or one it refers to, does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a row with the same key already exists.
+	ErrConflict = errors.New("conflict")
+	// ErrGuardFailed: the row exists but is not in the state the caller
+	// expected (a stale from-status, an old agent epoch).
+	ErrGuardFailed = errors.New("guard failed")
+	// ErrInvalid: the input breaks a rule of the schema or of the store.
+	ErrInvalid = errors.New("invalid")
+	// ErrCorrupt: a stored row cannot be read back; see CorruptRowError.
+	ErrCorrupt = errors.New("corrupt row")
+	// ErrUnavailable: the database failed or was busy for too long; the same
+	// call may succeed later.
+	ErrUnavailable = errors.New("store unavailable")
+)
+
+// CorruptRowError reports a stored row that cannot be decoded, naming the
+// table, the row and the column, so an operator can find and repair it.
+type CorruptRowError struct {
+	Table  string
+	ID     string
+	Column string
+	Err    error
+}
+
+func (e *CorruptRowError) Error() string {
+	return fmt.Sprintf("corrupt row in %s (id %q), column %s: %v", e.Table, e.ID, e.Column, e.Err)
+}
+
+// Unwrap returns the decoding error.
+func (e *CorruptRowError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrCorrupt) hold for every corrupt-row error.
+func (e *CorruptRowError) Is(target error) bool { return target == ErrCorrupt }

@@ -1,0 +1,91 @@
+package codec
+
+import (
+	"fmt"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// HistoryRow is a stored history entry with its row id.
+type HistoryRow struct {
+	RowID int64
+	Entry domain.HistoryEntry
+}
+
+// MergeHistory decides how new entries land, given each session's latest
+// stored entry: an entry identical to its session's latest (handler,
+// result, from, to, message) adds to that entry's attempts and moves its
+// time; anything else starts a new entry. Entries are taken in order, so a
+// repeat within one batch merges too. It returns the stored rows to update
+// and the entries to insert, in order.
+func MergeHistory(last map[domain.SessionID]HistoryRow, entries []domain.HistoryEntry) (updates []HistoryRow, inserts []domain.HistoryEntry) {
+	type tail struct {
+		row     HistoryRow // RowID 0: the entry is inserts[insert]
+		insert  int
+		updated bool
+	}
+	tails := make(map[domain.SessionID]*tail, len(last))
+	for id, r := range last {
+		tails[id] = &tail{row: r}
+	}
+	var order []*tail // stored rows in the order they were first updated
+	for _, e := range entries {
+		n := max(e.Attempt, 1)
+		t := tails[e.SessionID]
+		if t != nil {
+			cur := &t.row.Entry
+			if t.row.RowID == 0 {
+				cur = &inserts[t.insert]
+			}
+			if sameOutcome(*cur, e) {
+				cur.Attempt += n
+				cur.At = e.At
+				if t.row.RowID != 0 && !t.updated {
+					t.updated = true
+					order = append(order, t)
+				}
+				continue
+			}
+		}
+		e.Attempt = n
+		inserts = append(inserts, e)
+		tails[e.SessionID] = &tail{insert: len(inserts) - 1}
+	}
+	for _, t := range order {
+		updates = append(updates, t.row)
+	}
+	return updates, inserts
+}
+
+func sameOutcome(a, b domain.HistoryEntry) bool {
+	return a.Handler == b.Handler && a.Result == b.Result && a.From == b.From && a.To == b.To && a.Message == b.Message
+}
+
+// ChangeColumns are the change feed's columns after the position, in the
+// order ScanChange reads them.
+const ChangeColumns = `kind, session_id, kernel_id, owner_user, from_status, to_status, reason, agent_id, exit_code, at`
+
+// ScanChange reads a position followed by ChangeColumns.
+func ScanChange(sc Scanner) (store.Change, error) {
+	var (
+		c                  store.Change
+		kind, sid, kid, ag string
+		exit               *int64
+		at                 rawTime
+	)
+	if err := sc.Scan(&c.Pos, &kind, &sid, &kid, &c.Owner, &c.From, &c.To, &c.Reason, &ag, &exit, &at); err != nil {
+		return c, err
+	}
+	c.Kind, c.Session, c.Kernel, c.Agent = store.ChangeKind(kind), domain.SessionID(sid), domain.KernelID(kid), domain.AgentID(ag)
+	if exit != nil {
+		code := int(*exit)
+		c.ExitCode = &code
+	}
+	e := rowErr{table: "status_changes", id: fmt.Sprint(c.Pos)}
+	c.At = e.time("at", at)
+	if c.Kind != store.ChangeSession && c.Kind != store.ChangeKernel {
+		e.fail("kind", fmt.Errorf("unknown change kind %q", kind))
+	}
+	return c, e.err
+}

@@ -1,0 +1,291 @@
+package codec
+
+import (
+	"database/sql"
+	"strconv"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// Column lists: every engine selects and inserts in exactly this order, and
+// the Scan and Args functions below depend on it.
+const (
+	GroupColumns = `name, state, sequencer, selector, head_of_line, max_retries,
+		pending_timeout_ns, scheduled_timeout_ns, preparing_timeout_ns, prepared_timeout_ns,
+		creating_timeout_ns, terminating_timeout_ns, allowed_types`
+	AgentColumns = `id, resource_group, address, architecture, runtime, status, schedulable,
+		capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels`
+	SessionColumns = `id, name, owner_user, owner_project, owner_domain, type, image, architecture,
+		resource_group, cluster_mode, cluster_size, priority, requested, status, status_reason,
+		status_changed_at, created_at, starts_at, designated_agents, designated_strict, avoid_agents,
+		outcome, command, env`
+	KernelColumns = `id, session_id, cluster_role, cluster_idx, image, architecture, requested,
+		agent_id, status, status_reason, status_changed_at, container_id, exit_code`
+	PolicyColumns  = `scope, name, max_slots, max_concurrent_sessions, max_pending_sessions`
+	UserColumns    = `id, name, role, project, domain, created_at`
+	HistoryColumns = `session_id, at, handler, result, from_status, to_status, message, attempt`
+)
+
+// GroupArgs returns a group's values in GroupColumns order.
+func GroupArgs(g domain.ResourceGroup) []any {
+	t := g.Timeouts
+	return []any{
+		g.Name, StatusName(g.State), g.Sequencer, g.Selector, string(g.HeadOfLine), g.MaxRetries,
+		int64(t.Pending), int64(t.Scheduled), int64(t.Preparing), int64(t.Prepared),
+		int64(t.Creating), int64(t.Terminating), JSONList(g.AllowedTypes),
+	}
+}
+
+// ScanGroup reads GroupColumns.
+func ScanGroup(sc Scanner) (domain.ResourceGroup, error) {
+	var (
+		g                        domain.ResourceGroup
+		state, hol, allowed      string
+		pend, sched, prep, prepd int64
+		creat, term              int64
+	)
+	if err := sc.Scan(&g.Name, &state, &g.Sequencer, &g.Selector, &hol, &g.MaxRetries,
+		&pend, &sched, &prep, &prepd, &creat, &term, &allowed); err != nil {
+		return g, err
+	}
+	e := rowErr{table: "resource_groups", id: g.Name}
+	var err error
+	g.State, err = domain.ParseGroupState(state)
+	e.fail("state", err)
+	g.HeadOfLine, err = domain.ParseHeadOfLine(hol)
+	e.fail("head_of_line", err)
+	g.Timeouts = domain.Timeouts{
+		Pending: time.Duration(pend), Scheduled: time.Duration(sched), Preparing: time.Duration(prep),
+		Prepared: time.Duration(prepd), Creating: time.Duration(creat), Terminating: time.Duration(term),
+	}
+	e.json("allowed_types", allowed, &g.AllowedTypes)
+	if len(g.AllowedTypes) == 0 {
+		g.AllowedTypes = nil
+	}
+	return g, e.err
+}
+
+// AgentArgs returns a new agent's values in AgentColumns order: ALIVE,
+// nothing occupied, epoch 1.
+func AgentArgs(reg *domain.Registry, a domain.Agent, now time.Time, ts TimeParam) ([]any, error) {
+	capacity, err := EncodeSlots(reg, a.Capacity)
+	if err != nil {
+		return nil, invalid("agent capacity", err)
+	}
+	return []any{
+		string(a.ID), a.ResourceGroup, a.Address, a.Architecture, a.Runtime,
+		domain.AgentAlive.String(), a.Schedulable, capacity, "{}", a.MaxKernels, 0,
+		ts(now), int64(1), JSONList(a.Images), JSONMap(a.Labels),
+	}, nil
+}
+
+// ScanAgent reads AgentColumns.
+func ScanAgent(reg *domain.Registry, sc Scanner) (domain.Agent, error) {
+	var (
+		a                  domain.Agent
+		id, status         string
+		capacity, occupied string
+		images, labels     string
+		heartbeat          rawTime
+	)
+	if err := sc.Scan(&id, &a.ResourceGroup, &a.Address, &a.Architecture, &a.Runtime, &status,
+		&a.Schedulable, &capacity, &occupied, &a.MaxKernels, &a.KernelCount, &heartbeat, &a.Epoch,
+		&images, &labels); err != nil {
+		return a, err
+	}
+	a.ID = domain.AgentID(id)
+	e := rowErr{table: "agents", id: id}
+	var err error
+	a.Status, err = domain.ParseAgentStatus(status)
+	e.fail("status", err)
+	a.Capacity = e.slots("capacity", reg, capacity)
+	a.Occupied = e.slots("occupied", reg, occupied)
+	a.LastHeartbeat = e.time("last_heartbeat", heartbeat)
+	e.json("images", images, &a.Images)
+	e.json("labels", labels, &a.Labels)
+	if len(a.Images) == 0 {
+		a.Images = nil
+	}
+	if len(a.Labels) == 0 {
+		a.Labels = nil
+	}
+	return a, e.err
+}
+
+// SessionArgs returns a new session's values in SessionColumns order, as
+// PENDING since its creation time.
+func SessionArgs(reg *domain.Registry, s domain.Session, ts TimeParam) ([]any, error) {
+	requested, err := EncodeSlots(reg, s.Requested)
+	if err != nil {
+		return nil, invalid("session requested slots", err)
+	}
+	return []any{
+		string(s.ID), s.Name, s.Owner.User, s.Owner.Project, s.Owner.Domain, string(s.Type), s.Image,
+		s.Architecture, s.ResourceGroup, string(s.ClusterMode), s.ClusterSize, s.Priority, requested,
+		domain.SessionPending.String(), s.StatusReason, ts(s.CreatedAt), ts(s.CreatedAt), ts(s.StartsAt),
+		JSONList(s.DesignatedAgents), s.DesignatedStrict, JSONList(s.AvoidAgents),
+		"", JSONList(s.Command), JSONMap(s.Env),
+	}, nil
+}
+
+// ScanSession reads SessionColumns; DependsOn is left for the caller, who
+// reads session_dependencies.
+func ScanSession(reg *domain.Registry, sc Scanner) (domain.Session, error) {
+	var (
+		s                                domain.Session
+		id, typ, mode, requested, status string
+		outcome, designated, avoid       string
+		command, env                     string
+		changed, created, starts         rawTime
+	)
+	if err := sc.Scan(&id, &s.Name, &s.Owner.User, &s.Owner.Project, &s.Owner.Domain, &typ, &s.Image,
+		&s.Architecture, &s.ResourceGroup, &mode, &s.ClusterSize, &s.Priority, &requested, &status,
+		&s.StatusReason, &changed, &created, &starts, &designated, &s.DesignatedStrict, &avoid,
+		&outcome, &command, &env); err != nil {
+		return s, err
+	}
+	s.ID = domain.SessionID(id)
+	e := rowErr{table: "sessions", id: id}
+	var err error
+	s.Type, err = domain.ParseSessionType(typ)
+	e.fail("type", err)
+	s.ClusterMode, err = domain.ParseClusterMode(mode)
+	e.fail("cluster_mode", err)
+	s.Requested = e.slots("requested", reg, requested)
+	s.Status = e.sessionStatus("status", status)
+	if s.Status == 0 {
+		e.fail("status", errEmptyStatus)
+	}
+	s.StatusChangedAt = e.time("status_changed_at", changed)
+	s.CreatedAt = e.time("created_at", created)
+	s.StartsAt = e.time("starts_at", starts)
+	e.json("designated_agents", designated, &s.DesignatedAgents)
+	e.json("avoid_agents", avoid, &s.AvoidAgents)
+	s.Outcome, err = domain.ParseOutcome(outcome)
+	e.fail("outcome", err)
+	e.json("command", command, &s.Command)
+	e.json("env", env, &s.Env)
+	if len(s.DesignatedAgents) == 0 {
+		s.DesignatedAgents = nil
+	}
+	if len(s.AvoidAgents) == 0 {
+		s.AvoidAgents = nil
+	}
+	if len(s.Command) == 0 {
+		s.Command = nil
+	}
+	if len(s.Env) == 0 {
+		s.Env = nil
+	}
+	return s, e.err
+}
+
+// KernelArgs returns a new kernel's values in KernelColumns order: PENDING,
+// on no agent, with no container or exit code yet, since its session's
+// creation.
+func KernelArgs(reg *domain.Registry, k domain.Kernel, created time.Time, ts TimeParam) ([]any, error) {
+	requested, err := EncodeSlots(reg, k.Requested)
+	if err != nil {
+		return nil, invalid("kernel requested slots", err)
+	}
+	return []any{
+		string(k.ID), string(k.SessionID), k.ClusterRole, k.ClusterIdx, k.Image, k.Architecture,
+		requested, nil, domain.KernelPending.String(), k.StatusReason, ts(created), "", nil,
+	}, nil
+}
+
+// ScanKernel reads KernelColumns.
+func ScanKernel(reg *domain.Registry, sc Scanner) (domain.Kernel, error) {
+	var (
+		k                      domain.Kernel
+		id, session, requested string
+		status                 string
+		agent                  sql.NullString
+		exit                   sql.NullInt64
+		changed                rawTime
+	)
+	if err := sc.Scan(&id, &session, &k.ClusterRole, &k.ClusterIdx, &k.Image, &k.Architecture,
+		&requested, &agent, &status, &k.StatusReason, &changed, &k.ContainerID, &exit); err != nil {
+		return k, err
+	}
+	k.ID, k.SessionID, k.Agent = domain.KernelID(id), domain.SessionID(session), domain.AgentID(agent.String)
+	e := rowErr{table: "kernels", id: id}
+	k.Requested = e.slots("requested", reg, requested)
+	k.Status = e.kernelStatus("status", status)
+	k.StatusChangedAt = e.time("status_changed_at", changed)
+	if exit.Valid {
+		code := int(exit.Int64)
+		k.ExitCode = &code
+	}
+	return k, e.err
+}
+
+// PolicyArgs returns a policy's values in PolicyColumns order.
+func PolicyArgs(reg *domain.Registry, p domain.Policy) ([]any, error) {
+	limits, err := EncodeLimits(reg, p.MaxSlots)
+	if err != nil {
+		return nil, invalid("policy max slots", err)
+	}
+	return []any{string(p.Scope), p.Name, limits, p.MaxConcurrentSessions, p.MaxPendingSessions}, nil
+}
+
+// ScanPolicy reads PolicyColumns.
+func ScanPolicy(reg *domain.Registry, sc Scanner) (domain.Policy, error) {
+	var (
+		p            domain.Policy
+		scope, slots string
+	)
+	if err := sc.Scan(&scope, &p.Name, &slots, &p.MaxConcurrentSessions, &p.MaxPendingSessions); err != nil {
+		return p, err
+	}
+	e := rowErr{table: "policies", id: scope + ":" + p.Name}
+	var err error
+	p.Scope, err = domain.ParsePolicyScope(scope)
+	e.fail("scope", err)
+	p.MaxSlots, err = DecodeLimits(reg, slots)
+	e.fail("max_slots", err)
+	return p, e.err
+}
+
+// UserArgs returns a user's values in UserColumns order.
+func UserArgs(u store.User, ts TimeParam) []any {
+	return []any{u.ID, u.Name, string(u.Role), u.Project, u.Domain, ts(u.CreatedAt)}
+}
+
+// ScanUser reads UserColumns.
+func ScanUser(sc Scanner) (store.User, error) {
+	var (
+		u       store.User
+		role    string
+		created rawTime
+	)
+	if err := sc.Scan(&u.ID, &u.Name, &role, &u.Project, &u.Domain, &created); err != nil {
+		return u, err
+	}
+	u.Role = store.Role(role)
+	e := rowErr{table: "users", id: u.ID}
+	u.CreatedAt = e.time("created_at", created)
+	return u, e.err
+}
+
+// ScanHistory reads HistoryColumns preceded by the entry's row id.
+func ScanHistory(sc Scanner) (int64, domain.HistoryEntry, error) {
+	var (
+		rowID            int64
+		h                domain.HistoryEntry
+		session, handler string
+		result, from, to string
+		at               rawTime
+	)
+	if err := sc.Scan(&rowID, &session, &at, &handler, &result, &from, &to, &h.Message, &h.Attempt); err != nil {
+		return 0, h, err
+	}
+	h.SessionID, h.Handler, h.Result = domain.SessionID(session), domain.HandlerName(handler), domain.Result(result)
+	e := rowErr{table: "scheduling_history", id: strconv.FormatInt(rowID, 10)}
+	h.At = e.time("at", at)
+	h.From = e.sessionStatus("from_status", from)
+	h.To = e.sessionStatus("to_status", to)
+	return rowID, h, e.err
+}

@@ -1,0 +1,164 @@
+package codec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// Scanner is what both database/sql rows and pgx rows offer.
+type Scanner interface {
+	Scan(dest ...any) error
+}
+
+// TimeParam converts a time into an engine's parameter; it returns nil for
+// the zero time so that "not set" is stored as NULL.
+type TimeParam func(time.Time) any
+
+// rawTime keeps whatever the driver produced for a timestamp column so the
+// conversion error, if any, can name the row.
+type rawTime struct{ src any }
+
+func (r *rawTime) Scan(src any) error {
+	r.src = src
+	return nil
+}
+
+// time converts the scanned value: NULL is the zero time, an integer is
+// microseconds since the Unix epoch (SQLite), a time.Time is taken as it is
+// (PostgreSQL). Every time comes back in UTC.
+func (r rawTime) time() (time.Time, error) {
+	switch v := r.src.(type) {
+	case nil:
+		return time.Time{}, nil
+	case int64:
+		return time.UnixMicro(v).UTC(), nil
+	case time.Time:
+		return v.UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("timestamp of type %T", r.src)
+}
+
+// rowErr collects the first decoding error of one row, so a decoder reads
+// as a list of fields rather than a ladder of ifs.
+type rowErr struct {
+	table, id string
+	err       error
+}
+
+func (e *rowErr) fail(column string, err error) {
+	if e.err == nil && err != nil {
+		e.err = &store.CorruptRowError{Table: e.table, ID: e.id, Column: column, Err: err}
+	}
+}
+
+func (e *rowErr) time(column string, r rawTime) time.Time {
+	t, err := r.time()
+	e.fail(column, err)
+	return t
+}
+
+func (e *rowErr) slots(column string, reg *domain.Registry, s string) domain.Vec {
+	v, err := DecodeSlots(reg, s)
+	e.fail(column, err)
+	return v
+}
+
+func (e *rowErr) json(column, s string, dst any) {
+	e.fail(column, json.Unmarshal([]byte(s), dst))
+}
+
+func (e *rowErr) sessionStatus(column, s string) domain.SessionStatus {
+	if s == "" {
+		return 0
+	}
+	v, err := domain.ParseSessionStatus(s)
+	e.fail(column, err)
+	return v
+}
+
+func (e *rowErr) kernelStatus(column, s string) domain.KernelStatus {
+	v, err := domain.ParseKernelStatus(s)
+	e.fail(column, err)
+	return v
+}
+
+// StatusName writes a status for storage; the zero status becomes "", which
+// the schema's CHECK constraints refuse where a status is required.
+func StatusName[S interface {
+	~uint8
+	String() string
+}](s S) string {
+	if s == 0 {
+		return ""
+	}
+	return s.String()
+}
+
+// StatusNames writes a list of statuses for an IN (...) filter.
+func StatusNames[S interface {
+	~uint8
+	String() string
+}](ss []S) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = StatusName(s)
+	}
+	return out
+}
+
+// Strings converts a list of string-based identifiers.
+func Strings[S ~string](ids []S) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = string(id)
+	}
+	return out
+}
+
+// JSONList writes a list as a JSON array; nil becomes [].
+func JSONList[S ~string](l []S) string {
+	if len(l) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(l) // a list of strings always marshals
+	return string(b)
+}
+
+// JSONMap writes a string map as a JSON object; nil becomes {}.
+func JSONMap(m map[string]string) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(m) // a string map always marshals
+	return string(b)
+}
+
+// invalid wraps an input error so engines report it as store.ErrInvalid.
+func invalid(what string, err error) error {
+	return fmt.Errorf("%s: %w: %v", what, store.ErrInvalid, err)
+}
+
+var errEmptyStatus = errors.New("status is empty")
+
+// AddAvoided appends to a stored avoid list (JSON) the agents not on it
+// yet, in order, and returns the new JSON. It reports whether it changed.
+func AddAvoided(table, id, stored string, agents []domain.AgentID) (string, bool, error) {
+	var list []domain.AgentID
+	if err := json.Unmarshal([]byte(stored), &list); err != nil {
+		return "", false, &store.CorruptRowError{Table: table, ID: id, Column: "avoid_agents", Err: err}
+	}
+	changed := false
+	for _, a := range agents {
+		if !slices.Contains(list, a) {
+			list = append(list, a)
+			changed = true
+		}
+	}
+	return JSONList(list), changed, nil
+}

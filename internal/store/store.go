@@ -1,0 +1,268 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
+)
+
+// Store is everything an engine offers, as the conformance suite drives it.
+// Production callers should not depend on it whole: they declare the few
+// methods they use.
+//
+// Every method is one transaction. Errors are of the classes in errors.go:
+// a missing row (or one a new row refers to) is ErrNotFound, a duplicate
+// key ErrConflict, a row not in the expected state ErrGuardFailed, input
+// the schema refuses ErrInvalid, an undecodable stored row a
+// *CorruptRowError, and a cancelled context its own error.
+type Store interface {
+	// PutResourceGroup creates or replaces a group's configuration; its
+	// round-robin cursor is kept.
+	PutResourceGroup(ctx context.Context, g domain.ResourceGroup) error
+	GetResourceGroup(ctx context.Context, name string) (domain.ResourceGroup, error)
+	ListResourceGroups(ctx context.Context) ([]domain.ResourceGroup, error)
+
+	// RegisterAgent inserts a new agent (epoch 1, ALIVE, nothing occupied)
+	// or re-registers a known one: its epoch grows by one, it becomes
+	// ALIVE, and its description and capacity are replaced, while its
+	// occupied slots, kernel count and schedulable flag are kept (kernels
+	// may still run there; a cordon survives a restart).
+	RegisterAgent(ctx context.Context, a domain.Agent, now time.Time) (domain.Agent, error)
+	// Heartbeat records a sign of life from the agent's current
+	// incarnation; an older epoch gets ErrGuardFailed.
+	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
+	SetAgentStatus(ctx context.Context, id domain.AgentID, status domain.AgentStatus) error
+	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error
+	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
+	ListAgents(ctx context.Context, f AgentFilter) ([]domain.Agent, error)
+
+	// CreateSession stores a new PENDING session with its PENDING kernels
+	// and its dependencies, all or nothing. s.CreatedAt is the creation
+	// (and status change) time.
+	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel) error
+	GetSession(ctx context.Context, id domain.SessionID) (SessionWithKernels, error)
+	// ListSessions returns sessions oldest first.
+	ListSessions(ctx context.Context, f SessionFilter) ([]domain.Session, error)
+	// AvoidAgents adds agents the session failed on to its avoid list
+	// (kept in order, each once), so placement tries other agents first.
+	AvoidAgents(ctx context.Context, id domain.SessionID, agents []domain.AgentID) error
+	// ListKernels returns kernels by session, then cluster index.
+	ListKernels(ctx context.Context, f KernelFilter) ([]domain.Kernel, error)
+
+	// CreateUser stores a user and the hash of its first token; the token
+	// itself is never stored.
+	CreateUser(ctx context.Context, u User, tokenHash []byte) error
+	UserByTokenHash(ctx context.Context, tokenHash []byte) (User, error)
+
+	// PutPolicy creates or replaces the policy of a user, project or domain.
+	PutPolicy(ctx context.Context, p domain.Policy) error
+	GetPolicy(ctx context.Context, scope domain.PolicyScope, name string) (domain.Policy, error)
+
+	// LoadSnapshot reads, in one consistent read, everything one scheduling
+	// round of the group needs.
+	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
+	// ApplyPlan re-checks and applies a plan's placements in order, in one
+	// transaction: each is applied whole or reported back in Rejected, never
+	// half. The group's round-robin cursor is saved.
+	ApplyPlan(ctx context.Context, plan framework.Plan, now time.Time) (ApplyResult, error)
+	// TransitionSessions moves those of ids whose status is in from to
+	// to.Session (when set), and their kernels that can legally move to
+	// to.Kernel (when set), releasing what the kernels stop holding. It
+	// returns the sessions that matched the guard, in id order. A move
+	// back to PENDING also requires that no kernel has ended: such a
+	// session cannot start over.
+	TransitionSessions(ctx context.Context, ids []domain.SessionID, from []domain.SessionStatus,
+		to domain.Transition, reason string, now time.Time) ([]domain.SessionID, error)
+	// UpdateKernel applies one agent event to one kernel, guarded by the
+	// statuses the caller expects it in, releasing its slots when it stops
+	// holding them. It returns the kernel as stored afterwards.
+	UpdateKernel(ctx context.Context, u KernelUpdate) (domain.Kernel, error)
+
+	// AppendHistory records handler outcomes in order. An outcome identical
+	// to its session's latest entry (handler, result, from, to, message)
+	// merges into it: attempt+1 and the entry's time moves to the new one.
+	AppendHistory(ctx context.Context, entries []domain.HistoryEntry) error
+	// History returns a session's entries oldest first.
+	History(ctx context.Context, id domain.SessionID) ([]domain.HistoryEntry, error)
+	// IncrementTries adds one failed try in the phase to each session and
+	// returns the new counts.
+	IncrementTries(ctx context.Context, phase domain.HandlerName, ids []domain.SessionID) (map[domain.SessionID]int, error)
+	// ResetTries forgets the sessions' tries in the phase.
+	ResetTries(ctx context.Context, phase domain.HandlerName, ids []domain.SessionID) error
+	// Tries returns a session's try counts by phase.
+	Tries(ctx context.Context, id domain.SessionID) (map[domain.HandlerName]int, error)
+	// SessionsMatching returns, in id order, the sessions in one of
+	// sessionStatuses whose kernels satisfy match against
+	// checkKernelStatuses (seed 001's promotion query).
+	SessionsMatching(ctx context.Context, sessionStatuses []domain.SessionStatus,
+		checkKernelStatuses []domain.KernelStatus, match domain.Match) ([]domain.SessionID, error)
+
+	// Changes reads the change feed: every status change of a session (its
+	// creation included) and of a kernel, recorded in the transaction that
+	// made it, in feed position order after f.After. Positions only grow,
+	// and a change appears at a position only once it is committed, so a
+	// reader that passes a position never misses a change before it.
+	// Changes of one session or one kernel are in the order they were made.
+	Changes(ctx context.Context, f ChangeFilter) ([]Change, error)
+	// LastChange returns the position of the latest change, 0 when none.
+	LastChange(ctx context.Context) (int64, error)
+
+	Close() error
+}
+
+// AgentFilter selects agents; zero fields select everything.
+type AgentFilter struct {
+	IDs      []domain.AgentID
+	Group    string
+	Statuses []domain.AgentStatus
+}
+
+// SessionFilter selects sessions; zero fields select everything.
+type SessionFilter struct {
+	// IDs, when not empty, selects only these sessions.
+	IDs      []domain.SessionID
+	Statuses []domain.SessionStatus
+	User     string
+	Project  string
+	Domain   string
+	Group    string
+	// Limit caps the number returned; zero means no cap.
+	Limit int
+}
+
+// KernelFilter selects kernels; zero fields select everything.
+type KernelFilter struct {
+	IDs      []domain.KernelID
+	Sessions []domain.SessionID
+	Agents   []domain.AgentID
+	Statuses []domain.KernelStatus
+}
+
+// ChangeFilter selects changes of the feed; zero fields select everything.
+type ChangeFilter struct {
+	// After is the position to read after; 0 reads from the start.
+	After int64
+	// User keeps the changes of that user's sessions only.
+	User     string
+	Sessions []domain.SessionID
+	// Limit caps the number returned; zero means no cap.
+	Limit int
+}
+
+// ChangeKind says what changed status.
+type ChangeKind string
+
+// Change kinds.
+const (
+	ChangeSession ChangeKind = "session"
+	ChangeKernel  ChangeKind = "kernel"
+)
+
+// Change is one status change in the feed. From and To are status names as
+// the domain's String writes them (session or kernel statuses by Kind);
+// From is empty when a session was created.
+type Change struct {
+	Pos     int64
+	Kind    ChangeKind
+	Session domain.SessionID
+	// Kernel is empty for a session's change.
+	Kernel domain.KernelID
+	Owner  string
+	From   string
+	To     string
+	Reason string
+	// Agent is a kernel's agent: the one it is on, or the one it left when
+	// sent back to PENDING. Empty for sessions.
+	Agent    domain.AgentID
+	ExitCode *int
+	At       time.Time
+}
+
+// SessionWithKernels is a session with its kernels in cluster index order.
+type SessionWithKernels struct {
+	Session domain.Session
+	Kernels []domain.Kernel
+}
+
+// Role is what a user may do.
+type Role string
+
+// Roles.
+const (
+	RoleAdmin Role = "admin"
+	RoleUser  Role = "user"
+)
+
+// User is an API user; it owns sessions as Owner{User: Name, ...}.
+type User struct {
+	ID        string
+	Name      string
+	Role      Role
+	Project   string
+	Domain    string
+	CreatedAt time.Time
+}
+
+// KernelUpdate is one agent event for one kernel.
+type KernelUpdate struct {
+	Kernel domain.KernelID
+	// From are the statuses the kernel must be in for the event to apply.
+	From []domain.KernelStatus
+	To   domain.KernelStatus
+	// ExitCode, when set, is stored; ContainerID, when not empty, too.
+	ExitCode    *int
+	ContainerID string
+	Reason      string
+	Now         time.Time
+}
+
+// ApplyResult says what became of a plan's placements.
+type ApplyResult struct {
+	// Applied are the sessions now SCHEDULED, in plan order.
+	Applied []domain.SessionID
+	// Rejected are placements dropped whole, in plan order.
+	Rejected []Rejection
+}
+
+// RejectReason says why a placement was dropped.
+type RejectReason string
+
+// Reasons a placement is dropped. The scheduler refreshes its snapshot and
+// tries again on all but RejectKernelMismatch, which is a bug in the plan.
+const (
+	RejectSessionMissing   RejectReason = "session_missing"
+	RejectNotPending       RejectReason = "not_pending"
+	RejectWrongGroup       RejectReason = "wrong_group"
+	RejectKernelMismatch   RejectReason = "kernel_mismatch"
+	RejectAgentMissing     RejectReason = "agent_missing"
+	RejectAgentUnavailable RejectReason = "agent_unavailable"
+	RejectCapacity         RejectReason = "capacity"
+	RejectMaxKernels       RejectReason = "max_kernels"
+)
+
+// Rejection is a placement dropped whole, with the reason and, where there
+// is one, the agent and slot that failed.
+type Rejection struct {
+	Session domain.SessionID
+	Reason  RejectReason
+	Agent   domain.AgentID
+	Slot    string
+	Detail  string
+}
+
+// FaultHook is for tests only: an engine calls it at the named points
+// inside ApplyPlan's transaction, and an error it returns aborts the
+// transaction there, as a crash or a lost connection would. Production code
+// leaves it nil.
+type FaultHook func(point string) error
+
+// Fault points inside ApplyPlan, in the order they are reached.
+const (
+	FaultRead     = "read"     // rows read (and locked)
+	FaultSessions = "sessions" // sessions written
+	FaultKernels  = "kernels"  // kernels written
+	FaultAgents   = "agents"   // agents written
+	FaultCommit   = "commit"   // just before commit
+)

@@ -1,0 +1,67 @@
+package storetest
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// The benchmark's data set, which each engine seeds its own fastest way:
+// group BenchGroup; agents BenchAgentID(0..agents-1), ALIVE and
+// schedulable, each offering cpu 16 and mem 64g; sessions
+// BenchSessionID(0..sessions-1), PENDING, one kernel BenchKernelID(i) each,
+// requesting cpu 1 and mem 1g.
+const BenchGroup = "bench"
+
+// BenchAgentID names the i-th benchmark agent.
+func BenchAgentID(i int) string { return "a" + strconv.Itoa(i) }
+
+// BenchSessionID names the i-th benchmark session.
+func BenchSessionID(i int) string { return "s" + strconv.Itoa(i) }
+
+// BenchKernelID names the i-th benchmark session's kernel.
+func BenchKernelID(i int) string { return "s" + strconv.Itoa(i) + "-k0" }
+
+// BenchApplyPlan measures applying one plan that places every seeded
+// session, round robin over the agents, and reports sessions/s. Between
+// iterations, with the timer stopped, every session is sent back to
+// PENDING, releasing its slots.
+func BenchApplyPlan(b *testing.B, s store.Store, reg *domain.Registry, sessions, agents int) {
+	slots, err := reg.ParseSlots(map[string]string{"cpu": "1", "mem": "1g"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan := framework.Plan{Group: BenchGroup, Placements: make([]framework.Placement, sessions)}
+	ids := make([]domain.SessionID, sessions)
+	for i := range sessions {
+		ids[i] = domain.SessionID(BenchSessionID(i))
+		plan.Placements[i] = framework.Placement{Session: ids[i], Kernels: []framework.KernelPlacement{{
+			Kernel: domain.KernelID(BenchKernelID(i)), Agent: domain.AgentID(BenchAgentID(i % agents)), Slots: slots,
+		}}}
+	}
+	ctx := b.Context()
+	back := domain.Transition{Session: domain.SessionPending, Kernel: domain.KernelPending}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if _, err := s.TransitionSessions(ctx, ids, []domain.SessionStatus{domain.SessionScheduled}, back, "", at(1)); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		res, err := s.ApplyPlan(ctx, plan, at(2))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Applied) != sessions {
+			b.Fatalf("applied %d of %d sessions; first rejection %+v", len(res.Applied), sessions, res.Rejected[0])
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(sessions*b.N)/b.Elapsed().Seconds(), "sessions/s")
+	if err := CheckInvariants(ctx, s); err != nil {
+		b.Fatal(err)
+	}
+}

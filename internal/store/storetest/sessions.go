@@ -1,0 +1,227 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+func testSessionRoundTrip(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	dep := f.session("dep", "g", "alice", 1, []string{"cpu", "1"})
+	s := domain.Session{
+		ID: "s1", Name: "train", Owner: domain.Owner{User: "alice", Project: "vision", Domain: "lab"},
+		Type: domain.TypeInference, Image: "python:3.13", Architecture: "aarch64", ResourceGroup: "g",
+		ClusterMode: domain.MultiNode, ClusterSize: 2, Priority: 7,
+		Requested: f.slots("cpu", "1.5", "mem", "4g", "cuda.shares", "0.25"),
+		// Ignored on creation: a new session is PENDING since its creation.
+		Status: domain.SessionRunning, StatusChangedAt: at(99), Outcome: domain.OutcomeSuccess,
+		StatusReason: "queued", CreatedAt: at(3), StartsAt: at(3600),
+		DependsOn: []domain.SessionID{dep.Session.ID}, DesignatedAgents: []domain.AgentID{"a1", "a2"},
+		DesignatedStrict: true, AvoidAgents: []domain.AgentID{"a3"},
+		Command: []string{"python", "-m", "serve"}, Env: map[string]string{"A": "1", "B": "two"},
+	}
+	exit := 3
+	kernels := []domain.Kernel{
+		{ID: "s1-main", ClusterRole: domain.RoleMain, ClusterIdx: 0, Image: "python:3.13", Architecture: "aarch64",
+			Requested: s.Requested.Clone(), Status: domain.KernelRunning, ContainerID: "c0", ExitCode: &exit},
+		{ID: "s1-sub", SessionID: "s1", ClusterRole: domain.RoleSub, ClusterIdx: 1, Image: "python:3.13",
+			Architecture: "aarch64", Requested: f.slots("cpu", "1")},
+	}
+	f.must(f.s.CreateSession(f.ctx, s, kernels), "create")
+
+	want := s
+	want.Status, want.StatusChangedAt, want.Outcome = domain.SessionPending, at(3), domain.OutcomeNone
+	wantKernels := []domain.Kernel{kernels[0], kernels[1]}
+	for i := range wantKernels {
+		k := &wantKernels[i]
+		// Container ids and exit codes come from agents, later.
+		k.SessionID, k.Status, k.StatusChangedAt, k.ContainerID, k.ExitCode = "s1", domain.KernelPending, at(3), "", nil
+	}
+	got := f.get("s1")
+	if diff := cmp.Diff(store.SessionWithKernels{Session: want, Kernels: wantKernels}, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	_, err := f.s.GetSession(f.ctx, "nope")
+	wantErr(t, err, store.ErrNotFound, "get missing session")
+	f.invariant()
+}
+
+func testListSessionsAndKernels(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g1")
+	f.group("g2")
+	f.agent("a1", "g1", []string{"cpu", "8"})
+	mk := func(id, group, user string, created int) {
+		f.session(id, group, user, 1, []string{"cpu", "1"}, func(s *domain.Session) { s.CreatedAt = at(created) })
+	}
+	mk("s3", "g1", "alice", 3)
+	mk("s1", "g1", "alice", 1)
+	mk("s2", "g2", "bob", 2)
+	mk("s4", "g1", "bob", 4)
+	f.schedule("g1", f.get("s4"), "a1")
+
+	for _, tc := range []struct {
+		name   string
+		filter store.SessionFilter
+		want   []domain.SessionID
+	}{
+		{"all oldest first", store.SessionFilter{}, []domain.SessionID{"s1", "s2", "s3", "s4"}},
+		{"status", store.SessionFilter{Statuses: []domain.SessionStatus{domain.SessionPending}}, []domain.SessionID{"s1", "s2", "s3"}},
+		{"statuses", store.SessionFilter{Statuses: []domain.SessionStatus{domain.SessionScheduled, domain.SessionRunning}}, []domain.SessionID{"s4"}},
+		{"user", store.SessionFilter{User: "bob"}, []domain.SessionID{"s2", "s4"}},
+		{"project", store.SessionFilter{Project: "p-alice"}, []domain.SessionID{"s1", "s3"}},
+		{"domain", store.SessionFilter{Domain: "other"}, nil},
+		{"group", store.SessionFilter{Group: "g1"}, []domain.SessionID{"s1", "s3", "s4"}},
+		{"limit", store.SessionFilter{Group: "g1", Limit: 2}, []domain.SessionID{"s1", "s3"}},
+		{"ids", store.SessionFilter{IDs: []domain.SessionID{"s4", "s1", "ghost"}}, []domain.SessionID{"s1", "s4"}},
+		{"ids and status", store.SessionFilter{IDs: []domain.SessionID{"s4", "s1"},
+			Statuses: []domain.SessionStatus{domain.SessionPending}}, []domain.SessionID{"s1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			list, err := f.s.ListSessions(f.ctx, tc.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []domain.SessionID
+			for _, s := range list {
+				ids = append(ids, s.ID)
+			}
+			if diff := cmp.Diff(tc.want, ids); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		filter store.KernelFilter
+		want   []domain.KernelID
+	}{
+		{"all", store.KernelFilter{}, []domain.KernelID{"s1-k0", "s2-k0", "s3-k0", "s4-k0"}},
+		{"sessions", store.KernelFilter{Sessions: []domain.SessionID{"s2", "s3"}}, []domain.KernelID{"s2-k0", "s3-k0"}},
+		{"agent", store.KernelFilter{Agents: []domain.AgentID{"a1"}}, []domain.KernelID{"s4-k0"}},
+		{"status", store.KernelFilter{Statuses: []domain.KernelStatus{domain.KernelPending}}, []domain.KernelID{"s1-k0", "s2-k0", "s3-k0"}},
+		{"ids", store.KernelFilter{IDs: []domain.KernelID{"s4-k0", "s1-k0", "ghost"}}, []domain.KernelID{"s1-k0", "s4-k0"}},
+		{"ids and status", store.KernelFilter{IDs: []domain.KernelID{"s4-k0", "s1-k0"},
+			Statuses: []domain.KernelStatus{domain.KernelScheduled}}, []domain.KernelID{"s4-k0"}},
+	} {
+		t.Run("kernels "+tc.name, func(t *testing.T) {
+			list, err := f.s.ListKernels(f.ctx, tc.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []domain.KernelID
+			for _, k := range list {
+				ids = append(ids, k.ID)
+			}
+			if diff := cmp.Diff(tc.want, ids); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	f.invariant()
+}
+
+func testCreateSessionErrors(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	f.session("taken", "g", "alice", 1, []string{"cpu", "1"})
+	valid := func() (domain.Session, []domain.Kernel) {
+		s := domain.Session{ID: "new", Owner: domain.Owner{User: "alice"}, Type: domain.TypeBatch, ResourceGroup: "g",
+			ClusterMode: domain.MultiNode, ClusterSize: 2, Requested: f.slots("cpu", "1"), CreatedAt: at(1)}
+		return s, []domain.Kernel{
+			{ID: "new-0", ClusterRole: domain.RoleMain, ClusterIdx: 0, Requested: f.slots("cpu", "1")},
+			{ID: "new-1", ClusterRole: domain.RoleSub, ClusterIdx: 1, Requested: f.slots("cpu", "1")},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(s *domain.Session, ks []domain.Kernel) []domain.Kernel
+		want   error
+	}{
+		{"duplicate session id", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel { s.ID = "taken"; return ks }, store.ErrConflict},
+		{"duplicate kernel id", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel { ks[1].ID = "taken-k0"; return ks }, store.ErrConflict},
+		{"duplicate cluster index", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel { ks[1].ClusterIdx = 0; return ks }, store.ErrConflict},
+		{"unknown group", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel { s.ResourceGroup = "nowhere"; return ks }, store.ErrNotFound},
+		{"unknown dependency", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel {
+			s.DependsOn = []domain.SessionID{"taken", "ghost"}
+			return ks
+		}, store.ErrNotFound},
+		{"depends on itself", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel {
+			s.DependsOn = []domain.SessionID{s.ID}
+			return ks
+		}, store.ErrInvalid},
+		{"no kernels", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel { return nil }, store.ErrInvalid},
+		{"size mismatch", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel { return ks[:1] }, store.ErrInvalid},
+		{"kernel of another session", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel { ks[0].SessionID = "taken"; return ks }, store.ErrInvalid},
+		{"kernel already placed", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel { ks[0].Agent = "a1"; return ks }, store.ErrInvalid},
+		{"no creation time", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel {
+			s.CreatedAt = domain.Session{}.CreatedAt
+			return ks
+		}, store.ErrInvalid},
+		{"unknown type", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel { s.Type = "daemon"; return ks }, store.ErrInvalid},
+		{"no owner", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel { s.Owner.User = ""; return ks }, store.ErrInvalid},
+		{"negative cluster index", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel { ks[1].ClusterIdx = -1; return ks }, store.ErrInvalid},
+		{"slot vector too long", func(s *domain.Session, ks []domain.Kernel) []domain.Kernel {
+			ks[1].Requested = make(domain.Vec, f.reg.Len()+2)
+			return ks
+		}, store.ErrInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ks := valid()
+			ks = tc.change(&s, ks)
+			wantErr(t, f.s.CreateSession(f.ctx, s, ks), tc.want, "create")
+			// Nothing of the refused session was kept.
+			if _, err := f.s.GetSession(f.ctx, s.ID); s.ID != "taken" && err == nil {
+				t.Errorf("session %s exists after a refused create", s.ID)
+			}
+			ks2, err := f.s.ListKernels(f.ctx, store.KernelFilter{Sessions: []domain.SessionID{"new"}})
+			if err != nil || len(ks2) != 0 {
+				t.Errorf("kernels of the refused session: %v, %v", ks2, err)
+			}
+		})
+	}
+	s, ks := valid()
+	f.must(f.s.CreateSession(f.ctx, s, ks), "the valid session after the refused ones")
+	f.invariant()
+}
+
+func testAvoidAgents(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	f.session("s1", "g", "alice", 1, []string{"cpu", "1"}, func(s *domain.Session) {
+		s.AvoidAgents = []domain.AgentID{"a1"}
+	})
+	f.must(f.s.AvoidAgents(f.ctx, "s1", []domain.AgentID{"a2", "a1", "a3", "a2"}), "avoid")
+	f.must(f.s.AvoidAgents(f.ctx, "s1", nil), "avoid nothing")
+	want := []domain.AgentID{"a1", "a2", "a3"}
+	if diff := cmp.Diff(want, f.get("s1").Session.AvoidAgents); diff != "" {
+		t.Errorf("avoid list (-want +got):\n%s", diff)
+	}
+	// Concurrent additions from two instances are all kept.
+	other := f.open(Options{Registry: f.reg})
+	var wg sync.WaitGroup
+	for i := range 6 {
+		st := f.s
+		if i%2 == 1 {
+			st = other
+		}
+		wg.Go(func() {
+			if err := st.AvoidAgents(f.ctx, "s1", []domain.AgentID{domain.AgentID(fmt.Sprintf("b%d", i))}); err != nil {
+				t.Errorf("avoid b%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := f.get("s1").Session.AvoidAgents; len(got) != 9 {
+		t.Errorf("after concurrent additions: %v, want 9 agents", got)
+	}
+	wantErr(t, f.s.AvoidAgents(f.ctx, "ghost", []domain.AgentID{"a1"}), store.ErrNotFound, "unknown session")
+	f.invariant()
+}

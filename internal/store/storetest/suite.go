@@ -1,0 +1,78 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// Engine is how the suite reaches one storage engine.
+type Engine struct {
+	// NewDB makes an empty database for one test, arranges its removal
+	// with t.Cleanup, and returns a locator Open and Exec understand.
+	NewDB func(t *testing.T) string
+	// Open opens a new store instance, with its own connections, on db.
+	Open func(ctx context.Context, db string, opts Options) (store.Store, error)
+	// Exec runs one raw SQL statement on db; tests use it to damage rows
+	// the way a bad migration or a hand edit would.
+	Exec func(t *testing.T, db string, query string)
+}
+
+// Options are what the suite varies when it opens a store.
+type Options struct {
+	Registry *domain.Registry
+	Fault    store.FaultHook
+}
+
+// Run runs the whole suite against the engine, each test on its own
+// database and in parallel with the others.
+func Run(t *testing.T, e Engine) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, e Engine)
+	}{
+		{"ResourceGroups", testResourceGroups},
+		{"Agents", testAgents},
+		{"SessionRoundTrip", testSessionRoundTrip},
+		{"ListSessionsAndKernels", testListSessionsAndKernels},
+		{"CreateSessionErrors", testCreateSessionErrors},
+		{"AvoidAgents", testAvoidAgents},
+		{"Users", testUsers},
+		{"Policies", testPolicies},
+		{"LoadSnapshot", testLoadSnapshot},
+		{"ApplyPlan", testApplyPlan},
+		{"ApplyPlanGuards", testApplyPlanGuards},
+		{"ApplyPlanSeesEarlierPlacements", testApplyPlanSeesEarlierPlacements},
+		{"ApplyPlanErrors", testApplyPlanErrors},
+		{"TransitionSessions", testTransitionSessions},
+		{"ReleaseOnce", testReleaseOnce},
+		{"KernelsAheadStay", testKernelsAheadStay},
+		{"Outcome", testOutcome},
+		{"UpdateKernel", testUpdateKernel},
+		{"History", testHistory},
+		{"Tries", testTries},
+		{"SessionsMatching", testSessionsMatching},
+		{"RegistryGrowth", testRegistryGrowth},
+		{"Reopen", testReopen},
+		{"CorruptRows", testCorruptRows},
+		{"ConcurrentAppliers", testConcurrentAppliers},
+		{"AbortedApply", testAbortedApply},
+		{"Changes", testChanges},
+		{"ChangesConcurrent", testChangesConcurrent},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, e)
+		})
+	}
+}
+
+// base is the suite's clock origin. Times carry microseconds, the precision
+// both engines keep.
+var base = time.Date(2025, 1, 16, 9, 30, 0, 123456000, time.UTC)
+
+func at(seconds int) time.Time { return base.Add(time.Duration(seconds) * time.Second) }
