@@ -1,0 +1,17 @@
+// Package coordinator drives every session from PENDING to an end, in the
+// handler pattern of seed 001: lifecycle handlers (ScheduleNewSessions,
+// PrepareSessions, StartSessions, TerminateSessions) attempt work and report
+// successes, failures and skipped sessions; promotion handlers
+// (PromoteToPrepared, PromoteToRunning, PromoteToTerminated,
+// DetectTermination) move sessions whose kernels meet ALL / ANY / NOT_ANY;
+// one generic applier turns results into guarded status changes, try
+// counts, residence-bound expiry and history. It also applies agent events
+// through the kernel state engine and handles agent loss.
+//
+// It owns the small interfaces it needs from the store (Store) and from
+// agents (Agents), and takes a clock, so tests drive it with an injected
+// clock and in-process agents with fault injection. It may import
+// internal/domain, internal/kernelstate, internal/scheduler (and its
+// framework), internal/store for its shared types and errors, and
+// Prometheus client_golang.
+package coordinator

@@ -1,0 +1,434 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// lifecycle returns the seed's table row for a handler.
+func lifecycle(name domain.HandlerName) domain.LifecycleHandler {
+	for _, h := range domain.LifecycleHandlers() {
+		if h.Name == name {
+			return h
+		}
+	}
+	panic("no lifecycle handler " + string(name)) // the table is a constant
+}
+
+func (c *Coordinator) groups(ctx context.Context) (groups, error) {
+	list, err := c.store.ListResourceGroups(ctx)
+	if err != nil {
+		return groups{}, fmt.Errorf("list resource groups: %w", err)
+	}
+	gs := groups{m: make(map[string]domain.ResourceGroup, len(list)), d: c.defaults.Load()}
+	for _, g := range list {
+		gs.m[g.Name] = g
+	}
+	return gs, nil
+}
+
+// targets loads the sessions in a lifecycle handler's session statuses. The
+// handler works only on those matching its kernel filter (works), but all of
+// them are subject to the residence bound, so a session whose kernels left
+// the filter cannot sit in its status forever.
+func (c *Coordinator) targets(ctx context.Context, h domain.LifecycleHandler) ([]store.SessionWithKernels, error) {
+	sessions, err := c.store.ListSessions(ctx, store.SessionFilter{Statuses: h.TargetSession, Limit: c.conf().BatchSize})
+	if err != nil {
+		return nil, fmt.Errorf("%s: list sessions: %w", h.Name, err)
+	}
+	if len(sessions) == 0 {
+		return nil, nil
+	}
+	ids := make([]domain.SessionID, len(sessions))
+	for i, s := range sessions {
+		ids[i] = s.ID
+	}
+	kernels, err := c.store.ListKernels(ctx, store.KernelFilter{Sessions: ids})
+	if err != nil {
+		return nil, fmt.Errorf("%s: list kernels: %w", h.Name, err)
+	}
+	byS := make(map[domain.SessionID][]domain.Kernel, len(sessions))
+	for _, k := range kernels {
+		byS[k.SessionID] = append(byS[k.SessionID], k)
+	}
+	out := make([]store.SessionWithKernels, 0, len(sessions))
+	for _, s := range sessions {
+		out = append(out, store.SessionWithKernels{Session: s, Kernels: byS[s.ID]})
+	}
+	return out, nil
+}
+
+// works reports whether the handler's kernel filter selects the session.
+func works(h domain.LifecycleHandler, t store.SessionWithKernels) bool {
+	return h.TargetKernel == nil || slices.ContainsFunc(t.Kernels, func(k domain.Kernel) bool {
+		return slices.Contains(h.TargetKernel, k.Status)
+	})
+}
+
+// ScheduleNewSessions runs one scheduling round per resource group and
+// applies each plan through the store's guarded plan applier.
+func (c *Coordinator) ScheduleNewSessions(ctx context.Context) error {
+	defer c.metrics.run(domain.HandlerScheduleNewSessions, time.Now())
+	h := lifecycle(domain.HandlerScheduleNewSessions)
+	gs, err := c.groups(ctx)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(gs.m))
+	for n := range gs.m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := c.scheduleGroup(ctx, h, name, gs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandler, group string, gs groups) error {
+	now := c.clock.Now()
+	snap, err := c.store.LoadSnapshot(ctx, group, now)
+	if err != nil {
+		return fmt.Errorf("snapshot of %s: %w", group, err)
+	}
+	c.metrics.queue(group, len(snap.Pending))
+	if len(snap.Pending) == 0 {
+		return nil
+	}
+	plan, err := c.sched.Schedule(&snap)
+	if err != nil {
+		return fmt.Errorf("schedule %s: %w", group, err)
+	}
+	applied, err := c.store.ApplyPlan(ctx, plan, now)
+	if err != nil {
+		return fmt.Errorf("apply plan of %s: %w", group, err)
+	}
+	targets := make([]store.SessionWithKernels, len(snap.Pending))
+	for i, p := range snap.Pending {
+		targets[i] = store.SessionWithKernels{Session: p.Session, Kernels: p.Kernels}
+	}
+	res := Result{Successes: applied.Applied, successApplied: true}
+	for _, r := range applied.Rejected {
+		// Lost a race with another manager or an agent change: it waits
+		// for the next round, which sees the new state.
+		res.Skipped = append(res.Skipped, Note{Session: r.Session,
+			Message: fmt.Sprintf("placement re-check failed (%s %s %s); retrying", r.Reason, r.Agent, r.Slot)})
+	}
+	for _, d := range plan.Waiting {
+		res.Skipped = append(res.Skipped, Note{Session: d.Session, Message: describe(d.Blockers, snap.Slots)})
+	}
+	if len(applied.Applied) > 0 {
+		c.Mark()
+	}
+	if err := c.apply(ctx, h, handlerPolicy{}, targets, res, gs); err != nil {
+		return err
+	}
+	return c.cancelImpossible(ctx, h, plan.Impossible, snap.Slots, now)
+}
+
+// cancelImpossible cancels sessions waiting cannot help, with the reason.
+func (c *Coordinator) cancelImpossible(ctx context.Context, h domain.LifecycleHandler, ds []framework.Decision,
+	reg *domain.Registry, now time.Time) error {
+	var hist []domain.HistoryEntry
+	for _, d := range ds {
+		msg := describe(d.Blockers, reg)
+		moved, err := c.store.TransitionSessions(ctx, []domain.SessionID{d.Session},
+			[]domain.SessionStatus{domain.SessionPending}, *h.Transitions.GiveUp, msg, now)
+		if err != nil {
+			return fmt.Errorf("cancel %s: %w", d.Session, err)
+		}
+		if len(moved) == 1 {
+			hist = append(hist, domain.HistoryEntry{SessionID: d.Session, At: now, Handler: h.Name,
+				Result: domain.ResultGiveUp, From: domain.SessionPending, To: domain.SessionCancelled, Message: msg, Attempt: 1})
+			c.metrics.outcome(h.Name, domain.ResultGiveUp)
+		}
+	}
+	if len(hist) == 0 {
+		return nil
+	}
+	return c.store.AppendHistory(ctx, hist)
+}
+
+// describe joins blocker messages, impossible ones first.
+func describe(bs []framework.Blocker, reg *domain.Registry) string {
+	var first, rest []string
+	for _, b := range bs {
+		if b.Impossible {
+			first = append(first, b.Message(reg))
+		} else {
+			rest = append(rest, b.Message(reg))
+		}
+	}
+	return strings.Join(append(first, rest...), "; ")
+}
+
+// PrepareSessions asks agents to make the images of scheduled and
+// preparing sessions present. Asking again is safe, which is how a lost
+// image_pull_finished is recovered: the agent answers that the image is
+// ready and the kernels move on.
+func (c *Coordinator) PrepareSessions(ctx context.Context) error {
+	defer c.metrics.run(domain.HandlerPrepareSessions, time.Now())
+	h := lifecycle(domain.HandlerPrepareSessions)
+	targets, err := c.targets(ctx, h)
+	if err != nil || len(targets) == 0 {
+		return err
+	}
+	gs, err := c.groups(ctx)
+	if err != nil {
+		return err
+	}
+	// One call per agent for all its images, however many sessions.
+	want := map[domain.AgentID][]string{}
+	for _, t := range targets {
+		if !works(h, t) {
+			continue
+		}
+		for _, k := range t.Kernels {
+			if k.Agent != "" && slices.Contains(h.TargetKernel, k.Status) && !slices.Contains(want[k.Agent], k.Image) {
+				want[k.Agent] = append(want[k.Agent], k.Image)
+			}
+		}
+	}
+	states, errs := c.checkAndPull(ctx, want)
+	var res Result
+	var ready []domain.Kernel
+	for _, t := range targets {
+		if !works(h, t) {
+			continue
+		}
+		var failed []string
+		for _, k := range t.Kernels {
+			if !slices.Contains(h.TargetKernel, k.Status) {
+				continue
+			}
+			if err := errs[k.Agent]; err != nil {
+				failed = append(failed, fmt.Sprintf("agent %s: %v", k.Agent, err))
+				continue
+			}
+			st := states[k.Agent][k.Image]
+			switch {
+			case st.Failed != "":
+				failed = append(failed, fmt.Sprintf("pull of %s on %s failed: %s", k.Image, k.Agent, st.Failed))
+			case st.Ready:
+				ready = append(ready, k)
+			}
+		}
+		if len(failed) > 0 {
+			res.Failures = append(res.Failures, Note{Session: t.Session.ID, Message: strings.Join(failed, "; ")})
+		} else {
+			res.Successes = append(res.Successes, t.Session.ID)
+		}
+	}
+	if err := c.apply(ctx, h, handlerPolicy{}, targets, res, gs); err != nil {
+		return err
+	}
+	now := c.clock.Now()
+	for _, k := range ready {
+		_, err := c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID,
+			From: []domain.KernelStatus{domain.KernelScheduled, domain.KernelPreparing, domain.KernelPulling},
+			To:   domain.KernelPrepared, Reason: "image present", Now: now})
+		if err != nil && !errors.Is(err, store.ErrGuardFailed) {
+			return fmt.Errorf("mark %s prepared: %w", k.ID, err)
+		}
+	}
+	if len(ready) > 0 {
+		c.Mark()
+	}
+	return nil
+}
+
+func (c *Coordinator) checkAndPull(ctx context.Context, want map[domain.AgentID][]string) (map[domain.AgentID]map[string]PullState, map[domain.AgentID]error) {
+	states := make(map[domain.AgentID]map[string]PullState, len(want))
+	errs := make(map[domain.AgentID]error)
+	for _, agent := range sortedAgents(want) {
+		cctx, cancel := context.WithTimeout(ctx, c.conf().CallTimeout)
+		st, err := c.agents.CheckAndPull(cctx, agent, want[agent])
+		cancel()
+		if err != nil {
+			errs[agent] = err
+			continue
+		}
+		states[agent] = st
+	}
+	return states, errs
+}
+
+func sortedAgents[V any](m map[domain.AgentID]V) []domain.AgentID {
+	out := make([]domain.AgentID, 0, len(m))
+	for a := range m {
+		out = append(out, a)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// StartSessions asks agents to create the kernels of prepared sessions.
+func (c *Coordinator) StartSessions(ctx context.Context) error {
+	defer c.metrics.run(domain.HandlerStartSessions, time.Now())
+	h := lifecycle(domain.HandlerStartSessions)
+	targets, err := c.targets(ctx, h)
+	if err != nil || len(targets) == 0 {
+		return err
+	}
+	gs, err := c.groups(ctx)
+	if err != nil {
+		return err
+	}
+	var res Result
+	for _, t := range targets {
+		// A PREPARED session is always attempted, even with no PREPARED
+		// kernel left: its kernels were created by an attempt whose success
+		// was never recorded (the manager died, or the agent's answer was
+		// lost, after the agent had acted), and the attempt now has nothing
+		// to create — it succeeds, and the promotions carry the session on.
+		if !works(h, t) && t.Session.Status != domain.SessionPrepared {
+			continue
+		}
+		if err := c.createKernels(ctx, t); err != nil {
+			res.Failures = append(res.Failures, Note{Session: t.Session.ID, Message: err.Error()})
+			continue
+		}
+		res.Successes = append(res.Successes, t.Session.ID)
+	}
+	return c.apply(ctx, h, handlerPolicy{}, targets, res, gs)
+}
+
+func (c *Coordinator) createKernels(ctx context.Context, t store.SessionWithKernels) error {
+	hosts := make([]string, len(t.Kernels))
+	for i, k := range t.Kernels {
+		hosts[i] = fmt.Sprintf("%s%d", k.ClusterRole, k.ClusterIdx)
+	}
+	byAgent := map[domain.AgentID][]KernelSpec{}
+	for _, k := range t.Kernels {
+		if k.Status != domain.KernelPrepared || k.Agent == "" {
+			continue
+		}
+		byAgent[k.Agent] = append(byAgent[k.Agent], KernelSpec{
+			Kernel: k.ID, Session: t.Session.ID, Image: k.Image, Slots: c.slots.FormatSlots(k.Requested),
+			ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: len(t.Kernels), ClusterHosts: hosts,
+			Command: t.Session.Command, Env: t.Session.Env,
+		})
+	}
+	for _, agent := range sortedAgents(byAgent) {
+		cctx, cancel := context.WithTimeout(ctx, c.conf().CallTimeout)
+		err := c.agents.CreateKernels(cctx, agent, byAgent[agent])
+		cancel()
+		if err != nil {
+			return fmt.Errorf("create kernels on %s: %w", agent, err)
+		}
+	}
+	return nil
+}
+
+// TerminateSessions destroys the live kernels of terminating sessions. A
+// kernel counts as gone only when its agent says so; until then the session
+// is retried, and only the TERMINATING bound forces the end.
+func (c *Coordinator) TerminateSessions(ctx context.Context) error {
+	defer c.metrics.run(domain.HandlerTerminateSessions, time.Now())
+	h := lifecycle(domain.HandlerTerminateSessions)
+	targets, err := c.targets(ctx, h)
+	if err != nil || len(targets) == 0 {
+		return err
+	}
+	gs, err := c.groups(ctx)
+	if err != nil {
+		return err
+	}
+	now := c.clock.Now()
+	var res Result
+	for _, t := range targets {
+		if !works(h, t) {
+			continue
+		}
+		var failed []string
+		for _, k := range t.Kernels {
+			if k.Status.Terminal() || k.Agent == "" || !k.Status.HoldsResources() {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, c.conf().CallTimeout)
+			err := c.agents.DestroyKernel(cctx, k.Agent, k.ID, false)
+			cancel()
+			if err != nil {
+				failed = append(failed, fmt.Sprintf("destroy %s on %s: %v", k.ID, k.Agent, err))
+				continue
+			}
+			_, err = c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: nonTerminal(),
+				To: domain.KernelTerminated, Reason: "destroyed", Now: now})
+			if err != nil && !errors.Is(err, store.ErrGuardFailed) {
+				return fmt.Errorf("mark %s terminated: %w", k.ID, err)
+			}
+		}
+		if len(failed) > 0 {
+			res.Failures = append(res.Failures, Note{Session: t.Session.ID, Message: strings.Join(failed, "; ")})
+		} else {
+			res.Successes = append(res.Successes, t.Session.ID)
+		}
+	}
+	return c.apply(ctx, h, handlerPolicy{retryUntilExpiry: true}, targets, res, gs)
+}
+
+func nonTerminal() []domain.KernelStatus {
+	var out []domain.KernelStatus
+	for _, s := range domain.KernelStatuses() {
+		if !s.Terminal() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Promote runs one promotion handler: sessions whose kernels meet its
+// match move to its success status; kernels are left as they are.
+func (c *Coordinator) Promote(ctx context.Context, p domain.PromotionHandler) error {
+	defer c.metrics.run(p.Name, time.Now())
+	ids, err := c.store.SessionsMatching(ctx, p.TargetSession, p.CheckKernel, p.Match)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	now := c.clock.Now()
+	reason := ""
+	if p.Name == domain.HandlerDetectTermination {
+		reason = "a kernel ended"
+	}
+	// Read the sessions first, in one query, so history can say where each
+	// came from.
+	before, err := c.store.ListSessions(ctx, store.SessionFilter{IDs: ids})
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
+	from := make(map[domain.SessionID]domain.Session, len(before))
+	for _, s := range before {
+		from[s.ID] = s
+	}
+	moved, err := c.store.TransitionSessions(ctx, ids, p.TargetSession, domain.Transition{Session: p.Success}, reason, now)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
+	hist := make([]domain.HistoryEntry, 0, len(moved))
+	for _, id := range moved {
+		s := from[id]
+		hist = append(hist, domain.HistoryEntry{SessionID: id, At: now, Handler: p.Name, Result: domain.ResultSuccess,
+			From: s.Status, To: p.Success, Message: reason, Attempt: 1})
+		c.metrics.outcome(p.Name, domain.ResultSuccess)
+		if p.Success == domain.SessionRunning && !s.CreatedAt.IsZero() {
+			c.metrics.started(now.Sub(s.CreatedAt))
+		}
+	}
+	if len(moved) > 0 {
+		c.Mark()
+		if err := c.store.AppendHistory(ctx, hist); err != nil {
+			return fmt.Errorf("%s: history: %w", p.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,444 @@
+package coordinator_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// forEngine runs a test on SQLite and PostgreSQL.
+func forEngine(t *testing.T, fn func(t *testing.T, engine string)) {
+	for _, e := range engines {
+		t.Run(e, func(t *testing.T) {
+			t.Parallel()
+			fn(t, e)
+		})
+	}
+}
+
+func TestSessionRunsAndTerminates(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 2, nil)
+		id := h.submit("sleep", "2", 1, domain.SingleNode)
+		h.until(id, domain.SessionRunning)
+		h.wantHistory(id, "ScheduleNewSessions:SUCCESS", "PrepareSessions:SUCCESS", "PromoteToPrepared:SUCCESS",
+			"StartSessions:SUCCESS", "PromoteToRunning:SUCCESS")
+		if k := h.session(id).Kernels[0]; k.Status != domain.KernelRunning || k.ContainerID == "" {
+			t.Fatalf("kernel %+v, want RUNNING with a container", k)
+		}
+		if _, err := h.c.Terminate(h.ctx, id, "user asked"); err != nil {
+			t.Fatal(err)
+		}
+		h.wantStatus(id, domain.SessionTerminating)
+		h.until(id, domain.SessionTerminated)
+		if len(h.agents.running()) != 0 {
+			t.Fatalf("kernels still run on agents: %v", h.agents.running())
+		}
+	})
+}
+
+func TestKernelExitEndsSession(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		ok := h.submit("exit:0", "1", 1, domain.SingleNode)
+		bad := h.submit("exit:3", "1", 2, domain.MultiNode)
+		h.until(ok, domain.SessionRunning)
+		h.until(bad, domain.SessionRunning)
+		h.agents.exitKernels()
+		h.until(ok, domain.SessionTerminated)
+		h.until(bad, domain.SessionTerminated)
+		if o := h.session(ok).Session.Outcome; o != domain.OutcomeSuccess {
+			t.Fatalf("exit:0 outcome %v, want success", o)
+		}
+		s := h.session(bad)
+		if s.Session.Outcome != domain.OutcomeFailure || s.Kernels[0].ExitCode == nil || *s.Kernels[0].ExitCode != 3 {
+			t.Fatalf("exit:3 session %+v kernels %+v, want failure with exit code 3", s.Session, s.Kernels)
+		}
+		h.wantHistory(bad, "DetectTermination:SUCCESS", "PromoteToTerminated:SUCCESS")
+	})
+}
+
+func TestDependencies(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		good := h.submit("exit:0", "1", 1, domain.SingleNode)
+		bad := h.submit("exit:1", "1", 1, domain.SingleNode)
+		afterGood := h.submit("sleep", "1", 1, domain.SingleNode, good)
+		afterBad := h.submit("sleep", "1", 1, domain.SingleNode, bad)
+		h.steps(3)
+		h.wantStatus(afterGood, domain.SessionPending)
+		h.wantHistory(afterGood, "ScheduleNewSessions:SKIPPED")
+		h.agents.exitKernels()
+		h.until(afterGood, domain.SessionRunning)
+		h.until(afterBad, domain.SessionCancelled)
+		h.wantHistory(afterBad, "ScheduleNewSessions:GIVE_UP")
+		if r := h.session(afterBad).Session.StatusReason; r == "" {
+			t.Fatal("cancelled without a reason")
+		}
+	})
+}
+
+func TestCancelPendingAndTerminatePreparing(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		// Too big for the agent (8 cpu): stays PENDING.
+		big := h.submit("sleep", "16", 1, domain.SingleNode)
+		// The agent is slow to pull: the session sits in PREPARING.
+		h.agents.stallPull = true
+		prep := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.until(big, domain.SessionPending)
+		h.until(prep, domain.SessionPreparing)
+		if _, err := h.c.Terminate(h.ctx, big, "user asked"); err != nil {
+			t.Fatal(err)
+		}
+		h.wantStatus(big, domain.SessionCancelled)
+		if _, err := h.c.Terminate(h.ctx, prep, "user asked"); err != nil {
+			t.Fatal(err)
+		}
+		h.until(prep, domain.SessionTerminated)
+	})
+}
+
+func TestRetriesThenSuccess(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		h.agents.down["agent-0"] = true
+		id := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.steps(2) // schedule, then two failed prepares (one per cycle)
+		h.wantStatus(id, domain.SessionScheduled)
+		h.wantHistory(id, "PrepareSessions:NEED_RETRY")
+		h.agents.down["agent-0"] = false
+		h.until(id, domain.SessionRunning)
+	})
+}
+
+func TestGiveUpGoesBackToPendingThenCancels(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 2, nil)
+		// Creation fails on every agent: 3 failed starts → GIVE_UP → PENDING
+		// with the agent remembered; after 3 failed placements the session
+		// is given up for good.
+		h.agents.failCreate = true
+		id := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.steps(4)
+		h.wantHistory(id, "StartSessions:NEED_RETRY", "StartSessions:GIVE_UP")
+		s := h.session(id)
+		if len(s.Session.AvoidAgents) == 0 {
+			t.Fatalf("failed agent not remembered: %+v\n%s", s.Session, h.history(id))
+		}
+		h.until(id, domain.SessionCancelled)
+		h.wantHistory(id, "ScheduleNewSessions:GIVE_UP")
+	})
+}
+
+func TestUnknownImageFailsClearly(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		id := h.submit("no-such-image", "1", 1, domain.SingleNode)
+		h.until(id, domain.SessionCancelled)
+		h.wantHistory(id, "PrepareSessions:GIVE_UP")
+	})
+}
+
+func TestResidenceBounds(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		t.Run("preparing expires back to pending", func(t *testing.T) {
+			h := newHarness(t, engine, 1, nil)
+			h.agents.stallPull = true
+			id := h.submit("sleep", "1", 1, domain.SingleNode)
+			h.until(id, domain.SessionPreparing)
+			h.advance(16 * time.Minute)
+			h.step()
+			h.wantHistory(id, "PrepareSessions:EXPIRED")
+			if s := h.status(id); s != domain.SessionPending && s != domain.SessionScheduled {
+				t.Fatalf("after expiry %v", s)
+			}
+		})
+		t.Run("creating expires when start events are lost", func(t *testing.T) {
+			h := newHarness(t, engine, 1, nil)
+			h.agents.drop = 1
+			id := h.submit("sleep", "1", 1, domain.SingleNode)
+			h.until(id, domain.SessionCreating)
+			h.advance(11 * time.Minute)
+			h.step()
+			h.wantHistory(id, "StartSessions:EXPIRED")
+			if len(h.agents.running()) != 0 {
+				t.Fatalf("kernels of an expired start still run: %v", h.agents.running())
+			}
+		})
+		t.Run("pending bound cancels", func(t *testing.T) {
+			h := newHarness(t, engine, 1, func(g *domain.ResourceGroup) { g.Timeouts.Pending = time.Minute })
+			id := h.submit("sleep", "64", 1, domain.SingleNode)
+			h.step()
+			h.advance(2 * time.Minute)
+			h.step()
+			h.wantStatus(id, domain.SessionCancelled)
+			h.wantHistory(id, "ScheduleNewSessions:EXPIRED")
+		})
+		t.Run("terminating is forced after its bound", func(t *testing.T) {
+			h := newHarness(t, engine, 1, nil)
+			id := h.submit("sleep", "1", 1, domain.SingleNode)
+			h.until(id, domain.SessionRunning)
+			h.agents.failDestroy = true
+			if _, err := h.c.Terminate(h.ctx, id, "user asked"); err != nil {
+				t.Fatal(err)
+			}
+			h.steps(5)
+			h.wantStatus(id, domain.SessionTerminating) // never given up early
+			h.advance(6 * time.Minute)
+			h.step()
+			h.wantStatus(id, domain.SessionTerminated)
+			h.wantHistory(id, "TerminateSessions:EXPIRED")
+			if r := h.session(id).Kernels[0].StatusReason; r == "" {
+				t.Fatal("forced kernel has no reason")
+			}
+		})
+	})
+}
+
+func TestQuotaWaitsWithoutUsingTries(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		limits := domain.Unlimited(h.reg.Len())
+		limits[0] = 2000 // 2 cpu
+		if err := h.st.PutPolicy(h.ctx, domain.Policy{Scope: domain.ScopeUser, Name: "alice", MaxSlots: limits}); err != nil {
+			t.Fatal(err)
+		}
+		first := h.submit("sleep", "2", 1, domain.SingleNode)
+		second := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.until(first, domain.SessionRunning)
+		h.until(second, domain.SessionPending)
+		tries, err := h.st.Tries(h.ctx, second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tries) != 0 && tries[domain.HandlerScheduleNewSessions] != 0 {
+			t.Fatalf("waiting moved try counts: %v", tries)
+		}
+		if _, err := h.c.Terminate(h.ctx, first, "done"); err != nil {
+			t.Fatal(err)
+		}
+		h.until(second, domain.SessionRunning)
+	})
+}
+
+func TestAgentLoss(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 2, func(g *domain.ResourceGroup) { g.Selector = "round-robin" })
+		running := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.until(running, domain.SessionRunning)
+		lostAgent := h.session(running).Kernels[0].Agent
+		h.agents.down[lostAgent] = true
+		h.advance(31 * time.Second)
+		if err := h.c.Sweep(h.ctx); err != nil {
+			t.Fatal(err)
+		}
+		a, err := h.st.GetAgent(h.ctx, lostAgent)
+		if err != nil || a.Status != domain.AgentLost {
+			t.Fatalf("agent %+v (%v), want LOST", a, err)
+		}
+		h.advance(31 * time.Second)
+		if err := h.c.Sweep(h.ctx); err != nil {
+			t.Fatal(err)
+		}
+		h.until(running, domain.SessionTerminated)
+		if k := h.session(running).Kernels[0]; k.Status != domain.KernelError {
+			t.Fatalf("kernel on lost agent %v, want ERROR", k.Status)
+		}
+		// New work avoids the lost agent.
+		next := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.until(next, domain.SessionRunning)
+		if got := h.session(next).Kernels[0].Agent; got == lostAgent {
+			t.Fatal("placed on a LOST agent")
+		}
+	})
+}
+
+func TestDuplicateAndReorderedEventsAreHarmless(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 2, nil)
+		h.agents.dup, h.agents.reorder = 1, true
+		var ids []domain.SessionID
+		for range 6 {
+			ids = append(ids, h.submit("exit:0", "1", 1, domain.SingleNode))
+		}
+		h.steps(4)
+		h.agents.exitKernels()
+		h.steps(4)
+		for _, id := range ids {
+			h.until(id, domain.SessionTerminated)
+		}
+	})
+}
+
+func TestSettleAgentReports(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 2, func(g *domain.ResourceGroup) { g.Selector = "round-robin" })
+		running := func(ids ...domain.KernelID) []coordinator.KernelReport {
+			var out []coordinator.KernelReport
+			for _, id := range ids {
+				out = append(out, coordinator.KernelReport{ID: id, Running: true})
+			}
+			return out
+		}
+		id := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.until(id, domain.SessionRunning)
+		k := h.session(id).Kernels[0]
+		ended := h.submit("exit:0", "1", 1, domain.SingleNode)
+		h.until(ended, domain.SessionRunning)
+		h.agents.exitKernels()
+		h.until(ended, domain.SessionTerminated)
+		endedK := h.session(ended).Kernels[0]
+		a, err := h.st.GetAgent(h.ctx, k.Agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := h.c.Settle(h.ctx, k.Agent, a.Epoch, running(k.ID, "stray-kernel", endedK.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The ended kernel goes whether it ran here or elsewhere; the live
+		// one stays.
+		if want := []domain.KernelID{endedK.ID, "stray-kernel"}; !slices.Equal(got, want) {
+			t.Fatalf("destroy %v, want %v", got, want)
+		}
+		// Reported by the other agent, the live kernel is not its to keep.
+		other := domain.AgentID("agent-0")
+		if other == k.Agent {
+			other = "agent-1"
+		}
+		oa, _ := h.st.GetAgent(h.ctx, other)
+		if got, _ := h.c.Settle(h.ctx, other, oa.Epoch, running(k.ID)); !slices.Equal(got, []domain.KernelID{k.ID}) {
+			t.Fatalf("foreign kernel: destroy %v", got)
+		}
+		// A stale epoch changes and destroys nothing, even claiming an exit.
+		code := 9
+		exited := []coordinator.KernelReport{{ID: k.ID, ExitCode: &code, Reason: "exited"}}
+		if got, _ := h.c.Settle(h.ctx, k.Agent, a.Epoch-1, exited); len(got) != 0 {
+			t.Fatalf("stale report destroyed %v", got)
+		}
+		if s := h.session(id).Kernels[0]; s.Status != domain.KernelRunning {
+			t.Fatalf("a stale report moved the kernel to %v", s.Status)
+		}
+		// The kernel_terminated event was lost: the next report settles it
+		// (exit code kept) and the agent may clean the kernel up.
+		got, err = h.c.Settle(h.ctx, k.Agent, a.Epoch, exited)
+		if err != nil || !slices.Equal(got, []domain.KernelID{k.ID}) {
+			t.Fatalf("exited report: destroy %v (%v)", got, err)
+		}
+		if s := h.session(id).Kernels[0]; s.Status != domain.KernelTerminated || s.ExitCode == nil || *s.ExitCode != 9 {
+			t.Fatalf("after the exit report the kernel is %v exit %v", s.Status, s.ExitCode)
+		}
+		h.until(id, domain.SessionTerminated)
+	})
+}
+
+func TestSettleRecoversALostStartEvent(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		h.agents.drop = 1 // every event is lost
+		id := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.until(id, domain.SessionCreating)
+		k := h.session(id).Kernels[0]
+		a, _ := h.st.GetAgent(h.ctx, k.Agent)
+		got, err := h.c.Settle(h.ctx, k.Agent, a.Epoch, []coordinator.KernelReport{{ID: k.ID, Running: true}})
+		if err != nil || len(got) != 0 {
+			t.Fatalf("destroy %v (%v), want nothing", got, err)
+		}
+		h.until(id, domain.SessionRunning)
+	})
+}
+
+func TestAgentCallTimeoutIsAFailedAttempt(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil) // calls time out after 1s
+		h.agents.hang["agent-0"] = true
+		id := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.step()
+		h.wantStatus(id, domain.SessionScheduled)
+		h.wantHistory(id, "PrepareSessions:NEED_RETRY")
+		entries, err := h.st.History(h.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := entries[len(entries)-1]; !strings.Contains(last.Message, "deadline exceeded") {
+			t.Fatalf("last entry %q does not say the call timed out", last.Message)
+		}
+		h.agents.hang["agent-0"] = false
+		h.until(id, domain.SessionRunning)
+	})
+}
+
+func TestSharedDefaultsApplyLive(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, func(g *domain.ResourceGroup) {
+			g.MaxRetries = 0
+			g.Timeouts.Pending = 0
+		})
+		big := h.submit("sleep", "64", 1, domain.SingleNode)
+		h.advance(10 * time.Minute)
+		h.step()
+		h.wantStatus(big, domain.SessionPending) // no bound yet
+		// The cluster's shared settings change: a pending bound and one
+		// retry for groups that set neither.
+		h.c.Configure(h.c.Config(), coordinator.GroupDefaults{MaxRetries: 1, Timeouts: domain.Timeouts{Pending: time.Minute}})
+		h.step()
+		h.wantStatus(big, domain.SessionCancelled)
+		h.wantHistory(big, "ScheduleNewSessions:EXPIRED")
+		h.agents.failCreate = true
+		id := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.steps(4)
+		h.wantHistory(id, "StartSessions:GIVE_UP")
+		if got := h.results(id); slices.Contains(got, "StartSessions:NEED_RETRY") {
+			t.Fatalf("retried despite max_retries 1: %v", got)
+		}
+	})
+}
+
+// TestCreatedButUnrecordedStartCarriesOn is the window between an agent
+// creating kernels and the coordinator recording CREATING: the answer is
+// lost (a manager killed there leaves the same state). The kernels run and
+// their events arrive while the session is still PREPARED; it must carry on
+// to RUNNING — and, for a kernel that already exited, to its end — rather
+// than wait for the PREPARED bound and then destroy running kernels.
+func TestCreatedButUnrecordedStartCarriesOn(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		h.agents.loseCreateAnswer = true
+		run := h.submit("sleep", "1", 1, domain.SingleNode)
+		done := h.submit("exit:0", "1", 1, domain.SingleNode)
+		h.until(run, domain.SessionPrepared)
+		h.until(done, domain.SessionPrepared)
+		h.step() // StartSessions: kernels created, answer lost
+		h.agents.loseCreateAnswer = false
+		h.agents.exitKernels()
+		h.until(run, domain.SessionRunning)
+		h.until(done, domain.SessionTerminated)
+		if o := h.session(done).Session.Outcome; o != domain.OutcomeSuccess {
+			t.Fatalf("exit:0 outcome %v", o)
+		}
+		if len(h.agents.running()) != 1 {
+			t.Fatalf("running kernels %v, want only the sleep", h.agents.running())
+		}
+	})
+}

@@ -1,0 +1,79 @@
+package coordinator
+
+import (
+	"context"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// Store is what the coordinator needs from persistence. Every method is one
+// guarded transaction; store/sqlite and store/postgres provide it.
+type Store interface {
+	ListResourceGroups(ctx context.Context) ([]domain.ResourceGroup, error)
+	ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.Agent, error)
+	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
+	SetAgentStatus(ctx context.Context, id domain.AgentID, status domain.AgentStatus) error
+	GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error)
+	ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error)
+	ListKernels(ctx context.Context, f store.KernelFilter) ([]domain.Kernel, error)
+	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
+	ApplyPlan(ctx context.Context, plan framework.Plan, now time.Time) (store.ApplyResult, error)
+	TransitionSessions(ctx context.Context, ids []domain.SessionID, from []domain.SessionStatus,
+		to domain.Transition, reason string, now time.Time) ([]domain.SessionID, error)
+	UpdateKernel(ctx context.Context, u store.KernelUpdate) (domain.Kernel, error)
+	AppendHistory(ctx context.Context, entries []domain.HistoryEntry) error
+	IncrementTries(ctx context.Context, phase domain.HandlerName, ids []domain.SessionID) (map[domain.SessionID]int, error)
+	ResetTries(ctx context.Context, phase domain.HandlerName, ids []domain.SessionID) error
+	SessionsMatching(ctx context.Context, sessionStatuses []domain.SessionStatus,
+		checkKernelStatuses []domain.KernelStatus, match domain.Match) ([]domain.SessionID, error)
+	AvoidAgents(ctx context.Context, id domain.SessionID, agents []domain.AgentID) error
+}
+
+// Agents is how handlers reach agents. Implementations carry the RPC; a
+// call that errors or times out is a failed attempt.
+type Agents interface {
+	// CheckAndPull makes the images present on the agent, starting pulls
+	// as needed, and says per image where it stands. Asking again is safe.
+	CheckAndPull(ctx context.Context, agent domain.AgentID, images []string) (map[string]PullState, error)
+	// CreateKernels starts kernels; creating one that exists is a no-op.
+	CreateKernels(ctx context.Context, agent domain.AgentID, specs []KernelSpec) error
+	// DestroyKernel returns once the kernel has stopped or was already gone.
+	DestroyKernel(ctx context.Context, agent domain.AgentID, kernel domain.KernelID, forced bool) error
+}
+
+// PullState is where one image stands on one agent.
+type PullState struct {
+	// Ready: the image is present.
+	Ready bool
+	// Failed, when not empty, is why the agent's last pull of it failed.
+	Failed string
+}
+
+// KernelSpec is what an agent needs to start one kernel.
+type KernelSpec struct {
+	Kernel      domain.KernelID
+	Session     domain.SessionID
+	Image       string
+	Slots       map[string]string
+	ClusterRole string
+	ClusterIdx  int
+	ClusterSize int
+	// ClusterHosts names every kernel of the session, by cluster index.
+	ClusterHosts []string
+	Command      []string
+	Env          map[string]string
+}
+
+// Clock tells the time; tests inject one they move by hand.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock reads the wall clock.
+type SystemClock struct{}
+
+// Now returns the current time.
+func (SystemClock) Now() time.Time { return time.Now() }
