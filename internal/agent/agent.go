@@ -1,0 +1,479 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+	"github.com/sokovan-go/sokovan/internal/agentrpc"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// Config describes one agent.
+type Config struct {
+	ID            domain.AgentID
+	ResourceGroup string
+	// Manager is the manager's base URL, or several separated by commas to
+	// fail over between; Token the agent token.
+	Manager string
+	Token   string
+	// Listen is where the RPC server listens ("127.0.0.1:0" picks a port);
+	// Advertise is the address given to the manager, the listener's when
+	// empty.
+	Listen    string
+	Advertise string
+	// Architecture defaults to this machine's (x86_64, aarch64).
+	Architecture string
+	// Capacity is what the agent offers; empty means detect the machine.
+	Capacity   map[string]string
+	MaxKernels int
+	// Runtime names the runtime for the manager's records.
+	Runtime  string
+	Registry *domain.Registry
+	// HeartbeatInterval defaults to 5s, DestroyGrace to 10s; PullWait is
+	// how long check_and_pull waits for a pull it started before answering
+	// "pulling" (default 200ms), so a quick pull is ready in one call.
+	HeartbeatInterval time.Duration
+	DestroyGrace      time.Duration
+	PullWait          time.Duration
+	Log               *slog.Logger
+}
+
+// Agent is a running agent daemon.
+type Agent struct {
+	cfg Config
+	mc  *agentrpc.ManagerClient
+	rt  runtime.Runtime
+
+	mu      sync.Mutex
+	epoch   int64
+	pulls   map[string]*pull
+	queue   []agentrpc.Event
+	wake    chan struct{}
+	addr    string
+	started chan struct{}
+}
+
+type pull struct {
+	done   chan struct{}
+	failed string
+}
+
+// New checks the configuration and returns an agent; Run starts it.
+func New(cfg Config) (*Agent, error) {
+	if cfg.ID == "" || cfg.Manager == "" || cfg.ResourceGroup == "" {
+		return nil, errors.New("agent: id, manager and resource group are required")
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = domain.DefaultRegistry()
+	}
+	if cfg.Architecture == "" {
+		cfg.Architecture = Architecture()
+	}
+	if len(cfg.Capacity) == 0 {
+		cfg.Capacity = DetectCapacity()
+	}
+	if _, err := cfg.Registry.ParseSlots(cfg.Capacity); err != nil {
+		return nil, fmt.Errorf("agent: capacity: %w", err)
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 5 * time.Second
+	}
+	if cfg.DestroyGrace <= 0 {
+		cfg.DestroyGrace = 10 * time.Second
+	}
+	if cfg.PullWait <= 0 {
+		cfg.PullWait = 200 * time.Millisecond
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Agent{cfg: cfg, mc: agentrpc.NewManagerClient(cfg.Manager, cfg.Token), pulls: map[string]*pull{},
+		wake: make(chan struct{}, 1), started: make(chan struct{})}, nil
+}
+
+// Sink is the runtime.Sink to build the agent's runtime with: it queues
+// events for the manager.
+func (a *Agent) Sink(ev runtime.Event) {
+	out := agentrpc.Event{Image: ev.Image, Kernel: ev.Kernel, At: ev.At}
+	switch ev.Kind {
+	case runtime.PullStarted:
+		out.Kind = "image_pull_started"
+	case runtime.PullFinished:
+		out.Kind = "image_pull_finished"
+	case runtime.PullFailed:
+		out.Kind, out.Reason = "image_pull_failed", ev.Message
+	case runtime.KernelStarted:
+		out.Kind = "kernel_started"
+	case runtime.KernelExited:
+		code := ev.ExitCode
+		out.Kind, out.ExitCode, out.Reason = "kernel_terminated", &code, exitReason(ev.Reason, ev.Message)
+	default:
+		return
+	}
+	a.mu.Lock()
+	a.queue = append(a.queue, out)
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+func exitReason(r runtime.Reason, msg string) string {
+	if msg != "" {
+		return msg
+	}
+	return string(r)
+}
+
+// Addr is the RPC address once Run has started listening.
+func (a *Agent) Addr() string {
+	<-a.started
+	return a.addr
+}
+
+// Run serves until ctx ends, then closes the runtime, which stops its
+// kernels.
+func (a *Agent) Run(ctx context.Context, rt runtime.Runtime) error {
+	a.rt = rt
+	ln, err := net.Listen("tcp", a.cfg.Listen)
+	if err != nil {
+		close(a.started)
+		return fmt.Errorf("agent %s: listen: %w", a.cfg.ID, err)
+	}
+	a.addr = ln.Addr().String()
+	close(a.started)
+	srv := &http.Server{Handler: a.handler(ctx), ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); _ = srv.Serve(ln) }()
+	go func() { defer wg.Done(); a.heartbeats(ctx) }()
+	go func() { defer wg.Done(); a.forward(ctx) }()
+	<-ctx.Done()
+	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shut)
+	err = rt.Close(shut)
+	wg.Wait()
+	return err
+}
+
+func (a *Agent) advertise() string {
+	if a.cfg.Advertise != "" {
+		return a.cfg.Advertise
+	}
+	return "http://" + a.addr
+}
+
+// register announces the agent until the manager answers.
+func (a *Agent) register(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for {
+		reg, err := a.mc.Register(ctx, agentrpc.Register{
+			ID: a.cfg.ID, ResourceGroup: a.cfg.ResourceGroup, Address: a.advertise(), Architecture: a.cfg.Architecture,
+			Runtime: a.cfg.Runtime, Capacity: a.cfg.Capacity, MaxKernels: a.cfg.MaxKernels, Images: a.rt.Images(),
+			Kernels: a.reports(),
+		})
+		if err == nil {
+			a.mu.Lock()
+			a.epoch = reg.Epoch
+			a.mu.Unlock()
+			a.cfg.Log.Info("registered", "agent", a.cfg.ID, "epoch", reg.Epoch)
+			a.destroyAll(ctx, reg.Destroy)
+			return nil
+		}
+		a.cfg.Log.Warn("register failed; retrying", "agent", a.cfg.ID, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (a *Agent) reports() []agentrpc.KernelReport {
+	live := a.rt.Live()
+	out := make([]agentrpc.KernelReport, len(live))
+	for i, k := range live {
+		out[i] = agentrpc.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: exitReason(k.Reason, k.Message)}
+	}
+	return out
+}
+
+func (a *Agent) heartbeats(ctx context.Context) {
+	if a.register(ctx) != nil {
+		return
+	}
+	t := time.NewTicker(a.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		a.mu.Lock()
+		epoch := a.epoch
+		a.mu.Unlock()
+		reply, err := a.mc.Heartbeat(ctx, agentrpc.Heartbeat{ID: a.cfg.ID, Epoch: epoch, Images: a.rt.Images(), Kernels: a.reports()})
+		if err != nil {
+			a.cfg.Log.Warn("heartbeat failed", "agent", a.cfg.ID, "err", err)
+			continue
+		}
+		if reply.Reregister {
+			if a.register(ctx) != nil {
+				return
+			}
+			continue
+		}
+		a.destroyAll(ctx, reply.Destroy)
+	}
+}
+
+func (a *Agent) destroyAll(ctx context.Context, ids []domain.KernelID) {
+	for _, id := range ids {
+		if err := a.rt.Destroy(ctx, id, a.cfg.DestroyGrace); err != nil {
+			a.cfg.Log.Warn("destroy for the manager failed", "kernel", id, "err", err)
+		}
+	}
+}
+
+// forward sends queued events in order, in batches, retrying a batch until
+// the manager has taken it; nothing is dropped for a slow manager.
+func (a *Agent) forward(ctx context.Context) {
+	backoff := 50 * time.Millisecond
+	for {
+		a.mu.Lock()
+		batch := a.queue[:min(len(a.queue), 256)]
+		epoch := a.epoch
+		a.mu.Unlock()
+		if len(batch) == 0 || epoch == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-a.wake:
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		err := a.mc.Events(ctx, agentrpc.Events{ID: a.cfg.ID, Epoch: epoch, Events: batch})
+		if err != nil && !agentrpc.IsRefused(err) {
+			a.cfg.Log.Warn("sending events failed; retrying", "agent", a.cfg.ID, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		if err != nil {
+			a.cfg.Log.Error("manager refused events; dropping the batch", "agent", a.cfg.ID, "err", err)
+		}
+		backoff = 50 * time.Millisecond
+		a.mu.Lock()
+		a.queue = a.queue[len(batch):]
+		a.mu.Unlock()
+	}
+}
+
+// Architecture names this machine's architecture as the manager does.
+func Architecture() string {
+	switch goruntime.GOARCH {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	}
+	return goruntime.GOARCH
+}
+
+// DetectCapacity reads the machine's CPU count and memory.
+func DetectCapacity() map[string]string {
+	out := map[string]string{"cpu": strconv.Itoa(goruntime.NumCPU())}
+	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				f := strings.Fields(rest)
+				if len(f) == 0 {
+					continue
+				}
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					out["mem"] = strconv.FormatInt(kb/1024, 10) + "m"
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (a *Agent) handler(ctx context.Context) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /rpc/check_and_pull", func(w http.ResponseWriter, r *http.Request) {
+		var in agentrpc.CheckAndPull
+		if !readJSON(w, r, &in) {
+			return
+		}
+		writeJSON(w, http.StatusOK, agentrpc.PullStates{Images: a.checkAndPull(ctx, r.Context(), in.Images)})
+	})
+	mux.HandleFunc("POST /rpc/create_kernels", func(w http.ResponseWriter, r *http.Request) {
+		var in agentrpc.CreateKernels
+		if !readJSON(w, r, &in) {
+			return
+		}
+		for _, k := range in.Kernels {
+			if err := a.create(r.Context(), k); err != nil {
+				writeJSON(w, http.StatusInternalServerError, agentrpc.Error{Error: err.Error()})
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /rpc/destroy_kernel", func(w http.ResponseWriter, r *http.Request) {
+		var in agentrpc.DestroyKernel
+		if !readJSON(w, r, &in) {
+			return
+		}
+		grace := a.cfg.DestroyGrace
+		if in.Forced {
+			grace = 0
+		}
+		if err := a.rt.Destroy(r.Context(), in.Kernel, grace); err != nil {
+			writeJSON(w, http.StatusInternalServerError, agentrpc.Error{Error: err.Error()})
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /rpc/kernels", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, a.reports())
+	})
+	mux.HandleFunc("GET /rpc/logs/{kernel}", func(w http.ResponseWriter, r *http.Request) {
+		rc, err := a.rt.Logs(domain.KernelID(r.PathValue("kernel")))
+		if errors.Is(err, runtime.ErrNotFound) {
+			writeJSON(w, http.StatusNotFound, agentrpc.Error{Error: err.Error()})
+			return
+		}
+		if err != nil {
+			writeJSON(w, http.StatusInternalServerError, agentrpc.Error{Error: err.Error()})
+			return
+		}
+		defer rc.Close()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.Copy(w, rc)
+	})
+	return authenticate(a.cfg.Token, mux)
+}
+
+// checkAndPull answers per image, starting pulls as needed. A failure is
+// reported once and then forgotten, so the next ask tries again.
+func (a *Agent) checkAndPull(runCtx, reqCtx context.Context, images []string) map[string]agentrpc.PullState {
+	have := map[string]bool{}
+	for _, img := range a.rt.Images() {
+		have[img] = true
+	}
+	out := make(map[string]agentrpc.PullState, len(images))
+	var waits []chan struct{}
+	a.mu.Lock()
+	for _, img := range images {
+		if have[img] {
+			continue
+		}
+		p, ok := a.pulls[img]
+		if !ok {
+			p = &pull{done: make(chan struct{})}
+			a.pulls[img] = p
+			go a.pull(runCtx, img, p)
+		}
+		waits = append(waits, p.done)
+	}
+	a.mu.Unlock()
+	deadline := time.NewTimer(a.cfg.PullWait)
+	defer deadline.Stop()
+	for _, ch := range waits {
+		select {
+		case <-ch:
+		case <-deadline.C:
+		case <-reqCtx.Done():
+		}
+	}
+	for _, img := range a.rt.Images() {
+		have[img] = true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, img := range images {
+		switch p, ok := a.pulls[img]; {
+		case have[img]:
+			out[img] = agentrpc.PullState{Ready: true}
+		case ok && p.failed != "":
+			out[img] = agentrpc.PullState{Failed: p.failed}
+			delete(a.pulls, img)
+		default:
+			out[img] = agentrpc.PullState{}
+		}
+	}
+	return out
+}
+
+func (a *Agent) pull(ctx context.Context, img string, p *pull) {
+	err := a.rt.Pull(ctx, img)
+	a.mu.Lock()
+	if err != nil {
+		p.failed = err.Error()
+	} else {
+		delete(a.pulls, img)
+	}
+	a.mu.Unlock()
+	close(p.done)
+}
+
+func (a *Agent) create(ctx context.Context, k agentrpc.KernelSpec) error {
+	slots, err := a.cfg.Registry.ParseSlots(k.Slots)
+	if err != nil {
+		return fmt.Errorf("kernel %s: %w", k.Kernel, err)
+	}
+	spec := runtime.Spec{Kernel: k.Kernel, Session: k.Session, Image: k.Image, Slots: slots, Registry: a.cfg.Registry,
+		Command: k.Command, Env: k.Env, ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: k.ClusterSize,
+		ClusterHosts: k.ClusterHosts}
+	if k.ClusterIdx < len(k.ClusterHosts) {
+		spec.Hostname = k.ClusterHosts[k.ClusterIdx]
+	}
+	if p, err := strconv.Atoi(k.Env["PORT"]); err == nil {
+		spec.Port = p
+	} else if strings.HasPrefix(k.Image, "http-") {
+		if spec.Port, err = freePort(); err != nil {
+			return err
+		}
+	}
+	err = a.rt.Create(ctx, spec)
+	if errors.Is(err, runtime.ErrImageNotPulled) {
+		// The image went with an earlier incarnation of this agent.
+		if err := a.rt.Pull(ctx, k.Image); err != nil {
+			return err
+		}
+		err = a.rt.Create(ctx, spec)
+	}
+	return err
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

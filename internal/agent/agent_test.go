@@ -1,0 +1,136 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/agent"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
+	"github.com/sokovan-go/sokovan/internal/agentrpc"
+	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// fakeManager records what an agent sends and refuses the first failEvents
+// event deliveries with a 503, as a manager restarting would. It stands in
+// for the manager only to inject that fault.
+type fakeManager struct {
+	mu         sync.Mutex
+	failEvents int
+	events     []agentrpc.Event
+	beats      []agentrpc.Heartbeat
+	registered int
+}
+
+func (f *fakeManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer tok" {
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch r.URL.Path {
+	case "/v1/agent/register":
+		f.registered++
+		_ = json.NewEncoder(w).Encode(agentrpc.Registered{Epoch: int64(f.registered)})
+	case "/v1/agent/heartbeat":
+		var hb agentrpc.Heartbeat
+		_ = json.NewDecoder(r.Body).Decode(&hb)
+		f.beats = append(f.beats, hb)
+		_ = json.NewEncoder(w).Encode(agentrpc.HeartbeatReply{})
+	case "/v1/agent/events":
+		if f.failEvents > 0 {
+			f.failEvents--
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		var in agentrpc.Events
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		f.events = append(f.events, in.Events...)
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+	}
+}
+
+func TestAgentDeliversEventsInOrderThroughFailures(t *testing.T) {
+	t.Parallel()
+	fm := &fakeManager{failEvents: 3}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	a, err := agent.New(agent.Config{ID: "a1", ResourceGroup: "default", Manager: srv.URL, Token: "tok", Listen: "127.0.0.1:0",
+		Capacity: map[string]string{"cpu": "4", "mem": "4g"}, HeartbeatInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := sim.New(sim.Config{Sink: a.Sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, rt) }()
+	mc := agentrpc.NewAgentClient(staticLookup{"a1": "http://" + a.Addr()}, "tok")
+
+	states, err := mc.CheckAndPull(ctx, "a1", []string{"exit:3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !states["exit:3"].Ready {
+		t.Fatalf("pull state %+v, want ready", states)
+	}
+	reg := domain.DefaultRegistry()
+	slots := reg.FormatSlots(reg.NewVec())
+	if err := mc.CreateKernels(ctx, "a1", []coordinator.KernelSpec{{Kernel: "k1", Session: "s1", Image: "exit:3", Slots: slots}}); err != nil {
+		t.Fatal(err)
+	}
+	// The kernel exits with 3 after a second; wait for its events and for a
+	// heartbeat that reports it exited.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		fm.mu.Lock()
+		kinds := make([]string, len(fm.events))
+		for i, e := range fm.events {
+			kinds[i] = e.Kind
+		}
+		var exited bool
+		for _, hb := range fm.beats {
+			for _, k := range hb.Kernels {
+				exited = exited || (k.ID == "k1" && !k.Running && k.ExitCode != nil && *k.ExitCode == 3)
+			}
+		}
+		fm.mu.Unlock()
+		want := []string{"image_pull_started", "image_pull_finished", "kernel_started", "kernel_terminated"}
+		if slices.Equal(kinds, want) && exited {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events %v (want %v), heartbeat reported exit: %v", kinds, want, exited)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := mc.DestroyKernel(ctx, "a1", "k1", false); err != nil {
+		t.Fatal(err)
+	}
+	// Unauthenticated calls are refused.
+	bad := agentrpc.NewAgentClient(staticLookup{"a1": "http://" + a.Addr()}, "wrong")
+	if _, err := bad.CheckAndPull(ctx, "a1", []string{"sleep"}); !agentrpc.IsRefused(err) {
+		t.Fatalf("wrong token: %v, want refused", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+type staticLookup map[domain.AgentID]string
+
+func (s staticLookup) GetAgent(_ context.Context, id domain.AgentID) (domain.Agent, error) {
+	return domain.Agent{ID: id, Address: s[id]}, nil
+}

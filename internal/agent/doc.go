@@ -1,0 +1,10 @@
+// Package agent is the agent daemon: it registers with a manager,
+// heartbeats with its kernels and images, serves the manager's calls
+// (check_and_pull, create_kernels, destroy_kernel, logs) over HTTP/JSON, and
+// forwards its runtime's events in order, at least once, retrying until the
+// manager has them. Kernels run in a runtime.Runtime (process, sim, docker)
+// chosen by the caller.
+//
+// It may import internal/domain, internal/agentrpc and
+// internal/agent/runtime; never the manager's packages.
+package agent

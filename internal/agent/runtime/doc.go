@@ -1,0 +1,15 @@
+// Package runtime owns the contract between an agent daemon and whatever
+// actually runs kernels: the Runtime interface, the kernel Spec the agent
+// hands over, the KernelState and Event values a runtime reports back, the
+// typed errors callers test with errors.Is, and Outbox, the ordered
+// non-blocking event delivery every runtime shares.
+//
+// Implementations live in subpackages: process (real OS processes), docker
+// (containers on a Docker engine) and sim (timers only, for benchmarks and
+// simulations).
+//
+// It may import internal/domain and the standard library. Runtime packages
+// may also import well-kept libraries (golang.org/x/sys), but nothing from
+// the scheduler, the store or the coordinator: a runtime knows kernels, not
+// sessions' lifecycles.
+package runtime

@@ -1,0 +1,65 @@
+// Package docker is the runtime that runs each kernel as a container on a
+// Docker engine reached through the Engine API (github.com/moby/moby/client),
+// for agents on hosts where an engine runs beside the agent.
+//
+// It owns the kernels' containers (created, started, watched, stopped and
+// removed through the engine), the labels that tie a container to its agent
+// and kernel, the cluster SSH keys of multi-kernel sessions, and each
+// kernel's directory under Config.DataDir (the bind-mounted SSH files, and
+// the tail of the output kept after Destroy).
+//
+// # Containers
+//
+// A kernel is one container named "sokovan-<agent id>-<kernel id>". The
+// agent id is part of the name because several agents may share an engine
+// (dev mode's local agents, or a kernel requeued to another agent while a
+// stale container of it survives), and a kernel id is only unique among
+// live kernels of a cluster, not among every container an engine holds.
+// Labels record the facts a restarted agent needs to take its kernels back:
+// sokovan.agent, sokovan.kernel, sokovan.session, sokovan.role, sokovan.idx
+// and sokovan.image. Recover lists the containers labelled with the agent's
+// id and adopts them; Create and Destroy also find a container by its name
+// when the kernel is not in memory, so both stay idempotent across a restart
+// that did not call Recover.
+//
+// Limits come from the spec's slots: "cpu" becomes NanoCPUs (a CFS quota),
+// "mem" the memory limit, with swap capped at the same figure so that the
+// limit is the kernel's and the OOM killer, not the swap device, enforces
+// it; "pids" (or Config.PidsMax) the pids limit. The network mode is
+// Config.NetworkMode, "none" by default: kernels reach nothing unless the
+// agent is configured otherwise. Spec.Port is passed to the kernel as
+// SOKOVAN_PORT but not published: publishing needs a bridge network, which
+// the agents this runtime was built for do not have.
+//
+// # Exits
+//
+// A watcher goroutine per running kernel waits on the engine
+// (ContainerWait, condition not-running), then inspects the container for
+// its exit code, OOM flag and finish time, and emits kernel_exited. The
+// engine reports a death by signal as 128 plus the signal number, the same
+// convention KernelState documents, so codes 129 to 192 are reported as
+// signal deaths (a program that exits with such a code on its own is
+// indistinguishable from one, as it is to a shell). Reasons: "destroyed"
+// when Destroy or Close stopped the kernel, "oom-killed" when the engine
+// says the OOM killer ended it, "killed by signal" and "exited" otherwise.
+//
+// # Pulls
+//
+// Pull asks the engine to pull from the image's registry unless the engine
+// already holds the image (a tag already present is not refreshed). A
+// failure that retrying cannot mend (no such repository or tag, access
+// refused, malformed reference) matches runtime.ErrUnknownImage; any other
+// (registry unreachable, engine errors, a cancelled context) matches
+// runtime.ErrPullFailed, so the manager may try again. Both are *PullError,
+// whose message names the image, the cause and the engine's own words.
+//
+// # Imports
+//
+// It may import internal/agent/runtime, internal/domain, the standard
+// library, the moby Engine API client and types, containerd's errdefs (the
+// client's error classes), distribution/reference (image reference
+// syntax), golang.org/x/crypto/ssh and golang.org/x/sys/unix; nothing from
+// the scheduler, the store or the coordinator. Its tests may also import
+// go-containerregistry, to build images and serve them from a registry in
+// the test process.
+package docker

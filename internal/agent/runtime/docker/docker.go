@@ -1,0 +1,793 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// Labels every kernel container carries. Recover reads them back, so they
+// are part of what a running agent leaves for its successor: change them
+// only together with a way to read the old ones.
+const (
+	LabelAgent   = "sokovan.agent"
+	LabelKernel  = "sokovan.kernel"
+	LabelSession = "sokovan.session"
+	LabelRole    = "sokovan.role"
+	LabelIdx     = "sokovan.idx"
+	// LabelImage keeps the image as the spec named it; the container's
+	// own Config.Image may be rewritten by the engine.
+	LabelImage = "sokovan.image"
+)
+
+// ClusterSSHDir is where a kernel of a multi-kernel session finds its
+// session's SSH key pair, mounted read-only: id_cluster (the private key,
+// OpenSSH format, mode 0600), id_cluster.pub and authorized_keys (holding
+// that public key). EnvClusterSSHDir names it in the kernel's environment.
+const (
+	ClusterSSHDir    = "/sokovan/ssh"
+	EnvClusterSSHDir = "SOKOVAN_CLUSTER_SSH_DIR"
+)
+
+// Config configures a Docker runtime.
+type Config struct {
+	// Host is the engine's address as DOCKER_HOST spells it, such as
+	// "unix:///var/run/docker.sock"; empty means DOCKER_HOST from the
+	// environment, then the client library's default.
+	Host string
+	// AgentID is written into every container's sokovan.agent label and
+	// name, so Recover adopts this agent's kernels and no one else's.
+	// Required; letters, digits, '.', '_' and '-'.
+	AgentID string
+	// DataDir holds, per kernel, the directory bind-mounted into cluster
+	// kernels and the output kept after Destroy, and per session the
+	// cluster SSH key. Required. The engine must see the same filesystem
+	// (it runs on the agent's host), as bind mounts name host paths.
+	DataDir string
+	// Sink receives events; nil discards them.
+	Sink runtime.Sink
+	// NetworkMode is every kernel's network mode; empty means "none".
+	NetworkMode string
+	// PidsMax caps each kernel's processes when its spec asks for no
+	// "pids" slot; zero means no cap.
+	PidsMax int64
+	// ClusterKeySecret, when set, derives each session's cluster SSH key
+	// from an HMAC of the session id under this secret, so that every
+	// agent configured with it gives the kernels of a multi-node session
+	// the same key. Without it each agent generates a random key per
+	// session, which only the session's kernels on that agent share.
+	ClusterKeySecret []byte
+	// CloseGrace is the grace Close gives each kernel; zero means 5s.
+	CloseGrace time.Duration
+	// KeepLogBytes is how much of a kernel's output (its end) Destroy
+	// copies out of the engine before removing the container, so Logs
+	// still answers afterwards; zero means 1 MiB, negative keeps none.
+	KeepLogBytes int64
+	// Now stamps pull events and the start of created kernels; nil means
+	// time.Now. Exits carry the engine's own times.
+	Now func() time.Time
+	// Log receives warnings about cleanup that failed; nil discards them.
+	Log *slog.Logger
+}
+
+const (
+	defaultCloseGrace   = 5 * time.Second
+	defaultKeepLogBytes = 1 << 20
+	defaultNetworkMode  = "none"
+	// detachedTimeout bounds the engine calls that clean up after a
+	// failure or force a stop; they run detached from the caller's
+	// context, which may be what has just ended.
+	detachedTimeout = 30 * time.Second
+	// killWait bounds how long Destroy, once its context has ended and it
+	// has sent SIGKILL, waits to see the kernel stop.
+	killWait = 5 * time.Second
+	// retryWait spaces a watcher's questions to an engine that did not
+	// answer.
+	retryWait = time.Second
+)
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// Runtime runs kernels as containers. See the package doc.
+type Runtime struct {
+	cfg Config
+	cli *client.Client
+	now func() time.Time
+	log *slog.Logger
+	out *runtime.Outbox
+
+	// bg scopes what outlives the call that started it: exit watchers and
+	// log streams. Close cancels it once every kernel has been destroyed.
+	bg       context.Context
+	cancelBG context.CancelFunc
+	watchers sync.WaitGroup
+
+	// keyMu serialises the cluster key files.
+	keyMu sync.Mutex
+
+	mu      sync.Mutex
+	closed  bool
+	pulled  map[string]bool
+	kernels map[domain.KernelID]*kernel
+}
+
+// kernel is one kernel's bookkeeping. started is closed once Create (or an
+// adoption) has finished, successfully or with startErr; done is closed
+// once the container's exit has been recorded.
+type kernel struct {
+	id      domain.KernelID
+	session domain.SessionID
+	started chan struct{}
+	// startErr is written before started is closed and read after.
+	startErr error
+	done     chan struct{}
+
+	// removeMu makes concurrent Destroys remove the container once.
+	removeMu sync.Mutex
+	removed  bool
+
+	// Guarded by Runtime.mu.
+	container string
+	state     runtime.KernelState
+	listed    bool // started or adopted: Live shows it
+	// destroying: Destroy or Close is stopping it; polite: with a grace
+	// period (SIGTERM first), not an immediate SIGKILL.
+	destroying bool
+	polite     bool
+}
+
+func newKernel(id domain.KernelID, session domain.SessionID) *kernel {
+	return &kernel{id: id, session: session, started: make(chan struct{}), done: make(chan struct{})}
+}
+
+// New connects to the engine, negotiating the API version, and returns a
+// runtime. It does not look at containers an earlier run left: Recover
+// does.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	if err := validName(cfg.AgentID); err != nil {
+		return nil, fmt.Errorf("docker runtime: agent id: %w", err)
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("docker runtime: no data dir")
+	}
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("docker runtime: %w", err)
+	}
+	cfg.DataDir = dir
+	// Private: it holds SSH keys and kernels' output.
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("docker runtime: %w", err)
+	}
+	if cfg.NetworkMode == "" {
+		cfg.NetworkMode = defaultNetworkMode
+	}
+	if cfg.CloseGrace == 0 {
+		cfg.CloseGrace = defaultCloseGrace
+	}
+	if cfg.KeepLogBytes == 0 {
+		cfg.KeepLogBytes = defaultKeepLogBytes
+	}
+	opt := client.FromEnv
+	if cfg.Host != "" {
+		opt = client.WithHost(cfg.Host)
+	}
+	cli, err := client.New(opt)
+	if err != nil {
+		return nil, fmt.Errorf("docker runtime: %w", err)
+	}
+	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker runtime: engine at %s: %w", cli.DaemonHost(), err)
+	}
+	r := &Runtime{
+		cfg:     cfg,
+		cli:     cli,
+		now:     cfg.Now,
+		log:     cfg.Log,
+		out:     runtime.NewOutbox(cfg.Sink),
+		pulled:  make(map[string]bool),
+		kernels: make(map[domain.KernelID]*kernel),
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	// Detached from New's context, which only bounds the connection
+	// check; Close ends it.
+	r.bg, r.cancelBG = context.WithCancel(context.WithoutCancel(ctx))
+	return r, nil
+}
+
+// validName accepts what may go into container names and file names:
+// letters, digits, '.', '_' and '-', not starting with '.' or '-'.
+func validName(s string) error {
+	if s == "" || len(s) > 128 {
+		return fmt.Errorf("%q must be 1 to 128 characters", s)
+	}
+	if s[0] == '.' || s[0] == '-' {
+		return fmt.Errorf("%q may not start with %q", s, s[0])
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%q may hold only letters, digits, '.', '_' and '-'", s)
+		}
+	}
+	return nil
+}
+
+// ContainerName is the name the runtime of agent gives kernel id's
+// container.
+func ContainerName(agent string, id domain.KernelID) string {
+	return "sokovan-" + agent + "-" + string(id)
+}
+
+func (r *Runtime) containerName(id domain.KernelID) string { return ContainerName(r.cfg.AgentID, id) }
+
+func (r *Runtime) kernelDir(id domain.KernelID) string {
+	return filepath.Join(r.cfg.DataDir, "kernels", string(id))
+}
+
+// detached returns a context for cleanup that must happen even though ctx
+// has ended.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
+}
+
+// ContainerID returns the engine's id of a kernel's container.
+func (r *Runtime) ContainerID(id domain.KernelID) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := r.kernels[id]
+	if k == nil || !k.listed {
+		return "", false
+	}
+	return k.container, true
+}
+
+// Images lists the images Pull (or Create) found available.
+func (r *Runtime) Images() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.pulled))
+}
+
+// Live lists the kernels that have started and were not destroyed,
+// including those Recover adopted.
+func (r *Runtime) Live() []runtime.KernelState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]runtime.KernelState, 0, len(r.kernels))
+	for _, k := range r.kernels {
+		if !k.listed {
+			continue
+		}
+		st := k.state
+		if st.ExitCode != nil {
+			c := *st.ExitCode
+			st.ExitCode = &c
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Create creates and starts a kernel's container and returns once the
+// engine has started it. When the engine already holds this agent's
+// container for the kernel (an earlier life of the agent made it), Create
+// takes it over instead: a running or exited one is adopted as it is, one
+// that was created but never started is replaced.
+func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return runtime.ErrClosed
+	}
+	if k, ok := r.kernels[spec.Kernel]; ok {
+		r.mu.Unlock()
+		select {
+		case <-k.started:
+			return k.startErr
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	k := newKernel(spec.Kernel, spec.Session)
+	r.kernels[spec.Kernel] = k
+	r.mu.Unlock()
+
+	ev, err := r.create(ctx, k, spec)
+	if err != nil {
+		err = fmt.Errorf("kernel %s: %w", spec.Kernel, err)
+		r.mu.Lock()
+		delete(r.kernels, spec.Kernel)
+		r.mu.Unlock()
+		k.startErr = err
+	}
+	close(k.started)
+	if ev != nil {
+		r.out.Emit(*ev)
+	}
+	return err
+}
+
+// create does Create's work for k, which is in the map but not started.
+// It returns the event to report: kernel_started, or kernel_exited for an
+// adopted container that had already exited.
+func (r *Runtime) create(ctx context.Context, k *kernel, spec runtime.Spec) (*runtime.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	name := r.containerName(spec.Kernel)
+	ev, handled, err := r.takeOver(ctx, k, name)
+	if handled || err != nil {
+		return ev, err
+	}
+	if err := r.ensureImage(ctx, spec.Image); err != nil {
+		return nil, err
+	}
+	sshDir, err := r.prepareKernelDir(spec)
+	if err != nil {
+		return nil, err
+	}
+	cfg, host := r.containerConfig(spec, sshDir)
+	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: host})
+	if cerrdefs.IsConflict(err) {
+		// Another runtime with this agent id made it between our look and
+		// our create; take that one over rather than fail.
+		ev, handled, terr := r.takeOver(ctx, k, name)
+		if handled || terr != nil {
+			return ev, terr
+		}
+		_ = os.RemoveAll(r.kernelDir(spec.Kernel))
+		return nil, fmt.Errorf("%w: container %s was made by someone else and is gone again; try again: %w", runtime.ErrCreateFailed, name, err)
+	}
+	if err != nil {
+		_ = os.RemoveAll(r.kernelDir(spec.Kernel))
+		return nil, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+	}
+	// Taken before the start so that FinishedAt-StartedAt never
+	// understates how long the program ran.
+	startedAt := r.now()
+	if _, err := r.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		// The engine may have started it just before ctx ended; a forced
+		// removal stops it too.
+		r.removeQuietly(ctx, created.ID)
+		_ = os.RemoveAll(r.kernelDir(spec.Kernel))
+		return nil, fmt.Errorf("%w: start: %w", runtime.ErrCreateFailed, err)
+	}
+	r.mu.Lock()
+	k.container = created.ID
+	k.state = runtime.KernelState{
+		ID:        spec.Kernel,
+		Session:   spec.Session,
+		Image:     spec.Image,
+		Running:   true,
+		StartedAt: startedAt,
+	}
+	k.listed = true
+	r.mu.Unlock()
+	r.watch(k, created.ID)
+	return &runtime.Event{Kind: runtime.KernelStarted, At: startedAt, Kernel: spec.Kernel, Session: spec.Session}, nil
+}
+
+// takeOver looks for an existing container named name and, when there is
+// one, adopts it into k. handled says the caller is done: k now stands for
+// that container (ev is what to report). A container that was created but
+// never started is removed and handled is false, so the caller creates a
+// fresh one.
+func (r *Runtime) takeOver(ctx context.Context, k *kernel, name string) (ev *runtime.Event, handled bool, err error) {
+	insp, err := r.cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: inspect %s: %w", runtime.ErrCreateFailed, name, err)
+	}
+	kind, ev, err := r.adopt(k, insp.Container)
+	switch {
+	case err != nil:
+		return nil, false, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+	case kind == adoptedRunning, kind == adoptedExited:
+		return ev, true, nil
+	case kind == notStarted:
+		if _, err := r.cli.ContainerRemove(ctx, insp.Container.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			return nil, false, fmt.Errorf("%w: remove a never-started container %s: %w", runtime.ErrCreateFailed, name, err)
+		}
+		return nil, false, nil
+	default: // being removed by the engine
+		return nil, false, fmt.Errorf("%w: container %s is being removed; try again", runtime.ErrCreateFailed, name)
+	}
+}
+
+// ensureImage checks that the engine holds image, which Pull (or anyone)
+// put there.
+func (r *Runtime) ensureImage(ctx context.Context, image string) error {
+	r.mu.Lock()
+	have := r.pulled[image]
+	r.mu.Unlock()
+	if have {
+		return nil
+	}
+	ok, err := r.imagePresent(ctx, image)
+	if err != nil {
+		return fmt.Errorf("%w: inspect image %q: %w", runtime.ErrCreateFailed, image, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %q", runtime.ErrImageNotPulled, image)
+	}
+	r.mu.Lock()
+	r.pulled[image] = true
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *Runtime) imagePresent(ctx context.Context, image string) (bool, error) {
+	_, err := r.cli.ImageInspect(ctx, image)
+	if cerrdefs.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// prepareKernelDir gives the kernel a fresh directory (a kernel id reused
+// after a requeue must not see its predecessor's files) and, for a
+// multi-kernel session, writes the session's SSH key pair into it. It
+// returns the SSH directory to mount, or "".
+func (r *Runtime) prepareKernelDir(spec runtime.Spec) (string, error) {
+	dir := r.kernelDir(spec.Kernel)
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+	}
+	if spec.ClusterSize <= 1 {
+		return "", nil
+	}
+	sshDir := filepath.Join(dir, "ssh")
+	if err := r.writeClusterSSH(spec.Session, sshDir); err != nil {
+		return "", err
+	}
+	return sshDir, nil
+}
+
+// containerConfig turns a spec into the engine's container and host
+// configuration.
+func (r *Runtime) containerConfig(spec runtime.Spec, sshDir string) (*container.Config, *container.HostConfig) {
+	env := runtime.KernelEnv(spec)
+	if sshDir != "" {
+		env[EnvClusterSSHDir] = ClusterSSHDir
+	}
+	envList := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		envList = append(envList, k+"="+env[k])
+	}
+	role := spec.ClusterRole
+	if role == "" {
+		role = domain.RoleMain
+	}
+	cfg := &container.Config{
+		Image:    spec.Image,
+		Hostname: spec.Hostname,
+		Env:      envList,
+		Labels: map[string]string{
+			LabelAgent:   r.cfg.AgentID,
+			LabelKernel:  string(spec.Kernel),
+			LabelSession: string(spec.Session),
+			LabelRole:    role,
+			LabelIdx:     strconv.Itoa(spec.ClusterIdx),
+			LabelImage:   spec.Image,
+		},
+	}
+	if len(spec.Command) > 0 {
+		// Spec.Command replaces the image's whole command line, and the
+		// engine runs Entrypoint followed by Cmd.
+		cfg.Entrypoint = slices.Clone(spec.Command[:1])
+		cfg.Cmd = slices.Clone(spec.Command[1:])
+	}
+	host := &container.HostConfig{NetworkMode: container.NetworkMode(r.cfg.NetworkMode)}
+	if mem := int64(spec.Slot("mem")); mem > 0 {
+		host.Memory = mem
+		host.MemorySwap = mem
+	}
+	if cpuMilli := int64(spec.Slot("cpu")); cpuMilli > 0 {
+		host.NanoCPUs = cpuMilli * 1_000_000 // a count slot stores thousandths
+	}
+	pids := int64(spec.Slot("pids")) / 1000
+	if pids == 0 {
+		pids = r.cfg.PidsMax
+	}
+	if pids > 0 {
+		host.PidsLimit = &pids
+	}
+	if sshDir != "" {
+		host.Mounts = []mount.Mount{{Type: mount.TypeBind, Source: sshDir, Target: ClusterSSHDir, ReadOnly: true}}
+	}
+	return cfg, host
+}
+
+// removeQuietly force-removes a container after a failure, whatever ctx
+// has become.
+func (r *Runtime) removeQuietly(ctx context.Context, cid string) {
+	dctx, cancel := detached(ctx)
+	defer cancel()
+	if _, err := r.cli.ContainerRemove(dctx, cid, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		r.log.Warn("docker runtime: could not remove a container after a failed create", "container", cid, "err", err)
+	}
+}
+
+// Destroy stops a kernel's container, politely with the engine's stop (the
+// image's stop signal, SIGTERM unless it names another, then SIGKILL after
+// grace rounded up to whole seconds, the engine's unit) or at once with
+// SIGKILL when grace is zero, waits for its exit to be recorded and
+// reported, keeps the end of its output, and removes the container. A
+// kernel this runtime does not know but whose container the engine holds
+// under this agent's name is destroyed too.
+func (r *Runtime) Destroy(ctx context.Context, id domain.KernelID, grace time.Duration) error {
+	if runtime.ValidKernelID(id) != nil {
+		return nil // no kernel can have such an id
+	}
+	r.mu.Lock()
+	k := r.kernels[id]
+	r.mu.Unlock()
+	if k == nil {
+		var err error
+		if k, err = r.findUnknown(ctx, id); err != nil {
+			return fmt.Errorf("destroy kernel %s: %w", id, err)
+		}
+		if k == nil {
+			return nil
+		}
+	}
+	select {
+	case <-k.started:
+	case <-ctx.Done():
+		return fmt.Errorf("destroy kernel %s: %w", id, ctx.Err())
+	}
+	if k.startErr != nil {
+		return nil // it never ran
+	}
+	if err := r.stop(ctx, k, grace); err != nil {
+		return fmt.Errorf("destroy kernel %s: %w", id, err)
+	}
+	if err := r.remove(ctx, k); err != nil {
+		return fmt.Errorf("destroy kernel %s: %w", id, err)
+	}
+	r.mu.Lock()
+	if r.kernels[id] == k {
+		delete(r.kernels, id)
+	}
+	r.mu.Unlock()
+	r.dropSessionKeyIfUnused(k.session)
+	return nil
+}
+
+// findUnknown adopts the container the engine holds for a kernel this
+// runtime does not know, so that Destroy works after a restart that was
+// not followed by Recover. Nil when there is none. An exited one is not
+// reported: the caller is ending it anyway.
+func (r *Runtime) findUnknown(ctx context.Context, id domain.KernelID) (*kernel, error) {
+	insp, err := r.cli.ContainerInspect(ctx, r.containerName(id), client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.adoptExisting(ctx, id, insp.Container, false)
+}
+
+// stop stops a started kernel's container and waits until its exit has
+// been recorded.
+func (r *Runtime) stop(ctx context.Context, k *kernel, grace time.Duration) error {
+	r.mu.Lock()
+	select {
+	case <-k.done:
+		r.mu.Unlock()
+		return nil
+	default:
+	}
+	k.destroying = true
+	k.polite = grace > 0
+	cid := k.container
+	r.mu.Unlock()
+
+	var err error
+	if grace > 0 {
+		secs := int((grace + time.Second - 1) / time.Second)
+		_, err = r.cli.ContainerStop(ctx, cid, client.ContainerStopOptions{Timeout: &secs})
+	} else {
+		_, err = r.cli.ContainerKill(ctx, cid, client.ContainerKillOptions{Signal: "KILL"})
+	}
+	// Not found: removed behind our back; conflict: it was not running.
+	// Either way the watcher records the end.
+	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+		if ctx.Err() == nil {
+			return err
+		}
+		return r.forceStop(ctx, k, cid)
+	}
+	select {
+	case <-k.done:
+		return nil
+	case <-ctx.Done():
+		return r.forceStop(ctx, k, cid)
+	}
+}
+
+// forceStop kills a kernel whose Destroy context has ended, and waits a
+// bounded time for its exit to be recorded.
+func (r *Runtime) forceStop(ctx context.Context, k *kernel, cid string) error {
+	r.mu.Lock()
+	k.polite = false // killed because the caller stopped waiting, not after the grace
+	r.mu.Unlock()
+	dctx, cancel := detached(ctx)
+	defer cancel()
+	if _, err := r.cli.ContainerKill(dctx, cid, client.ContainerKillOptions{Signal: "KILL"}); err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+		r.log.Warn("docker runtime: could not kill a kernel", "kernel", k.id, "err", err)
+	}
+	t := time.NewTimer(killWait)
+	defer t.Stop()
+	select {
+	case <-k.done:
+		return nil
+	case <-t.C:
+		return ctx.Err()
+	}
+}
+
+// remove keeps the end of a stopped kernel's output, then removes its
+// container and SSH files.
+func (r *Runtime) remove(ctx context.Context, k *kernel) error {
+	k.removeMu.Lock()
+	defer k.removeMu.Unlock()
+	if k.removed {
+		return nil
+	}
+	r.mu.Lock()
+	cid := k.container
+	r.mu.Unlock()
+	if r.cfg.KeepLogBytes > 0 {
+		if err := r.keepLogs(ctx, k.id, cid); err != nil {
+			r.log.Warn("docker runtime: could not keep a kernel's output", "kernel", k.id, "err", err)
+		}
+	}
+	if _, err := r.cli.ContainerRemove(ctx, cid, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("remove container: %w", err)
+	}
+	// With output kept, the directory stays for Logs, like the process
+	// runtime's logs, until the data dir's owner cleans it.
+	leftover := r.kernelDir(k.id)
+	if r.cfg.KeepLogBytes > 0 {
+		leftover = filepath.Join(leftover, "ssh")
+	}
+	if err := os.RemoveAll(leftover); err != nil {
+		r.log.Warn("docker runtime: could not remove a kernel's files", "kernel", k.id, "err", err)
+	}
+	k.removed = true
+	return nil
+}
+
+// keepLogs copies the last KeepLogBytes of the container's output to the
+// kernel's directory.
+func (r *Runtime) keepLogs(ctx context.Context, id domain.KernelID, cid string) error {
+	rc, err := r.cli.ContainerLogs(ctx, cid, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	tail := &tailBuffer{max: int(r.cfg.KeepLogBytes)}
+	if _, err := io.Copy(tail, newDemux(rc)); err != nil {
+		return err
+	}
+	dir := r.kernelDir(id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "output.log"), tail.Bytes(), 0o600)
+}
+
+// Logs returns the kernel's stdout and stderr, interleaved as the engine
+// recorded them (each stream in order; between the two, as near as the
+// engine's separate readers of them came): from the engine while the
+// container exists, from the copy Destroy kept afterwards. An unknown
+// kernel fails with ErrNotFound.
+func (r *Runtime) Logs(id domain.KernelID) (io.ReadCloser, error) {
+	if err := runtime.ValidKernelID(id); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	cid := ""
+	if k := r.kernels[id]; k != nil && k.listed {
+		cid = k.container
+	}
+	r.mu.Unlock()
+	if cid != "" {
+		// bg, not a caller's context: the interface gives Logs none, and
+		// the stream must outlive this call until the reader is closed.
+		rc, err := r.cli.ContainerLogs(r.bg, cid, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
+		if err == nil {
+			return newDemux(rc), nil
+		}
+		if !cerrdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("logs of %s: %w", id, err)
+		}
+	}
+	f, err := os.Open(filepath.Join(r.kernelDir(id), "output.log"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("logs of %s: %w", id, runtime.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("logs of %s: %w", id, err)
+	}
+	return f, nil
+}
+
+// Close destroys every kernel with CloseGrace (their containers are
+// removed), stops the watchers, delivers the remaining events and closes
+// the engine connection.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	ks := slices.Collect(maps.Values(r.kernels))
+	r.mu.Unlock()
+
+	var (
+		wg   sync.WaitGroup
+		emu  sync.Mutex
+		errs []error
+	)
+	for _, k := range ks {
+		wg.Go(func() {
+			if err := r.Destroy(ctx, k.id, r.cfg.CloseGrace); err != nil {
+				emu.Lock()
+				errs = append(errs, fmt.Errorf("close: %w", err))
+				emu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	r.cancelBG()
+	r.watchers.Wait()
+	if err := r.out.Flush(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("close: deliver events: %w", err))
+	}
+	if err := r.cli.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close: %w", err))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,228 @@
+package docker
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
+
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// adoption says what adopt made of an existing container.
+type adoption int
+
+const (
+	// adoptedRunning: running (or paused or restarting); a watcher now
+	// waits for its exit.
+	adoptedRunning adoption = iota
+	// adoptedExited: it had exited; its state is recorded and done closed.
+	adoptedExited
+	// notStarted: created but never started; nothing was adopted.
+	notStarted
+	// beingRemoved: the engine is removing it; nothing was adopted.
+	beingRemoved
+)
+
+func labelOf(c container.InspectResponse, key string) string {
+	if c.Config == nil {
+		return ""
+	}
+	return c.Config.Labels[key]
+}
+
+// adopt fills k, which is in the map and not yet started, from an
+// existing container of this agent. It returns the event that tells what
+// was found: kernel_started for a running container, kernel_exited for an
+// exited one.
+func (r *Runtime) adopt(k *kernel, c container.InspectResponse) (adoption, *runtime.Event, error) {
+	if got := labelOf(c, LabelAgent); got != r.cfg.AgentID {
+		return 0, nil, fmt.Errorf("container %s belongs to agent %q, not %q", c.Name, got, r.cfg.AgentID)
+	}
+	if got := labelOf(c, LabelKernel); got != string(k.id) {
+		return 0, nil, fmt.Errorf("container %s is labelled kernel %q, not %q", c.Name, got, k.id)
+	}
+	if c.State == nil {
+		return 0, nil, fmt.Errorf("container %s: the engine reported no state", c.Name)
+	}
+	st := runtime.KernelState{
+		ID:        k.id,
+		Session:   domain.SessionID(labelOf(c, LabelSession)),
+		Image:     labelOf(c, LabelImage),
+		StartedAt: engineTime(c.State.StartedAt),
+	}
+	switch c.State.Status {
+	case container.StateCreated:
+		return notStarted, nil, nil
+	case container.StateRemoving:
+		return beingRemoved, nil, nil
+	case container.StateRunning, container.StatePaused, container.StateRestarting:
+		st.Running = true
+		r.mu.Lock()
+		k.container, k.state, k.listed = c.ID, st, true
+		r.mu.Unlock()
+		r.watch(k, c.ID)
+		ev := runtime.Event{Kind: runtime.KernelStarted, At: st.StartedAt, Kernel: st.ID, Session: st.Session}
+		return adoptedRunning, &ev, nil
+	default: // exited, dead
+		r.mu.Lock()
+		k.container, k.state, k.listed = c.ID, st, true
+		ev := r.recordExitLocked(k, c.State)
+		r.mu.Unlock()
+		return adoptedExited, &ev, nil
+	}
+}
+
+// watch starts the goroutine that waits for the container to stop and
+// records its exit.
+func (r *Runtime) watch(k *kernel, cid string) {
+	r.watchers.Add(1)
+	go func() {
+		defer r.watchers.Done()
+		st, ok := r.awaitExit(cid)
+		if !ok {
+			return // closing
+		}
+		r.mu.Lock()
+		ev := r.recordExitLocked(k, st)
+		r.mu.Unlock()
+		// Emitted once the container has stopped: its resources are free.
+		r.out.Emit(ev)
+	}()
+}
+
+// awaitExit waits until the container is not running and returns its
+// final state, asking again while the engine does not answer. A container
+// removed behind the runtime's back yields a nil state. ok is false when
+// the runtime is closing.
+func (r *Runtime) awaitExit(cid string) (st *container.State, ok bool) {
+	for {
+		w := r.cli.ContainerWait(r.bg, cid, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+		var err error
+		select {
+		case <-w.Result:
+		case err = <-w.Error:
+		}
+		if r.bg.Err() != nil {
+			return nil, false
+		}
+		if err == nil || cerrdefs.IsNotFound(err) {
+			insp, ierr := r.cli.ContainerInspect(r.bg, cid, client.ContainerInspectOptions{})
+			if r.bg.Err() != nil {
+				return nil, false
+			}
+			if cerrdefs.IsNotFound(ierr) {
+				return nil, true
+			}
+			if ierr == nil && insp.Container.State != nil && !insp.Container.State.Running {
+				return insp.Container.State, true
+			}
+			if ierr == nil {
+				continue // started again meanwhile; wait again
+			}
+			err = ierr
+		}
+		r.log.Warn("docker runtime: waiting for a kernel's container failed; asking again", "container", cid, "err", err)
+		t := time.NewTimer(retryWait)
+		select {
+		case <-r.bg.Done():
+			t.Stop()
+			return nil, false
+		case <-t.C:
+		}
+	}
+}
+
+// recordExitLocked writes the exit into k's state, closes done and returns
+// the event to report. st nil means the container vanished. Runtime.mu is
+// held.
+func (r *Runtime) recordExitLocked(k *kernel, st *container.State) runtime.Event {
+	code, reason, msg := describeExit(st, k.destroying, k.polite)
+	s := &k.state
+	s.Running = false
+	s.ExitCode = &code
+	s.Reason = reason
+	s.Message = msg
+	s.FinishedAt = time.Time{}
+	if st != nil {
+		s.FinishedAt = engineTime(st.FinishedAt)
+	}
+	if s.FinishedAt.IsZero() {
+		s.FinishedAt = r.now()
+	}
+	close(k.done)
+	return runtime.Event{
+		Kind: runtime.KernelExited, At: s.FinishedAt, Kernel: s.ID, Session: s.Session,
+		ExitCode: code, Reason: reason, Message: msg,
+	}
+}
+
+// describeExit turns the engine's final state of a container into the
+// runtime's exit code, reason and message. st nil means the container was
+// removed by someone else before its state could be read. destroying says
+// Destroy stopped it; polite, that it was asked to stop before being
+// killed.
+func describeExit(st *container.State, destroying, polite bool) (int, runtime.Reason, string) {
+	if st == nil {
+		const how = "the container was removed outside this runtime; its exit code is unknown"
+		if destroying {
+			return -1, runtime.ReasonDestroyed, "destroyed: " + how
+		}
+		return -1, runtime.ReasonExited, how
+	}
+	code := st.ExitCode
+	sig := signalOf(code)
+	how := fmt.Sprintf("exited with code %d", code)
+	if sig != 0 {
+		name := unix.SignalName(sig)
+		if name == "" {
+			name = fmt.Sprintf("signal %d", int(sig))
+		}
+		how = "killed by signal " + name
+	}
+	var reason runtime.Reason
+	msg := how
+	switch {
+	case destroying:
+		reason = runtime.ReasonDestroyed
+		msg = "destroyed: " + how
+		if polite && sig == syscall.SIGKILL {
+			msg += " after the grace period"
+		}
+	case st.OOMKilled:
+		reason = runtime.ReasonOOMKilled
+		msg = how + ": the memory limit was hit and the OOM killer ended a process of the kernel"
+	case sig != 0:
+		reason = runtime.ReasonSignaled
+	default:
+		reason = runtime.ReasonExited
+	}
+	if st.Error != "" {
+		msg += " (engine: " + st.Error + ")"
+	}
+	return code, reason, msg
+}
+
+// signalOf reads the engine's 128+N convention for a death by signal N.
+// Linux numbers signals up to 64.
+func signalOf(code int) syscall.Signal {
+	if code > 128 && code <= 128+64 {
+		return syscall.Signal(code - 128)
+	}
+	return 0
+}
+
+// engineTime parses the engine's RFC 3339 times; the zero time stands for
+// "never" and for anything unreadable.
+func engineTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.Year() <= 1 {
+		return time.Time{}
+	}
+	return t
+}

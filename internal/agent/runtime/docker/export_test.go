@@ -1,0 +1,13 @@
+package docker
+
+// Abandon stops the runtime's goroutines and drops its engine connection
+// without touching a container: what a crash of the agent leaves behind,
+// for the tests of Recover.
+func (r *Runtime) Abandon() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.cancelBG()
+	r.watchers.Wait()
+	_ = r.cli.Close()
+}

@@ -1,0 +1,179 @@
+package process
+
+import (
+	"fmt"
+	"net"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+)
+
+// Entry says how to run one image, or every image behind a prefix.
+type Entry struct {
+	// Usage is how the image is written when the catalog is listed in an
+	// error ("exit:N"); empty means the catalog key.
+	Usage string
+	// Program is the executable. A name without a slash is looked up in the
+	// agent's PATH when the image is pulled and again when a kernel starts.
+	Program string
+	// Param checks what follows a prefix ("3" in "exit:3") when the image is
+	// pulled; its error becomes the detail of an UnknownImageError. Nil
+	// accepts anything. Exact entries get "".
+	Param func(param string) error
+	// Args builds the arguments after Program for one kernel. Nil means
+	// none.
+	Args func(param string, spec runtime.Spec) ([]string, error)
+}
+
+// Catalog maps image names to how to run them. It is a plain value: build
+// one, or start from DefaultCatalog and add to its maps, before New.
+type Catalog struct {
+	// Images are matched by exact name.
+	Images map[string]Entry
+	// Prefixes are matched when no exact name does, longest prefix first;
+	// the entry sees the rest of the name as its param.
+	Prefixes map[string]Entry
+}
+
+// HTTPEchoArg is the argv contract for the http-echo image. Its kernels run
+//
+//	SELF HTTPEchoArg HOST:PORT
+//
+// where SELF is the selfExe given to DefaultCatalog. The binary behind SELF
+// must hand its arguments to RunChild before anything else parses them, and
+// exit with the code RunChild returns when it reports it handled them.
+const HTTPEchoArg = "__sokovan_http_echo"
+
+// DefaultCatalog returns the images dev mode offers (shared/API.md):
+//
+//   - sleep: runs until terminated (sleep infinity).
+//   - exit:N: exits with code N (0-255) after SOKOVAN_EXIT_AFTER seconds
+//     from the kernel's environment, 1 when unset. Any other N is an
+//     unknown image.
+//   - http-echo: serves HTTP on Spec.BindHost:Spec.Port, answering every
+//     request with a JSON echo of it, by re-executing selfExe as
+//     HTTPEchoArg describes.
+func DefaultCatalog(selfExe string) Catalog {
+	return Catalog{
+		Images: map[string]Entry{
+			"sleep": {
+				Program: "sleep",
+				Args:    func(string, runtime.Spec) ([]string, error) { return []string{"infinity"}, nil },
+			},
+			"http-echo": {
+				Program: selfExe,
+				Args: func(_ string, spec runtime.Spec) ([]string, error) {
+					if spec.Port == 0 {
+						return nil, fmt.Errorf("%w: image http-echo needs a port", runtime.ErrInvalidSpec)
+					}
+					host := spec.BindHost
+					if host == "" {
+						host = "127.0.0.1"
+					}
+					return []string{HTTPEchoArg, net.JoinHostPort(host, strconv.Itoa(spec.Port))}, nil
+				},
+			},
+		},
+		Prefixes: map[string]Entry{
+			"exit:": {
+				Usage:   "exit:N",
+				Program: "sh",
+				Param:   func(p string) error { _, err := parseExitCode(p); return err },
+				Args: func(p string, _ runtime.Spec) ([]string, error) {
+					code, err := parseExitCode(p)
+					if err != nil {
+						return nil, err
+					}
+					// sleep(1) does the parsing of SOKOVAN_EXIT_AFTER (it takes
+					// fractions); a value it refuses is a user error the logs
+					// should explain rather than a silent exit N.
+					script := fmt.Sprintf(`sleep "${SOKOVAN_EXIT_AFTER:-1}" || { echo "exit:%[1]d: SOKOVAN_EXIT_AFTER=$SOKOVAN_EXIT_AFTER is not a number of seconds" >&2; exit 125; }
+exit %[1]d`, code)
+					return []string{"-c", script, "exit:" + p}, nil
+				},
+			},
+		},
+	}
+}
+
+// parseExitCode accepts only plain decimal 0-255, so "exit:+3" or "exit:1e2"
+// are unknown images rather than surprising aliases.
+func parseExitCode(p string) (int, error) {
+	if p == "" || len(p) > 3 || strings.Trim(p, "0123456789") != "" {
+		return 0, fmt.Errorf("exit code %q is not a number from 0 to 255", p)
+	}
+	n, _ := strconv.Atoi(p)
+	if n > 255 {
+		return 0, fmt.Errorf("exit code %d is outside 0-255", n)
+	}
+	return n, nil
+}
+
+// Known lists the images the catalog accepts, sorted, as Usage writes them.
+func (c Catalog) Known() []string {
+	var out []string
+	for name, e := range c.Images {
+		out = append(out, usage(name, e))
+	}
+	for prefix, e := range c.Prefixes {
+		if e.Usage == "" {
+			out = append(out, prefix+"*")
+		} else {
+			out = append(out, e.Usage)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func usage(name string, e Entry) string {
+	if e.Usage != "" {
+		return e.Usage
+	}
+	return name
+}
+
+// resolve finds the entry for image and checks its param; the error is an
+// *runtime.UnknownImageError.
+func (c Catalog) resolve(image string) (Entry, string, error) {
+	if e, ok := c.Images[image]; ok {
+		if e.Param != nil {
+			if err := e.Param(""); err != nil {
+				return Entry{}, "", &runtime.UnknownImageError{Image: image, Known: c.Known(), Detail: err.Error()}
+			}
+		}
+		return e, "", nil
+	}
+	best := ""
+	for prefix := range c.Prefixes {
+		if strings.HasPrefix(image, prefix) && len(prefix) > len(best) {
+			best = prefix
+		}
+	}
+	if best == "" {
+		return Entry{}, "", &runtime.UnknownImageError{Image: image, Known: c.Known()}
+	}
+	e, param := c.Prefixes[best], strings.TrimPrefix(image, best)
+	if e.Param != nil {
+		if err := e.Param(param); err != nil {
+			return Entry{}, "", &runtime.UnknownImageError{Image: image, Known: c.Known(), Detail: err.Error()}
+		}
+	}
+	return e, param, nil
+}
+
+// check resolves image and makes sure its program can be found, which is
+// all "pulling" means for local processes.
+func (c Catalog) check(image string) error {
+	e, _, err := c.resolve(image)
+	if err != nil {
+		return err
+	}
+	if _, err := exec.LookPath(e.Program); err != nil {
+		return fmt.Errorf("%w: image %q: program %q: %w", runtime.ErrPullFailed, image, e.Program, err)
+	}
+	return nil
+}

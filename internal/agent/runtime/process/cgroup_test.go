@@ -1,0 +1,149 @@
+package process_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// requireLimits skips the test where the machine cannot enforce the named
+// limits, except under CI, whose machine runs as root with writable v1
+// cgroups and so must enforce them.
+func requireLimits(t *testing.T, rt *process.Runtime, names ...string) {
+	t.Helper()
+	for _, st := range rt.Enforcement() {
+		if !slices.Contains(names, st.Limit) || st.Enforced {
+			continue
+		}
+		msg := fmt.Sprintf("the %s limit cannot be enforced here (%s)", st.Limit, st.Detail)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s; CI=true, where cgroups must work (root, writable cgroup v1)", msg)
+		}
+		t.Skipf("%s; run as root with writable cgroup v1 controllers, or a delegated v2 cgroup, to test limits", msg)
+	}
+}
+
+func readTrim(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func limitRegistry(t *testing.T) *domain.Registry {
+	t.Helper()
+	reg, err := domain.NewRegistry(append(domain.DefaultSlotTypes(), domain.SlotType{Name: "pids", Kind: domain.KindCount})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func TestCgroupLimitsAreSet(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	requireLimits(t, h.rt, "mem", "cpu", "pids")
+
+	s := h.spec("sleep")
+	s.Registry = limitRegistry(t)
+	var err error
+	s.Slots, err = s.Registry.ParseSlots(map[string]string{"mem": "64m", "cpu": "0.5", "pids": "32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.start(s)
+	pid, ok := h.rt.PID(s.Kernel)
+	if !ok {
+		t.Fatal("kernel not running")
+	}
+	// The gate was released into the cgroup and execs the program, which
+	// keeps the membership.
+	eventually(t, "the gate execs sleep", func() bool {
+		return readTrim(t, fmt.Sprintf("/proc/%d/comm", pid)) == "sleep"
+	})
+
+	dirs := map[string]string{}
+	for _, ctl := range []string{"memory", "cpu", "pids"} {
+		dir, err := process.CgroupDirOf(pid, ctl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(dir) != string(s.Kernel) {
+			t.Fatalf("%s cgroup of the kernel is %s, want one named after the kernel", ctl, dir)
+		}
+		dirs[ctl] = dir
+	}
+	if dir := dirs["memory"]; fileExists(filepath.Join(dir, "memory.limit_in_bytes")) {
+		if got := readTrim(t, filepath.Join(dir, "memory.limit_in_bytes")); got != "67108864" {
+			t.Errorf("memory.limit_in_bytes = %s, want 67108864", got)
+		}
+		quota, _ := strconv.ParseFloat(readTrim(t, filepath.Join(dirs["cpu"], "cpu.cfs_quota_us")), 64)
+		period, _ := strconv.ParseFloat(readTrim(t, filepath.Join(dirs["cpu"], "cpu.cfs_period_us")), 64)
+		if period == 0 || quota/period != 0.5 {
+			t.Errorf("cfs quota/period = %v/%v, want 0.5", quota, period)
+		}
+	} else { // v2
+		if got := readTrim(t, filepath.Join(dir, "memory.max")); got != "67108864" {
+			t.Errorf("memory.max = %s, want 67108864", got)
+		}
+		if got := readTrim(t, filepath.Join(dirs["cpu"], "cpu.max")); got != "50000 100000" {
+			t.Errorf("cpu.max = %s, want 50000 100000", got)
+		}
+	}
+	if got := readTrim(t, filepath.Join(dirs["pids"], "pids.max")); got != "32" {
+		t.Errorf("pids.max = %s, want 32", got)
+	}
+
+	h.destroy(s.Kernel, time.Second)
+	for ctl, dir := range dirs {
+		if fileExists(dir) {
+			t.Errorf("%s cgroup %s still exists after Destroy", ctl, dir)
+		}
+	}
+}
+
+func TestPidsMaxDefault(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *process.Config) { c.Cgroups.PidsMax = 50 })
+	requireLimits(t, h.rt, "pids")
+	s := h.spec("sleep")
+	h.start(s)
+	pid, _ := h.rt.PID(s.Kernel)
+	dir, err := process.CgroupDirOf(pid, "pids")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readTrim(t, filepath.Join(dir, "pids.max")); got != "50" {
+		t.Errorf("pids.max = %s, want the configured default 50", got)
+	}
+}
+
+func TestOOMKillIsReported(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	requireLimits(t, h.rt, "mem")
+	s := h.spec("alloc")
+	s.Registry = domain.DefaultRegistry()
+	s.Slots, _ = s.Registry.ParseSlots(map[string]string{"mem": "32m"})
+	h.start(s)
+	ev := h.rec.exit(t, s.Kernel)
+	if ev.Reason != runtime.ReasonOOMKilled || ev.ExitCode != 128+9 {
+		t.Errorf("exit event = %+v, want oom-killed with code 137; logs:\n%s", ev, h.logs(s.Kernel))
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -1,0 +1,682 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// Config configures a process runtime.
+type Config struct {
+	// DataDir holds a directory per kernel: output.log (stdout and stderr)
+	// and work/, the kernel's working directory. Required.
+	DataDir string
+	// Catalog says which images exist and how to run them.
+	Catalog Catalog
+	// Sink receives events; nil discards them.
+	Sink runtime.Sink
+	// BaseEnv is the environment every kernel starts from, as KEY=VALUE.
+	// Nil means PATH alone, copied from the agent, so the agent's own
+	// secrets do not leak into kernels.
+	BaseEnv []string
+	// AllowCommand lets Spec.Command replace an image's command line. It is
+	// off by default: with it, anyone who may create a session runs any
+	// program as the agent's user.
+	AllowCommand bool
+	// Cgroups configures resource limits.
+	Cgroups CgroupConfig
+	// CloseGrace is the grace Close gives each kernel; zero means 5s.
+	CloseGrace time.Duration
+	// Now stamps states and events; nil means time.Now.
+	Now func() time.Time
+	// Log receives warnings about cleanup that failed; nil discards them.
+	Log *slog.Logger
+}
+
+// CgroupConfig configures how kernels are confined.
+type CgroupConfig struct {
+	// Disable turns cgroups off: kernels run unconfined.
+	Disable bool
+	// Name is the directory, under the agent's own cgroup in each
+	// hierarchy, that holds this runtime's kernel cgroups; empty means
+	// "sokovan". New kills and removes whatever an earlier run left there,
+	// so runtimes in one process (dev mode's local agents) need distinct
+	// names, such as the agent id.
+	Name string
+	// PidsMax caps each kernel's processes when its spec asks for no
+	// "pids" slot; zero means no cap.
+	PidsMax int64
+	// Shell runs the start gate (see the package doc); empty means /bin/sh.
+	Shell string
+}
+
+// defaultCloseGrace is how long Close lets kernels stop politely.
+const defaultCloseGrace = 5 * time.Second
+
+// killWait bounds how long Close waits, once its context has ended, for
+// kernels it has SIGKILLed to be reaped.
+const killWait = 5 * time.Second
+
+// gateScript holds a kernel until the runtime has moved it into its cgroup:
+// it reads one line from fd 3, which the runtime writes only after the
+// move, then closes fd 3 and becomes the kernel's program. Anything but "go"
+// (the runtime gave up on the kernel) ends it with 125 before the program
+// runs.
+const gateScript = `IFS= read -r gate <&3 && [ "$gate" = go ] || exit 125
+exec 3<&-
+exec "$@"`
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// Runtime runs kernels as OS processes. See the package doc.
+type Runtime struct {
+	cfg         Config
+	now         func() time.Time
+	log         *slog.Logger
+	out         *runtime.Outbox
+	cg          *cgroups // nil without cgroups
+	enforcement []LimitStatus
+
+	// waiters counts the goroutines that wait for kernel processes.
+	waiters sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	pulled  map[string]bool
+	kernels map[domain.KernelID]*kernel
+}
+
+// kernel is one kernel's bookkeeping. started is closed once Create has
+// finished, successfully (cmd set) or not (startErr set); done is closed
+// once the process has been reaped and its state recorded.
+type kernel struct {
+	spec     runtime.Spec
+	started  chan struct{}
+	startErr error
+	done     chan struct{}
+
+	// Guarded by Runtime.mu.
+	cmd        *exec.Cmd
+	pid        int
+	cg         *kernelCgroup
+	state      runtime.KernelState
+	destroying bool
+	// killed: Destroy escalated to SIGKILL.
+	killed bool
+	// reaping: the process has exited and is about to be reaped, after
+	// which its pid and process group id may belong to someone else, so
+	// nothing may signal them any more.
+	reaping bool
+}
+
+// New returns a process runtime. It creates DataDir and, when cgroups are
+// usable, the runtime's parent cgroups.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("process runtime: no data dir")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
+	if cfg.CloseGrace == 0 {
+		cfg.CloseGrace = defaultCloseGrace
+	}
+	if cfg.Cgroups.Name == "" {
+		cfg.Cgroups.Name = "sokovan"
+	}
+	if cfg.Cgroups.Name != filepath.Base(cfg.Cgroups.Name) || cfg.Cgroups.Name[0] == '.' {
+		return nil, fmt.Errorf("process runtime: cgroup name %q must be one path element", cfg.Cgroups.Name)
+	}
+	if cfg.Cgroups.Shell == "" {
+		cfg.Cgroups.Shell = "/bin/sh"
+	}
+	if cfg.BaseEnv == nil {
+		path := os.Getenv("PATH")
+		if path == "" {
+			path = "/usr/local/bin:/usr/bin:/bin"
+		}
+		cfg.BaseEnv = []string{"PATH=" + path}
+	}
+	r := &Runtime{
+		cfg:     cfg,
+		now:     cfg.Now,
+		log:     cfg.Log,
+		out:     runtime.NewOutbox(cfg.Sink),
+		pulled:  make(map[string]bool),
+		kernels: make(map[domain.KernelID]*kernel),
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Cgroups.Disable {
+		for _, c := range controllers {
+			r.enforcement = append(r.enforcement, LimitStatus{Limit: c.limit, Detail: "cgroups disabled by configuration"})
+		}
+		return r, nil
+	}
+	cg := setupCgroups(r.log, cfg.Cgroups.Name)
+	r.enforcement = cg.enforcement()
+	if len(cg.byCtl) > 0 {
+		if _, err := exec.LookPath(cfg.Cgroups.Shell); err != nil {
+			return nil, fmt.Errorf("process runtime: the cgroup start gate needs a shell: %w", err)
+		}
+		r.cg = cg
+	}
+	return r, nil
+}
+
+// Enforcement reports, for mem, cpu and pids, whether kernels' requests are
+// enforced as limits and where, or why not. Create works either way.
+func (r *Runtime) Enforcement() []LimitStatus { return slices.Clone(r.enforcement) }
+
+// Pull checks that the image is in the catalog and its program can be
+// found.
+func (r *Runtime) Pull(ctx context.Context, image string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return runtime.ErrClosed
+	}
+	have := r.pulled[image]
+	r.mu.Unlock()
+	if have {
+		return nil
+	}
+	r.out.Emit(runtime.Event{Kind: runtime.PullStarted, At: r.now(), Image: image})
+	if err := r.cfg.Catalog.check(image); err != nil {
+		r.out.Emit(runtime.Event{Kind: runtime.PullFailed, At: r.now(), Image: image, Message: err.Error()})
+		return err
+	}
+	r.mu.Lock()
+	r.pulled[image] = true
+	r.mu.Unlock()
+	r.out.Emit(runtime.Event{Kind: runtime.PullFinished, At: r.now(), Image: image})
+	return nil
+}
+
+// Images lists the pulled images.
+func (r *Runtime) Images() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.pulled))
+}
+
+// Create starts a kernel's process and returns once it has started. With
+// cgroups, that is once the start gate is in the kernel's cgroup and has
+// been released; its exec of the program follows at once.
+func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return runtime.ErrClosed
+	}
+	if k, ok := r.kernels[spec.Kernel]; ok {
+		r.mu.Unlock()
+		select {
+		case <-k.started:
+			return k.startErr
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if !r.pulled[spec.Image] {
+		r.mu.Unlock()
+		return fmt.Errorf("kernel %s: %w: %q", spec.Kernel, runtime.ErrImageNotPulled, spec.Image)
+	}
+	k := &kernel{spec: spec, started: make(chan struct{}), done: make(chan struct{})}
+	r.kernels[spec.Kernel] = k
+	r.mu.Unlock()
+
+	startedAt, err := r.start(ctx, k)
+	if err != nil {
+		err = fmt.Errorf("kernel %s: %w", spec.Kernel, err)
+		r.mu.Lock()
+		delete(r.kernels, spec.Kernel)
+		r.mu.Unlock()
+		k.startErr = err
+	}
+	close(k.started)
+	if err == nil {
+		r.out.Emit(runtime.Event{Kind: runtime.KernelStarted, At: startedAt, Kernel: spec.Kernel, Session: spec.Session})
+	}
+	return err
+}
+
+// start runs the kernel's process. On success the process is running its
+// program, a waiter goroutine owns it, and start returns when it started.
+func (r *Runtime) start(ctx context.Context, k *kernel) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	spec := k.spec
+	argv, err := r.argv(spec)
+	if err != nil {
+		return time.Time{}, err
+	}
+	prog, err := exec.LookPath(argv[0])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+	}
+	// Private to the agent's user: logs and work files may hold secrets.
+	dir := filepath.Join(r.cfg.DataDir, string(spec.Kernel))
+	work := filepath.Join(dir, "work")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, "output.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+	}
+	// The child holds its own copy of the descriptor once started.
+	defer logf.Close()
+
+	cmd := &exec.Cmd{
+		Path:   prog,
+		Args:   argv,
+		Env:    r.environ(spec),
+		Dir:    work,
+		Stdout: logf,
+		Stderr: logf,
+		SysProcAttr: &syscall.SysProcAttr{
+			// Its own process group, so Destroy reaches the children it
+			// forks; Pdeathsig, so the kernel dies with the agent instead
+			// of outliving it unowned.
+			Setpgid:   true,
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+
+	var kc *kernelCgroup
+	var gate *os.File
+	if r.cg != nil {
+		kc, err = r.cg.create(string(spec.Kernel), r.limits(spec))
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		}
+		gateR, gateW, err := os.Pipe()
+		if err != nil {
+			kc.remove()
+			return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		}
+		defer gateR.Close()
+		gate = gateW
+		cmd.Path = r.cfg.Cgroups.Shell
+		cmd.Args = append([]string{r.cfg.Cgroups.Shell, "-c", gateScript, "sokovan-gate", prog}, argv[1:]...)
+		cmd.ExtraFiles = []*os.File{gateR}
+	}
+
+	// Taken before the start so that FinishedAt-StartedAt never
+	// understates how long the program ran.
+	startedAt := r.now()
+	if err := cmd.Start(); err != nil {
+		if kc != nil {
+			gate.Close()
+			kc.remove()
+		}
+		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+	}
+	pid := cmd.Process.Pid
+	if kc != nil {
+		err := kc.join(pid)
+		if err == nil {
+			_, err = gate.Write([]byte("go\n"))
+		}
+		gate.Close()
+		if err != nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			kc.remove()
+			return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		}
+	}
+
+	r.mu.Lock()
+	k.cmd, k.pid, k.cg = cmd, pid, kc
+	k.state = runtime.KernelState{
+		ID:        spec.Kernel,
+		Session:   spec.Session,
+		Image:     spec.Image,
+		Running:   true,
+		StartedAt: startedAt,
+	}
+	r.mu.Unlock()
+	r.waiters.Add(1)
+	go r.wait(k)
+	return startedAt, nil
+}
+
+// argv is the kernel's command line: the spec's override or the image's.
+func (r *Runtime) argv(spec runtime.Spec) ([]string, error) {
+	if len(spec.Command) > 0 {
+		if !r.cfg.AllowCommand {
+			return nil, fmt.Errorf("%w: command override is not allowed on this agent", runtime.ErrInvalidSpec)
+		}
+		return slices.Clone(spec.Command), nil
+	}
+	e, param, err := r.cfg.Catalog.resolve(spec.Image)
+	if err != nil {
+		return nil, err
+	}
+	var args []string
+	if e.Args != nil {
+		if args, err = e.Args(param, spec); err != nil {
+			return nil, err
+		}
+	}
+	return append([]string{e.Program}, args...), nil
+}
+
+// environ is BaseEnv overlaid with the spec's environment and facts.
+func (r *Runtime) environ(spec runtime.Spec) []string {
+	env := make(map[string]string)
+	for _, kv := range r.cfg.BaseEnv {
+		k, v, _ := cutEnv(kv)
+		env[k] = v
+	}
+	maps.Copy(env, runtime.KernelEnv(spec))
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+func cutEnv(kv string) (string, string, bool) {
+	for i := 1; i < len(kv); i++ { // from 1: Windows-style "=C:" names are not ours
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
+
+// limits reads the spec's mem, cpu and pids requests.
+func (r *Runtime) limits(spec runtime.Spec) limits {
+	l := limits{
+		memBytes: int64(spec.Slot("mem")),
+		cpuMilli: int64(spec.Slot("cpu")),
+		pids:     int64(spec.Slot("pids")) / 1000, // a count slot stores thousandths
+	}
+	if l.pids == 0 {
+		l.pids = r.cfg.Cgroups.PidsMax
+	}
+	return l
+}
+
+// wait owns a kernel's process from start to reaping.
+func (r *Runtime) wait(k *kernel) {
+	defer r.waiters.Done()
+	// Wait without reaping first: while the exited leader is a zombie its
+	// pid, and so its process group id, cannot be reused, so the group and
+	// cgroup can still be swept safely.
+	var info unix.Siginfo
+	var err error
+	for {
+		err = unix.Waitid(unix.P_PID, k.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	r.mu.Lock()
+	k.reaping = true
+	r.mu.Unlock()
+	oom := false
+	// Only while the zombie pins the pid; a failed wait pins nothing.
+	if err == nil {
+		_ = syscall.Kill(-k.pid, syscall.SIGKILL) // children left in the group
+		if k.cg != nil {
+			k.cg.killAll(k.pid)
+			oom = k.cg.oomKilled()
+		}
+	}
+	werr := k.cmd.Wait()
+	if k.cg != nil {
+		k.cg.remove()
+	}
+
+	code, sig := -1, syscall.Signal(0)
+	if ps := k.cmd.ProcessState; ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			sig = ws.Signal()
+			code = 128 + int(sig)
+		} else {
+			code = ps.ExitCode()
+		}
+	}
+	how := describeExit(code, sig)
+	if k.cmd.ProcessState == nil {
+		how = fmt.Sprintf("lost track of the process: %v", werr)
+	}
+
+	r.mu.Lock()
+	var reason runtime.Reason
+	msg := how
+	switch {
+	case k.destroying:
+		reason = runtime.ReasonDestroyed
+		msg = "destroyed: " + how
+		if k.killed {
+			msg += " after the grace period"
+		}
+	case oom:
+		reason = runtime.ReasonOOMKilled
+		msg = how + ": the memory limit was hit and the OOM killer ended a process of the kernel"
+	case sig != 0:
+		reason = runtime.ReasonSignaled
+	default:
+		reason = runtime.ReasonExited
+	}
+	st := &k.state
+	st.Running = false
+	st.ExitCode = &code
+	st.Reason = reason
+	st.Message = msg
+	st.FinishedAt = r.now()
+	ev := runtime.Event{
+		Kind: runtime.KernelExited, At: st.FinishedAt, Kernel: st.ID, Session: st.Session,
+		ExitCode: code, Reason: reason, Message: msg,
+	}
+	close(k.done)
+	r.mu.Unlock()
+	// Emitted after the cgroup is gone: an exit means the kernel's
+	// resources are free.
+	r.out.Emit(ev)
+}
+
+func describeExit(code int, sig syscall.Signal) string {
+	if sig != 0 {
+		name := unix.SignalName(sig)
+		if name == "" {
+			name = fmt.Sprintf("signal %d", int(sig))
+		}
+		return "killed by signal " + name
+	}
+	return fmt.Sprintf("exited with code %d", code)
+}
+
+// Destroy stops a kernel: SIGTERM to its process group, SIGKILL once grace
+// has passed (at once when grace is zero or ctx ends).
+func (r *Runtime) Destroy(ctx context.Context, id domain.KernelID, grace time.Duration) error {
+	r.mu.Lock()
+	k := r.kernels[id]
+	r.mu.Unlock()
+	if k == nil {
+		return nil
+	}
+	select {
+	case <-k.started:
+	case <-ctx.Done():
+		return fmt.Errorf("destroy kernel %s: %w", id, ctx.Err())
+	}
+	if k.startErr != nil {
+		return nil // it never ran
+	}
+	if err := r.stop(ctx, k, grace); err != nil {
+		return fmt.Errorf("destroy kernel %s: %w", id, err)
+	}
+	r.mu.Lock()
+	if r.kernels[id] == k {
+		delete(r.kernels, id)
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// stop signals a started kernel and waits until it has been reaped.
+func (r *Runtime) stop(ctx context.Context, k *kernel, grace time.Duration) error {
+	r.mu.Lock()
+	select {
+	case <-k.done:
+		r.mu.Unlock()
+		return nil
+	default:
+	}
+	k.destroying = true
+	if grace > 0 {
+		r.signalLocked(k, syscall.SIGTERM)
+	}
+	r.mu.Unlock()
+
+	if grace > 0 {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-k.done:
+			return nil
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	r.mu.Lock()
+	k.killed = true
+	r.signalLocked(k, syscall.SIGKILL)
+	r.mu.Unlock()
+	select {
+	case <-k.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Runtime) signalLocked(k *kernel, sig syscall.Signal) {
+	if k.reaping {
+		return
+	}
+	_ = syscall.Kill(-k.pid, sig)
+}
+
+// Live lists the kernels that have started and were not destroyed.
+func (r *Runtime) Live() []runtime.KernelState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]runtime.KernelState, 0, len(r.kernels))
+	for _, k := range r.kernels {
+		if k.cmd == nil {
+			continue
+		}
+		st := k.state
+		if st.ExitCode != nil {
+			c := *st.ExitCode
+			st.ExitCode = &c
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// PID returns the process id of a running kernel's main process.
+func (r *Runtime) PID(id domain.KernelID) (int, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := r.kernels[id]
+	if k == nil || k.cmd == nil || !k.state.Running {
+		return 0, false
+	}
+	return k.pid, true
+}
+
+// Logs opens the kernel's output log from its beginning. The log outlives
+// the kernel: it stays readable after Destroy, until the data dir is
+// cleaned by its owner.
+func (r *Runtime) Logs(id domain.KernelID) (io.ReadCloser, error) {
+	if err := runtime.ValidKernelID(id); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(filepath.Join(r.cfg.DataDir, string(id), "output.log"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("logs of %s: %w", id, runtime.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("logs of %s: %w", id, err)
+	}
+	return f, nil
+}
+
+// Close destroys every kernel with CloseGrace, waits for their processes to
+// be reaped and their cgroups removed, and delivers the remaining events.
+// When ctx ends first, the kernels still alive are SIGKILLed and Close waits
+// a bounded time more for them, so it does not return with kernels running.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	ks := slices.Collect(maps.Values(r.kernels))
+	r.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, k := range ks {
+		wg.Go(func() { _ = r.Destroy(ctx, k.spec.Kernel, r.cfg.CloseGrace) })
+	}
+	wg.Wait()
+
+	waited := make(chan struct{})
+	go func() {
+		r.waiters.Wait()
+		close(waited)
+	}()
+	var errs []error
+	select {
+	case <-waited:
+	case <-time.After(killWait):
+		// The goroutine above ends when the stuck waiters do.
+		errs = append(errs, errors.New("close: kernel processes did not stop after SIGKILL"))
+	}
+	if r.cg != nil {
+		r.cg.close()
+	}
+	if err := r.out.Flush(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("close: deliver events: %w", err))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,738 @@
+package process_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// waitLimit bounds every wait in these tests; things normally happen in
+// milliseconds, so hitting it means a bug, not a slow machine.
+const waitLimit = 15 * time.Second
+
+// recorder is a Sink that tests can wait on.
+type recorder struct {
+	mu      sync.Mutex
+	events  []runtime.Event
+	changed chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
+
+func (r *recorder) sink(e runtime.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *recorder) all() []runtime.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// waitFor returns the first event matching pred, waiting for it.
+func (r *recorder) waitFor(t *testing.T, what string, pred func(runtime.Event) bool) runtime.Event {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		for _, e := range r.events {
+			if pred(e) {
+				r.mu.Unlock()
+				return e
+			}
+		}
+		ch := r.changed
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("no %s event within %v; events: %+v", what, waitLimit, r.all())
+		}
+	}
+}
+
+func (r *recorder) exit(t *testing.T, id domain.KernelID) runtime.Event {
+	t.Helper()
+	return r.waitFor(t, "exit of "+string(id), func(e runtime.Event) bool {
+		return e.Kind == runtime.KernelExited && e.Kernel == id
+	})
+}
+
+// eventually polls cond until it holds or waitLimit passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, waitLimit)
+		}
+		<-tick.C
+	}
+}
+
+type harness struct {
+	t *testing.T
+	// prefix keeps kernel ids apart across -count runs, whose test names
+	// repeat.
+	prefix string
+	rt     *process.Runtime
+	rec    *recorder
+	mu     sync.Mutex
+	ids    []domain.KernelID
+	n      int
+}
+
+func selfExe(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// testCatalog is DefaultCatalog plus images that make behaviours easy to
+// provoke.
+func testCatalog(self string) process.Catalog {
+	cat := process.DefaultCatalog(self)
+	sh := func(script string) process.Entry {
+		return process.Entry{Program: "sh", Args: func(string, runtime.Spec) ([]string, error) {
+			return []string{"-c", script}, nil
+		}}
+	}
+	cat.Images["env-dump"] = sh(`env > "$ENV_OUT"`)
+	cat.Images["output"] = sh(`echo to-stdout; echo to-stderr >&2`)
+	// Ignoring SIGTERM is inherited by sleep; "ready" says the trap is set.
+	cat.Images["stubborn"] = sh(`trap "" TERM; echo ready; sleep 100`)
+	cat.Images["forker"] = sh(`sleep 100 & sleep 100 & echo ready; wait`)
+	cat.Images["self-signal"] = sh(`kill -USR1 $$`)
+	cat.Images["alloc"] = process.Entry{Program: self, Args: func(string, runtime.Spec) ([]string, error) {
+		return []string{allocArg}, nil
+	}}
+	return cat
+}
+
+func uniqueName(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "sokovan-test-" + hex.EncodeToString(b)
+}
+
+// newHarness builds a runtime whose Close is checked at cleanup: it must
+// succeed and leave no process of any kernel the test created.
+func newHarness(t *testing.T, opts ...func(*process.Config)) *harness {
+	t.Helper()
+	rec := newRecorder()
+	cfg := process.Config{
+		DataDir: t.TempDir(),
+		Catalog: testCatalog(selfExe(t)),
+		Sink:    rec.sink,
+		BaseEnv: []string{"PATH=" + os.Getenv("PATH"), childEnv + "=1"},
+		Cgroups: process.CgroupConfig{Name: uniqueName(t)},
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	rt, err := process.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, rt: rt, rec: rec, prefix: uniqueName(t)[len("sokovan-test-"):]}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := rt.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if left := kernelProcs(t, h.ids...); len(left) > 0 {
+			t.Errorf("processes of kernels %v still alive after Close: %v", h.ids, left)
+		}
+	})
+	return h
+}
+
+// spec returns a spec for image with a kernel id unique to the test.
+func (h *harness) spec(image string) runtime.Spec {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n++
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' {
+			return r
+		}
+		return '-'
+	}, h.t.Name())
+	id := domain.KernelID(fmt.Sprintf("%s-%s-%d", name, h.prefix, h.n))
+	h.ids = append(h.ids, id)
+	return runtime.Spec{Kernel: id, Session: "sess-" + domain.SessionID(id), Image: image, Env: map[string]string{"SOKOVAN_EXIT_AFTER": "0"}}
+}
+
+func (h *harness) pull(image string) {
+	h.t.Helper()
+	if err := h.rt.Pull(context.Background(), image); err != nil {
+		h.t.Fatalf("Pull(%q): %v", image, err)
+	}
+}
+
+// start pulls and creates.
+func (h *harness) start(spec runtime.Spec) {
+	h.t.Helper()
+	h.pull(spec.Image)
+	if err := h.rt.Create(context.Background(), spec); err != nil {
+		h.t.Fatalf("Create(%s): %v", spec.Kernel, err)
+	}
+}
+
+func (h *harness) destroy(id domain.KernelID, grace time.Duration) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := h.rt.Destroy(ctx, id, grace); err != nil {
+		h.t.Fatalf("Destroy(%s): %v", id, err)
+	}
+}
+
+func (h *harness) logs(id domain.KernelID) string {
+	h.t.Helper()
+	rc, err := h.rt.Logs(id)
+	if err != nil {
+		h.t.Fatalf("Logs(%s): %v", id, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func (h *harness) live(id domain.KernelID) (runtime.KernelState, bool) {
+	for _, st := range h.rt.Live() {
+		if st.ID == id {
+			return st, true
+		}
+	}
+	return runtime.KernelState{}, false
+}
+
+// kernelProcs finds live processes whose environment names one of ids: the
+// kernels' own processes and anything they forked.
+func kernelProcs(t *testing.T, ids ...domain.KernelID) []int {
+	t.Helper()
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[runtime.EnvKernelID+"="+string(id)] = true
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if want[string(kv)] {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// settledProcs waits until the kernel's processes are visible and returns
+// them. With cgroups, Create returns once the start gate is released, and
+// while the gate execs the program /proc may show its environment empty
+// for a moment.
+func settledProcs(t *testing.T, id domain.KernelID) []int {
+	t.Helper()
+	var got []int
+	eventually(t, "kernel "+string(id)+" visible in /proc", func() bool {
+		got = kernelProcs(t, id)
+		return len(got) > 0
+	})
+	return got
+}
+
+func TestSleepRunsUntilDestroyed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := h.spec("sleep")
+	h.start(s)
+
+	st, ok := h.live(s.Kernel)
+	if !ok || !st.Running || st.ExitCode != nil {
+		t.Fatalf("after Create, Live has %+v (listed %v), want it running", st, ok)
+	}
+	if got := settledProcs(t, s.Kernel); len(got) != 1 {
+		t.Fatalf("kernel processes = %v, want exactly one", got)
+	}
+	h.rec.waitFor(t, "kernel_started", func(e runtime.Event) bool {
+		return e.Kind == runtime.KernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
+	})
+
+	h.destroy(s.Kernel, 5*time.Second)
+	// Destroy returns only once the kernel has stopped, so the event and
+	// the process table agree at once.
+	if got := kernelProcs(t, s.Kernel); len(got) != 0 {
+		t.Fatalf("after Destroy, kernel processes = %v", got)
+	}
+	ev := h.rec.exit(t, s.Kernel)
+	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 128+15 || !strings.Contains(ev.Message, "SIGTERM") {
+		t.Errorf("exit event = %+v, want reason destroyed, code 143, message naming SIGTERM", ev)
+	}
+	if _, ok := h.live(s.Kernel); ok {
+		t.Errorf("destroyed kernel still listed by Live")
+	}
+}
+
+func TestExitImages(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		image     string
+		exitAfter string // "" leaves SOKOVAN_EXIT_AFTER unset
+		wantCode  int
+		atLeast   time.Duration
+	}{
+		{"exit:0 after the default second", "exit:0", "", 0, time.Second},
+		{"exit:3 after 0.3s", "exit:3", "0.3", 3, 300 * time.Millisecond},
+		{"exit:255", "exit:255", "0", 255, 0},
+		{"bad SOKOVAN_EXIT_AFTER", "exit:7", "soon", 125, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			s := h.spec(tc.image)
+			delete(s.Env, "SOKOVAN_EXIT_AFTER")
+			if tc.exitAfter != "" {
+				s.Env["SOKOVAN_EXIT_AFTER"] = tc.exitAfter
+			}
+			h.start(s)
+			ev := h.rec.exit(t, s.Kernel)
+			if ev.ExitCode != tc.wantCode || ev.Reason != runtime.ReasonExited {
+				t.Fatalf("exit event = %+v, want code %d, reason exited", ev, tc.wantCode)
+			}
+			st, ok := h.live(s.Kernel)
+			if !ok || st.Running || st.ExitCode == nil || *st.ExitCode != tc.wantCode {
+				t.Fatalf("Live = %+v (listed %v), want exited with %d", st, ok, tc.wantCode)
+			}
+			if ran := st.FinishedAt.Sub(st.StartedAt); ran < tc.atLeast {
+				t.Errorf("ran %v, want at least %v", ran, tc.atLeast)
+			}
+		})
+	}
+}
+
+func TestUnknownImageFailsPull(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *process.Config) { c.Catalog = process.DefaultCatalog(selfExe(t)) })
+	tests := []struct {
+		image, wantMsg string
+	}{
+		{"foo", `image "foo" is not in the catalog (known: exit:N, http-echo, sleep)`},
+		{"exit:256", `image "exit:256" is not in the catalog (known: exit:N, http-echo, sleep): exit code 256 is outside 0-255`},
+		{"exit:-1", `image "exit:-1" is not in the catalog (known: exit:N, http-echo, sleep): exit code "-1" is not a number from 0 to 255`},
+		{"exit:", `image "exit:" is not in the catalog (known: exit:N, http-echo, sleep): exit code "" is not a number from 0 to 255`},
+		{"sleeps", `image "sleeps" is not in the catalog (known: exit:N, http-echo, sleep)`},
+	}
+	for _, tc := range tests {
+		err := h.rt.Pull(context.Background(), tc.image)
+		if !errors.Is(err, runtime.ErrUnknownImage) {
+			t.Errorf("Pull(%q) = %v, want ErrUnknownImage", tc.image, err)
+			continue
+		}
+		if err.Error() != tc.wantMsg {
+			t.Errorf("Pull(%q) message:\n got %s\nwant %s", tc.image, err, tc.wantMsg)
+		}
+	}
+	failed := h.rec.waitFor(t, "pull_failed", func(e runtime.Event) bool { return e.Kind == runtime.PullFailed && e.Image == "foo" })
+	if !strings.Contains(failed.Message, "not in the catalog") {
+		t.Errorf("pull_failed message = %q", failed.Message)
+	}
+	if got := h.rt.Images(); len(got) != 0 {
+		t.Errorf("Images() = %v after failed pulls, want none", got)
+	}
+	// Create refuses an image that was never pulled, known or not.
+	for _, image := range []string{"foo", "sleep"} {
+		err := h.rt.Create(context.Background(), h.spec(image))
+		if !errors.Is(err, runtime.ErrImageNotPulled) {
+			t.Errorf("Create(%q) without Pull = %v, want ErrImageNotPulled", image, err)
+		}
+	}
+	h.pull("exit:0")
+	h.pull("exit:0") // a second pull is a no-op
+	if diff := cmp.Diff([]string{"exit:0"}, h.rt.Images()); diff != "" {
+		t.Errorf("Images() (-want +got):\n%s", diff)
+	}
+}
+
+func TestEnvCarriesClusterFacts(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	out := filepath.Join(t.TempDir(), "env")
+	s := h.spec("env-dump")
+	s.ClusterRole, s.ClusterIdx, s.ClusterSize = domain.RoleSub, 2, 3
+	s.ClusterHosts = []string{"main1", "sub1", "sub2"}
+	s.Hostname = "sub2"
+	s.Port = 8080
+	s.Env = map[string]string{"ENV_OUT": out, "FOO": "bar baz", runtime.EnvKernelID: "spoofed"}
+	h.start(s)
+	if ev := h.rec.exit(t, s.Kernel); ev.ExitCode != 0 {
+		t.Fatalf("env-dump exited %+v; logs:\n%s", ev, h.logs(s.Kernel))
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(map[string]string)
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		got[k] = v
+	}
+	want := map[string]string{
+		"SOKOVAN_SESSION_ID":    string(s.Session),
+		"SOKOVAN_KERNEL_ID":     string(s.Kernel), // the fact wins over the spec's env
+		"SOKOVAN_IMAGE":         "env-dump",
+		"SOKOVAN_CLUSTER_ROLE":  "sub",
+		"SOKOVAN_CLUSTER_IDX":   "2",
+		"SOKOVAN_CLUSTER_SIZE":  "3",
+		"SOKOVAN_CLUSTER_HOSTS": "main1,sub1,sub2",
+		"SOKOVAN_CLUSTER_HOST":  "sub2",
+		"SOKOVAN_PORT":          "8080",
+		"ENV_OUT":               out,
+		"FOO":                   "bar baz",
+		"PATH":                  os.Getenv("PATH"),
+		childEnv:                "1",
+	}
+	// sh adds a few of its own (PWD, SHLVL, _); nothing from the agent's
+	// environment beyond BaseEnv may appear.
+	for _, k := range []string{"PWD", "SHLVL", "_", "OLDPWD"} {
+		delete(got, k)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("kernel environment (-want +got):\n%s", diff)
+	}
+}
+
+func TestLogsCaptureStdoutAndStderr(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := h.spec("output")
+	h.start(s)
+	h.rec.exit(t, s.Kernel)
+	if got := h.logs(s.Kernel); !strings.Contains(got, "to-stdout\n") || !strings.Contains(got, "to-stderr\n") {
+		t.Errorf("logs = %q, want both streams", got)
+	}
+	h.destroy(s.Kernel, time.Second)
+	if got := h.logs(s.Kernel); !strings.Contains(got, "to-stdout") {
+		t.Errorf("after Destroy, logs = %q, want them kept", got)
+	}
+	if _, err := h.rt.Logs("no-such-kernel"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("Logs of an unknown kernel = %v, want ErrNotFound", err)
+	}
+	if _, err := h.rt.Logs("../escape"); !errors.Is(err, runtime.ErrInvalidSpec) {
+		t.Errorf("Logs(../escape) = %v, want ErrInvalidSpec", err)
+	}
+}
+
+func TestDestroyKillsAfterGrace(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := h.spec("stubborn")
+	h.start(s)
+	eventually(t, "stubborn kernel has set its trap", func() bool { return strings.Contains(h.logs(s.Kernel), "ready") })
+
+	const grace = 300 * time.Millisecond
+	began := time.Now()
+	h.destroy(s.Kernel, grace)
+	if took := time.Since(began); took < grace {
+		t.Errorf("Destroy returned after %v, before the %v grace", took, grace)
+	}
+	ev := h.rec.exit(t, s.Kernel)
+	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 128+9 || !strings.Contains(ev.Message, "SIGKILL") {
+		t.Errorf("exit event = %+v, want destroyed, code 137, message naming SIGKILL", ev)
+	}
+	if got := kernelProcs(t, s.Kernel); len(got) != 0 {
+		t.Errorf("after Destroy, processes %v remain (sleep child included)", got)
+	}
+}
+
+func TestDestroyIsIdempotent(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := h.spec("sleep")
+	h.start(s)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { h.destroy(s.Kernel, time.Second) })
+	}
+	wg.Wait()
+	h.destroy(s.Kernel, time.Second)
+	h.destroy("never-created", time.Second)
+
+	// Events are delivered asynchronously; once the first is in, a second
+	// would have been queued with it.
+	h.rec.exit(t, s.Kernel)
+	exits := 0
+	for _, e := range h.rec.all() {
+		if e.Kind == runtime.KernelExited && e.Kernel == s.Kernel {
+			exits++
+		}
+	}
+	if exits != 1 {
+		t.Errorf("%d exit events for one kernel, want 1", exits)
+	}
+
+	// A kernel that exited on its own is destroyed without a signal.
+	e := h.spec("exit:4")
+	h.start(e)
+	h.rec.exit(t, e.Kernel)
+	h.destroy(e.Kernel, time.Second)
+	if _, ok := h.live(e.Kernel); ok {
+		t.Errorf("exited kernel still listed after Destroy")
+	}
+}
+
+func TestCreateIsIdempotent(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := h.spec("sleep")
+	h.start(s)
+	pid, ok := h.rt.PID(s.Kernel)
+	if !ok {
+		t.Fatal("no pid for a running kernel")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() { errs <- h.rt.Create(context.Background(), s) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("repeated Create: %v", err)
+		}
+	}
+	if again, _ := h.rt.PID(s.Kernel); again != pid {
+		t.Errorf("pid changed from %d to %d", pid, again)
+	}
+	if got := settledProcs(t, s.Kernel); !slices.Equal(got, []int{pid}) {
+		t.Errorf("kernel processes = %v, want only %d", got, pid)
+	}
+	if n := len(h.rt.Live()); n != 1 {
+		t.Errorf("Live lists %d kernels, want 1", n)
+	}
+}
+
+func TestConcurrentFirstCreatesStartOneProcess(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := h.spec("sleep")
+	h.pull("sleep")
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if err := h.rt.Create(context.Background(), s); err != nil {
+				t.Errorf("Create: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := settledProcs(t, s.Kernel); len(got) != 1 {
+		t.Errorf("kernel processes = %v, want exactly one", got)
+	}
+}
+
+func TestSignalDeathReportsTheSignal(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := h.spec("self-signal")
+	h.start(s)
+	ev := h.rec.exit(t, s.Kernel)
+	if ev.Reason != runtime.ReasonSignaled || ev.ExitCode != 128+10 || ev.Message != "killed by signal SIGUSR1" {
+		t.Errorf("exit event = %+v, want killed by signal SIGUSR1, code 138", ev)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func TestHTTPEchoAnswers(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := h.spec("http-echo")
+	if err := h.rt.Pull(context.Background(), "http-echo"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rt.Create(context.Background(), s); !errors.Is(err, runtime.ErrInvalidSpec) {
+		t.Fatalf("Create(http-echo) without a port = %v, want ErrInvalidSpec", err)
+	}
+	s.Port = freePort(t)
+	h.start(s)
+
+	url := fmt.Sprintf("http://127.0.0.1:%d/hello?x=1", s.Port)
+	client := &http.Client{Timeout: 2 * time.Second}
+	var body []byte
+	eventually(t, "http-echo answers", func() bool {
+		resp, err := client.Post(url, "text/plain", strings.NewReader("ping"))
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, err = io.ReadAll(resp.Body)
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+	var got struct {
+		Method, Path, Query, Body string
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("echo body %q: %v", body, err)
+	}
+	if got.Method != "POST" || got.Path != "/hello" || got.Query != "x=1" || got.Body != "ping" {
+		t.Errorf("echo = %+v", got)
+	}
+
+	h.destroy(s.Kernel, 5*time.Second)
+	ev := h.rec.exit(t, s.Kernel)
+	// It shuts down cleanly on SIGTERM.
+	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 {
+		t.Errorf("exit event = %+v, want destroyed with code 0", ev)
+	}
+}
+
+func TestCommandOverride(t *testing.T) {
+	t.Parallel()
+	off := newHarness(t)
+	s := off.spec("sleep")
+	s.Command = []string{"sh", "-c", "exit 9"}
+	off.pull("sleep")
+	if err := off.rt.Create(context.Background(), s); !errors.Is(err, runtime.ErrInvalidSpec) {
+		t.Fatalf("Create with a command on a runtime that forbids it = %v, want ErrInvalidSpec", err)
+	}
+
+	on := newHarness(t, func(c *process.Config) { c.AllowCommand = true })
+	s = on.spec("sleep")
+	s.Command = []string{"sh", "-c", "exit 9"}
+	on.start(s)
+	if ev := on.rec.exit(t, s.Kernel); ev.ExitCode != 9 {
+		t.Errorf("exit event = %+v, want code 9 from the override", ev)
+	}
+}
+
+func TestWithoutCgroupsCreateStillWorks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *process.Config) { c.Cgroups.Disable = true })
+	for _, st := range h.rt.Enforcement() {
+		if st.Enforced || !strings.Contains(st.Detail, "disabled") {
+			t.Errorf("Enforcement %+v, want not enforced with the reason", st)
+		}
+	}
+	if n := len(h.rt.Enforcement()); n != 3 {
+		t.Errorf("Enforcement reports %d limits, want mem, cpu and pids", n)
+	}
+	s := h.spec("sleep")
+	s.Registry = domain.DefaultRegistry()
+	s.Slots, _ = s.Registry.ParseSlots(map[string]string{"mem": "64m", "cpu": "0.5"})
+	h.start(s)
+	if _, ok := h.live(s.Kernel); !ok {
+		t.Fatal("kernel not running")
+	}
+	h.destroy(s.Kernel, time.Second)
+}
+
+func TestCloseLeavesNoProcesses(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *process.Config) { c.CloseGrace = 200 * time.Millisecond })
+	rt, rec := h.rt, h.rec
+	var ids []domain.KernelID
+	for _, image := range []string{"sleep", "stubborn", "forker", "sleep"} {
+		s := h.spec(image)
+		h.start(s)
+		ids = append(ids, s.Kernel)
+	}
+	for _, id := range ids[1:3] {
+		eventually(t, string(id)+" ready", func() bool { return strings.Contains(h.logs(id), "ready") })
+	}
+	// sleep 1, stubborn 2, forker 3, sleep 1; children fork and exec on
+	// their own time.
+	eventually(t, "all 7 kernel processes visible", func() bool { return len(kernelProcs(t, ids...)) == 7 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := rt.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got := kernelProcs(t, ids...); len(got) != 0 {
+		t.Errorf("after Close, kernel processes remain: %v", got)
+	}
+	if got := rt.Live(); len(got) != 0 {
+		t.Errorf("after Close, Live = %+v", got)
+	}
+	// Close delivers the events it caused before returning.
+	exits := 0
+	for _, e := range rec.all() {
+		if e.Kind == runtime.KernelExited {
+			exits++
+		}
+	}
+	if exits != len(ids) {
+		t.Errorf("%d exit events delivered by Close, want %d", exits, len(ids))
+	}
+	if err := rt.Pull(context.Background(), "sleep"); !errors.Is(err, runtime.ErrClosed) {
+		t.Errorf("Pull after Close = %v, want ErrClosed", err)
+	}
+	if err := rt.Create(context.Background(), h.spec("sleep")); !errors.Is(err, runtime.ErrClosed) {
+		t.Errorf("Create after Close = %v, want ErrClosed", err)
+	}
+	if err := rt.Close(ctx); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}

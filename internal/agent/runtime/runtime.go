@@ -1,0 +1,311 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// Runtime runs kernels on one agent. All methods are safe for concurrent use.
+//
+// Kernels a runtime has started stay listed by Live, running or exited, until
+// Destroy removes them; a kernel that exits on its own keeps its exit code
+// there so the agent can report it again after a lost event.
+type Runtime interface {
+	// Pull makes an image available to Create. Pulling an image that is
+	// already available returns nil at once. An image the runtime cannot run
+	// fails with an error matching ErrUnknownImage whose message says why.
+	Pull(ctx context.Context, image string) error
+
+	// Create starts one kernel and returns once it has started. Creating an
+	// id that already exists (running or exited) does nothing and returns
+	// nil, so a retried create_kernels call never starts a second kernel.
+	Create(ctx context.Context, spec Spec) error
+
+	// Destroy stops a kernel: a polite stop (SIGTERM for processes), then a
+	// forced one once grace has passed. It returns only once the kernel has
+	// stopped; a kernel that is unknown or already exited counts as stopped.
+	// The kernel is then gone from Live. A cancelled ctx makes Destroy force
+	// the stop at once and return the context's error if the kernel has not
+	// stopped yet.
+	Destroy(ctx context.Context, id domain.KernelID, grace time.Duration) error
+
+	// Live lists the kernels that exist, sorted by id: running ones and
+	// exited ones not yet destroyed. Kernels still being created are left
+	// out.
+	Live() []KernelState
+
+	// Images lists the images Pull has made available, sorted.
+	Images() []string
+
+	// Logs returns the kernel's combined stdout and stderr as written so far.
+	// An unknown kernel fails with ErrNotFound.
+	Logs(id domain.KernelID) (io.ReadCloser, error)
+
+	// Close destroys every kernel, delivers the events still queued and
+	// stops the runtime's goroutines. Later calls to Pull and Create fail
+	// with ErrClosed.
+	Close(ctx context.Context) error
+}
+
+// Errors callers test with errors.Is.
+var (
+	// ErrUnknownImage: the image is not one this runtime can run.
+	ErrUnknownImage = errors.New("unknown image")
+	// ErrImageNotPulled: Create was asked for an image Pull has not made
+	// available.
+	ErrImageNotPulled = errors.New("image not pulled")
+	// ErrPullFailed: the image is known but making it available failed.
+	ErrPullFailed = errors.New("image pull failed")
+	// ErrCreateFailed: the kernel could not be started.
+	ErrCreateFailed = errors.New("kernel create failed")
+	// ErrInvalidSpec: the spec cannot describe a kernel.
+	ErrInvalidSpec = errors.New("invalid kernel spec")
+	// ErrNotFound: no such kernel.
+	ErrNotFound = errors.New("kernel not found")
+	// ErrClosed: the runtime has been closed.
+	ErrClosed = errors.New("runtime closed")
+)
+
+// UnknownImageError says which image was refused and what would have been
+// accepted. It matches ErrUnknownImage.
+type UnknownImageError struct {
+	Image string
+	// Known lists the images the runtime accepts, in the form a user would
+	// write them ("exit:N"); it may be empty when any name would be
+	// accepted and Detail says why this one was not.
+	Known []string
+	// Detail, when set, says what was wrong with an image that matched a
+	// known form, such as an exit code out of range.
+	Detail string
+}
+
+func (e *UnknownImageError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "image %q is not in the catalog", e.Image)
+	if len(e.Known) > 0 {
+		fmt.Fprintf(&b, " (known: %s)", strings.Join(e.Known, ", "))
+	}
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Detail)
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrUnknownImage) true.
+func (e *UnknownImageError) Is(target error) bool { return target == ErrUnknownImage }
+
+// Reason says how a kernel ended. It is a closed set so metrics and the
+// manager can branch on it; KernelState.Message carries the detail.
+type Reason string
+
+// Reasons a kernel ended.
+const (
+	// ReasonExited: the kernel's main process exited on its own.
+	ReasonExited Reason = "exited"
+	// ReasonSignaled: a signal the runtime did not send ended it.
+	ReasonSignaled Reason = "killed by signal"
+	// ReasonDestroyed: Destroy (or Close) stopped it.
+	ReasonDestroyed Reason = "destroyed"
+	// ReasonOOMKilled: the kernel's memory limit was hit and the kernel's
+	// OOM killer ended it.
+	ReasonOOMKilled Reason = "oom-killed"
+)
+
+// KernelState is one kernel as the runtime sees it, for heartbeats and for
+// telling the manager what exists.
+type KernelState struct {
+	ID      domain.KernelID
+	Session domain.SessionID
+	Image   string
+	Running bool
+	// ExitCode is set once the kernel has exited. A kernel ended by a signal
+	// reports 128 plus the signal number, as shells do.
+	ExitCode *int
+	// Reason and Message are set once the kernel has exited. Message is for
+	// people: "exited with code 3", "killed by signal SIGSEGV".
+	Reason     Reason
+	Message    string
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+// EventKind names what happened.
+type EventKind string
+
+// Event kinds.
+const (
+	PullStarted   EventKind = "pull_started"
+	PullFinished  EventKind = "pull_finished"
+	PullFailed    EventKind = "pull_failed"
+	KernelStarted EventKind = "kernel_started"
+	KernelExited  EventKind = "kernel_exited"
+)
+
+// Event is something a runtime reports on its own, without being asked.
+// Image is set for pull events; Kernel and Session for kernel events;
+// ExitCode and Reason for KernelExited; Message explains failures and exits.
+type Event struct {
+	Kind     EventKind
+	At       time.Time
+	Image    string
+	Kernel   domain.KernelID
+	Session  domain.SessionID
+	ExitCode int
+	Reason   Reason
+	Message  string
+}
+
+// Sink receives a runtime's events. Runtimes call it through an Outbox: from
+// one goroutine at a time, in order, never while holding their own locks. A
+// sink must return; it must not call the runtime's Close.
+type Sink func(Event)
+
+// Spec is everything a runtime needs to start one kernel.
+type Spec struct {
+	Kernel  domain.KernelID
+	Session domain.SessionID
+	Image   string
+	// Slots is the kernel's requested resources, read through Registry for
+	// slot names and kinds. The process runtime turns "mem", "cpu" and
+	// "pids" into limits where it can enforce them.
+	Slots    domain.Vec
+	Registry *domain.Registry
+	// Command, when not empty, replaces the image's own command line.
+	Command []string
+	// Env is added to the kernel's environment; the SOKOVAN_* facts below
+	// win over an entry of the same name.
+	Env map[string]string
+	// ClusterRole is "main" or "sub"; empty means main. ClusterSize zero
+	// means a single kernel.
+	ClusterRole string
+	ClusterIdx  int
+	ClusterSize int
+	// ClusterHosts are the hostnames of the session's kernels in index
+	// order; Hostname is this kernel's own.
+	ClusterHosts []string
+	Hostname     string
+	// Port is where a serving image listens; zero when it serves nothing.
+	// BindHost is the address it binds, 127.0.0.1 when empty, so a kernel
+	// is not reachable from other hosts unless the agent asks for it.
+	Port     int
+	BindHost string
+}
+
+// Environment variables every kernel gets.
+const (
+	EnvSessionID    = "SOKOVAN_SESSION_ID"
+	EnvKernelID     = "SOKOVAN_KERNEL_ID"
+	EnvImage        = "SOKOVAN_IMAGE"
+	EnvClusterRole  = "SOKOVAN_CLUSTER_ROLE"
+	EnvClusterIdx   = "SOKOVAN_CLUSTER_IDX"
+	EnvClusterSize  = "SOKOVAN_CLUSTER_SIZE"
+	EnvClusterHosts = "SOKOVAN_CLUSTER_HOSTS" // comma-separated, index order
+	EnvClusterHost  = "SOKOVAN_CLUSTER_HOST"  // only when Spec.Hostname is set
+	EnvPort         = "SOKOVAN_PORT"          // only when Spec.Port is set
+)
+
+// maxIDLen bounds kernel ids, which become file and cgroup names.
+const maxIDLen = 128
+
+// Validate reports what makes the spec unusable, wrapping ErrInvalidSpec.
+// Kernel ids become directory and cgroup names, so they are restricted to
+// letters, digits, '.', '_' and '-' and may not start with '.'.
+func (s Spec) Validate() error {
+	if err := ValidKernelID(s.Kernel); err != nil {
+		return err
+	}
+	if s.Image == "" {
+		return fmt.Errorf("%w: kernel %s: empty image", ErrInvalidSpec, s.Kernel)
+	}
+	if s.ClusterSize < 0 || s.ClusterIdx < 0 || s.ClusterSize > 0 && s.ClusterIdx >= s.ClusterSize {
+		return fmt.Errorf("%w: kernel %s: cluster index %d outside size %d", ErrInvalidSpec, s.Kernel, s.ClusterIdx, s.ClusterSize)
+	}
+	if s.Port < 0 || s.Port > 65535 {
+		return fmt.Errorf("%w: kernel %s: port %d outside 0-65535", ErrInvalidSpec, s.Kernel, s.Port)
+	}
+	if len(s.Slots) > 0 && s.Registry == nil {
+		return fmt.Errorf("%w: kernel %s: slots without a registry", ErrInvalidSpec, s.Kernel)
+	}
+	for k, v := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return fmt.Errorf("%w: kernel %s: bad environment entry %q", ErrInvalidSpec, s.Kernel, k)
+		}
+	}
+	for _, a := range s.Command {
+		if strings.ContainsRune(a, 0) {
+			return fmt.Errorf("%w: kernel %s: command argument holds a NUL byte", ErrInvalidSpec, s.Kernel)
+		}
+	}
+	return nil
+}
+
+// ValidKernelID reports, wrapping ErrInvalidSpec, why id cannot name a
+// kernel's directory or cgroup.
+func ValidKernelID(id domain.KernelID) error {
+	if id == "" || len(id) > maxIDLen {
+		return fmt.Errorf("%w: kernel id %q must be 1 to %d characters", ErrInvalidSpec, id, maxIDLen)
+	}
+	if id[0] == '.' {
+		return fmt.Errorf("%w: kernel id %q may not start with '.'", ErrInvalidSpec, id)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return fmt.Errorf("%w: kernel id %q may hold only letters, digits, '.', '_' and '-'", ErrInvalidSpec, id)
+		}
+	}
+	return nil
+}
+
+// Slot returns the requested quantity of the named slot, zero when the
+// registry does not know the slot or nothing was requested.
+func (s Spec) Slot(name string) domain.Quantity {
+	if s.Registry == nil {
+		return 0
+	}
+	id, ok := s.Registry.Lookup(name)
+	if !ok {
+		return 0
+	}
+	return s.Slots.At(id)
+}
+
+// KernelEnv returns the environment facts and Spec.Env as a map: the
+// spec's entries first, then the SOKOVAN_* facts, which win on a clash so a
+// kernel can trust them.
+func KernelEnv(s Spec) map[string]string {
+	env := make(map[string]string, len(s.Env)+9)
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	role := s.ClusterRole
+	if role == "" {
+		role = domain.RoleMain
+	}
+	size := s.ClusterSize
+	if size == 0 {
+		size = 1
+	}
+	env[EnvSessionID] = string(s.Session)
+	env[EnvKernelID] = string(s.Kernel)
+	env[EnvImage] = s.Image
+	env[EnvClusterRole] = role
+	env[EnvClusterIdx] = fmt.Sprint(s.ClusterIdx)
+	env[EnvClusterSize] = fmt.Sprint(size)
+	env[EnvClusterHosts] = strings.Join(s.ClusterHosts, ",")
+	if s.Hostname != "" {
+		env[EnvClusterHost] = s.Hostname
+	}
+	if s.Port != 0 {
+		env[EnvPort] = fmt.Sprint(s.Port)
+	}
+	return env
+}

@@ -1,0 +1,195 @@
+package agentrpc
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+var _ coordinator.Agents = (*AgentClient)(nil)
+
+// AgentLookup finds an agent's address.
+type AgentLookup interface {
+	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
+}
+
+// AgentClient is the manager calling agents; it satisfies
+// coordinator.Agents.
+type AgentClient struct {
+	lookup AgentLookup
+	token  string
+	hc     *http.Client
+	mu     sync.Mutex
+	addrs  map[domain.AgentID]string
+}
+
+// NewAgentClient returns a client that finds agents through lookup.
+func NewAgentClient(lookup AgentLookup, token string) *AgentClient {
+	return &AgentClient{lookup: lookup, token: token, hc: &http.Client{Timeout: 10 * time.Minute},
+		addrs: map[domain.AgentID]string{}}
+}
+
+// base returns the agent's RPC base URL. Addresses are cached; a failed
+// call forgets the agent's, since it may have come back elsewhere.
+func (c *AgentClient) base(ctx context.Context, id domain.AgentID) (string, error) {
+	c.mu.Lock()
+	addr, ok := c.addrs[id]
+	c.mu.Unlock()
+	if !ok {
+		a, err := c.lookup.GetAgent(ctx, id)
+		if err != nil {
+			return "", fmt.Errorf("agent %s: %w", id, err)
+		}
+		addr = a.Address
+		if !strings.Contains(addr, "://") {
+			addr = "http://" + addr
+		}
+		c.mu.Lock()
+		c.addrs[id] = addr
+		c.mu.Unlock()
+	}
+	return strings.TrimRight(addr, "/"), nil
+}
+
+func (c *AgentClient) do(ctx context.Context, id domain.AgentID, path string, in, out any) error {
+	base, err := c.base(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := call(ctx, c.hc, base+path, c.token, in, out); err != nil {
+		c.mu.Lock()
+		delete(c.addrs, id)
+		c.mu.Unlock()
+		return fmt.Errorf("agent %s%s: %w", id, path, err)
+	}
+	return nil
+}
+
+// CheckAndPull implements coordinator.Agents.
+func (c *AgentClient) CheckAndPull(ctx context.Context, agent domain.AgentID, images []string) (map[string]coordinator.PullState, error) {
+	var out PullStates
+	if err := c.do(ctx, agent, "/rpc/check_and_pull", CheckAndPull{Images: images}, &out); err != nil {
+		return nil, err
+	}
+	res := make(map[string]coordinator.PullState, len(out.Images))
+	for img, st := range out.Images {
+		res[img] = coordinator.PullState{Ready: st.Ready, Failed: st.Failed}
+	}
+	return res, nil
+}
+
+// CreateKernels implements coordinator.Agents.
+func (c *AgentClient) CreateKernels(ctx context.Context, agent domain.AgentID, specs []coordinator.KernelSpec) error {
+	in := CreateKernels{Kernels: make([]KernelSpec, len(specs))}
+	for i, s := range specs {
+		in.Kernels[i] = KernelSpec{Kernel: s.Kernel, Session: s.Session, Image: s.Image, Slots: s.Slots,
+			ClusterRole: s.ClusterRole, ClusterIdx: s.ClusterIdx, ClusterSize: s.ClusterSize,
+			ClusterHosts: s.ClusterHosts, Command: s.Command, Env: s.Env}
+	}
+	return c.do(ctx, agent, "/rpc/create_kernels", in, nil)
+}
+
+// DestroyKernel implements coordinator.Agents.
+func (c *AgentClient) DestroyKernel(ctx context.Context, agent domain.AgentID, kernel domain.KernelID, forced bool) error {
+	return c.do(ctx, agent, "/rpc/destroy_kernel", DestroyKernel{Kernel: kernel, Forced: forced}, nil)
+}
+
+// Logs streams a kernel's output from its agent.
+func (c *AgentClient) Logs(ctx context.Context, agent domain.AgentID, kernel domain.KernelID) (io.ReadCloser, error) {
+	base, err := c.base(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/rpc/logs/"+url.PathEscape(string(kernel)), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, &StatusError{Code: resp.StatusCode, Message: "logs of " + string(kernel)}
+	}
+	return resp.Body, nil
+}
+
+// ManagerClient is an agent calling its managers. With several, a call
+// that cannot reach one (or that one answers with a server error) moves on
+// to the next, so an agent keeps working while a manager restarts.
+type ManagerClient struct {
+	bases []string
+	token string
+	hc    *http.Client
+	mu    sync.Mutex
+	cur   int
+}
+
+// NewManagerClient returns a client for the managers at bases, a comma-
+// separated list of base URLs ("http://host:port").
+func NewManagerClient(bases, token string) *ManagerClient {
+	m := &ManagerClient{token: token, hc: &http.Client{Timeout: 30 * time.Second}}
+	for _, b := range strings.Split(bases, ",") {
+		if b = strings.TrimRight(strings.TrimSpace(b), "/"); b != "" {
+			m.bases = append(m.bases, b)
+		}
+	}
+	return m
+}
+
+func (m *ManagerClient) post(ctx context.Context, path string, in, out any) error {
+	if len(m.bases) == 0 {
+		return fmt.Errorf("no manager configured")
+	}
+	m.mu.Lock()
+	start := m.cur
+	m.mu.Unlock()
+	var err error
+	for i := range m.bases {
+		n := (start + i) % len(m.bases)
+		err = call(ctx, m.hc, m.bases[n]+path, m.token, in, out)
+		if err == nil || IsRefused(err) || ctx.Err() != nil {
+			m.mu.Lock()
+			m.cur = n
+			m.mu.Unlock()
+			return err
+		}
+	}
+	return err
+}
+
+// Register announces the agent.
+func (m *ManagerClient) Register(ctx context.Context, in Register) (Registered, error) {
+	var out Registered
+	err := m.post(ctx, "/v1/agent/register", in, &out)
+	return out, err
+}
+
+// Heartbeat reports the agent alive with its kernels.
+func (m *ManagerClient) Heartbeat(ctx context.Context, in Heartbeat) (HeartbeatReply, error) {
+	var out HeartbeatReply
+	err := m.post(ctx, "/v1/agent/heartbeat", in, &out)
+	return out, err
+}
+
+// Events delivers events; a manager has them once this returns nil.
+func (m *ManagerClient) Events(ctx context.Context, in Events) error {
+	return m.post(ctx, "/v1/agent/events", in, nil)
+}
+
+// Kernels asks an agent what it runs (for operators and tests).
+func (c *AgentClient) Kernels(ctx context.Context, agent domain.AgentID) ([]KernelReport, error) {
+	var out []KernelReport
+	err := c.do(ctx, agent, "/rpc/kernels", struct{}{}, &out)
+	return out, err
+}

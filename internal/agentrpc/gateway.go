@@ -1,0 +1,220 @@
+package agentrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/kernelstate"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// GatewayStore is what the gateway needs from the store.
+type GatewayStore interface {
+	RegisterAgent(ctx context.Context, a domain.Agent, now time.Time) (domain.Agent, error)
+	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
+}
+
+// GatewayCoordinator is what the gateway needs from the coordinator.
+type GatewayCoordinator interface {
+	HandleEvents(ctx context.Context, evs []kernelstate.Event) error
+	Settle(ctx context.Context, agent domain.AgentID, epoch int64, reports []coordinator.KernelReport) ([]domain.KernelID, error)
+	AgentRestarted(ctx context.Context, agent domain.AgentID, epoch int64, present []domain.KernelID) error
+	Mark()
+}
+
+var _ GatewayCoordinator = (*coordinator.Coordinator)(nil)
+
+// Publisher hands agent event batches to the bus that every manager
+// consumes; without one the gateway applies them itself.
+type Publisher interface {
+	Publish(ctx context.Context, payload []byte) error
+}
+
+// Gateway serves agents' calls to the manager under /v1/agent/.
+type Gateway struct {
+	bus   Publisher
+	store GatewayStore
+	coord GatewayCoordinator
+	slots *domain.Registry
+	token string
+	now   func() time.Time
+	log   *slog.Logger
+	mux   *http.ServeMux
+}
+
+// NewGateway returns the handler; token is the agent token.
+func NewGateway(st GatewayStore, coord GatewayCoordinator, slots *domain.Registry, token string,
+	now func() time.Time, log *slog.Logger) *Gateway {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{store: st, coord: coord, slots: slots, token: token, now: now, log: log, mux: http.NewServeMux()}
+	g.mux.HandleFunc("POST /v1/agent/register", g.register)
+	g.mux.HandleFunc("POST /v1/agent/heartbeat", g.heartbeat)
+	g.mux.HandleFunc("POST /v1/agent/events", g.events)
+	return g
+}
+
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !authorized(r, g.token) {
+		writeErr(w, http.StatusUnauthorized, errors.New("agent token required"))
+		return
+	}
+	g.mux.ServeHTTP(w, r)
+}
+
+func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
+	var in Register
+	if !decode(w, r, &in) {
+		return
+	}
+	capacity, err := g.slots.ParseSlots(in.Capacity)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, fmt.Errorf("capacity: %w", err))
+		return
+	}
+	if in.ID == "" || in.Address == "" || in.ResourceGroup == "" {
+		writeErr(w, http.StatusBadRequest, errors.New("id, address and resource_group are required"))
+		return
+	}
+	a, err := g.store.RegisterAgent(r.Context(), domain.Agent{
+		ID: in.ID, ResourceGroup: in.ResourceGroup, Address: in.Address, Architecture: in.Architecture,
+		Runtime: in.Runtime, Status: domain.AgentAlive, Schedulable: true, Capacity: capacity,
+		MaxKernels: in.MaxKernels, Images: in.Images,
+	}, g.now())
+	if err != nil {
+		g.fail(w, "register", err)
+		return
+	}
+	present := make([]domain.KernelID, len(in.Kernels))
+	for i, k := range in.Kernels {
+		present[i] = k.ID
+	}
+	// What the previous incarnation ran and this one does not report has
+	// died with it: settle that before anything else is believed.
+	if err := g.coord.AgentRestarted(r.Context(), a.ID, a.Epoch, present); err != nil {
+		g.fail(w, "register", err)
+		return
+	}
+	destroy, err := g.settle(r.Context(), a.ID, a.Epoch, in.Kernels)
+	if err != nil {
+		g.fail(w, "register", err)
+		return
+	}
+	g.log.Info("agent registered", "agent", a.ID, "epoch", a.Epoch, "address", in.Address)
+	g.coord.Mark()
+	writeJSON(w, http.StatusOK, Registered{Epoch: a.Epoch, Destroy: destroy})
+}
+
+func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
+	var in Heartbeat
+	if !decode(w, r, &in) {
+		return
+	}
+	err := g.store.Heartbeat(r.Context(), in.ID, in.Epoch, g.now())
+	if errors.Is(err, store.ErrGuardFailed) || errors.Is(err, store.ErrNotFound) {
+		writeJSON(w, http.StatusOK, HeartbeatReply{Reregister: true})
+		return
+	}
+	if err != nil {
+		g.fail(w, "heartbeat", err)
+		return
+	}
+	destroy, err := g.settle(r.Context(), in.ID, in.Epoch, in.Kernels)
+	if err != nil {
+		g.fail(w, "heartbeat", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, HeartbeatReply{Destroy: destroy})
+}
+
+// settle hands a kernel report to the coordinator, which applies what it
+// implies and says which kernels to destroy.
+func (g *Gateway) settle(ctx context.Context, agent domain.AgentID, epoch int64, kernels []KernelReport) ([]domain.KernelID, error) {
+	reports := make([]coordinator.KernelReport, len(kernels))
+	for i, k := range kernels {
+		reports[i] = coordinator.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: k.Reason}
+	}
+	return g.coord.Settle(ctx, agent, epoch, reports)
+}
+
+// UseBus makes the gateway publish event batches instead of applying them.
+func (g *Gateway) UseBus(p Publisher) { g.bus = p }
+
+func (g *Gateway) events(w http.ResponseWriter, r *http.Request) {
+	var in Events
+	if !decode(w, r, &in) {
+		return
+	}
+	if g.bus != nil {
+		payload, err := json.Marshal(in)
+		if err == nil {
+			err = g.bus.Publish(r.Context(), payload)
+		}
+		if err != nil {
+			// The agent keeps the batch and sends it again.
+			writeErr(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if err := g.apply(r.Context(), in); err != nil {
+		g.fail(w, "events", err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// ApplyBatch applies one published batch; it is the bus's handler, so an
+// error leaves the batch pending for another try.
+func (g *Gateway) ApplyBatch(ctx context.Context, payload []byte) error {
+	var in Events
+	if err := json.Unmarshal(payload, &in); err != nil {
+		g.log.Error("dropping an undecodable event batch", "err", err)
+		return nil // retrying cannot fix it
+	}
+	return g.apply(ctx, in)
+}
+
+func (g *Gateway) apply(ctx context.Context, in Events) error {
+	evs := make([]kernelstate.Event, 0, len(in.Events))
+	for _, e := range in.Events {
+		kind, err := kernelstate.ParseKind(e.Kind)
+		if err != nil {
+			// Skip what this manager does not know rather than refuse the
+			// batch, so a newer agent's extra events cannot wedge the queue.
+			g.log.Warn("unknown agent event", "agent", in.ID, "kind", e.Kind)
+			continue
+		}
+		evs = append(evs, kernelstate.Event{Kind: kind, Agent: in.ID, Epoch: in.Epoch, Kernel: e.Kernel, Image: e.Image,
+			ExitCode: e.ExitCode, ContainerID: e.ContainerID, Reason: e.Reason, At: e.At})
+	}
+	err := g.coord.HandleEvents(ctx, evs)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // an agent the manager does not know; it will re-register
+	}
+	return err
+}
+
+func (g *Gateway) fail(w http.ResponseWriter, what string, err error) {
+	g.log.Error("agent gateway", "call", what, "err", err)
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrConflict):
+		code = http.StatusBadRequest
+	case errors.Is(err, store.ErrUnavailable):
+		code = http.StatusServiceUnavailable
+	}
+	writeErr(w, code, fmt.Errorf("%s: %w", what, err))
+}

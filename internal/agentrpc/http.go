@@ -1,0 +1,89 @@
+package agentrpc
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// maxBody caps a request body; the largest is a heartbeat of a busy agent.
+const maxBody = 8 << 20
+
+// call posts in as JSON and decodes the answer into out (when not nil).
+func call(ctx context.Context, hc *http.Client, url, token string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		var e Error
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			return &StatusError{Code: resp.StatusCode, Message: e.Error}
+		}
+		return &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(out)
+}
+
+// StatusError is a call the other side refused.
+type StatusError struct {
+	Code    int
+	Message string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%d: %s", e.Code, e.Message) }
+
+// authorized checks the Bearer token in constant time.
+func authorized(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
+// decode reads a JSON body strictly.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeErr(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, Error{Error: err.Error()})
+}
+
+// IsRefused reports whether err is the other side saying no (4xx), as
+// opposed to a network or server fault worth retrying.
+func IsRefused(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code/100 == 4
+}

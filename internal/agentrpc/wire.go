@@ -1,0 +1,117 @@
+package agentrpc
+
+import (
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// Register is an agent announcing itself, at start and after the manager
+// forgot it. Kernels lists what it runs now, so the manager can settle
+// what died with an earlier incarnation.
+type Register struct {
+	ID            domain.AgentID    `json:"id"`
+	ResourceGroup string            `json:"resource_group"`
+	Address       string            `json:"address"`
+	Architecture  string            `json:"architecture"`
+	Runtime       string            `json:"runtime"`
+	Capacity      map[string]string `json:"capacity"`
+	MaxKernels    int               `json:"max_kernels,omitempty"`
+	Images        []string          `json:"images,omitempty"`
+	Kernels       []KernelReport    `json:"kernels"`
+}
+
+// Registered answers Register: the agent's new epoch, which fences what
+// earlier incarnations send, and kernels it must destroy.
+type Registered struct {
+	Epoch   int64             `json:"epoch"`
+	Destroy []domain.KernelID `json:"destroy"`
+}
+
+// Heartbeat is an agent's periodic sign of life, with its kernels so a
+// lost event is made good.
+type Heartbeat struct {
+	ID      domain.AgentID `json:"id"`
+	Epoch   int64          `json:"epoch"`
+	Images  []string       `json:"images,omitempty"`
+	Kernels []KernelReport `json:"kernels"`
+}
+
+// HeartbeatReply lists kernels to destroy; Reregister asks the agent to
+// register again (the manager has a newer epoch or none for it).
+type HeartbeatReply struct {
+	Destroy    []domain.KernelID `json:"destroy"`
+	Reregister bool              `json:"reregister,omitempty"`
+}
+
+// KernelReport is one kernel the agent has.
+type KernelReport struct {
+	ID       domain.KernelID `json:"id"`
+	Running  bool            `json:"running"`
+	ExitCode *int            `json:"exit_code,omitempty"`
+	Reason   string          `json:"reason,omitempty"`
+}
+
+// Events carries agent events in the order they happened.
+type Events struct {
+	ID     domain.AgentID `json:"id"`
+	Epoch  int64          `json:"epoch"`
+	Events []Event        `json:"events"`
+}
+
+// Event is one agent event (kernelstate.Kind names).
+type Event struct {
+	Kind        string          `json:"kind"`
+	Kernel      domain.KernelID `json:"kernel,omitempty"`
+	Image       string          `json:"image,omitempty"`
+	ExitCode    *int            `json:"exit_code,omitempty"`
+	ContainerID string          `json:"container_id,omitempty"`
+	Reason      string          `json:"reason,omitempty"`
+	At          time.Time       `json:"at"`
+}
+
+// CheckAndPull asks an agent to make images present.
+type CheckAndPull struct {
+	Images []string `json:"images"`
+}
+
+// PullStates answers CheckAndPull per image.
+type PullStates struct {
+	Images map[string]PullState `json:"images"`
+}
+
+// PullState is one image on one agent.
+type PullState struct {
+	Ready  bool   `json:"ready,omitempty"`
+	Failed string `json:"failed,omitempty"`
+}
+
+// CreateKernels asks an agent to start kernels.
+type CreateKernels struct {
+	Kernels []KernelSpec `json:"kernels"`
+}
+
+// KernelSpec is one kernel to start.
+type KernelSpec struct {
+	Kernel       domain.KernelID   `json:"kernel"`
+	Session      domain.SessionID  `json:"session"`
+	Image        string            `json:"image"`
+	Slots        map[string]string `json:"slots"`
+	ClusterRole  string            `json:"cluster_role"`
+	ClusterIdx   int               `json:"cluster_idx"`
+	ClusterSize  int               `json:"cluster_size"`
+	ClusterHosts []string          `json:"cluster_hosts"`
+	Command      []string          `json:"command,omitempty"`
+	Env          map[string]string `json:"env,omitempty"`
+}
+
+// DestroyKernel asks an agent to stop a kernel and answers once it has.
+type DestroyKernel struct {
+	Kernel domain.KernelID `json:"kernel"`
+	Forced bool            `json:"forced"`
+}
+
+// Error is the body of a failed call.
+type Error struct {
+	Error string `json:"error"`
+}
