@@ -1,0 +1,317 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sokovan-go/sokovan/internal/agentrpc"
+	"github.com/sokovan-go/sokovan/internal/config"
+	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/events"
+	"github.com/sokovan-go/sokovan/internal/scheduler"
+	"github.com/sokovan-go/sokovan/internal/store"
+	"github.com/sokovan-go/sokovan/internal/store/postgres"
+	"github.com/sokovan-go/sokovan/internal/store/sqlite"
+)
+
+// Config describes a manager.
+type Config struct {
+	// DB is "postgres://…" or a SQLite file path (optionally "sqlite://path").
+	DB string
+	// Listen is the HTTP address ("127.0.0.1:8470"; port 0 picks one).
+	Listen string
+	// Events, when set ("redis://…"), carries agent events between
+	// managers on Redis Streams; otherwise the receiving manager applies
+	// them.
+	Events string
+	// EventsStream names the stream (default "sokovan:agent-events"); every
+	// manager of one cluster must use the same.
+	EventsStream string
+	// Config, when set, is where shared settings live: "etcd://host:port
+	// [,host:port]/key" (watched; with etcd the managers also elect which of
+	// them runs the handlers) or "file:///path" (polled). Changes apply
+	// without a restart.
+	Config string
+	// AgentToken authenticates agents both ways.
+	AgentToken  string
+	Coordinator coordinator.Config
+	Log         *slog.Logger
+	// UserAPI builds the user-facing handler from the running parts; nil
+	// serves only health, metrics and the agent gateway.
+	UserAPI func(Parts) (http.Handler, error)
+}
+
+// Parts are the running pieces a user API is built from.
+type Parts struct {
+	Store       store.Store
+	Coordinator *coordinator.Coordinator
+	Slots       *domain.Registry
+	Plugins     *scheduler.Registry
+	Agents      *agentrpc.AgentClient
+	Gateway     http.Handler
+	Gatherer    prometheus.Gatherer
+	AgentToken  string
+}
+
+// Manager is a started manager.
+type Manager struct {
+	Parts
+	bus    *events.Redis
+	gw     *agentrpc.Gateway
+	lease  *pgLease
+	source config.Source
+	etcd   *config.Etcd
+	leader *config.Leader
+	addr   string
+	srv    *http.Server
+	ln     net.Listener
+	log    *slog.Logger
+	cfg    Config
+}
+
+// Open opens the store and builds everything; Run starts serving.
+func Open(ctx context.Context, cfg Config) (*Manager, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.AgentToken == "" {
+		return nil, errors.New("manager: an agent token is required")
+	}
+	slots := domain.DefaultRegistry()
+	st, err := openStore(ctx, cfg.DB, slots)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureDefaultGroup(ctx, st); err != nil {
+		st.Close()
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	plugins := scheduler.NewRegistry()
+	agents := agentrpc.NewAgentClient(st, cfg.AgentToken)
+	var lease *pgLease
+	deps := coordinator.Deps{Store: st, Agents: agents, Scheduler: scheduler.New(plugins), Slots: slots,
+		Metrics: coordinator.NewMetrics(reg), Log: cfg.Log}
+	source, etcd, err := openSource(cfg.Config, cfg.Log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	var leader *config.Leader
+	if etcd != nil {
+		host, _ := os.Hostname()
+		// The election lives beside the settings key, so clusters sharing
+		// an etcd keep apart.
+		leader = etcd.Elect(etcd.Key()+"/leader", fmt.Sprintf("%s-%d", host, os.Getpid()), 5)
+		deps.Lease = leader
+	} else if isPostgres(cfg.DB) {
+		// Several managers may share this database: one at a time runs
+		// the handlers.
+		lease = newPGLease(cfg.DB, cfg.Log)
+		deps.Lease = lease
+	}
+	coord := coordinator.New(deps, cfg.Coordinator)
+	gw := agentrpc.NewGateway(st, coord, slots, cfg.AgentToken, nil, cfg.Log)
+	m := &Manager{Parts: Parts{Store: st, Coordinator: coord, Slots: slots, Plugins: plugins, Agents: agents,
+		Gateway: gw, Gatherer: reg, AgentToken: cfg.AgentToken}, gw: gw, lease: lease, source: source, etcd: etcd, leader: leader, log: cfg.Log, cfg: cfg}
+	if cfg.Events != "" {
+		host, _ := os.Hostname()
+		m.bus, err = events.OpenRedis(ctx, events.RedisConfig{URL: cfg.Events, Stream: cfg.EventsStream,
+			Consumer: fmt.Sprintf("%s-%d-%d", host, os.Getpid(), time.Now().UnixNano()), Log: cfg.Log})
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		gw.UseBus(m.bus)
+	}
+	// The user API, when there is one, serves everything — the agent
+	// gateway, health and metrics included — so one set of auth rules
+	// applies; without it the manager serves only those three.
+	var handler http.Handler
+	if cfg.UserAPI != nil {
+		if handler, err = cfg.UserAPI(m.Parts); err != nil {
+			st.Close()
+			return nil, err
+		}
+	} else {
+		mux := http.NewServeMux()
+		mux.Handle("/v1/agent/", gw)
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+		handler = mux
+	}
+	m.ln, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("manager: listen on %s: %w", cfg.Listen, err)
+	}
+	m.addr = m.ln.Addr().String()
+	m.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	return m, nil
+}
+
+// URL is the manager's base URL.
+func (m *Manager) URL() string { return "http://" + m.addr }
+
+// Run serves and coordinates until ctx ends, then shuts down in order.
+func (m *Manager) Run(ctx context.Context) error {
+	// Requests (event streams above all) end with ctx, so Shutdown does
+	// not wait on streams that would never close.
+	m.srv.BaseContext = func(net.Listener) context.Context { return ctx }
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	if m.source != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			base := m.cfg.Coordinator
+			if err := m.source.Watch(ctx, func(s config.Settings) { m.Coordinator.Configure(apply(base, s)) }); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	if m.bus != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.bus.Run(ctx, m.gw.ApplyBatch); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("manager: serve: %w", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if err := m.Coordinator.Run(ctx); err != nil {
+			errs <- err
+		}
+	}()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errs:
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = m.srv.Shutdown(shut)
+	wg.Wait()
+	if m.bus != nil {
+		m.bus.Close()
+	}
+	if m.lease != nil {
+		m.lease.Close()
+	}
+	if m.leader != nil {
+		m.leader.Close()
+	}
+	if m.etcd != nil {
+		m.etcd.Close()
+	}
+	if cerr := m.Store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func openStore(ctx context.Context, dsn string, slots *domain.Registry) (store.Store, error) {
+	switch {
+	case isPostgres(dsn):
+		st, err := postgres.Open(ctx, dsn, postgres.Options{Registry: slots})
+		if err != nil {
+			return nil, fmt.Errorf("manager: open PostgreSQL: %w", err)
+		}
+		return st, nil
+	case dsn == "":
+		return nil, errors.New("manager: a database is required (--db)")
+	default:
+		path := strings.TrimPrefix(dsn, "sqlite://")
+		st, err := sqlite.Open(ctx, path, sqlite.Options{Registry: slots})
+		if err != nil {
+			return nil, fmt.Errorf("manager: open SQLite %s: %w", path, err)
+		}
+		return st, nil
+	}
+}
+
+// ensureDefaultGroup creates the "default" resource group on first start.
+func ensureDefaultGroup(ctx context.Context, st store.Store) error {
+	_, err := st.GetResourceGroup(ctx, "default")
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("manager: read resource group: %w", err)
+	}
+	err = st.PutResourceGroup(ctx, domain.ResourceGroup{Name: "default", State: domain.GroupActive,
+		Sequencer: scheduler.DefaultSequencer, Selector: scheduler.DefaultSelector, HeadOfLine: domain.HOLSkip,
+		MaxRetries: domain.DefaultMaxRetries, Timeouts: domain.DefaultTimeouts()})
+	if err != nil {
+		return fmt.Errorf("manager: create the default resource group: %w", err)
+	}
+	return nil
+}
+
+func isPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// openSource opens the shared-settings source named by spec.
+func openSource(spec string, log *slog.Logger) (config.Source, *config.Etcd, error) {
+	switch {
+	case spec == "":
+		return nil, nil, nil
+	case strings.HasPrefix(spec, "etcd://"):
+		rest := strings.TrimPrefix(spec, "etcd://")
+		endpoints, key, _ := strings.Cut(rest, "/")
+		if key != "" {
+			key = "/" + key
+		}
+		e, err := config.OpenEtcd(endpoints, key, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return e, e, nil
+	case strings.HasPrefix(spec, "file://"):
+		return config.File{Path: strings.TrimPrefix(spec, "file://"), Log: log}, nil, nil
+	}
+	return nil, nil, fmt.Errorf("manager: --config %q: want etcd://host:port/key or file:///path", spec)
+}
+
+// apply lays shared settings over the flags the manager started with.
+func apply(base coordinator.Config, s config.Settings) (coordinator.Config, coordinator.GroupDefaults) {
+	set := func(d *time.Duration, v config.Duration) {
+		if v > 0 {
+			*d = time.Duration(v)
+		}
+	}
+	set(&base.ShortInterval, s.CycleInterval)
+	set(&base.LongInterval, s.SweepInterval)
+	set(&base.CallTimeout, s.CallTimeout)
+	set(&base.HeartbeatTimeout, s.HeartbeatTimeout)
+	set(&base.LostGrace, s.LostGrace)
+	d := coordinator.GroupDefaults{MaxRetries: s.GroupDefaults.MaxRetries}
+	t := s.GroupDefaults.Timeouts
+	d.Timeouts = domain.Timeouts{Pending: time.Duration(t["pending"]), Scheduled: time.Duration(t["scheduled"]),
+		Preparing: time.Duration(t["preparing"]), Prepared: time.Duration(t["prepared"]),
+		Creating: time.Duration(t["creating"]), Terminating: time.Duration(t["terminating"])}
+	return base, d
+}
