@@ -1,0 +1,352 @@
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sokovan-go/sokovan/internal/api"
+	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/kernelstate"
+	"github.com/sokovan-go/sokovan/internal/scheduler"
+	"github.com/sokovan-go/sokovan/internal/store"
+	"github.com/sokovan-go/sokovan/internal/store/pgtest"
+	"github.com/sokovan-go/sokovan/internal/store/postgres"
+	"github.com/sokovan-go/sokovan/internal/store/sqlite"
+)
+
+// Engines are the store engines a test may run over.
+var Engines = []string{"sqlite", "postgres"}
+
+// AgentToken is the agent token of every test manager.
+const AgentToken = "agent-secret-for-tests"
+
+// Options shape a manager. Zero fields take the defaults.
+type Options struct {
+	Engine string // "sqlite" (default) or "postgres"
+	// Agents is the number of agents in group "default" (default 2), each
+	// with AgentCapacity (default cpu 8, mem 16g).
+	Agents        int
+	AgentCapacity map[string]string
+	// Manual leaves the coordinator stopped: the test calls Cycle.
+	Manual bool
+	// API tunes the server (poll and heartbeat intervals, say).
+	API api.Config
+	// Logs, when set, serves GET /v1/sessions/{id}/logs.
+	Logs api.LogsFunc
+}
+
+// Manager is one running manager.
+type Manager struct {
+	URL         string
+	AdminToken  string
+	Store       store.Store
+	Coordinator *coordinator.Coordinator
+	Agents      *Agents
+	Slots       *domain.Registry
+	Server      *api.Server
+	t           testing.TB
+}
+
+// New starts a manager and stops it when the test ends.
+func New(t testing.TB, opts Options) *Manager {
+	t.Helper()
+	if opts.Engine == "" {
+		opts.Engine = "sqlite"
+	}
+	if opts.Agents == 0 {
+		opts.Agents = 2
+	}
+	if opts.AgentCapacity == nil {
+		opts.AgentCapacity = map[string]string{"cpu": "8", "mem": "16g"}
+	}
+	ctx := context.Background()
+	reg := domain.DefaultRegistry()
+	st := Open(t, opts.Engine, reg)
+	if err := st.PutResourceGroup(ctx, domain.ResourceGroup{Name: "default", State: domain.GroupActive,
+		Sequencer: "fifo", Selector: "dispersed", HeadOfLine: domain.HOLSkip, MaxRetries: 3,
+		Timeouts: domain.DefaultTimeouts()}); err != nil {
+		t.Fatal(err)
+	}
+	agents := &Agents{epochs: map[domain.AgentID]int64{}, running: map[domain.KernelID]domain.AgentID{},
+		events: make(chan kernelstate.Event, 1024), stopped: make(chan struct{})}
+	capacity, err := reg.ParseSlots(opts.AgentCapacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range opts.Agents {
+		a, err := st.RegisterAgent(ctx, domain.Agent{ID: domain.AgentID(fmt.Sprintf("agent-%d", i)),
+			ResourceGroup: "default", Address: "127.0.0.1:0", Architecture: "x86_64", Runtime: "test",
+			Status: domain.AgentAlive, Schedulable: true, Capacity: capacity}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		agents.epochs[a.ID] = a.Epoch
+	}
+	metrics := prometheus.NewRegistry()
+	co := coordinator.New(coordinator.Deps{Store: st, Agents: agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
+		Slots: reg, Metrics: coordinator.NewMetrics(metrics)},
+		coordinator.Config{ShortInterval: 20 * time.Millisecond, CallTimeout: 5 * time.Second})
+	srv := api.New(opts.API, api.Deps{Store: st, Sessions: co, Slots: reg, Plugins: scheduler.NewRegistry(),
+		AgentToken: AgentToken, Gatherer: metrics, Logs: opts.Logs,
+		AgentRPC: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"agent_rpc":%q}`, r.URL.Path)
+		}),
+		Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	admin := api.NewToken()
+	if err := api.EnsureAdmin(ctx, st, admin); err != nil {
+		t.Fatal(err)
+	}
+
+	// Cleanups run last-registered first: streams end, the server stops,
+	// the coordinator and the event pump stop, then the store closes.
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		agents.pump(runCtx, co)
+	}()
+	if !opts.Manual {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = co.Run(runCtx)
+		}()
+	}
+	t.Cleanup(func() { stop(); wg.Wait() })
+	baseCtx, endStreams := context.WithCancel(ctx)
+	hs := httptest.NewUnstartedServer(srv)
+	hs.Config.BaseContext = func(net.Listener) context.Context { return baseCtx }
+	hs.Start()
+	t.Cleanup(func() { endStreams(); hs.Close() })
+	return &Manager{URL: hs.URL, AdminToken: admin, Store: st, Coordinator: co, Agents: agents, Slots: reg, Server: srv, t: t}
+}
+
+// Open opens a fresh store of the engine, closed when the test ends.
+// PostgreSQL tests are skipped where no server is reachable (failed under
+// CI=true; see pgtest).
+func Open(t testing.TB, engine string, reg *domain.Registry) store.Store {
+	t.Helper()
+	ctx := context.Background()
+	var st store.Store
+	var err error
+	switch engine {
+	case "sqlite":
+		st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "sokovan.db"), sqlite.Options{Registry: reg})
+	case "postgres":
+		st, err = postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{Registry: reg, MaxConns: 4})
+	default:
+		t.Fatalf("unknown engine %q", engine)
+	}
+	if err != nil {
+		t.Fatalf("open %s: %v", engine, err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+// User creates a user through the API and returns its token.
+func (m *Manager) User(name, role, project string) string {
+	m.t.Helper()
+	var out struct {
+		Token string `json:"token"`
+	}
+	body := map[string]string{"name": name, "role": role, "project": project}
+	if code := m.Do(m.AdminToken, "POST", "/v1/users", body, &out); code != http.StatusCreated {
+		m.t.Fatalf("create user %s: status %d", name, code)
+	}
+	return out.Token
+}
+
+// Do sends a request with a JSON body (nil for none; a string or []byte
+// is sent as is), decodes a JSON answer into out when not nil, and
+// returns the status.
+func (m *Manager) Do(token, method, path string, body, out any) int {
+	m.t.Helper()
+	code, raw := m.Raw(token, method, path, body)
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			m.t.Fatalf("%s %s: decode %q: %v", method, path, raw, err)
+		}
+	}
+	return code
+}
+
+// Raw is Do returning the body as it came.
+func (m *Manager) Raw(token, method, path string, body any) (int, []byte) {
+	m.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		enc, err := json.Marshal(b)
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		rd = bytes.NewReader(enc)
+	}
+	req, err := http.NewRequest(method, m.URL+path, rd)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		m.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		m.t.Fatalf("%s %s: read: %v", method, path, err)
+	}
+	return resp.StatusCode, raw
+}
+
+// Eventually polls cond every 10 ms until it holds, failing the test with
+// what after the deadline.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline, not synchronising
+	}
+}
+
+// Agents stands in for the agent fleet: every call answers at once. Known
+// images are "sleep" (runs until destroyed) and "exit:N" (exits with N as
+// soon as it starts); any other image fails its pull. Kernel events go
+// through a queue that a goroutine hands to the coordinator, as an event
+// bus would.
+type Agents struct {
+	mu      sync.Mutex
+	epochs  map[domain.AgentID]int64
+	running map[domain.KernelID]domain.AgentID
+	events  chan kernelstate.Event
+	// stopped is closed when the pump ends, so late events are dropped
+	// rather than block their goroutines forever.
+	stopped chan struct{}
+}
+
+func knownImage(img string) (exit int, exits, ok bool) {
+	if img == "sleep" {
+		return 0, false, true
+	}
+	if n, found := strings.CutPrefix(img, "exit:"); found {
+		code, err := strconv.Atoi(n)
+		return code, true, err == nil && code >= 0 && code <= 255
+	}
+	return 0, false, false
+}
+
+func (a *Agents) emit(ev kernelstate.Event) {
+	a.mu.Lock()
+	ev.Epoch = a.epochs[ev.Agent]
+	a.mu.Unlock()
+	ev.At = time.Now()
+	select {
+	case a.events <- ev:
+	case <-a.stopped:
+	}
+}
+
+func (a *Agents) pump(ctx context.Context, co *coordinator.Coordinator) {
+	defer close(a.stopped)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-a.events:
+			if err := co.HandleEvent(ctx, ev); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(os.Stderr, "apitest: event %s: %v\n", ev.Kind, err)
+			}
+		}
+	}
+}
+
+// CheckAndPull reports known images ready and refuses the rest.
+func (a *Agents) CheckAndPull(_ context.Context, _ domain.AgentID, images []string) (map[string]coordinator.PullState, error) {
+	out := map[string]coordinator.PullState{}
+	for _, img := range images {
+		if _, _, ok := knownImage(img); ok {
+			out[img] = coordinator.PullState{Ready: true}
+		} else {
+			out[img] = coordinator.PullState{Failed: fmt.Sprintf("image %q is not in the catalog", img)}
+		}
+	}
+	return out, nil
+}
+
+// CreateKernels starts the kernels; exit:N kernels end at once.
+func (a *Agents) CreateKernels(_ context.Context, agent domain.AgentID, specs []coordinator.KernelSpec) error {
+	for _, s := range specs {
+		a.mu.Lock()
+		_, exists := a.running[s.Kernel]
+		if !exists {
+			a.running[s.Kernel] = agent
+		}
+		a.mu.Unlock()
+		if exists {
+			continue
+		}
+		// Queued from another goroutine: the events arrive after this
+		// call returns, as they would from a real agent.
+		go func() {
+			a.emit(kernelstate.Event{Kind: kernelstate.KernelCreating, Agent: agent, Kernel: s.Kernel})
+			a.emit(kernelstate.Event{Kind: kernelstate.KernelStarted, Agent: agent, Kernel: s.Kernel, ContainerID: "c-" + string(s.Kernel)})
+			if code, exits, _ := knownImage(s.Image); exits {
+				a.mu.Lock()
+				delete(a.running, s.Kernel)
+				a.mu.Unlock()
+				a.emit(kernelstate.Event{Kind: kernelstate.KernelTerminated, Agent: agent, Kernel: s.Kernel, ExitCode: &code, Reason: "exited"})
+			}
+		}()
+	}
+	return nil
+}
+
+// DestroyKernel stops a running kernel (exit 143) and returns once it has.
+func (a *Agents) DestroyKernel(_ context.Context, agent domain.AgentID, kernel domain.KernelID, _ bool) error {
+	a.mu.Lock()
+	_, ok := a.running[kernel]
+	delete(a.running, kernel)
+	a.mu.Unlock()
+	if ok {
+		code := 143
+		go a.emit(kernelstate.Event{Kind: kernelstate.KernelTerminated, Agent: agent, Kernel: kernel, ExitCode: &code, Reason: "destroyed"})
+	}
+	return nil
+}

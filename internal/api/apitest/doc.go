@@ -1,0 +1,9 @@
+// Package apitest runs a whole manager in a test: a real store (SQLite or
+// PostgreSQL), a real coordinator driven in the background, agents that
+// answer at once, and the API on an httptest server. The API's own tests
+// and the CLI's tests drive it over HTTP.
+//
+// It is imported only by tests. It may import everything a manager is
+// built from: internal/api, internal/coordinator, the store engines and
+// store/pgtest, internal/scheduler, internal/kernelstate, internal/domain.
+package apitest

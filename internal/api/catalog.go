@@ -1,0 +1,325 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// namePattern is what user, project, domain and resource group names may
+// hold: they appear in scopes ("user:alice") and URLs.
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// maxPolicyCount bounds session counts in policies (the store keeps
+// 32-bit integers).
+const maxPolicyCount = 1_000_000
+
+const nameRule = "must be 1 to 64 of letters, digits, '.', '_', '@' and '-', starting with a letter or digit"
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
+	agents, err := s.store.ListAgents(r.Context(), store.AgentFilter{Group: r.URL.Query().Get("resource_group")})
+	if err != nil {
+		return err
+	}
+	out := listJSON[agentJSON]{Items: make([]agentJSON, len(agents))}
+	for i, a := range agents {
+		out.Items[i] = s.agentOut(a)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) agentByPath(r *http.Request) (domain.Agent, error) {
+	id := r.PathValue("id")
+	if !validID(id) {
+		return domain.Agent{}, notFound("no agent %q", id)
+	}
+	a, err := s.store.GetAgent(r.Context(), domain.AgentID(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return domain.Agent{}, notFound("no agent %q", id)
+	}
+	return a, err
+}
+
+func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.agentByPath(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.agentOut(a))
+	return nil
+}
+
+// cordon sets the agent's schedulable flag. Drain is cordon: the
+// scheduler places nothing on an unschedulable agent, and what runs there
+// runs on to its end.
+func (s *Server) cordon(schedulable bool) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		a, err := s.agentByPath(r)
+		if err != nil {
+			return err
+		}
+		if err := s.store.SetAgentSchedulable(r.Context(), a.ID, schedulable); err != nil {
+			return err
+		}
+		if schedulable {
+			s.sessions.Mark() // pending sessions may fit now
+		}
+		a, err = s.store.GetAgent(r.Context(), a.ID)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, s.agentOut(a))
+		return nil
+	}
+}
+
+func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
+	groups, err := s.store.ListResourceGroups(r.Context())
+	if err != nil {
+		return err
+	}
+	out := listJSON[groupJSON]{Items: make([]groupJSON, len(groups))}
+	for i, g := range groups {
+		out.Items[i] = groupOut(g)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	if !validID(name) {
+		return notFound("no resource group %q", name)
+	}
+	g, err := s.store.GetResourceGroup(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("no resource group %q", name)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, groupOut(g))
+	return nil
+}
+
+// putGroup merges the request onto the group as it is (or the defaults
+// for a new one), validates the result whole, and stores it.
+func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	name := r.PathValue("name")
+	if !namePattern.MatchString(name) {
+		return invalid("name", "resource group name %s", nameRule)
+	}
+	var req groupRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	g, err := s.store.GetResourceGroup(ctx, name)
+	created := errors.Is(err, store.ErrNotFound)
+	switch {
+	case created:
+		g = domain.ResourceGroup{Name: name, State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
+			HeadOfLine: domain.HOLSkip, MaxRetries: domain.DefaultMaxRetries, Timeouts: domain.DefaultTimeouts()}
+	case err != nil:
+		return err
+	}
+	if req.State != nil {
+		st, err := domain.ParseGroupState(strings.ToUpper(*req.State))
+		if err != nil {
+			return invalid("state", "%v", err)
+		}
+		g.State = st
+	}
+	if req.Sequencer != nil {
+		if !slices.Contains(s.plugins.SequencerNames(), *req.Sequencer) {
+			return invalid("sequencer", "unknown sequencer %q (known: %s)", *req.Sequencer,
+				strings.Join(s.plugins.SequencerNames(), ", "))
+		}
+		g.Sequencer = *req.Sequencer
+	}
+	if req.Selector != nil {
+		if !slices.Contains(s.plugins.SelectorNames(), *req.Selector) {
+			return invalid("selector", "unknown selector %q (known: %s)", *req.Selector,
+				strings.Join(s.plugins.SelectorNames(), ", "))
+		}
+		g.Selector = *req.Selector
+	}
+	if req.HeadOfLine != nil {
+		hol, err := domain.ParseHeadOfLine(*req.HeadOfLine)
+		if err != nil {
+			return invalid("head_of_line", "%v", err)
+		}
+		g.HeadOfLine = hol
+	}
+	if req.MaxRetries != nil {
+		if n := *req.MaxRetries; n < 0 || n > 1000 {
+			return invalid("max_retries", "must be 0 to 1000, not %d", n)
+		}
+		g.MaxRetries = *req.MaxRetries
+	}
+	if req.AllowedTypes != nil {
+		types := []domain.SessionType{}
+		for i, t := range *req.AllowedTypes {
+			st, err := domain.ParseSessionType(t)
+			if err != nil {
+				return invalid(fmt.Sprintf("allowed_types[%d]", i), "%v", err)
+			}
+			if !slices.Contains(types, st) {
+				types = append(types, st)
+			}
+		}
+		g.AllowedTypes = types
+	}
+	if t := req.Timeouts; t != nil {
+		for _, f := range []struct {
+			name string
+			v    *string
+			dst  *time.Duration
+		}{
+			{"pending", t.Pending, &g.Timeouts.Pending}, {"scheduled", t.Scheduled, &g.Timeouts.Scheduled},
+			{"preparing", t.Preparing, &g.Timeouts.Preparing}, {"prepared", t.Prepared, &g.Timeouts.Prepared},
+			{"creating", t.Creating, &g.Timeouts.Creating}, {"terminating", t.Terminating, &g.Timeouts.Terminating},
+		} {
+			if f.v == nil {
+				continue
+			}
+			d, err := time.ParseDuration(*f.v)
+			if err != nil || d < 0 {
+				return invalid("timeouts."+f.name, "must be a duration such as \"90s\" or \"15m\" (\"0s\": no bound)")
+			}
+			*f.dst = d
+		}
+	}
+	// The registry has the last word, so a group the scheduler cannot
+	// run is never stored.
+	if err := s.plugins.CheckGroup(g); err != nil {
+		return invalid("", "%v", err)
+	}
+	if err := s.store.PutResourceGroup(ctx, g); err != nil {
+		return err
+	}
+	s.sessions.Mark()
+	stored, err := s.store.GetResourceGroup(ctx, name)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, groupOut(stored))
+	return nil
+}
+
+func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
+	var req createUserRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if !namePattern.MatchString(req.Name) {
+		return invalid("name", "%s", nameRule)
+	}
+	role := store.RoleUser
+	switch req.Role {
+	case "", string(store.RoleUser):
+	case string(store.RoleAdmin):
+		role = store.RoleAdmin
+	default:
+		return invalid("role", "unknown role %q (want admin or user)", req.Role)
+	}
+	project, domainName := req.Project, req.Domain
+	if project == "" {
+		project = "default"
+	}
+	if domainName == "" {
+		domainName = "default"
+	}
+	if !namePattern.MatchString(project) {
+		return invalid("project", "%s", nameRule)
+	}
+	if !namePattern.MatchString(domainName) {
+		return invalid("domain", "%s", nameRule)
+	}
+	u := store.User{ID: newUUID(), Name: req.Name, Role: role, Project: project, Domain: domainName,
+		CreatedAt: s.clock.Now().UTC().Truncate(time.Microsecond)}
+	token := NewToken()
+	if err := s.store.CreateUser(r.Context(), u, HashToken(token)); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return &apiError{Status: http.StatusConflict, Code: codeConflict,
+				Message: fmt.Sprintf("user %q already exists", req.Name), Field: "name"}
+		}
+		return err
+	}
+	writeJSON(w, http.StatusCreated, newUserJSON{userJSON: userOut(u), Token: token})
+	return nil
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, userOut(caller(r.Context())))
+	return nil
+}
+
+func policyPath(r *http.Request) (domain.PolicyScope, string, error) {
+	scope, err := domain.ParsePolicyScope(r.PathValue("scope"))
+	if err != nil {
+		return "", "", invalid("scope", "%v", err)
+	}
+	name := r.PathValue("name")
+	if !namePattern.MatchString(name) {
+		return "", "", invalid("name", "%s", nameRule)
+	}
+	return scope, name, nil
+}
+
+func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
+	scope, name, err := policyPath(r)
+	if err != nil {
+		return err
+	}
+	var req policyRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	limits, e := s.parseSlots("max_slots", req.MaxSlots, true)
+	if e != nil {
+		return e
+	}
+	if n := req.MaxConcurrentSessions; n < 0 || n > maxPolicyCount {
+		return invalid("max_concurrent_sessions", "must be 0 (no limit) to %d", maxPolicyCount)
+	}
+	if n := req.MaxPendingSessions; n < 0 || n > maxPolicyCount {
+		return invalid("max_pending_sessions", "must be 0 (no limit) to %d", maxPolicyCount)
+	}
+	p := domain.Policy{Scope: scope, Name: name, MaxSlots: limits, MaxConcurrentSessions: req.MaxConcurrentSessions,
+		MaxPendingSessions: req.MaxPendingSessions}
+	if err := s.store.PutPolicy(r.Context(), p); err != nil {
+		return err
+	}
+	s.sessions.Mark() // a raised limit may let sessions start
+	writeJSON(w, http.StatusOK, s.policyOut(p))
+	return nil
+}
+
+func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
+	scope, name, err := policyPath(r)
+	if err != nil {
+		return err
+	}
+	p, err := s.store.GetPolicy(r.Context(), scope, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("no policy for %s %s", scope, name)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.policyOut(p))
+	return nil
+}

@@ -1,0 +1,235 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// decode reads a request body holding one JSON object into dst, a pointer
+// to a request struct. The body is first checked against the struct's
+// shape, so an unknown field or a value of the wrong type is refused with
+// the path of the field at fault ("resources.mem"), which encoding/json's
+// own errors do not always give.
+func decode(r *http.Request, dst any) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &apiError{Status: http.StatusRequestEntityTooLarge, Code: codeTooLarge,
+				Message: fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit)}
+		}
+		return invalid("", "cannot read the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return invalid("", "request body is empty; a JSON object is expected")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var raw any
+	if err := dec.Decode(&raw); err != nil {
+		return invalid("", "malformed JSON: %s", jsonProblem(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalid("", "malformed JSON: unexpected data after the object")
+	}
+	if _, ok := raw.(map[string]any); !ok {
+		return invalid("", "request body must be a JSON object, not %s", jsonKind(raw))
+	}
+	if err := checkShape(raw, reflect.TypeOf(dst).Elem(), ""); err != nil {
+		return err
+	}
+	strict := json.NewDecoder(bytes.NewReader(body))
+	strict.DisallowUnknownFields()
+	if err := strict.Decode(dst); err != nil {
+		// checkShape accepted what Decode refuses: a gap in checkShape,
+		// still the client's input.
+		return invalid("", "malformed request: %s", jsonProblem(err))
+	}
+	return nil
+}
+
+// jsonProblem words a decoding error without Go type names.
+func jsonProblem(err error) string {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Sprintf("%s (at byte %d)", syn.Error(), syn.Offset)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the body ends in the middle of a value"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// checkShape walks a decoded JSON value against the Go type it is to be
+// decoded into. JSON null is accepted anywhere and leaves the zero value,
+// as encoding/json does.
+func checkShape(v any, t reflect.Type, path string) *apiError {
+	if v == nil {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return checkShape(v, t.Elem(), path)
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return wrongType(path, "an object", v)
+		}
+		fields := jsonFields(t)
+		for _, k := range sortedKeys(obj) {
+			ft, ok := fields[k]
+			if !ok {
+				return invalid(join(path, k), "unknown field %q", k)
+			}
+			if err := checkShape(obj[k], ft, join(path, k)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return wrongType(path, "an object", v)
+		}
+		for _, k := range sortedKeys(obj) {
+			if err := checkShape(obj[k], t.Elem(), join(path, k)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		arr, ok := v.([]any)
+		if !ok {
+			return wrongType(path, "an array", v)
+		}
+		for i, e := range arr {
+			if err := checkShape(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			if _, num := v.(json.Number); num && path != "" {
+				return invalid(path, "must be a string (quantities and durations are written as strings, such as \"4g\" or \"90s\"), not a number")
+			}
+			return wrongType(path, "a string", v)
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			return wrongType(path, "true or false", v)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, ok := v.(json.Number)
+		if !ok {
+			return wrongType(path, "an integer", v)
+		}
+		i, err := n.Int64()
+		if err != nil {
+			return invalid(path, "must be an integer, not %s", n)
+		}
+		if reflect.Zero(t).OverflowInt(i) {
+			return invalid(path, "%d is out of range", i)
+		}
+	default:
+		return invalid(path, "cannot be decoded") // a request type this walker does not know
+	}
+	return nil
+}
+
+func wrongType(path, want string, v any) *apiError {
+	return invalid(path, "must be %s, not %s", want, jsonKind(v))
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// jsonFields maps a struct's JSON names to field types, as encoding/json
+// names them (the tag's name, else the field name).
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := make(map[string]reflect.Type, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// cleanText refuses text that a person did not type: control characters
+// (NUL among them, which PostgreSQL cannot store) and over-long values.
+func cleanText(field, s string, maxLen int) *apiError {
+	if len(s) > maxLen {
+		return invalid(field, "is longer than %d bytes", maxLen)
+	}
+	if !utf8.ValidString(s) {
+		return invalid(field, "is not valid UTF-8")
+	}
+	for _, c := range s {
+		if unicode.IsControl(c) {
+			return invalid(field, "holds a control character")
+		}
+	}
+	return nil
+}
+
+// validID reports whether s can be an identifier at all; one that cannot
+// is answered as not found without asking the store.
+func validID(s string) bool {
+	if s == "" || len(s) > 128 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, c := range s {
+		if unicode.IsControl(c) || unicode.IsSpace(c) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,138 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// events streams the store's change feed as server-sent events. Each
+// stream polls the feed on its own: the feed is indexed by position and
+// a follower reads only the short range after its last event, so a poll
+// that finds nothing costs one index probe.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	u := caller(ctx)
+	q := r.URL.Query()
+	f := store.ChangeFilter{Limit: eventBatch}
+	if !isAdmin(u) {
+		f.User = u.Name
+	}
+	resume := r.Header.Get("Last-Event-ID")
+	field := "Last-Event-ID"
+	if resume == "" {
+		resume, field = q.Get("after"), "after"
+	}
+	if len(q["session"]) > maxListItems {
+		return invalid("session", "follows more than %d sessions", maxListItems)
+	}
+	for _, id := range q["session"] {
+		if !validID(id) {
+			return notFound("no session %q", id)
+		}
+		f.Sessions = append(f.Sessions, domain.SessionID(id))
+	}
+	var snapshot []sessionJSON
+	if resume != "" {
+		after, err := strconv.ParseInt(resume, 10, 64)
+		if err != nil || after < 0 {
+			return invalid(field, "must be an event id: a non-negative integer")
+		}
+		f.After = after
+	} else {
+		// Start now. The position is read before the sessions, so any
+		// change after the snapshot is also after the position.
+		after, err := s.store.LastChange(ctx)
+		if err != nil {
+			return err
+		}
+		f.After = after
+		for _, id := range f.Sessions {
+			sk, err := s.visible(ctx, string(id))
+			if err != nil {
+				return err
+			}
+			snapshot = append(snapshot, s.sessionOut(sk))
+		}
+	}
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // the stream outlives any server write timeout
+	w.WriteHeader(http.StatusOK)
+
+	var buf bytes.Buffer
+	send := func() bool {
+		if buf.Len() == 0 {
+			return true
+		}
+		_, err := w.Write(buf.Bytes())
+		buf.Reset()
+		return err == nil && rc.Flush() == nil
+	}
+	buf.WriteString(": sokovan events\n\n") // let the client see the stream is open
+	for _, sj := range snapshot {
+		writeEvent(&buf, "", "snapshot", sj)
+	}
+	if !send() {
+		return nil
+	}
+	poll := time.NewTicker(s.cfg.EventPoll)
+	defer poll.Stop()
+	beat := time.NewTicker(s.cfg.EventHeartbeat)
+	defer beat.Stop()
+	for {
+		changes, err := s.store.Changes(ctx, f)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.WarnContext(ctx, "event stream", "err", err)
+				// The stream is under way: say why it ends, in the stream.
+				writeEvent(&buf, "", "error", errorBody{Error: errorJSON{Code: codeUnavailable, Message: "the change feed is unavailable; reconnect"}})
+				send()
+			}
+			return nil
+		}
+		for _, c := range changes {
+			writeEvent(&buf, strconv.FormatInt(c.Pos, 10), string(c.Kind), changeOut(c))
+			f.After = c.Pos
+		}
+		if !send() {
+			return nil
+		}
+		if len(changes) == f.Limit {
+			continue // more are waiting
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-beat.C:
+			buf.WriteString(": keep-alive\n\n")
+			if !send() {
+				return nil
+			}
+		case <-poll.C:
+		}
+	}
+}
+
+// writeEvent appends one event. JSON holds no raw newline, so the data is
+// one line.
+func writeEvent(buf *bytes.Buffer, id, event string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{}`)
+	}
+	if id != "" {
+		fmt.Fprintf(buf, "id: %s\n", id)
+	}
+	fmt.Fprintf(buf, "event: %s\ndata: %s\n\n", event, b)
+}

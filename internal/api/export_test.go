@@ -1,0 +1,18 @@
+package api
+
+import "net/http"
+
+// RouteOf reports the route pattern that serves r, "" for none.
+func RouteOf(s *Server, r *http.Request) string {
+	_, p := s.mux.Handler(r)
+	return p
+}
+
+// Patterns lists every registered route pattern.
+func Patterns(s *Server) []string {
+	var out []string
+	for _, rt := range s.routes {
+		out = append(out, rt.pattern())
+	}
+	return out
+}

@@ -1,0 +1,153 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+)
+
+// route is one entry of the API: how it is matched, who may call it, and
+// what the OpenAPI document says about it. The mux and the document are
+// both built from this table, and a test checks them against each other.
+type route struct {
+	method string // "" matches every method (the agent RPC subtree)
+	path   string // ServeMux path
+	// docPath is the OpenAPI path when path is a subtree ("/v1/agent/").
+	docPath string
+	access  access
+	summary string
+	desc    string
+	query   []param
+	body    any   // request body type, nil for none
+	status  int   // success status
+	alt     []int // other success statuses with the same body
+	resp    any   // success body type, nil for none
+	// media is the success content type when it is not JSON.
+	media  string
+	handle handlerFunc
+}
+
+// param is a query parameter.
+type param struct {
+	name, typ, desc string
+	repeat          bool
+}
+
+func (rt route) pattern() string {
+	if rt.method == "" {
+		return rt.path
+	}
+	return rt.method + " " + rt.path
+}
+
+func (rt route) openAPIPath() string {
+	if rt.docPath != "" {
+		return rt.docPath
+	}
+	return rt.path
+}
+
+// pathParams are the {name} segments of the route's OpenAPI path.
+func (rt route) pathParams() []string {
+	var out []string
+	for _, seg := range strings.Split(rt.openAPIPath(), "/") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			out = append(out, strings.TrimSuffix(strings.TrimPrefix(seg, "{"), "}"))
+		}
+	}
+	return out
+}
+
+func (s *Server) table() []route {
+	statusParam := param{name: "status", typ: "string", repeat: true,
+		desc: "only sessions in these statuses (repeat the parameter or separate with commas)"}
+	return []route{
+		{method: "GET", path: "/healthz", access: public, summary: "Liveness", status: http.StatusOK,
+			resp: statusJSON{}, handle: s.healthz},
+		{method: "GET", path: "/readyz", access: public, summary: "Readiness: the store answers and the manager is ready",
+			status: http.StatusOK, resp: statusJSON{}, handle: s.readyz},
+		{method: "GET", path: "/metrics", access: public, summary: "Prometheus metrics", status: http.StatusOK,
+			media: "text/plain", handle: s.metrics},
+		{method: "GET", path: "/v1/openapi.json", access: public, summary: "This document", status: http.StatusOK,
+			media: "application/json", handle: s.openAPI},
+
+		{method: "POST", path: "/v1/sessions", access: user, summary: "Submit a session",
+			desc: "Validates the whole request before writing anything. resources are per kernel. " +
+				"429 when the caller's user, project or domain already has max_pending_sessions PENDING sessions.",
+			body: createSessionRequest{}, status: http.StatusCreated, resp: sessionJSON{}, handle: s.createSession},
+		{method: "GET", path: "/v1/sessions", access: user, summary: "List sessions, oldest first",
+			desc: "Users see their own sessions; admins see everyone's and may filter by owner.",
+			query: []param{statusParam,
+				{name: "limit", typ: "integer", desc: "at most this many (1 to 10000, default 1000)"},
+				{name: "owner", typ: "string", desc: "admins: only this user's sessions"},
+				{name: "resource_group", typ: "string", desc: "only sessions of this resource group"}},
+			status: http.StatusOK, resp: listJSON[sessionJSON]{}, handle: s.listSessions},
+		{method: "GET", path: "/v1/sessions/{id}", access: user, summary: "One session with its kernels",
+			status: http.StatusOK, resp: sessionJSON{}, handle: s.getSession},
+		{method: "GET", path: "/v1/sessions/{id}/history", access: user, summary: "The session's handler outcomes, oldest first",
+			status: http.StatusOK, resp: listJSON[historyJSON]{}, handle: s.sessionHistory},
+		{method: "GET", path: "/v1/sessions/{id}/why", access: user, summary: "What keeps a PENDING session from being scheduled",
+			desc: "Runs a dry scheduling round of the session's resource group on a fresh snapshot and reports the " +
+				"session's blockers. Empty when the session is not PENDING or would be placed now.",
+			status: http.StatusOK, resp: whyJSON{}, handle: s.why},
+		{method: "GET", path: "/v1/sessions/{id}/logs", access: user, summary: "A kernel's output, streamed from its agent",
+			query:  []param{{name: "kernel", typ: "string", desc: "kernel id or cluster index (default: the main kernel)"}},
+			status: http.StatusOK, media: "text/plain", handle: s.sessionLogs},
+		{method: "DELETE", path: "/v1/sessions/{id}", access: user, summary: "End a session",
+			desc: "PENDING sessions are CANCELLED at once; other live ones go TERMINATING and their kernels are " +
+				"destroyed. 409 when the session has already ended.",
+			query:  []param{{name: "force", typ: "boolean", desc: "recorded in the reason; kernels are always destroyed"}},
+			status: http.StatusAccepted, resp: sessionJSON{}, handle: s.deleteSession},
+
+		{method: "GET", path: "/v1/agents", access: user, summary: "List agents",
+			desc:   "available_slots is the agent's total capacity (Backend.AI's meaning); free_slots is what is not occupied.",
+			query:  []param{{name: "resource_group", typ: "string", desc: "only agents of this resource group"}},
+			status: http.StatusOK, resp: listJSON[agentJSON]{}, handle: s.listAgents},
+		{method: "GET", path: "/v1/agents/{id}", access: user, summary: "One agent",
+			status: http.StatusOK, resp: agentJSON{}, handle: s.getAgent},
+		{method: "POST", path: "/v1/agents/{id}/cordon", access: admin, summary: "Stop placing new kernels on the agent",
+			status: http.StatusOK, resp: agentJSON{}, handle: s.cordon(false)},
+		{method: "POST", path: "/v1/agents/{id}/uncordon", access: admin, summary: "Place kernels on the agent again",
+			status: http.StatusOK, resp: agentJSON{}, handle: s.cordon(true)},
+		{method: "POST", path: "/v1/agents/{id}/drain", access: admin, summary: "Drain the agent",
+			desc: "Draining makes the agent unschedulable, exactly as cordon does: nothing new is placed on it, " +
+				"and the kernels it runs continue until their sessions end. The agent is drained when its " +
+				"kernel_count reaches 0.",
+			status: http.StatusOK, resp: agentJSON{}, handle: s.cordon(false)},
+
+		{method: "GET", path: "/v1/resource-groups", access: user, summary: "List resource groups",
+			status: http.StatusOK, resp: listJSON[groupJSON]{}, handle: s.listGroups},
+		{method: "GET", path: "/v1/resource-groups/{name}", access: user, summary: "One resource group",
+			status: http.StatusOK, resp: groupJSON{}, handle: s.getGroup},
+		{method: "PUT", path: "/v1/resource-groups/{name}", access: admin, summary: "Create or change a resource group",
+			desc: "Fields left out keep their current value, or the default for a new group (ACTIVE, fifo, " +
+				"concentrated, head_of_line skip, max_retries 3, default timeouts). Durations are Go durations " +
+				"(\"90s\", \"15m\"); \"0s\" means no bound. 201 when the group is new.",
+			body: groupRequest{}, status: http.StatusOK, alt: []int{http.StatusCreated}, resp: groupJSON{}, handle: s.putGroup},
+
+		{method: "POST", path: "/v1/users", access: admin, summary: "Create a user and its token",
+			desc: "The token is shown once, in this answer; only its hash is stored.",
+			body: createUserRequest{}, status: http.StatusCreated, resp: newUserJSON{}, handle: s.createUser},
+		{method: "GET", path: "/v1/me", access: user, summary: "The caller",
+			status: http.StatusOK, resp: userJSON{}, handle: s.me},
+		{method: "PUT", path: "/v1/policies/{scope}/{name}", access: admin, summary: "Set the resource policy of a user, project or domain",
+			desc: "scope is user, project or domain; name is the user's name, or the project or domain. Slots " +
+				"left out of max_slots are unlimited; a zero count is no limit.",
+			body: policyRequest{}, status: http.StatusOK, resp: policyJSON{}, handle: s.putPolicy},
+		{method: "GET", path: "/v1/policies/{scope}/{name}", access: admin, summary: "A resource policy",
+			status: http.StatusOK, resp: policyJSON{}, handle: s.getPolicy},
+
+		{method: "GET", path: "/v1/events", access: user, summary: "Server-sent events: session and kernel status changes",
+			desc: "Each change is `id: <position>`, `event: session` or `event: kernel`, `data: <change JSON>`. " +
+				"Resume with the Last-Event-ID header (or ?after=). Without either the stream starts now; with " +
+				"?session= it first sends an `event: snapshot` holding each named session as GET /v1/sessions/{id} " +
+				"shows it, so no change is missed between reading a session and following it. Users see their own " +
+				"sessions only. Idle streams carry a comment line every 15 s.",
+			query: []param{{name: "session", typ: "string", repeat: true, desc: "only these sessions"},
+				{name: "after", typ: "integer", desc: "start after this position (as Last-Event-ID)"}},
+			status: http.StatusOK, resp: changeJSON{}, media: "text/event-stream", handle: s.events},
+
+		{path: "/v1/agent/", docPath: "/v1/agent/{rpc}", access: agent, summary: "Agent RPC (agent token only)",
+			desc:   "Served by the agent RPC handler, which sees the full path; user tokens are refused with 403.",
+			status: http.StatusOK, handle: s.agentRPCRoute},
+	}
+}

@@ -1,0 +1,307 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler"
+	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// Store is what the API needs from persistence; store/sqlite and
+// store/postgres provide it.
+type Store interface {
+	Users
+	GetResourceGroup(ctx context.Context, name string) (domain.ResourceGroup, error)
+	ListResourceGroups(ctx context.Context) ([]domain.ResourceGroup, error)
+	PutResourceGroup(ctx context.Context, g domain.ResourceGroup) error
+	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
+	ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.Agent, error)
+	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error
+	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel) error
+	GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error)
+	ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error)
+	ListKernels(ctx context.Context, f store.KernelFilter) ([]domain.Kernel, error)
+	History(ctx context.Context, id domain.SessionID) ([]domain.HistoryEntry, error)
+	PutPolicy(ctx context.Context, p domain.Policy) error
+	GetPolicy(ctx context.Context, scope domain.PolicyScope, name string) (domain.Policy, error)
+	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
+	Changes(ctx context.Context, f store.ChangeFilter) ([]store.Change, error)
+	LastChange(ctx context.Context) (int64, error)
+}
+
+// Sessions is the part of the coordinator the API drives;
+// *coordinator.Coordinator provides it.
+type Sessions interface {
+	// Terminate ends a session at a user's request: PENDING is cancelled at
+	// once, anything else live goes TERMINATING.
+	Terminate(ctx context.Context, id domain.SessionID, reason string) (store.SessionWithKernels, error)
+	// Mark asks for a scheduling cycle soon.
+	Mark()
+}
+
+// Clock tells the time; tests inject their own.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// LogsFunc opens the output of one kernel on its agent. The API checks
+// that the caller may see the session; the reader is closed when the
+// client goes away or the stream ends.
+type LogsFunc func(ctx context.Context, agent domain.AgentID, kernel domain.KernelID) (io.ReadCloser, error)
+
+// Deps are what a Server is built from. Store, Sessions, Slots and Plugins
+// are required; the rest may be nil (AgentRPC, Logs and Gatherer then
+// answer 501, Ready always succeeds, Clock is the wall clock, Log discards).
+type Deps struct {
+	Store    Store
+	Sessions Sessions
+	Slots    *domain.Registry
+	Plugins  *scheduler.Registry
+	// AgentRPC serves agents under /v1/agent/; it sees the full request
+	// path. Only AgentToken opens it.
+	AgentRPC   http.Handler
+	AgentToken string
+	Logs       LogsFunc
+	Gatherer   prometheus.Gatherer
+	Ready      func(ctx context.Context) error
+	Clock      Clock
+	Log        *slog.Logger
+}
+
+// Config tunes the server. Zero fields take the defaults.
+type Config struct {
+	// MaxBodyBytes caps a request body (413 beyond); default 1 MiB.
+	MaxBodyBytes int64
+	// EventPoll is how often an event stream looks for new changes;
+	// default 100 ms. EventHeartbeat is how often an idle stream sends a
+	// comment so proxies keep it open; default 15 s.
+	EventPoll      time.Duration
+	EventHeartbeat time.Duration
+	// DefaultGroup and DefaultArchitecture fill a session request that
+	// names none; defaults "default" and "x86_64".
+	DefaultGroup        string
+	DefaultArchitecture string
+	// DefaultResources is the per-kernel request of a session that names
+	// none; default cpu 1, mem 1g.
+	DefaultResources map[string]string
+}
+
+// Limits of a session request.
+const (
+	MaxClusterSize = 64
+	MinPriority    = 0
+	MaxPriority    = 100
+	// DefaultPriority is Backend.AI's.
+	DefaultPriority = 10
+	// maxListLimit caps one listing; defaultListLimit is used without one.
+	maxListLimit     = 10_000
+	defaultListLimit = 1_000
+	// eventBatch caps the changes one poll of an event stream reads.
+	eventBatch = 500
+)
+
+func (c Config) withDefaults() Config {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.EventPoll <= 0 {
+		c.EventPoll = 100 * time.Millisecond
+	}
+	if c.EventHeartbeat <= 0 {
+		c.EventHeartbeat = 15 * time.Second
+	}
+	if c.DefaultGroup == "" {
+		c.DefaultGroup = "default"
+	}
+	if c.DefaultResources == nil {
+		c.DefaultResources = map[string]string{"cpu": "1", "mem": "1g"}
+	}
+	if c.DefaultArchitecture == "" {
+		c.DefaultArchitecture = "x86_64"
+	}
+	return c
+}
+
+// Server is the HTTP API. It is an http.Handler; the caller owns the
+// http.Server. Event streams end when their request's context does, so an
+// http.Server whose BaseContext is cancelled before Shutdown stops them
+// promptly.
+type Server struct {
+	cfg            Config
+	store          Store
+	sessions       Sessions
+	slots          *domain.Registry
+	plugins        *scheduler.Registry
+	sched          *scheduler.Scheduler
+	agentRPC       http.Handler
+	agentTokenHash []byte
+	logs           LogsFunc
+	gatherer       prometheus.Gatherer
+	ready          func(ctx context.Context) error
+	clock          Clock
+	log            *slog.Logger
+
+	mux     *http.ServeMux
+	routes  []route
+	openapi []byte
+	// submit serialises the pending-cap count with the session's creation
+	// within this process when a cap applies, so two quick submits cannot
+	// both take the last place. (Replicas sharing a database can still
+	// each admit one: the cap is exact for one manager, approximate for
+	// several.)
+	submit sync.Mutex
+}
+
+// New builds the server and its routes.
+func New(cfg Config, d Deps) *Server {
+	if d.Clock == nil {
+		d.Clock = systemClock{}
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg: cfg.withDefaults(), store: d.Store, sessions: d.Sessions, slots: d.Slots, plugins: d.Plugins,
+		sched: scheduler.New(d.Plugins), agentRPC: d.AgentRPC, logs: d.Logs, gatherer: d.Gatherer,
+		ready: d.Ready, clock: d.Clock, log: d.Log, mux: http.NewServeMux(),
+	}
+	if d.AgentToken != "" {
+		s.agentTokenHash = HashToken(d.AgentToken)
+	}
+	s.routes = s.table()
+	for _, rt := range s.routes {
+		s.mux.Handle(rt.pattern(), s.wrap(rt))
+	}
+	s.openapi = s.document()
+	return s
+}
+
+// ServeHTTP routes the request. Requests no route takes get the same JSON
+// error shape as every other failure, not the mux's plain text.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	// Let the mux decide between 404, 405 (with Allow) and a redirect to
+	// the cleaned path, and answer in JSON where it would answer in text.
+	rec := &recorder{header: http.Header{}}
+	s.mux.ServeHTTP(rec, r)
+	switch rec.status {
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", rec.header.Get("Allow"))
+		s.fail(w, r, &apiError{Status: http.StatusMethodNotAllowed, Code: codeMethod,
+			Message: fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)})
+	case http.StatusNotFound, 0:
+		s.fail(w, r, notFound("no route for %s %s", r.Method, r.URL.Path))
+	default:
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.status)
+	}
+}
+
+// recorder captures what the mux would answer to an unrouted request.
+type recorder struct {
+	header http.Header
+	status int
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return len(b), nil
+}
+
+// handlerFunc is a route's handler: it writes a success itself and
+// returns failures, which wrap writes as JSON errors.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// wrap adds, outside in: panic recovery, the access log, authorisation and
+// the body limit.
+func (s *Server) wrap(rt route) http.Handler {
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rt.access != agent {
+			// The agent RPC sets its own limits; everything else is small.
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		}
+		if err := rt.handle(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	})
+	h := s.authorize(rt.access, inner)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.ErrorContext(r.Context(), "handler panicked", "route", rt.pattern(), "panic", p,
+					"stack", string(debug.Stack()))
+				if sw.status == 0 {
+					s.fail(sw, r, fmt.Errorf("panic: %v", p))
+				}
+			}
+			level := slog.LevelInfo
+			if rt.access == public || rt.access == agent {
+				level = slog.LevelDebug // probes and agents would drown the log
+			}
+			s.log.Log(r.Context(), level, "http", "method", r.Method, "route", rt.pattern(), "path", r.URL.Path,
+				"status", sw.code(), "duration", time.Since(start))
+		}()
+		h.ServeHTTP(sw, r)
+	})
+}
+
+// statusWriter remembers the status for the access log. Unwrap lets
+// http.ResponseController reach the connection's Flush and deadlines.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}

@@ -1,0 +1,614 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// Limits on the parts of a session request, generous for people and tight
+// enough that one request cannot weigh on the store.
+const (
+	maxNameLen     = 128
+	maxImageLen    = 512
+	maxArchLen     = 32
+	maxListItems   = 64 // depends_on, designated_agents
+	maxCommandArgs = 256
+	maxCommandLen  = 64 << 10
+	maxEnvVars     = 256
+	maxEnvValueLen = 32 << 10
+)
+
+var (
+	archPattern   = regexp.MustCompile(`^[a-z0-9_]+$`)
+	envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	u := caller(ctx)
+	var req createSessionRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	sess, kernels, err := s.buildSession(ctx, u, req)
+	if err != nil {
+		return err
+	}
+	caps, err := s.pendingCaps(ctx, sess.Owner)
+	if err != nil {
+		return err
+	}
+	if len(caps) > 0 {
+		// Count and create under one lock, so two quick submits in this
+		// process cannot both take the last place under a cap. Submits no
+		// cap applies to do not wait for it.
+		s.submit.Lock()
+		defer s.submit.Unlock()
+		if err := s.checkPendingCaps(ctx, caps); err != nil {
+			return err
+		}
+	}
+	if err := s.store.CreateSession(ctx, sess, kernels); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			// What it refers to was checked a moment ago; nothing is ever
+			// deleted, so this is a store fault, not the client's.
+			return fmt.Errorf("create session: %w", err)
+		}
+		return err
+	}
+	s.sessions.Mark()
+	created, err := s.store.GetSession(ctx, sess.ID)
+	if err != nil {
+		// Stored; answer with what was stored rather than fail the submit.
+		created = store.SessionWithKernels{Session: sess, Kernels: kernels}
+	}
+	w.Header().Set("Location", "/v1/sessions/"+string(sess.ID))
+	writeJSON(w, http.StatusCreated, s.sessionOut(created))
+	return nil
+}
+
+// buildSession validates a request completely and turns it into the
+// records to store. It reads but never writes.
+func (s *Server) buildSession(ctx context.Context, u store.User, req createSessionRequest) (domain.Session, []domain.Kernel, error) {
+	now := s.clock.Now().UTC().Truncate(time.Microsecond) // the precision both stores keep
+	sess := domain.Session{ID: domain.SessionID(newUUID()), Owner: domain.Owner{User: u.Name, Project: u.Project, Domain: u.Domain},
+		Status: domain.SessionPending, CreatedAt: now, StatusChangedAt: now}
+	fail := func(e *apiError) (domain.Session, []domain.Kernel, error) { return domain.Session{}, nil, e }
+
+	if e := cleanText("name", req.Name, maxNameLen); e != nil {
+		return fail(e)
+	}
+	sess.Name = req.Name
+	sess.Type = domain.TypeInteractive
+	if req.Type != "" {
+		t, err := domain.ParseSessionType(req.Type)
+		if err != nil {
+			return fail(invalid("type", "%v", err))
+		}
+		sess.Type = t
+	}
+	if strings.TrimSpace(req.Image) == "" {
+		return fail(invalid("image", "an image is required"))
+	}
+	if e := cleanText("image", req.Image, maxImageLen); e != nil {
+		return fail(e)
+	}
+	if strings.ContainsAny(req.Image, " \t") {
+		return fail(invalid("image", "must not contain spaces"))
+	}
+	sess.Image = req.Image
+	sess.Architecture = s.cfg.DefaultArchitecture
+	if req.Architecture != "" {
+		if len(req.Architecture) > maxArchLen || !archPattern.MatchString(req.Architecture) {
+			return fail(invalid("architecture", "must be 1 to %d of a-z, 0-9 and _ (such as x86_64 or aarch64)", maxArchLen))
+		}
+		sess.Architecture = req.Architecture
+	}
+	resources := req.Resources
+	if len(resources) == 0 {
+		// A session that names no resources still occupies something on a
+		// shared machine; it gets the configured default request.
+		resources = s.cfg.DefaultResources
+	}
+	requested, e := s.parseSlots("resources", resources, false)
+	if e != nil {
+		return fail(e)
+	}
+	sess.Requested = requested
+
+	sess.ClusterMode = domain.SingleNode
+	if req.ClusterMode != "" {
+		m, err := domain.ParseClusterMode(req.ClusterMode)
+		if err != nil {
+			return fail(invalid("cluster_mode", "%v", err))
+		}
+		sess.ClusterMode = m
+	}
+	sess.ClusterSize = 1
+	if req.ClusterSize != nil {
+		if n := *req.ClusterSize; n < 1 || n > MaxClusterSize {
+			return fail(invalid("cluster_size", "must be 1 to %d, not %d", MaxClusterSize, n))
+		}
+		sess.ClusterSize = *req.ClusterSize
+	}
+	sess.Priority = DefaultPriority
+	if req.Priority != nil {
+		if p := *req.Priority; p < MinPriority || p > MaxPriority {
+			return fail(invalid("priority", "must be %d to %d, not %d", MinPriority, MaxPriority, p))
+		}
+		sess.Priority = *req.Priority
+	}
+	if req.StartsAt != "" {
+		at, err := time.Parse(time.RFC3339, req.StartsAt)
+		if err != nil {
+			return fail(invalid("starts_at", "must be an RFC 3339 time such as 2026-03-01T12:00:00Z"))
+		}
+		sess.StartsAt = at.UTC().Truncate(time.Microsecond)
+	}
+	if e := checkCommand(req.Command); e != nil {
+		return fail(e)
+	}
+	sess.Command = req.Command
+	if e := checkEnv(req.Env); e != nil {
+		return fail(e)
+	}
+	sess.Env = req.Env
+
+	// Checks that read the store come last: a request that is wrong on
+	// its face costs no query.
+	group := s.cfg.DefaultGroup
+	if req.ResourceGroup != "" {
+		group = req.ResourceGroup
+	}
+	if !validID(group) {
+		return fail(invalid("resource_group", "no such resource group %q", group))
+	}
+	g, err := s.store.GetResourceGroup(ctx, group)
+	if errors.Is(err, store.ErrNotFound) {
+		return fail(invalid("resource_group", "no such resource group %q", group))
+	}
+	if err != nil {
+		return domain.Session{}, nil, err
+	}
+	if !g.Allows(sess.Type) {
+		return fail(invalid("type", "resource group %s does not run %s sessions (it runs %s)", g.Name, sess.Type,
+			strings.Join(strs(g.AllowedTypes), ", ")))
+	}
+	sess.ResourceGroup = g.Name
+
+	deps, e2 := s.checkDependencies(ctx, u, req.DependsOn)
+	if e2 != nil {
+		return domain.Session{}, nil, e2
+	}
+	sess.DependsOn = deps
+	agents, e3 := s.checkDesignated(ctx, g.Name, req.DesignatedAgents)
+	if e3 != nil {
+		return domain.Session{}, nil, e3
+	}
+	sess.DesignatedAgents = agents
+	sess.DesignatedStrict = len(agents) > 0 && (req.DesignatedStrict == nil || *req.DesignatedStrict)
+
+	kernels := make([]domain.Kernel, sess.ClusterSize)
+	for i := range kernels {
+		role := domain.RoleSub
+		if i == 0 {
+			role = domain.RoleMain
+		}
+		kernels[i] = domain.Kernel{ID: domain.KernelID(fmt.Sprintf("%s-k%d", sess.ID, i)), SessionID: sess.ID,
+			ClusterRole: role, ClusterIdx: i, Image: sess.Image, Architecture: sess.Architecture,
+			Requested: sess.Requested.Clone(), Status: domain.KernelPending, StatusChangedAt: now}
+	}
+	return sess, kernels, nil
+}
+
+// parseSlots reads a name → quantity map at field. For limits, a slot not
+// named is unlimited rather than zero.
+func (s *Server) parseSlots(field string, m map[string]string, limits bool) (domain.Vec, *apiError) {
+	v := s.slots.NewVec()
+	if limits {
+		v = domain.Unlimited(s.slots.Len())
+	}
+	for _, name := range sortedKeys(m) {
+		f := field + "." + name
+		id, ok := s.slots.Lookup(name)
+		if !ok {
+			var known []string
+			for _, t := range s.slots.Types() {
+				known = append(known, t.Name)
+			}
+			return nil, invalid(f, "unknown slot type %q (known: %s)", name, strings.Join(known, ", "))
+		}
+		q, err := domain.ParseQuantity(s.slots.Type(id).Kind, m[name])
+		if err != nil {
+			return nil, invalid(f, "%v", err)
+		}
+		v[id] = q
+	}
+	return v, nil
+}
+
+func checkCommand(cmd []string) *apiError {
+	if len(cmd) > maxCommandArgs {
+		return invalid("command", "has more than %d arguments", maxCommandArgs)
+	}
+	total := 0
+	for i, a := range cmd {
+		total += len(a)
+		if strings.ContainsRune(a, 0) {
+			return invalid(fmt.Sprintf("command[%d]", i), "holds a NUL byte")
+		}
+	}
+	if total > maxCommandLen {
+		return invalid("command", "is longer than %d bytes", maxCommandLen)
+	}
+	return nil
+}
+
+func checkEnv(env map[string]string) *apiError {
+	if len(env) > maxEnvVars {
+		return invalid("env", "has more than %d variables", maxEnvVars)
+	}
+	for _, k := range sortedKeys(env) {
+		if len(k) > 256 || !envKeyPattern.MatchString(k) {
+			return invalid("env."+k, "is not a valid variable name (letters, digits and _, not starting with a digit)")
+		}
+		if v := env[k]; len(v) > maxEnvValueLen || strings.ContainsRune(v, 0) {
+			return invalid("env."+k, "must be at most %d bytes without NUL", maxEnvValueLen)
+		}
+	}
+	return nil
+}
+
+// checkDependencies accepts sessions the caller can see, each once. A
+// session of another user is refused exactly as a missing one is, so the
+// answer does not tell whether it exists.
+func (s *Server) checkDependencies(ctx context.Context, u store.User, ids []string) ([]domain.SessionID, error) {
+	if len(ids) > maxListItems {
+		return nil, invalid("depends_on", "lists more than %d sessions", maxListItems)
+	}
+	out := make([]domain.SessionID, 0, len(ids))
+	for i, id := range ids {
+		f := fmt.Sprintf("depends_on[%d]", i)
+		if slices.Contains(out, domain.SessionID(id)) {
+			return nil, invalid(f, "session %q is listed twice", id)
+		}
+		if !validID(id) {
+			return nil, invalid(f, "no such session %q", id)
+		}
+		dep, err := s.store.GetSession(ctx, domain.SessionID(id))
+		if errors.Is(err, store.ErrNotFound) || err == nil && !isAdmin(u) && dep.Session.Owner.User != u.Name {
+			return nil, invalid(f, "no such session %q", id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, domain.SessionID(id))
+	}
+	return out, nil
+}
+
+func (s *Server) checkDesignated(ctx context.Context, group string, ids []string) ([]domain.AgentID, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if len(ids) > maxListItems {
+		return nil, invalid("designated_agents", "lists more than %d agents", maxListItems)
+	}
+	want := make([]domain.AgentID, 0, len(ids))
+	for i, id := range ids {
+		f := fmt.Sprintf("designated_agents[%d]", i)
+		if !validID(id) {
+			return nil, invalid(f, "no such agent %q", id)
+		}
+		if slices.Contains(want, domain.AgentID(id)) {
+			return nil, invalid(f, "agent %q is listed twice", id)
+		}
+		want = append(want, domain.AgentID(id))
+	}
+	found, err := s.store.ListAgents(ctx, store.AgentFilter{IDs: want})
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[domain.AgentID]domain.Agent, len(found))
+	for _, a := range found {
+		byID[a.ID] = a
+	}
+	for i, id := range want {
+		f := fmt.Sprintf("designated_agents[%d]", i)
+		a, ok := byID[id]
+		if !ok {
+			return nil, invalid(f, "no such agent %q", id)
+		}
+		if a.ResourceGroup != group {
+			return nil, invalid(f, "agent %s is in resource group %s, not %s", id, a.ResourceGroup, group)
+		}
+	}
+	return want, nil
+}
+
+// pendingCap is a max_pending_sessions that applies to a submit: the
+// policy's scope and name, and the sessions it counts.
+type pendingCap struct {
+	policy domain.Policy
+	count  store.SessionFilter
+}
+
+// pendingCaps finds the owner's user, project and domain policies that cap
+// PENDING sessions.
+func (s *Server) pendingCaps(ctx context.Context, o domain.Owner) ([]pendingCap, error) {
+	var caps []pendingCap
+	for _, c := range []struct {
+		scope domain.PolicyScope
+		name  string
+		f     store.SessionFilter
+	}{
+		{domain.ScopeUser, o.User, store.SessionFilter{User: o.User}},
+		{domain.ScopeProject, o.Project, store.SessionFilter{Project: o.Project}},
+		{domain.ScopeDomain, o.Domain, store.SessionFilter{Domain: o.Domain}},
+	} {
+		if c.name == "" {
+			continue
+		}
+		p, err := s.store.GetPolicy(ctx, c.scope, c.name)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if p.MaxPendingSessions > 0 {
+			c.f.Statuses = []domain.SessionStatus{domain.SessionPending}
+			c.f.Limit = p.MaxPendingSessions
+			caps = append(caps, pendingCap{policy: p, count: c.f})
+		}
+	}
+	return caps, nil
+}
+
+// checkPendingCaps refuses a submit that would exceed a cap.
+func (s *Server) checkPendingCaps(ctx context.Context, caps []pendingCap) error {
+	for _, c := range caps {
+		pending, err := s.store.ListSessions(ctx, c.count)
+		if err != nil {
+			return err
+		}
+		if limit := c.policy.MaxPendingSessions; len(pending) >= limit {
+			return &apiError{Status: http.StatusTooManyRequests, Code: codeExhausted, Message: fmt.Sprintf(
+				"%s %s already has %d PENDING sessions, the most its policy allows (max_pending_sessions %d); "+
+					"wait for one to start, or end one", c.policy.Scope, c.policy.Name, len(pending), limit)}
+		}
+	}
+	return nil
+}
+
+// visibleSession loads the session named in the path if the caller may
+// see it. Another user's session is answered exactly as a missing one.
+func (s *Server) visibleSession(r *http.Request) (store.SessionWithKernels, error) {
+	return s.visible(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) visible(ctx context.Context, id string) (store.SessionWithKernels, error) {
+	if !validID(id) {
+		return store.SessionWithKernels{}, notFound("no session %q", id)
+	}
+	sk, err := s.store.GetSession(ctx, domain.SessionID(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return store.SessionWithKernels{}, notFound("no session %q", id)
+	}
+	if err != nil {
+		return store.SessionWithKernels{}, err
+	}
+	if u := caller(ctx); !isAdmin(u) && sk.Session.Owner.User != u.Name {
+		return store.SessionWithKernels{}, notFound("no session %q", id)
+	}
+	return sk, nil
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
+	sk, err := s.visibleSession(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.sessionOut(sk))
+	return nil
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	u := caller(ctx)
+	q := r.URL.Query()
+	f := store.SessionFilter{Limit: defaultListLimit, Group: q.Get("resource_group")}
+	for _, v := range q["status"] {
+		for _, name := range strings.Split(v, ",") {
+			st, err := domain.ParseSessionStatus(strings.ToUpper(strings.TrimSpace(name)))
+			if err != nil {
+				return invalid("status", "%v", err)
+			}
+			f.Statuses = append(f.Statuses, st)
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxListLimit {
+			return invalid("limit", "must be an integer from 1 to %d", maxListLimit)
+		}
+		f.Limit = n
+	}
+	f.User = q.Get("owner")
+	if !isAdmin(u) {
+		if f.User != "" && f.User != u.Name {
+			return forbidden("only an admin may list other users' sessions")
+		}
+		f.User = u.Name
+	}
+	sessions, err := s.store.ListSessions(ctx, f)
+	if err != nil {
+		return err
+	}
+	ids := make([]domain.SessionID, len(sessions))
+	for i, ss := range sessions {
+		ids[i] = ss.ID
+	}
+	byS := map[domain.SessionID][]domain.Kernel{}
+	if len(ids) > 0 {
+		kernels, err := s.store.ListKernels(ctx, store.KernelFilter{Sessions: ids})
+		if err != nil {
+			return err
+		}
+		for _, k := range kernels {
+			byS[k.SessionID] = append(byS[k.SessionID], k)
+		}
+	}
+	out := listJSON[sessionJSON]{Items: make([]sessionJSON, len(sessions))}
+	for i, ss := range sessions {
+		out.Items[i] = s.sessionOut(store.SessionWithKernels{Session: ss, Kernels: byS[ss.ID]})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) sessionHistory(w http.ResponseWriter, r *http.Request) error {
+	sk, err := s.visibleSession(r)
+	if err != nil {
+		return err
+	}
+	entries, err := s.store.History(r.Context(), sk.Session.ID)
+	if err != nil {
+		return err
+	}
+	out := listJSON[historyJSON]{Items: make([]historyJSON, len(entries))}
+	for i, e := range entries {
+		out.Items[i] = historyOut(e)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// why answers from a dry run: the scheduler is pure, so running it on a
+// fresh snapshot of the group gives the blockers the next round would
+// record, including quotas counted against this round's placements.
+func (s *Server) why(w http.ResponseWriter, r *http.Request) error {
+	sk, err := s.visibleSession(r)
+	if err != nil {
+		return err
+	}
+	out := whyJSON{Status: sk.Session.Status.String(), Blockers: []blockerJSON{}}
+	if sk.Session.Status != domain.SessionPending {
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+	snap, err := s.store.LoadSnapshot(r.Context(), sk.Session.ResourceGroup, s.clock.Now())
+	if err != nil {
+		return err
+	}
+	plan, err := s.sched.Schedule(&snap)
+	if err != nil {
+		return fmt.Errorf("dry run of group %s: %w", sk.Session.ResourceGroup, err)
+	}
+	for _, d := range append(plan.Impossible, plan.Waiting...) {
+		if d.Session != sk.Session.ID {
+			continue
+		}
+		for _, b := range d.Blockers {
+			out.Blockers = append(out.Blockers, s.blockerOut(b))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	sk, err := s.visibleSession(r)
+	if err != nil {
+		return err
+	}
+	force := false
+	if v := r.URL.Query().Get("force"); v != "" {
+		if force, err = strconv.ParseBool(v); err != nil {
+			return invalid("force", "must be true or false")
+		}
+	}
+	if st := sk.Session.Status; st.Terminal() {
+		return conflict("session %s has already ended (%s)", sk.Session.ID, st)
+	}
+	reason := "terminated by " + caller(r.Context()).Name
+	if force {
+		reason += " (forced)"
+	}
+	after, err := s.sessions.Terminate(r.Context(), sk.Session.ID, reason)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, s.sessionOut(after))
+	return nil
+}
+
+func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request) error {
+	sk, err := s.visibleSession(r)
+	if err != nil {
+		return err
+	}
+	want := r.URL.Query().Get("kernel")
+	var kernel *domain.Kernel
+	for i := range sk.Kernels {
+		k := &sk.Kernels[i]
+		if want == "" && k.ClusterIdx == 0 || want == string(k.ID) || want == strconv.Itoa(k.ClusterIdx) {
+			kernel = k
+			break
+		}
+	}
+	if kernel == nil {
+		return notFound("session %s has no kernel %q", sk.Session.ID, want)
+	}
+	if s.logs == nil {
+		return &apiError{Status: http.StatusNotImplemented, Code: codeNotImplemented, Message: "this manager cannot fetch logs"}
+	}
+	if kernel.Agent == "" {
+		return conflict("kernel %s is not on an agent yet (%s)", kernel.ID, kernel.Status)
+	}
+	rc, err := s.logs(r.Context(), kernel.Agent, kernel.ID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("agent %s has no logs of kernel %s", kernel.Agent, kernel.ID)
+		}
+		if r.Context().Err() != nil {
+			return r.Context().Err()
+		}
+		s.log.WarnContext(r.Context(), "logs", "agent", kernel.Agent, "kernel", kernel.ID, "err", err)
+		return &apiError{Status: http.StatusBadGateway, Code: codeBadGateway,
+			Message: fmt.Sprintf("cannot fetch logs from agent %s", kernel.Agent)}
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	rc2 := http.NewResponseController(w)
+	_ = rc2.SetWriteDeadline(time.Time{}) // a followed log may run as long as the kernel
+	w.WriteHeader(http.StatusOK)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := rc.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return nil // the client went away
+			}
+			_ = rc2.Flush()
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && r.Context().Err() == nil {
+				s.log.WarnContext(r.Context(), "logs stream", "kernel", kernel.ID, "err", err)
+			}
+			return nil
+		}
+	}
+}

@@ -1,0 +1,412 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// TestCreateValidation sends one bad field at a time: each is refused with
+// 4xx naming the field, and nothing is written.
+func TestCreateValidation(t *testing.T) {
+	t.Parallel()
+	engines(t, func(t *testing.T, engine string) {
+		m := apitest.New(t, apitest.Options{Engine: engine, Manual: true})
+		alice := m.User("alice", "user", "p1")
+		bob := m.User("bob", "user", "p1")
+		mine := create(t, m, alice, map[string]any{"image": "sleep"}).ID
+		theirs := create(t, m, bob, map[string]any{"image": "sleep"}).ID
+		if err := m.Store.PutResourceGroup(context.Background(), domain.ResourceGroup{Name: "batch-only",
+			State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated", HeadOfLine: domain.HOLSkip,
+			AllowedTypes: []domain.SessionType{domain.TypeBatch}}); err != nil {
+			t.Fatal(err)
+		}
+		valid := func(mod func(map[string]any)) map[string]any {
+			b := map[string]any{"name": "job", "type": "batch", "image": "sleep",
+				"resources": map[string]any{"cpu": "1", "mem": "1g"}, "cluster_size": 1}
+			mod(b)
+			return b
+		}
+		for _, tc := range []struct {
+			name  string
+			body  any
+			want  int
+			field string
+		}{
+			{"empty body", "", 400, ""},
+			{"not JSON", "{", 400, ""},
+			{"not an object", "[1]", 400, ""},
+			{"trailing data", `{"image":"sleep"} {}`, 400, ""},
+			{"unknown field", valid(func(b map[string]any) { b["gpus"] = 1 }), 400, "gpus"},
+			{"unknown nested field", `{"image":"sleep","resources":{"cpu":"1"},"extra":{"a":1}}`, 400, "extra"},
+			{"wrong type", valid(func(b map[string]any) { b["cluster_size"] = "two" }), 400, "cluster_size"},
+			{"fractional size", valid(func(b map[string]any) { b["cluster_size"] = 1.5 }), 400, "cluster_size"},
+			{"number quantity", valid(func(b map[string]any) { b["resources"] = map[string]any{"mem": 4} }), 400, "resources.mem"},
+			{"malformed quantity", valid(func(b map[string]any) { b["resources"] = map[string]any{"mem": "4 gigs"} }), 400, "resources.mem"},
+			{"negative quantity", valid(func(b map[string]any) { b["resources"] = map[string]any{"cpu": "-1"} }), 400, "resources.cpu"},
+			{"over-precise quantity", valid(func(b map[string]any) { b["resources"] = map[string]any{"cpu": "0.0001"} }), 400, "resources.cpu"},
+			{"suffix on a count", valid(func(b map[string]any) { b["resources"] = map[string]any{"cpu": "2g"} }), 400, "resources.cpu"},
+			{"unknown slot", valid(func(b map[string]any) { b["resources"] = map[string]any{"tpu": "1"} }), 400, "resources.tpu"},
+			{"no image", valid(func(b map[string]any) { delete(b, "image") }), 400, "image"},
+			{"image with a space", valid(func(b map[string]any) { b["image"] = "sl eep" }), 400, "image"},
+			{"name with NUL", valid(func(b map[string]any) { b["name"] = "a\x00b" }), 400, "name"},
+			{"env value with NUL", valid(func(b map[string]any) { b["env"] = map[string]string{"A": "\x00"} }), 400, "env.A"},
+			{"command with NUL", valid(func(b map[string]any) { b["command"] = []string{"a", "\x00"} }), 400, "command[1]"},
+			{"group with NUL", valid(func(b map[string]any) { b["resource_group"] = "default\x00" }), 400, "resource_group"},
+			{"dependency with NUL", valid(func(b map[string]any) { b["depends_on"] = []string{"\x00"} }), 400, "depends_on[0]"},
+			{"unknown type", valid(func(b map[string]any) { b["type"] = "cron" }), 400, "type"},
+			{"cluster size zero", valid(func(b map[string]any) { b["cluster_size"] = 0 }), 400, "cluster_size"},
+			{"cluster size 65", valid(func(b map[string]any) { b["cluster_size"] = 65 }), 400, "cluster_size"},
+			{"unknown cluster mode", valid(func(b map[string]any) { b["cluster_mode"] = "mesh" }), 400, "cluster_mode"},
+			{"priority too high", valid(func(b map[string]any) { b["priority"] = 101 }), 400, "priority"},
+			{"bad architecture", valid(func(b map[string]any) { b["architecture"] = "X86 64" }), 400, "architecture"},
+			{"unknown resource group", valid(func(b map[string]any) { b["resource_group"] = "gpu" }), 400, "resource_group"},
+			{"type the group does not run", valid(func(b map[string]any) { b["resource_group"] = "batch-only"; b["type"] = "interactive" }), 400, "type"},
+			{"missing dependency", valid(func(b map[string]any) { b["depends_on"] = []string{mine, "nope"} }), 400, "depends_on[1]"},
+			{"foreign dependency", valid(func(b map[string]any) { b["depends_on"] = []string{theirs} }), 400, "depends_on[0]"},
+			{"dependency twice", valid(func(b map[string]any) { b["depends_on"] = []string{mine, mine} }), 400, "depends_on[1]"},
+			{"dependency not a string", valid(func(b map[string]any) { b["depends_on"] = []any{7} }), 400, "depends_on[0]"},
+			{"unknown designated agent", valid(func(b map[string]any) { b["designated_agents"] = []string{"agent-0", "agent-9"} }), 400, "designated_agents[1]"},
+			{"starts_at not RFC 3339", valid(func(b map[string]any) { b["starts_at"] = "tomorrow" }), 400, "starts_at"},
+			{"starts_at date only", valid(func(b map[string]any) { b["starts_at"] = "2026-03-01" }), 400, "starts_at"},
+			{"bad env name", valid(func(b map[string]any) { b["env"] = map[string]string{"1X": "y"} }), 400, "env.1X"},
+			{"env value not a string", valid(func(b map[string]any) { b["env"] = map[string]any{"X": true} }), 400, "env.X"},
+			{"command not a list", valid(func(b map[string]any) { b["command"] = "sleep 1" }), 400, "command"},
+			{"body over 1 MiB", valid(func(b map[string]any) { b["name"] = strings.Repeat("x", 1<<20) }), 413, ""},
+		} {
+			before := stored(t, m)
+			var e apiErr
+			code, raw := m.Raw(alice, "POST", "/v1/sessions", tc.body)
+			if err := json.Unmarshal(raw, &e); err != nil {
+				t.Errorf("%s: answer is not JSON: %s", tc.name, raw)
+				continue
+			}
+			if code != tc.want || e.Error.Field != tc.field {
+				t.Errorf("%s: %d field %q, want %d field %q (%s)", tc.name, code, e.Error.Field, tc.want, tc.field, e.Error.Message)
+			}
+			if e.Error.Code == "" || e.Error.Message == "" {
+				t.Errorf("%s: error without code or message: %s", tc.name, raw)
+			}
+			if after := stored(t, m); after != before {
+				t.Errorf("%s: the refused request wrote: %+v → %+v", tc.name, before, after)
+			}
+		}
+
+		// A full request is accepted with every default filled in.
+		s := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]any{"cpu": "0.5", "mem": "512m"},
+			"cluster_size": 3, "cluster_mode": "multi-node", "depends_on": []string{mine},
+			"designated_agents": []string{"agent-0", "agent-1"}, "starts_at": "2026-03-01T12:00:00+09:00",
+			"command": []string{"sleep", "1"}, "env": map[string]string{"A": "b"}})
+		if s.Type != "interactive" || s.ResourceGroup != "default" || s.Architecture != "x86_64" || s.Priority != 10 ||
+			s.RequestedSlots["cpu"] != "0.5" || s.RequestedSlots["mem"] != "512m" || len(s.Kernels) != 3 {
+			t.Errorf("defaults: %+v", s)
+		}
+		for i, k := range s.Kernels {
+			role := "sub"
+			if i == 0 {
+				role = "main"
+			}
+			if k.ID != s.ID+"-k"+string(rune('0'+i)) || k.ClusterRole != role || k.ClusterIdx != i || k.Status != "PENDING" {
+				t.Errorf("kernel %d: %+v", i, k)
+			}
+		}
+		if len(s.ID) != 36 || s.ID[14] != '4' {
+			t.Errorf("session id %q is not a UUID v4", s.ID)
+		}
+	})
+}
+
+// TestLifecycle follows a session from submit to RUNNING on the event
+// stream, then ends it; and cancels a PENDING one.
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	engines(t, func(t *testing.T, engine string) {
+		m := apitest.New(t, apitest.Options{Engine: engine})
+		alice := m.User("alice", "user", "p1")
+		all := openStream(t, m, alice, "", "")
+		s := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1", "mem": "1g"}, "cluster_size": 2})
+
+		// The session's own changes arrive in order and end at RUNNING.
+		var path []string
+		for len(path) == 0 || path[len(path)-1] != "RUNNING" {
+			ev := all.next(20 * time.Second)
+			c := decodeChange(t, ev)
+			if ev.ID == "" || c.SessionID != s.ID || c.Owner != "alice" {
+				t.Fatalf("event %+v", ev)
+			}
+			if ev.Event == "session" {
+				if len(path) > 0 && path[len(path)-1] != c.From {
+					t.Fatalf("session change %s → %s after %v", c.From, c.To, path)
+				}
+				path = append(path, c.To)
+			}
+		}
+		if path[0] != "PENDING" {
+			t.Errorf("session path %v does not start at creation", path)
+		}
+		got := get(t, m, alice, s.ID)
+		for _, k := range got.Kernels {
+			if k.Status != "RUNNING" || k.Agent == "" {
+				t.Errorf("kernel of a RUNNING session: %+v", k)
+			}
+		}
+		var hist struct {
+			Items []struct{ Handler, Result, From, To string }
+		}
+		m.Do(alice, "GET", "/v1/sessions/"+s.ID+"/history", nil, &hist)
+		if len(hist.Items) == 0 || hist.Items[0].Handler != "ScheduleNewSessions" || hist.Items[0].Result != "SUCCESS" {
+			t.Errorf("history: %+v", hist.Items)
+		}
+		var why struct {
+			Status   string
+			Blockers []any
+		}
+		if m.Do(alice, "GET", "/v1/sessions/"+s.ID+"/why", nil, &why); why.Status != "RUNNING" || len(why.Blockers) != 0 || why.Blockers == nil {
+			t.Errorf("why of a running session: %+v", why)
+		}
+
+		// RUNNING → TERMINATING at once, TERMINATED when the kernels are gone.
+		var del session
+		if code := m.Do(alice, "DELETE", "/v1/sessions/"+s.ID, nil, &del); code != http.StatusAccepted || del.Status != "TERMINATING" {
+			t.Fatalf("delete running: %d %s", code, del.Status)
+		}
+		waitStatus(t, m, alice, s.ID, "TERMINATED")
+		var e apiErr
+		if code := m.Do(alice, "DELETE", "/v1/sessions/"+s.ID, nil, &e); code != http.StatusConflict {
+			t.Errorf("delete an ended session: %d %+v", code, e)
+		}
+
+		// PENDING → CANCELLED at once: a session that cannot fit stays
+		// PENDING until deleted.
+		big := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}})
+		if code := m.Do(alice, "DELETE", "/v1/sessions/"+big.ID, nil, &del); code != http.StatusAccepted || del.Status != "CANCELLED" {
+			t.Fatalf("delete pending: %d %s", code, del.Status)
+		}
+		for _, k := range del.Kernels {
+			if k.Status != "CANCELLED" {
+				t.Errorf("kernel of a cancelled session: %+v", k)
+			}
+		}
+
+		// A batch job that exits 0 ends TERMINATED with success.
+		job := create(t, m, alice, map[string]any{"image": "exit:0", "type": "batch"})
+		if done := waitStatus(t, m, alice, job.ID, "TERMINATED"); done.Outcome != "success" || *done.Kernels[0].ExitCode != 0 {
+			t.Errorf("finished job: %+v", done)
+		}
+	})
+}
+
+// TestWhyQuota shows a quota end to end: the scheduler keeps the session
+// PENDING, and why names the scope and slot with the numbers.
+func TestWhyQuota(t *testing.T) {
+	t.Parallel()
+	engines(t, func(t *testing.T, engine string) {
+		m := apitest.New(t, apitest.Options{Engine: engine})
+		alice := m.User("alice", "user", "p1")
+		var p struct {
+			Scope, Name string
+			MaxSlots    map[string]string `json:"max_slots"`
+		}
+		if code := m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_slots": map[string]string{"cpu": "1.5"}}, &p); code != 200 ||
+			p.Scope != "user" || p.MaxSlots["cpu"] != "1.5" {
+			t.Fatalf("put policy: %d %+v", code, p)
+		}
+		s := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "2", "mem": "1g"}})
+		// Wait for a real round to have skipped it.
+		apitest.Eventually(t, 20*time.Second, "a scheduling round", func() bool {
+			var hist struct{ Items []struct{ Result string } }
+			m.Do(alice, "GET", "/v1/sessions/"+s.ID+"/history", nil, &hist)
+			return len(hist.Items) > 0 && hist.Items[0].Result == "SKIPPED"
+		})
+		var why struct {
+			Status   string
+			Blockers []struct{ Kind, Scope, Slot, Requested, Available, Message string }
+		}
+		if code := m.Do(alice, "GET", "/v1/sessions/"+s.ID+"/why", nil, &why); code != 200 {
+			t.Fatalf("why: %d", code)
+		}
+		if why.Status != "PENDING" || len(why.Blockers) != 1 {
+			t.Fatalf("why: %+v", why)
+		}
+		b := why.Blockers[0]
+		if b.Kind != "quota" || b.Scope != "user:alice" || b.Slot != "cpu" || b.Requested != "2" || b.Available != "1.5" || b.Message == "" {
+			t.Errorf("quota blocker: %+v", b)
+		}
+		// Raising the limit lets it run.
+		m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_slots": map[string]string{"cpu": "4"}}, nil)
+		waitStatus(t, m, alice, s.ID, "RUNNING")
+
+		var e apiErr
+		if code := m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_slots": map[string]string{"gpu": "1"}}, &e); code != 400 || e.Error.Field != "max_slots.gpu" {
+			t.Errorf("policy with an unknown slot: %d %+v", code, e)
+		}
+		if code := m.Do(m.AdminToken, "PUT", "/v1/policies/team/x", map[string]any{}, &e); code != 400 || e.Error.Field != "scope" {
+			t.Errorf("policy of an unknown scope: %d %+v", code, e)
+		}
+		if code := m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_pending_sessions": -1}, &e); code != 400 || e.Error.Field != "max_pending_sessions" {
+			t.Errorf("negative cap: %d %+v", code, e)
+		}
+	})
+}
+
+func TestPendingCap(t *testing.T) {
+	t.Parallel()
+	engines(t, func(t *testing.T, engine string) {
+		m := apitest.New(t, apitest.Options{Engine: engine})
+		alice := m.User("alice", "user", "p1")
+		bob := m.User("bob", "user", "p1")
+		// cpu 0 keeps every session of alice's PENDING.
+		m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_slots": map[string]string{"cpu": "0"}, "max_pending_sessions": 2}, nil)
+		for range 2 {
+			create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}})
+		}
+		before := stored(t, m)
+		var e apiErr
+		code := m.Do(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}}, &e)
+		if code != http.StatusTooManyRequests || e.Error.Code != "resource_exhausted" || !strings.Contains(e.Error.Message, "max_pending_sessions 2") {
+			t.Errorf("third pending session: %d %+v", code, e)
+		}
+		if after := stored(t, m); after != before {
+			t.Errorf("the refused submit wrote: %+v → %+v", before, after)
+		}
+		// Concurrent submits cannot overshoot a cap together.
+		carol := m.User("carol", "user", "p2")
+		m.Do(m.AdminToken, "PUT", "/v1/policies/user/carol", map[string]any{"max_slots": map[string]string{"cpu": "0"}, "max_pending_sessions": 3}, nil)
+		codes := make(chan int, 10)
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				code, _ := m.Raw(carol, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}})
+				codes <- code
+			}()
+		}
+		wg.Wait()
+		close(codes)
+		count := map[int]int{}
+		for c := range codes {
+			count[c]++
+		}
+		if count[http.StatusCreated] != 3 || count[http.StatusTooManyRequests] != 7 {
+			t.Errorf("10 concurrent submits under a cap of 3: %v", count)
+		}
+
+		// Others are not capped by alice's policy; a project cap counts the
+		// whole project.
+		create(t, m, bob, map[string]any{"image": "sleep"})
+		m.Do(m.AdminToken, "PUT", "/v1/policies/project/p1", map[string]any{"max_pending_sessions": 2}, nil)
+		if code := m.Do(bob, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}}, &e); code != http.StatusTooManyRequests {
+			t.Errorf("project cap: %d %+v", code, e)
+		}
+	})
+}
+
+func TestSessionList(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{})
+	alice := m.User("alice", "user", "p1")
+	a := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}})
+	b := create(t, m, alice, map[string]any{"image": "sleep"})
+	waitStatus(t, m, alice, b.ID, "RUNNING")
+	var list struct{ Items []session }
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"", []string{a.ID, b.ID}},
+		{"?status=PENDING", []string{a.ID}},
+		{"?status=running,pending", []string{a.ID, b.ID}},
+		{"?status=RUNNING&limit=5", []string{b.ID}},
+		{"?limit=1", []string{a.ID}},
+	} {
+		m.Do(alice, "GET", "/v1/sessions"+tc.query, nil, &list)
+		var got []string
+		for _, s := range list.Items {
+			got = append(got, s.ID)
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("list%s: %v, want %v", tc.query, got, tc.want)
+		}
+	}
+	if len(list.Items) == 1 && len(list.Items[0].Kernels) != 1 {
+		t.Errorf("listed session without its kernels: %+v", list.Items[0])
+	}
+	for _, q := range []string{"?status=NAPPING", "?limit=0", "?limit=x"} {
+		var e apiErr
+		if code := m.Do(alice, "GET", "/v1/sessions"+q, nil, &e); code != 400 || e.Error.Field == "" {
+			t.Errorf("list%s: %d %+v", q, code, e)
+		}
+	}
+}
+
+func TestLogs(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var asked []string
+	m := apitest.New(t, apitest.Options{Logs: func(_ context.Context, agent domain.AgentID, k domain.KernelID) (ioReadCloser, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, string(agent)+"/"+string(k))
+		return nopCloser{strings.NewReader("line 1\nline 2\n")}, nil
+	}})
+	alice := m.User("alice", "user", "p1")
+	s := create(t, m, alice, map[string]any{"image": "sleep", "cluster_size": 2})
+	pending := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}})
+	running := waitStatus(t, m, alice, s.ID, "RUNNING")
+	code, body := m.Raw(alice, "GET", "/v1/sessions/"+s.ID+"/logs?kernel=1", nil)
+	if code != 200 || string(body) != "line 1\nline 2\n" {
+		t.Errorf("logs: %d %q", code, body)
+	}
+	mu.Lock()
+	if want := running.Kernels[1].Agent + "/" + running.Kernels[1].ID; len(asked) != 1 || asked[0] != want {
+		t.Errorf("asked agents for %v, want %s", asked, want)
+	}
+	mu.Unlock()
+	if code, _ := m.Raw(alice, "GET", "/v1/sessions/"+s.ID+"/logs?kernel=7", nil); code != 404 {
+		t.Errorf("logs of a missing kernel: %d", code)
+	}
+	if code, _ := m.Raw(alice, "GET", "/v1/sessions/"+pending.ID+"/logs", nil); code != 409 {
+		t.Errorf("logs of an unplaced kernel: %d", code)
+	}
+
+	none := apitest.New(t, apitest.Options{})
+	tok := none.User("alice", "user", "p1")
+	s2 := create(t, none, tok, map[string]any{"image": "sleep"})
+	if code, _ := none.Raw(tok, "GET", "/v1/sessions/"+s2.ID+"/logs", nil); code != http.StatusNotImplemented {
+		t.Errorf("logs without a logs hook: %d", code)
+	}
+}
+
+func TestKernelIDsFollowSessions(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	alice := m.User("alice", "user", "p1")
+	s := create(t, m, alice, map[string]any{"image": "sleep", "cluster_size": 2})
+	ks, err := m.Store.ListKernels(context.Background(), store.KernelFilter{Sessions: []domain.SessionID{domain.SessionID(s.ID)}})
+	if err != nil || len(ks) != 2 || string(ks[1].ID) != s.ID+"-k1" || ks[1].ClusterRole != domain.RoleSub {
+		t.Errorf("stored kernels: %+v, %v", ks, err)
+	}
+}
+
+func TestSessionWithoutResourcesGetsTheDefaultRequest(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Engine: "sqlite", Manual: true})
+	alice := m.User("alice", "user", "p1")
+	s := create(t, m, alice, map[string]any{"image": "sleep"})
+	if s.RequestedSlots["cpu"] != "1" || s.RequestedSlots["mem"] != "1g" {
+		t.Fatalf("requested %v, want the default cpu 1, mem 1g", s.RequestedSlots)
+	}
+	s = create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]any{"cpu": "0.5"}})
+	if s.RequestedSlots["cpu"] != "0.5" || s.RequestedSlots["mem"] != "" {
+		t.Fatalf("requested %v, want exactly what was asked", s.RequestedSlots)
+	}
+}
