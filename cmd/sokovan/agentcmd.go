@@ -1,0 +1,109 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sokovan-go/sokovan/internal/agent"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/docker"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// newAgentDaemonCmd is `sokovan agent run`: the agent daemon.
+func newAgentDaemonCmd() *cobra.Command {
+	var cfg agent.Config
+	var id, kind, dataDir, cpu, mem, dockerHost string
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run an agent daemon that registers with a manager",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Token == "" {
+				cfg.Token = os.Getenv("SOKOVAN_AGENT_TOKEN")
+			}
+			if cfg.Token == "" {
+				return errors.New("--token (or SOKOVAN_AGENT_TOKEN) is required")
+			}
+			if id == "" {
+				host, err := os.Hostname()
+				if err != nil {
+					return err
+				}
+				id = host
+			}
+			cfg.ID = domain.AgentID(id)
+			cfg.Runtime = kind
+			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			if cpu != "" || mem != "" {
+				cfg.Capacity = agent.DetectCapacity()
+				if cpu != "" {
+					cfg.Capacity["cpu"] = cpu
+				}
+				if mem != "" {
+					cfg.Capacity["mem"] = mem
+				}
+			}
+			a, err := agent.New(cfg)
+			if err != nil {
+				return err
+			}
+			var rt runtime.Runtime
+			switch kind {
+			case "process":
+				self, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				rt, err = process.New(process.Config{DataDir: filepath.Join(dataDir, "kernels"), Catalog: process.DefaultCatalog(self),
+					Sink: a.Sink, Log: cfg.Log, Cgroups: process.CgroupConfig{Name: "sokovan-" + id}})
+				if err != nil {
+					return err
+				}
+			case "docker":
+				d, err := docker.New(cmd.Context(), docker.Config{Host: dockerHost, AgentID: id,
+					DataDir: filepath.Join(dataDir, "docker"), Sink: a.Sink, Log: cfg.Log})
+				if err != nil {
+					return err
+				}
+				// Find the kernels an earlier run of this agent left
+				// running, so registration reports them.
+				if err := d.Recover(cmd.Context()); err != nil {
+					return err
+				}
+				rt = d
+			case "sim":
+				rt, err = sim.New(sim.Config{Sink: a.Sink})
+				if err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("--runtime %q: want process, docker or sim", kind)
+			}
+			return a.Run(cmd.Context(), rt)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Manager, "manager", "http://127.0.0.1:8470", "manager URL (several, comma-separated, to fail over)")
+	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", 5*time.Second, "heartbeat interval")
+	f.StringVar(&cfg.Token, "token", "", "agent token (or SOKOVAN_AGENT_TOKEN)")
+	f.StringVar(&cfg.ResourceGroup, "resource-group", "default", "resource group to join")
+	f.StringVar(&kind, "runtime", "process", "runtime: process, docker or sim")
+	f.StringVar(&dockerHost, "docker-host", "", "Docker engine address (default: DOCKER_HOST or the local socket)")
+	f.StringVar(&id, "id", "", "agent id (default: the host name)")
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:6001", "RPC listen address")
+	f.StringVar(&cfg.Advertise, "advertise", "", "address the manager calls (default: http://LISTEN)")
+	f.StringVar(&dataDir, "data-dir", "./sokovan-agent", "kernel logs and work directories")
+	f.StringVar(&cpu, "cpu", "", "cpu to offer (default: detected)")
+	f.StringVar(&mem, "mem", "", "memory to offer, e.g. 16g (default: detected)")
+	f.IntVar(&cfg.MaxKernels, "max-kernels", 0, "cap on kernels (0: none)")
+	return cmd
+}

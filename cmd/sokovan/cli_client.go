@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// addClientCommands adds the verbs that talk to a manager's API: session,
+// agent, rg, user, policy and login. They find the manager through
+// SOKOVAN_ADDR and SOKOVAN_TOKEN, else the file `sokovan login` writes.
+func addClientCommands(root *cobra.Command) {
+	root.AddCommand(newSessionCmd(), newAgentCmd(), newRGCmd(), newUserCmd(), newPolicyCmd(), newLoginCmd())
+}
+
+// defaultAddr is where dev mode listens.
+const defaultAddr = "http://127.0.0.1:8470"
+
+// clientConfig is what `sokovan login` saves.
+type clientConfig struct {
+	Addr  string `json:"addr"`
+	Token string `json:"token"`
+}
+
+func configPath() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("cannot find a config directory: %w", err)
+	}
+	return filepath.Join(dir, "sokovan", "config.json"), nil
+}
+
+// loadConfig reads the saved config; a missing file is an empty config.
+func loadConfig() (clientConfig, error) {
+	var cfg clientConfig
+	path, err := configPath()
+	if err != nil {
+		return cfg, err
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return cfg, nil
+	}
+	if err != nil {
+		return cfg, err
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// saveConfig writes the config readable by its owner only: it holds a
+// token.
+func saveConfig(cfg clientConfig) (string, error) {
+	path, err := configPath()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ") // two strings always marshal
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return "", err
+	}
+	// WriteFile keeps the mode of a file that exists; make sure.
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp, path)
+}
+
+// client talks to one manager.
+type client struct {
+	addr, token string
+	http        *http.Client // for requests with an answer
+	stream      *http.Client // for event streams and logs: no timeout
+}
+
+// newClient resolves the manager: the environment first, then the saved
+// config, then dev mode's address.
+func newClient() (*client, error) {
+	cfg, err := loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if v := os.Getenv("SOKOVAN_ADDR"); v != "" {
+		cfg.Addr = v
+	}
+	if v := os.Getenv("SOKOVAN_TOKEN"); v != "" {
+		cfg.Token = v
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = defaultAddr
+	}
+	if cfg.Token == "" {
+		return nil, errors.New("no token: set SOKOVAN_TOKEN or run `sokovan login`")
+	}
+	return &client{addr: strings.TrimRight(cfg.Addr, "/"), token: cfg.Token,
+		http: &http.Client{Timeout: 30 * time.Second}, stream: &http.Client{}}, nil
+}
+
+// apiError is an error answer of the API. It reads as the message with the
+// field at fault, which main prints after "sokovan: ".
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+	Field   string
+}
+
+func (e *apiError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s (field: %s)", e.Message, e.Field)
+	}
+	return e.Message
+}
+
+func (c *client) request(ctx context.Context, method, path string, body any) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.addr+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("bad manager address %q: %w", c.addr, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// send makes a request and returns the response of a success; an error
+// answer becomes an *apiError.
+func (c *client) send(hc *http.Client, req *http.Request) (*http.Response, error) {
+	resp, err := hc.Do(req)
+	if err != nil {
+		if req.Context().Err() != nil {
+			return nil, req.Context().Err()
+		}
+		return nil, fmt.Errorf("cannot reach the manager at %s: %w", c.addr, err)
+	}
+	if resp.StatusCode < 400 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var body struct {
+		Error struct {
+			Code, Message, Field string
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &body); err != nil || body.Error.Message == "" {
+		return nil, &apiError{Status: resp.StatusCode, Message: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))}
+	}
+	return nil, &apiError{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message, Field: body.Error.Field}
+}
+
+// do sends a JSON request and returns the answer's body; out, when not
+// nil, receives it decoded.
+func (c *client) do(ctx context.Context, method, path string, body, out any) ([]byte, error) {
+	req, err := c.request(ctx, method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(c.http, req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return nil, fmt.Errorf("unexpected answer from %s %s: %w", method, path, err)
+		}
+	}
+	return raw, nil
+}
+
+// sseEvent is one server-sent event.
+type sseEvent struct {
+	ID, Event, Data string
+}
+
+// events opens the event stream and hands each event to fn until fn says
+// it is done, the stream ends (io.EOF) or fails.
+func (c *client) events(ctx context.Context, path, lastID string, fn func(sseEvent) (bool, error)) error {
+	req, err := c.request(ctx, "GET", path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := c.send(c.stream, req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	var ev sseEvent
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if ev.Event != "" || ev.Data != "" {
+				done, err := fn(ev)
+				if err != nil || done {
+					return err
+				}
+			}
+			ev = sseEvent{}
+		case strings.HasPrefix(line, ":"): // a comment: keep-alive
+		default:
+			k, v, _ := strings.Cut(line, ":")
+			v = strings.TrimPrefix(v, " ")
+			switch k {
+			case "id":
+				ev.ID = v
+			case "event":
+				ev.Event = v
+			case "data":
+				if ev.Data != "" {
+					ev.Data += "\n"
+				}
+				ev.Data += v
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("event stream: %w", err)
+	}
+	return io.EOF
+}
+
+// output is the -o flag of every client verb.
+type output struct{ format string }
+
+func (o *output) register(cmd *cobra.Command) {
+	cmd.PersistentFlags().StringVarP(&o.format, "output", "o", "table", "output format: table or json (the API's JSON)")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+func (o *output) check() error {
+	if o.format != "table" && o.format != "json" {
+		return fmt.Errorf("unknown output format %q (want table or json)", o.format)
+	}
+	return nil
+}
+
+func (o *output) json() bool { return o.format == "json" }
+
+// printJSON writes the API's JSON, indented for reading; the content is
+// unchanged.
+func printJSON(w io.Writer, raw []byte) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, bytes.TrimSpace(raw), "", "  "); err != nil {
+		_, werr := w.Write(raw)
+		return werr
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// table writes aligned columns.
+func table(w io.Writer, header []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// when writes a time for a table: local, to the second; "-" when unset.
+func when(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// slotList writes slots as "cpu=2 mem=4g", in a stable order.
+func slotList(m map[string]string) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+// keyValues splits repeated NAME=VALUE flags.
+func keyValues(flag string, pairs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--%s wants NAME=VALUE, got %q", flag, p)
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("--%s names %s twice", flag, k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// completeFrom offers completions fetched from the manager, quietly
+// offering nothing when it cannot be reached.
+func completeFrom(list func(ctx context.Context, c *client) ([]string, error)) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		c, err := newClient()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+		defer cancel()
+		out, err := list(ctx, c)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// call makes one API request and prints the answer: the API's own JSON
+// with -o json, otherwise what render writes from the decoded value.
+func call[T any](cmd *cobra.Command, o *output, method, path string, body any, render func(w io.Writer, v T) error) error {
+	c, err := newClient()
+	if err != nil {
+		return err
+	}
+	var v T
+	raw, err := c.do(cmd.Context(), method, path, body, &v)
+	if err != nil {
+		return err
+	}
+	if o.json() {
+		return printJSON(cmd.OutOrStdout(), raw)
+	}
+	return render(cmd.OutOrStdout(), v)
+}

@@ -1,0 +1,419 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+type agentOut struct {
+	ID             string            `json:"id"`
+	ResourceGroup  string            `json:"resource_group"`
+	Status         string            `json:"status"`
+	Schedulable    bool              `json:"schedulable"`
+	Architecture   string            `json:"architecture"`
+	AvailableSlots map[string]string `json:"available_slots"`
+	OccupiedSlots  map[string]string `json:"occupied_slots"`
+	FreeSlots      map[string]string `json:"free_slots"`
+	KernelCount    int               `json:"kernel_count"`
+	LastHeartbeat  *time.Time        `json:"last_heartbeat"`
+}
+
+func listAgentIDs(ctx context.Context, c *client) ([]string, error) {
+	var list struct{ Items []agentOut }
+	if _, err := c.do(ctx, "GET", "/v1/agents", nil, &list); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(list.Items))
+	for i, a := range list.Items {
+		out[i] = a.ID + "\t" + a.Status + " " + a.ResourceGroup
+	}
+	return out, nil
+}
+
+func newAgentCmd() *cobra.Command {
+	var o output
+	cmd := &cobra.Command{
+		Use:               "agent",
+		Aliases:           []string{"agents"},
+		Short:             "Run an agent daemon; list agents, cordon, uncordon and drain them (admin)",
+		PersistentPreRunE: func(*cobra.Command, []string) error { return o.check() },
+	}
+	o.register(cmd)
+	cmd.AddCommand(newAgentDaemonCmd())
+	ls := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List agents",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return call(cmd, &o, "GET", "/v1/agents", nil, func(w io.Writer, list struct{ Items []agentOut }) error {
+				rows := make([][]string, len(list.Items))
+				for i, a := range list.Items {
+					sched := "yes"
+					if !a.Schedulable {
+						sched = "no (cordoned)"
+					}
+					rows[i] = []string{a.ID, a.ResourceGroup, a.Status, sched, a.Architecture, slotList(a.FreeSlots),
+						slotList(a.AvailableSlots), strconv.Itoa(a.KernelCount), when(a.LastHeartbeat)}
+				}
+				return table(w, []string{"ID", "GROUP", "STATUS", "SCHEDULABLE", "ARCH", "FREE", "CAPACITY", "KERNELS", "HEARTBEAT"}, rows)
+			})
+		},
+	}
+	cmd.AddCommand(ls)
+	for _, v := range []struct{ verb, short, done string }{
+		{"cordon", "Place nothing new on the agent", "cordoned"},
+		{"uncordon", "Place kernels on the agent again", "uncordoned"},
+		{"drain", "Place nothing new on the agent; what runs there runs to its end", "draining"},
+	} {
+		cmd.AddCommand(&cobra.Command{
+			Use:               v.verb + " ID",
+			Short:             v.short,
+			Args:              cobra.ExactArgs(1),
+			ValidArgsFunction: completeFrom(listAgentIDs),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return call(cmd, &o, "POST", "/v1/agents/"+url.PathEscape(args[0])+"/"+v.verb, nil, func(w io.Writer, a agentOut) error {
+					fmt.Fprintf(w, "agent %s %s (schedulable: %v, kernels: %d)\n", a.ID, v.done, a.Schedulable, a.KernelCount)
+					return nil
+				})
+			},
+		})
+	}
+	return cmd
+}
+
+type groupOut struct {
+	Name         string            `json:"name"`
+	State        string            `json:"state"`
+	Sequencer    string            `json:"sequencer"`
+	Selector     string            `json:"selector"`
+	HeadOfLine   string            `json:"head_of_line"`
+	MaxRetries   int               `json:"max_retries"`
+	AllowedTypes []string          `json:"allowed_types"`
+	Timeouts     map[string]string `json:"timeouts"`
+}
+
+func listGroupNames(ctx context.Context, c *client) ([]string, error) {
+	var list struct{ Items []groupOut }
+	if _, err := c.do(ctx, "GET", "/v1/resource-groups", nil, &list); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(list.Items))
+	for i, g := range list.Items {
+		out[i] = g.Name + "\t" + g.State
+	}
+	return out, nil
+}
+
+var timeoutPhases = []string{"pending", "scheduled", "preparing", "prepared", "creating", "terminating"}
+
+func newRGCmd() *cobra.Command {
+	var o output
+	cmd := &cobra.Command{
+		Use:               "rg",
+		Aliases:           []string{"resource-group", "resource-groups"},
+		Short:             "List, show and configure resource groups",
+		PersistentPreRunE: func(*cobra.Command, []string) error { return o.check() },
+	}
+	o.register(cmd)
+	printGroup := func(w io.Writer, g groupOut) {
+		types := "all"
+		if len(g.AllowedTypes) > 0 {
+			types = strings.Join(g.AllowedTypes, ", ")
+		}
+		fmt.Fprintf(w, "Name:          %s\nState:         %s\nSequencer:     %s\nSelector:      %s\nHead of line:  %s\n"+
+			"Max retries:   %d\nSession types: %s\nTimeouts:\n", g.Name, g.State, g.Sequencer, g.Selector, g.HeadOfLine,
+			g.MaxRetries, types)
+		for _, p := range timeoutPhases {
+			fmt.Fprintf(w, "  %-12s %s\n", p+":", g.Timeouts[p])
+		}
+	}
+	ls := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List resource groups",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return call(cmd, &o, "GET", "/v1/resource-groups", nil, func(w io.Writer, list struct{ Items []groupOut }) error {
+				rows := make([][]string, len(list.Items))
+				for i, g := range list.Items {
+					rows[i] = []string{g.Name, g.State, g.Sequencer, g.Selector, g.HeadOfLine, strconv.Itoa(g.MaxRetries)}
+				}
+				return table(w, []string{"NAME", "STATE", "SEQUENCER", "SELECTOR", "HEAD OF LINE", "MAX RETRIES"}, rows)
+			})
+		},
+	}
+	show := &cobra.Command{
+		Use:               "show NAME",
+		Short:             "Show a resource group",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeFrom(listGroupNames),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(cmd, &o, "GET", "/v1/resource-groups/"+url.PathEscape(args[0]), nil, func(w io.Writer, g groupOut) error {
+				printGroup(w, g)
+				return nil
+			})
+		},
+	}
+	var (
+		state, seq, sel, hol string
+		retries              int
+		timeouts, types      []string
+	)
+	set := &cobra.Command{
+		Use:   "set NAME [flags]",
+		Short: "Create a resource group or change some of its settings (admin)",
+		Long:  "Settings not given keep their value (or the default, for a new group).",
+		Example: "  sokovan rg set default --sequencer drf --selector dispersed\n" +
+			"  sokovan rg set gpu --state DRAINING --timeout pending=1h",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeFrom(listGroupNames),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{}
+			f := cmd.Flags()
+			if f.Changed("state") {
+				body["state"] = strings.ToUpper(state)
+			}
+			if f.Changed("sequencer") {
+				body["sequencer"] = seq
+			}
+			if f.Changed("selector") {
+				body["selector"] = sel
+			}
+			if f.Changed("head-of-line") {
+				body["head_of_line"] = hol
+			}
+			if f.Changed("max-retries") {
+				body["max_retries"] = retries
+			}
+			if f.Changed("allowed-types") {
+				body["allowed_types"] = types
+			}
+			if len(timeouts) > 0 {
+				t, err := keyValues("timeout", timeouts)
+				if err != nil {
+					return err
+				}
+				body["timeouts"] = t
+			}
+			return call(cmd, &o, "PUT", "/v1/resource-groups/"+url.PathEscape(args[0]), body, func(w io.Writer, g groupOut) error {
+				printGroup(w, g)
+				return nil
+			})
+		},
+	}
+	sf := set.Flags()
+	sf.StringVar(&state, "state", "", "ACTIVE, STOPPED or DRAINING")
+	sf.StringVar(&seq, "sequencer", "", "queue order: fifo, lifo or drf")
+	sf.StringVar(&sel, "selector", "", "agent choice: concentrated, dispersed or round-robin")
+	sf.StringVar(&hol, "head-of-line", "", "skip (later sessions may pass one that does not fit) or block")
+	sf.IntVar(&retries, "max-retries", 0, "failed attempts per phase before giving up")
+	sf.StringSliceVar(&types, "allowed-types", nil, "session types the group runs (comma-separated; empty: all)")
+	sf.StringArrayVar(&timeouts, "timeout", nil, "PHASE=DURATION, such as pending=1h or creating=10m (0s: no bound; repeatable)")
+	_ = set.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]string{"ACTIVE", "STOPPED", "DRAINING"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = set.RegisterFlagCompletionFunc("sequencer", cobra.FixedCompletions([]string{"fifo", "lifo", "drf"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = set.RegisterFlagCompletionFunc("selector", cobra.FixedCompletions([]string{"concentrated", "dispersed", "round-robin"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = set.RegisterFlagCompletionFunc("head-of-line", cobra.FixedCompletions([]string{"skip", "block"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.AddCommand(ls, show, set)
+	return cmd
+}
+
+func newUserCmd() *cobra.Command {
+	var o output
+	cmd := &cobra.Command{
+		Use:               "user",
+		Aliases:           []string{"users"},
+		Short:             "Manage users (admin)",
+		PersistentPreRunE: func(*cobra.Command, []string) error { return o.check() },
+	}
+	o.register(cmd)
+	var role, project, dom string
+	create := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a user and print its token (shown once)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			body := map[string]string{"name": args[0], "role": role, "project": project, "domain": dom}
+			var u struct{ ID, Name, Role, Project, Domain, Token string }
+			raw, err := c.do(cmd.Context(), "POST", "/v1/users", body, &u)
+			if err != nil {
+				return err
+			}
+			if o.json() {
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "created user %s (%s, project %s, domain %s)\ntoken (shown only now): %s\n",
+				u.Name, u.Role, u.Project, u.Domain, u.Token)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&role, "role", "user", "admin or user")
+	create.Flags().StringVar(&project, "project", "", "project (default: default)")
+	create.Flags().StringVar(&dom, "domain", "", "domain (default: default)")
+	_ = create.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"admin", "user"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.AddCommand(create)
+	return cmd
+}
+
+func newPolicyCmd() *cobra.Command {
+	var o output
+	cmd := &cobra.Command{
+		Use:               "policy",
+		Aliases:           []string{"policies"},
+		Short:             "Set and show resource policies of users, projects and domains (admin)",
+		PersistentPreRunE: func(*cobra.Command, []string) error { return o.check() },
+	}
+	o.register(cmd)
+	type policyOut struct {
+		Scope                 string            `json:"scope"`
+		Name                  string            `json:"name"`
+		MaxSlots              map[string]string `json:"max_slots"`
+		MaxConcurrentSessions int               `json:"max_concurrent_sessions"`
+		MaxPendingSessions    int               `json:"max_pending_sessions"`
+	}
+	printPolicy := func(w io.Writer, p policyOut) {
+		limit := func(n int) string {
+			if n == 0 {
+				return "no limit"
+			}
+			return strconv.Itoa(n)
+		}
+		slots := slotList(p.MaxSlots)
+		if len(p.MaxSlots) == 0 {
+			slots = "no limit"
+		}
+		fmt.Fprintf(w, "%s %s: max slots %s; concurrent sessions %s; pending sessions %s\n", p.Scope, p.Name, slots,
+			limit(p.MaxConcurrentSessions), limit(p.MaxPendingSessions))
+	}
+	var (
+		slots           []string
+		conc, pend      int
+		scopeCompletion = cobra.FixedCompletions([]string{"user", "project", "domain"}, cobra.ShellCompDirectiveNoFileComp)
+	)
+	set := &cobra.Command{
+		Use:   "set SCOPE NAME [--max-slot SLOT=Q]... [--max-concurrent N] [--max-pending N]",
+		Short: "Replace the policy of a user, project or domain",
+		Long:  "SCOPE is user, project or domain. Slots not named are unlimited; 0 sessions is no limit.",
+		Args:  cobra.ExactArgs(2),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, s string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return scopeCompletion(cmd, args, s)
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			limits, err := keyValues("max-slot", slots)
+			if err != nil {
+				return err
+			}
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			body := map[string]any{"max_slots": limits, "max_concurrent_sessions": conc, "max_pending_sessions": pend}
+			var p policyOut
+			raw, err := c.do(cmd.Context(), "PUT", "/v1/policies/"+url.PathEscape(args[0])+"/"+url.PathEscape(args[1]), body, &p)
+			if err != nil {
+				return err
+			}
+			if o.json() {
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			printPolicy(cmd.OutOrStdout(), p)
+			return nil
+		},
+	}
+	set.Flags().StringArrayVar(&slots, "max-slot", nil, "most of a slot in use at once, SLOT=QUANTITY (repeatable)")
+	set.Flags().IntVar(&conc, "max-concurrent", 0, "most sessions holding resources at once (0: no limit)")
+	set.Flags().IntVar(&pend, "max-pending", 0, "most PENDING sessions; more are refused at submit (0: no limit)")
+	show := &cobra.Command{
+		Use:   "show SCOPE NAME",
+		Short: "Show a policy",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(cmd, &o, "GET", "/v1/policies/"+url.PathEscape(args[0])+"/"+url.PathEscape(args[1]), nil, func(w io.Writer, p policyOut) error {
+				printPolicy(w, p)
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(set, show)
+	return cmd
+}
+
+func newLoginCmd() *cobra.Command {
+	var (
+		addr, token string
+		o           output
+	)
+	cmd := &cobra.Command{
+		Use:   "login [--addr URL] [--token TOKEN]",
+		Short: "Check a token against a manager and save both for later commands",
+		Long: "Saves the address and token in a file only you can read (" + "<config dir>/sokovan/config.json" + ").\n" +
+			"Without --token, the token is read from SOKOVAN_TOKEN or, failing that, from standard input.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.check(); err != nil {
+				return err
+			}
+			if addr == "" {
+				addr = os.Getenv("SOKOVAN_ADDR")
+			}
+			if addr == "" {
+				cfg, _ := loadConfig()
+				addr = cfg.Addr
+			}
+			if addr == "" {
+				addr = defaultAddr
+			}
+			if token == "" {
+				token = os.Getenv("SOKOVAN_TOKEN")
+			}
+			if token == "" {
+				fmt.Fprint(cmd.ErrOrStderr(), "token: ")
+				line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+				if err != nil && !errors.Is(err, io.EOF) {
+					return err
+				}
+				token = strings.TrimSpace(line)
+			}
+			if token == "" {
+				return errors.New("no token given")
+			}
+			c := &client{addr: strings.TrimRight(addr, "/"), token: token, http: &http.Client{Timeout: 30 * time.Second}}
+			var me struct{ Name, Role string }
+			raw, err := c.do(cmd.Context(), "GET", "/v1/me", nil, &me)
+			if err != nil {
+				return err
+			}
+			path, err := saveConfig(clientConfig{Addr: c.addr, Token: token})
+			if err != nil {
+				return fmt.Errorf("save login: %w", err)
+			}
+			if o.json() {
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "logged in to %s as %s (%s); saved in %s\n", c.addr, me.Name, me.Role, path)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "", "manager URL (default: SOKOVAN_ADDR, the saved one, or "+defaultAddr+")")
+	cmd.Flags().StringVar(&token, "token", "", "API token")
+	o.register(cmd)
+	return cmd
+}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/api/apitest"
+)
+
+// binary is the sokovan command built for the CLI tests, which run it
+// as a user would, against a manager running in the test.
+var binary string
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "sokovan-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "sokovan")
+	goTool := "go"
+	if _, err := exec.LookPath(goTool); err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go") // the toolchain running this test
+	}
+	build := exec.Command(goTool, "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build sokovan:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// cli runs the binary against a manager.
+type cli struct {
+	t    *testing.T
+	m    *apitest.Manager
+	home string
+}
+
+func newCLI(t *testing.T, m *apitest.Manager) *cli {
+	return &cli{t: t, m: m, home: t.TempDir()}
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs sokovan with the token (none when empty) and its own config
+// directory, so no test reads a developer's saved login.
+func (c *cli) run(token string, args ...string) result {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	env := []string{"HOME=" + c.home, "XDG_CONFIG_HOME=" + filepath.Join(c.home, ".config"), "PATH=" + os.Getenv("PATH")}
+	if c.m != nil {
+		env = append(env, "SOKOVAN_ADDR="+c.m.URL)
+	}
+	if token != "" {
+		env = append(env, "SOKOVAN_TOKEN="+token)
+	}
+	cmd.Env = env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		c.t.Fatalf("sokovan %v: %v", args, err)
+	}
+	return result{stdout: out.String(), stderr: errOut.String(), code: code}
+}
+
+// ok runs sokovan and fails the test unless it exits 0.
+func (c *cli) ok(token string, args ...string) string {
+	c.t.Helper()
+	r := c.run(token, args...)
+	if r.code != 0 {
+		c.t.Fatalf("sokovan %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+func TestCLICreateWaitRunning(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p1")
+	out := c.ok(alice, "session", "create", "--image", "sleep", "--cpu", "1", "--mem", "1g", "--name", "web", "--wait")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.Contains(lines[0], "PENDING") || !strings.Contains(lines[len(lines)-1], "RUNNING") || len(lines) < 3 {
+		t.Errorf("wait printed:\n%s\nwant PENDING first, RUNNING last, and the steps between", out)
+	}
+
+	// A batch job that exits 0 counts as success; one that exits 3 does not.
+	if out := c.ok(alice, "session", "create", "--image", "exit:0", "--type", "batch", "--wait-end"); !strings.Contains(out, "TERMINATED") {
+		t.Errorf("--wait-end stopped before the end:\n%s", out)
+	}
+	r := c.run(alice, "session", "create", "--image", "exit:3", "--type", "batch", "--wait-end", "-o", "json")
+	if r.code == 0 || !strings.Contains(r.stderr, "outcome failure") || !strings.Contains(r.stderr, "exited 3") {
+		t.Errorf("failed job: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	var s struct{ Status, Outcome string }
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil || s.Outcome != "failure" {
+		t.Errorf("-o json with --wait printed %q (%v)", r.stdout, err)
+	}
+	// An image no agent has ends CANCELLED after its retries.
+	r = c.run(alice, "session", "create", "--image", "no-such-image", "--wait")
+	if r.code == 0 || !strings.Contains(r.stderr, "CANCELLED") || !strings.Contains(r.stdout, "CANCELLED") {
+		t.Errorf("unknown image: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestCLIListShowAndRemove(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p1")
+	id := strings.Fields(c.ok(alice, "session", "create", "--image", "sleep", "--slot", "cpu=0.5", "--slot", "mem=256m"))[0]
+	var list struct {
+		Items []struct {
+			ID             string
+			Owner          string
+			RequestedSlots map[string]string `json:"requested_slots"`
+		}
+	}
+	out := c.ok(alice, "session", "ls", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("ls -o json is not JSON: %v\n%s", err, out)
+	}
+	if len(list.Items) != 1 || list.Items[0].ID != id || list.Items[0].RequestedSlots["cpu"] != "0.5" {
+		t.Errorf("ls -o json: %+v", list.Items)
+	}
+	if out := c.ok(alice, "session", "ls"); !strings.Contains(out, id) || !strings.Contains(out, "STATUS") {
+		t.Errorf("ls table:\n%s", out)
+	}
+	if out := c.ok(alice, "session", "show", id); !strings.Contains(out, id+"-k0") || !strings.Contains(out, "cpu=0.5 mem=256m") {
+		t.Errorf("show:\n%s", out)
+	}
+	if out := c.ok(alice, "session", "history", id); !strings.Contains(out, "ScheduleNewSessions") {
+		t.Errorf("history:\n%s", out)
+	}
+	apitest.Eventually(t, 20*time.Second, "the session to run", func() bool {
+		return strings.Contains(c.ok(alice, "session", "show", id), "RUNNING")
+	})
+	if out := c.ok(alice, "session", "rm", id); !strings.Contains(out, "TERMINATING") {
+		t.Errorf("rm:\n%s", out)
+	}
+	if out := c.ok(alice, "agent", "ls", "-o", "json"); !json.Valid([]byte(out)) {
+		t.Errorf("agent ls -o json:\n%s", out)
+	}
+	if out := c.ok(alice, "rg", "show", "default"); !strings.Contains(out, "Sequencer:     fifo") {
+		t.Errorf("rg show:\n%s", out)
+	}
+}
+
+func TestCLIWhyQuota(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p1")
+	if out := c.ok(m.AdminToken, "policy", "set", "user", "alice", "--max-slot", "cpu=1"); !strings.Contains(out, "cpu=1") {
+		t.Errorf("policy set:\n%s", out)
+	}
+	id := strings.Fields(c.ok(alice, "session", "create", "--image", "sleep", "--cpu", "2"))[0]
+	out := c.ok(alice, "session", "why", id)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("why printed %d lines:\n%s", len(lines), out)
+	}
+	for _, want := range []string{"quota", "user:alice cpu", "requested 2, available 1", "hint:", "sokovan policy set user alice --max-slot cpu="} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("why line %q lacks %q", lines[0], want)
+		}
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p1")
+	for _, tc := range []struct {
+		name  string
+		token string
+		args  []string
+		want  string
+	}{
+		{"unknown flag", alice, []string{"session", "create", "--image", "sleep", "--gpus", "1"}, "sokovan: unknown flag: --gpus"},
+		{"negative quantity", alice, []string{"session", "create", "--image", "sleep", "--cpu=-1"},
+			`sokovan: quantity "-1" is negative (field: resources.cpu)`},
+		{"malformed quantity", alice, []string{"session", "create", "--image", "sleep", "--mem", "lots"}, "(field: resources.mem)"},
+		{"unknown slot", alice, []string{"session", "create", "--image", "sleep", "--slot", "tpu=1"}, `unknown slot type "tpu"`},
+		{"slot without a value", alice, []string{"session", "create", "--image", "sleep", "--slot", "cpu"}, "--slot wants NAME=VALUE"},
+		{"cluster size not a number", alice, []string{"session", "create", "--image", "sleep", "--cluster-size", "two"}, `invalid argument "two"`},
+		{"cluster size too big", alice, []string{"session", "create", "--image", "sleep", "--cluster-size", "65"}, "(field: cluster_size)"},
+		{"no image", alice, []string{"session", "create"}, `required flag(s) "image" not set`},
+		{"bad output", alice, []string{"session", "ls", "-o", "yaml"}, "unknown output format"},
+		{"missing session", alice, []string{"session", "show", "nope"}, `sokovan: no session "nope"`},
+		{"no token", "", []string{"session", "ls"}, "no token"},
+		{"bad token", "skv_wrong", []string{"session", "ls"}, "sokovan: invalid token"},
+		{"user on an admin verb", alice, []string{"agent", "cordon", "agent-0"}, "sokovan: only an admin may do this"},
+		{"unknown sequencer", m.AdminToken, []string{"rg", "set", "default", "--sequencer", "random"}, "(field: sequencer)"},
+	} {
+		r := c.run(tc.token, tc.args...)
+		if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want non-zero and %q", tc.name, r.code, r.stderr, tc.want)
+		}
+	}
+	if r := c.run(alice, "session", "ls"); r.code != 0 || strings.Contains(r.stdout, "PENDING") {
+		t.Errorf("refused creates left sessions behind:\n%s", r.stdout)
+	}
+}
+
+func TestCLILoginAndUsers(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	c := newCLI(t, m)
+	out := c.ok("", "login", "--token", m.AdminToken)
+	if !strings.Contains(out, "as admin (admin)") {
+		t.Errorf("login:\n%s", out)
+	}
+	path := filepath.Join(c.home, ".config", "sokovan", "config.json")
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := info.Mode().Perm(); perm != 0o600 {
+		t.Errorf("config file mode %v, want 0600", perm)
+	}
+	// Later commands use the saved login; SOKOVAN_ADDR is still set by
+	// run, so check the saved address too.
+	raw, _ := os.ReadFile(path)
+	if !strings.Contains(string(raw), m.URL) {
+		t.Errorf("saved config lacks the address: %s", raw)
+	}
+	out = c.ok("", "user", "create", "bob", "--project", "ml")
+	if !strings.Contains(out, "token (shown only now): skv_") {
+		t.Errorf("user create:\n%s", out)
+	}
+	bob := strings.TrimSpace(out[strings.LastIndex(out, "skv_"):])
+	c.ok(bob, "session", "ls")
+	var me struct{ Name, Project string }
+	if err := json.Unmarshal([]byte(c.ok("", "login", "--token", bob, "-o", "json")), &me); err != nil || me.Name != "bob" || me.Project != "ml" {
+		t.Errorf("login -o json as bob: %+v %v", me, err)
+	}
+	if r := c.run("", "login", "--token", "skv_wrong"); r.code == 0 || !strings.Contains(r.stderr, "invalid token") {
+		t.Errorf("login with a bad token: exit %d %s", r.code, r.stderr)
+	}
+}
+
+func TestCLICompletion(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, nil)
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		if out := c.ok("", "completion", shell); !strings.Contains(out, "sokovan") {
+			t.Errorf("completion %s printed %d bytes without the command's name", shell, len(out))
+		}
+	}
+	// Cobra's hidden completion entry point lists the verbs.
+	if out := c.ok("", "__complete", "session", ""); !strings.Contains(out, "create") || !strings.Contains(out, "why") {
+		t.Errorf("completing session verbs:\n%s", out)
+	}
+}

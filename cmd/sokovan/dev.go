@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sokovan-go/sokovan/internal/manager"
+)
+
+func newDevCmd() *cobra.Command {
+	var cfg manager.DevConfig
+	var cpu, mem string
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a manager and local agents in one process (SQLite, process runtime)",
+		Long: `Starts a manager with SQLite under --data-dir, the in-process event path and
+--agents local agents on the process runtime. Prints the API URL and the admin
+token (also written to DATA_DIR/admin-token; SOKOVAN_ADMIN_TOKEN overrides it).
+Ctrl-C stops it; a restart on the same directory carries every session on.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.AdminToken = os.Getenv("SOKOVAN_ADMIN_TOKEN")
+			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			if cpu != "" || mem != "" {
+				cfg.AgentCapacity = map[string]string{}
+				if cpu != "" {
+					cfg.AgentCapacity["cpu"] = cpu
+				}
+				if mem != "" {
+					cfg.AgentCapacity["mem"] = mem
+				}
+			}
+			cfg.UserAPI = userAPI
+			out := cmd.OutOrStdout()
+			return manager.RunDev(cmd.Context(), cfg, func(info manager.DevInfo) {
+				fmt.Fprintf(out, "Sokovan-Go dev mode\n  API:         %s\n  admin token: %s\n  agents:      %s\n  data dir:    %s\n",
+					info.URL, info.AdminToken, strings.Join(agentNames(info), ", "), cfg.DataDir)
+				fmt.Fprintf(out, "\n  export SOKOVAN_ADDR=%s SOKOVAN_TOKEN=%s\n", info.URL, info.AdminToken)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DataDir, "data-dir", "./sokovan-data", "where the SQLite database, tokens and kernel logs live")
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:8470", "API address")
+	f.IntVar(&cfg.Agents, "agents", 2, "number of local agents")
+	f.StringVar(&cpu, "agent-cpu", "", "cpu each local agent offers (default: the machine's)")
+	f.StringVar(&mem, "agent-mem", "", "memory each local agent offers, e.g. 8g (default: the machine's)")
+	return cmd
+}
+
+func agentNames(info manager.DevInfo) []string {
+	out := make([]string, len(info.Agents))
+	for i, a := range info.Agents {
+		out[i] = string(a)
+	}
+	return out
+}

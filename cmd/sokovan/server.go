@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sokovan-go/sokovan/internal/manager"
+)
+
+func newServerCmd() *cobra.Command {
+	var cfg manager.Config
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a manager (SQLite file or PostgreSQL)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.DB == "" {
+				cfg.DB = os.Getenv("SOKOVAN_DB")
+			}
+			if cfg.AgentToken == "" {
+				cfg.AgentToken = os.Getenv("SOKOVAN_AGENT_TOKEN")
+			}
+			if cfg.Events == "" {
+				cfg.Events = os.Getenv("SOKOVAN_EVENTS")
+			}
+			if cfg.Config == "" {
+				cfg.Config = os.Getenv("SOKOVAN_CONFIG")
+			}
+			if cfg.AgentToken == "" {
+				return errors.New("--agent-token (or SOKOVAN_AGENT_TOKEN) is required")
+			}
+			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			admin := os.Getenv("SOKOVAN_ADMIN_TOKEN")
+			cfg.UserAPI = func(p manager.Parts) (httpHandler, error) { return userAPI(p, admin) }
+			m, err := manager.Open(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Sokovan-Go manager on %s\n", m.URL())
+			return m.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DB, "db", "", "postgres://… or a SQLite file (or SOKOVAN_DB)")
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:8470", "API address")
+	f.StringVar(&cfg.AgentToken, "agent-token", "", "token agents present (or SOKOVAN_AGENT_TOKEN)")
+	f.DurationVar(&cfg.Coordinator.ShortInterval, "cycle-interval", time.Second, "how often every handler runs")
+	f.DurationVar(&cfg.Coordinator.LongInterval, "sweep-interval", 30*time.Second, "how often agent loss is checked")
+	f.DurationVar(&cfg.Coordinator.HeartbeatTimeout, "heartbeat-timeout", 30*time.Second, "silence after which an agent is LOST")
+	f.DurationVar(&cfg.Coordinator.LostGrace, "lost-grace", 30*time.Second, "time a LOST agent's kernels are kept")
+	f.StringVar(&cfg.Config, "config", "", "shared settings: etcd://host:port/key or file:///path (or SOKOVAN_CONFIG)")
+	f.StringVar(&cfg.EventsStream, "events-stream", "", "Redis stream name shared by the cluster's managers")
+	f.StringVar(&cfg.Events, "events", "", "redis://… to share agent events between managers (or SOKOVAN_EVENTS)")
+	return cmd
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/api"
+	"github.com/sokovan-go/sokovan/internal/manager"
+)
+
+type httpHandler = http.Handler
+
+// userAPI builds the REST API over a manager's parts, creating the admin
+// user from adminToken when one is given.
+func userAPI(p manager.Parts, adminToken string) (http.Handler, error) {
+	if adminToken != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := api.EnsureAdmin(ctx, p.Store, adminToken); err != nil {
+			return nil, fmt.Errorf("admin token: %w", err)
+		}
+	}
+	return api.New(api.Config{}, api.Deps{
+		Store: p.Store, Sessions: p.Coordinator, Slots: p.Slots, Plugins: p.Plugins,
+		AgentRPC: p.Gateway, AgentToken: p.AgentToken, Logs: p.Agents.Logs, Gatherer: p.Gatherer,
+		Ready: func(ctx context.Context) error {
+			_, err := p.Store.ListResourceGroups(ctx)
+			return err
+		},
+	}), nil
+}
