@@ -235,6 +235,14 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 // exactly once because the move is guarded by the session's status.
 func (c *Coordinator) leave(ctx context.Context, h domain.LifecycleHandler, t *store.SessionWithKernels,
 	r domain.Result, tr domain.Transition, reason string, now time.Time, gs groups, record func(domain.HistoryEntry)) (bool, error) {
+	if tr.Session == domain.SessionPending && anyEnded(t.Kernels) {
+		// A kernel that already ended cannot follow its session back to
+		// PENDING (DESIGN.md invariant 2), and the store refuses that move;
+		// the session cannot start over, so it ends instead of waiting
+		// forever in a status nothing else takes it out of.
+		tr = domain.Transition{Session: domain.SessionTerminating}
+		reason = "cannot start over, a kernel already ended: " + reason
+	}
 	if tr.Session == domain.SessionPending {
 		var agents []domain.AgentID
 		for _, k := range t.Kernels {
@@ -265,6 +273,18 @@ func (c *Coordinator) leave(ctx context.Context, h domain.LifecycleHandler, t *s
 	moved, err := c.store.TransitionSessions(ctx, []domain.SessionID{t.Session.ID}, []domain.SessionStatus{t.Session.Status}, tr, reason, now)
 	if err != nil {
 		return false, fmt.Errorf("%s: move %s to %s: %w", h.Name, t.Session.ID, tr.Session, err)
+	}
+	if len(moved) == 0 && tr.Session == domain.SessionPending {
+		// Refused: the session moved on, or a kernel ended after t was
+		// read. In the second case take the session out as above.
+		fresh, err := c.store.GetSession(ctx, t.Session.ID)
+		if err != nil {
+			return false, fmt.Errorf("%s: reread %s: %w", h.Name, t.Session.ID, err)
+		}
+		if fresh.Session.Status == t.Session.Status && anyEnded(fresh.Kernels) {
+			return c.leave(ctx, h, &fresh, r, tr, reason, now, gs, record)
+		}
+		return false, nil
 	}
 	if len(moved) == 1 && tr.Session == domain.SessionPending {
 		// A return to PENDING is a failed placement: ScheduleNewSessions
@@ -318,4 +338,9 @@ func (c *Coordinator) destroyQuietly(ctx context.Context, agent domain.AgentID, 
 	if err := c.agents.DestroyKernel(cctx, agent, kernel, true); err != nil {
 		c.log.Warn("destroy kernel", "agent", agent, "kernel", kernel, "err", err)
 	}
+}
+
+// anyEnded reports whether a kernel has reached a terminal status.
+func anyEnded(ks []domain.Kernel) bool {
+	return slices.ContainsFunc(ks, func(k domain.Kernel) bool { return k.Status.Terminal() })
 }

@@ -285,22 +285,48 @@ func (c *Coordinator) abandonAgent(ctx context.Context, agent domain.AgentID, no
 	}
 	for _, id := range sortedSessions(requeue) {
 		s, err := c.store.GetSession(ctx, id)
-		if err != nil || !slices.Contains(notStarted, s.Session.Status) {
+		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
-		msg := fmt.Sprintf("agent %s lost before the session started", agent)
-		if err := c.store.AvoidAgents(ctx, id, []domain.AgentID{agent}); err != nil {
+		if err != nil {
 			return fmt.Errorf("sweep: %w", err)
 		}
-		ok, err := c.leave(ctx, lost, &s, domain.ResultExpired,
-			domain.Transition{Session: domain.SessionPending, Kernel: domain.KernelPending}, msg, now, gs,
-			func(e domain.HistoryEntry) { hist = append(hist, e) })
-		if err != nil {
-			return fmt.Errorf("sweep: requeue %s: %w", id, err)
+		if slices.Contains(notStarted, s.Session.Status) {
+			msg := fmt.Sprintf("agent %s lost before the session started", agent)
+			if err := c.store.AvoidAgents(ctx, id, []domain.AgentID{agent}); err != nil {
+				return fmt.Errorf("sweep: %w", err)
+			}
+			ok, err := c.leave(ctx, lost, &s, domain.ResultExpired,
+				domain.Transition{Session: domain.SessionPending, Kernel: domain.KernelPending}, msg, now, gs,
+				func(e domain.HistoryEntry) { hist = append(hist, e) })
+			if err != nil {
+				return fmt.Errorf("sweep: requeue %s: %w", id, err)
+			}
+			from := s.Session.Status
+			if s, err = c.store.GetSession(ctx, id); err != nil {
+				return fmt.Errorf("sweep: %w", err)
+			}
+			if ok {
+				hist = append(hist, domain.HistoryEntry{SessionID: id, At: now, Handler: lost.Name, Result: domain.ResultExpired,
+					From: from, To: s.Session.Status, Message: msg, Attempt: 1})
+			}
 		}
-		if ok {
-			hist = append(hist, domain.HistoryEntry{SessionID: id, At: now, Handler: lost.Name, Result: domain.ResultExpired,
-				From: s.Session.Status, To: c.landed(ctx, id, domain.SessionPending), Message: msg, Attempt: 1})
+		if s.Session.Status == domain.SessionPending || slices.Contains(notStarted, s.Session.Status) {
+			continue // requeued, or moved under us: the next sweep looks again
+		}
+		// The session is ending (it could not start over, or was being
+		// terminated): what it had on the lost agent ends with the agent,
+		// rather than waiting out the TERMINATING bound on destroy calls
+		// that cannot succeed.
+		for _, k := range s.Kernels {
+			if k.Agent != agent || !k.Status.HoldsResources() {
+				continue
+			}
+			_, err := c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: []domain.KernelStatus{k.Status},
+				To: domain.KernelError, Reason: fmt.Sprintf("agent %s lost", agent), Now: now})
+			if err != nil && !errors.Is(err, store.ErrGuardFailed) {
+				return fmt.Errorf("sweep: give up kernel %s: %w", k.ID, err)
+			}
 		}
 	}
 	if len(requeue) > 0 || len(kernels) > 0 {

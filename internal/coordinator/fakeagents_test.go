@@ -36,8 +36,10 @@ type fakeAgents struct {
 	dup     float64 // chance an event is delivered twice
 	reorder bool    // deliver the queue in random order
 	down    map[domain.AgentID]bool
-	// failCreate makes every CreateKernels call fail.
-	failCreate bool
+	// failCreate makes every CreateKernels call fail; refuseCreate only
+	// those to the agents it names.
+	failCreate   bool
+	refuseCreate map[domain.AgentID]bool
 	// loseCreateAnswer makes CreateKernels create the kernels, then fail,
 	// as a call whose answer is lost (or whose caller dies) would.
 	loseCreateAnswer bool
@@ -60,6 +62,7 @@ func newFakeAgents(seed uint64, now func() time.Time) *fakeAgents {
 		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: now,
 		pulled: map[domain.AgentID]map[string]bool{}, kernels: map[domain.KernelID]*fakeKernel{},
 		epochs: map[domain.AgentID]int64{}, down: map[domain.AgentID]bool{}, hang: map[domain.AgentID]bool{},
+		refuseCreate: map[domain.AgentID]bool{},
 	}
 }
 
@@ -145,7 +148,7 @@ func (f *fakeAgents) CreateKernels(ctx context.Context, agent domain.AgentID, sp
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.failCreate {
+	if f.failCreate || f.refuseCreate[agent] {
 		return fmt.Errorf("create on %s: %w", agent, errInjected)
 	}
 	if err := f.fail(agent); err != nil {

@@ -442,3 +442,70 @@ func TestCreatedButUnrecordedStartCarriesOn(t *testing.T) {
 		}
 	})
 }
+
+// TestEndedKernelSessionCannotStartOver is the chaos test's stuck session:
+// a 2-kernel session whose first kernel was created and has already exited
+// while the second's agent is gone. Going back to PENDING is refused (the
+// ended kernel cannot follow), so giving up, expiring and agent loss must
+// end the session instead of leaving it PREPARED forever.
+func TestEndedKernelSessionCannotStartOver(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"give-up", "agent-lost"} {
+		t.Run(path, func(t *testing.T) {
+			forEngine(t, func(t *testing.T, engine string) {
+				h := newHarness(t, engine, 2, func(g *domain.ResourceGroup) {
+					if path == "agent-lost" {
+						g.MaxRetries = 10 // the agent is lost before StartSessions gives up
+					}
+				})
+				// 6 cpu each on 8-cpu agents: one kernel per agent.
+				id := h.submit("exit:0", "6", 2, domain.MultiNode)
+				h.agents.refuseCreate["agent-1"] = true
+				h.until(id, domain.SessionPrepared)
+				h.step() // agent-0 creates its kernel; agent-1 fails
+				h.agents.down["agent-1"] = true
+				h.agents.exitKernels()
+				h.step()
+				s := h.session(id)
+				if s.Session.Status == domain.SessionPending || !slices.ContainsFunc(s.Kernels, func(k domain.Kernel) bool {
+					return k.Status == domain.KernelTerminated
+				}) {
+					t.Fatalf("setup: session %v, kernels %+v", s.Session.Status, s.Kernels)
+				}
+				switch path {
+				case "give-up":
+					h.until(id, domain.SessionTerminating)
+					h.wantHistory(id, "StartSessions:GIVE_UP")
+				case "agent-lost":
+					h.advance(31 * time.Second)
+					if err := h.c.Sweep(h.ctx); err != nil {
+						t.Fatal(err)
+					}
+					h.advance(31 * time.Second)
+					if err := h.c.Sweep(h.ctx); err != nil {
+						t.Fatal(err)
+					}
+					h.wantHistory(id, "AgentLost:EXPIRED")
+				}
+				// The kernel on the dead agent ends with the agent's loss,
+				// well inside the TERMINATING bound.
+				for range 3 {
+					h.advance(31 * time.Second)
+					if err := h.c.Sweep(h.ctx); err != nil {
+						t.Fatal(err)
+					}
+					h.step()
+				}
+				h.until(id, domain.SessionTerminated)
+				if o := h.session(id).Session.Outcome; o == domain.OutcomeSuccess {
+					t.Fatalf("outcome %v for a session that never ran whole", o)
+				}
+				for _, k := range h.session(id).Kernels {
+					if k.Agent == "agent-1" && k.Status != domain.KernelError {
+						t.Fatalf("kernel on the lost agent is %v, want ERROR", k.Status)
+					}
+				}
+			})
+		})
+	}
+}
