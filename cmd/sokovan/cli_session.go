@@ -575,7 +575,7 @@ func newSessionRemoveCmd(o *output) *cobra.Command {
 			return errors.Join(errs...)
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "record the end as forced")
+	cmd.Flags().BoolVar(&force, "force", false, "kill the kernels at once, without the grace period")
 	return cmd
 }
 

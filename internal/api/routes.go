@@ -95,7 +95,7 @@ func (s *Server) table() []route {
 		{method: "DELETE", path: "/v1/sessions/{id}", access: user, summary: "End a session",
 			desc: "PENDING sessions are CANCELLED at once; other live ones go TERMINATING and their kernels are " +
 				"destroyed. 409 when the session has already ended.",
-			query:  []param{{name: "force", typ: "boolean", desc: "recorded in the reason; kernels are always destroyed"}},
+			query:  []param{{name: "force", typ: "boolean", desc: "kill the kernels at once, without the grace period (also for a session already terminating); recorded in the reason"}},
 			status: http.StatusAccepted, resp: sessionJSON{}, handle: s.deleteSession},
 
 		{method: "GET", path: "/v1/agents", access: user, summary: "List agents",

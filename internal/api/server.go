@@ -44,8 +44,9 @@ type Store interface {
 // *coordinator.Coordinator provides it.
 type Sessions interface {
 	// Terminate ends a session at a user's request: PENDING is cancelled at
-	// once, anything else live goes TERMINATING.
-	Terminate(ctx context.Context, id domain.SessionID, reason string) (store.SessionWithKernels, error)
+	// once, anything else live goes TERMINATING; force kills its kernels at
+	// once, without the grace period.
+	Terminate(ctx context.Context, id domain.SessionID, reason string, force bool) (store.SessionWithKernels, error)
 	// Mark asks for a scheduling cycle soon.
 	Mark()
 }

@@ -546,7 +546,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if force {
 		reason += " (forced)"
 	}
-	after, err := s.sessions.Terminate(r.Context(), sk.Session.ID, reason)
+	after, err := s.sessions.Terminate(r.Context(), sk.Session.ID, reason, force)
 	if err != nil {
 		return err
 	}

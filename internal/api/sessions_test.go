@@ -196,6 +196,25 @@ func TestLifecycle(t *testing.T) {
 			}
 		}
 
+		// ?force must be a boolean, and a refused delete changes nothing;
+		// force=true kills the kernels at once, so the answer already shows
+		// them TERMINATED.
+		forced := create(t, m, alice, map[string]any{"image": "sleep"})
+		waitStatus(t, m, alice, forced.ID, "RUNNING")
+		before := stored(t, m)
+		if code := m.Do(alice, "DELETE", "/v1/sessions/"+forced.ID+"?force=maybe", nil, &e); code != http.StatusBadRequest || e.Error.Field != "force" {
+			t.Fatalf("delete ?force=maybe: %d %+v", code, e)
+		}
+		if after := stored(t, m); after != before {
+			t.Fatalf("a refused delete wrote: %+v → %+v", before, after)
+		}
+		del = session{}
+		if code := m.Do(alice, "DELETE", "/v1/sessions/"+forced.ID+"?force=true", nil, &del); code != http.StatusAccepted ||
+			(del.Status != "TERMINATING" && del.Status != "TERMINATED") || len(del.Kernels) != 1 || del.Kernels[0].Status != "TERMINATED" {
+			t.Fatalf("delete ?force=true: %d %+v", code, del)
+		}
+		waitStatus(t, m, alice, forced.ID, "TERMINATED")
+
 		// A batch job that exits 0 ends TERMINATED with success.
 		job := create(t, m, alice, map[string]any{"image": "exit:0", "type": "batch"})
 		if done := waitStatus(t, m, alice, job.ID, "TERMINATED"); done.Outcome != "success" || *done.Kernels[0].ExitCode != 0 {

@@ -48,7 +48,7 @@ func TestRandomFaults(t *testing.T) {
 				h.agents.exitKernels()
 				if rng.IntN(3) == 0 {
 					id := ids[rng.IntN(len(ids))]
-					if _, err := h.c.Terminate(h.ctx, id, "chaos"); err != nil {
+					if _, err := h.c.Terminate(h.ctx, id, "chaos", false); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -85,7 +85,7 @@ func TestRandomFaults(t *testing.T) {
 			}
 			for _, s := range live {
 				if s.Status == domain.SessionRunning {
-					if _, err := h.c.Terminate(h.ctx, s.ID, "drain"); err != nil {
+					if _, err := h.c.Terminate(h.ctx, s.ID, "drain", false); err != nil {
 						t.Fatal(err)
 					}
 				}

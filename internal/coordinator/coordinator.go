@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -429,8 +430,10 @@ func (c *Coordinator) applyEvent(ctx context.Context, k domain.Kernel, epoch int
 
 // Terminate ends a session at a user's request: a PENDING one is cancelled
 // at once; any other live one goes TERMINATING and TerminateSessions
-// destroys its kernels. It returns the session as it is afterwards.
-func (c *Coordinator) Terminate(ctx context.Context, id domain.SessionID, reason string) (store.SessionWithKernels, error) {
+// destroys its kernels. With force its kernels are also killed at once,
+// without the grace period, also when the session was already terminating.
+// It returns the session as it is afterwards.
+func (c *Coordinator) Terminate(ctx context.Context, id domain.SessionID, reason string, force bool) (store.SessionWithKernels, error) {
 	// A session may move between the read and the guarded write; a few
 	// tries see where it went.
 	for range 5 {
@@ -446,8 +449,13 @@ func (c *Coordinator) Terminate(ctx context.Context, id domain.SessionID, reason
 		case from == domain.SessionPending:
 			to = domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}
 			handler = "UserCancel"
-		case from.Terminal() || from == domain.SessionTerminating:
+		case from.Terminal():
 			return s, nil
+		case from == domain.SessionTerminating:
+			if !force {
+				return s, nil
+			}
+			return c.forceDestroy(ctx, s, now)
 		default:
 			to = domain.Transition{Session: domain.SessionTerminating}
 			handler = "UserTerminate"
@@ -464,9 +472,48 @@ func (c *Coordinator) Terminate(ctx context.Context, id domain.SessionID, reason
 			return store.SessionWithKernels{}, err
 		}
 		c.Mark()
+		if force && to.Session == domain.SessionTerminating {
+			return c.forceDestroy(ctx, s, now)
+		}
 		return c.store.GetSession(ctx, id)
 	}
 	return store.SessionWithKernels{}, fmt.Errorf("terminate %s: it kept changing status; try again: %w", id, store.ErrConflict)
+}
+
+// forceDestroy kills a terminating session's kernels without grace, in
+// parallel, and records each one its agent confirms gone, so a forced end
+// frees its slots now instead of at the next TerminateSessions round. A
+// kernel whose agent does not answer is left to TerminateSessions, which
+// retries until the TERMINATING bound (releasing slots of a kernel that may
+// still run would double-book them).
+func (c *Coordinator) forceDestroy(ctx context.Context, s store.SessionWithKernels, now time.Time) (store.SessionWithKernels, error) {
+	var wg sync.WaitGroup
+	errs := make([]error, len(s.Kernels))
+	for i, k := range s.Kernels {
+		if k.Agent == "" || k.Status.Terminal() || !k.Status.HoldsResources() {
+			continue
+		}
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, c.conf().CallTimeout)
+			err := c.agents.DestroyKernel(cctx, k.Agent, k.ID, true)
+			cancel()
+			if err != nil {
+				c.log.Warn("forced destroy", "agent", k.Agent, "kernel", k.ID, "err", err)
+				return
+			}
+			_, err = c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: nonTerminal(),
+				To: domain.KernelTerminated, Reason: "destroyed (forced)", Now: now})
+			if err != nil && !errors.Is(err, store.ErrGuardFailed) {
+				errs[i] = fmt.Errorf("mark %s terminated: %w", k.ID, err)
+			}
+		})
+	}
+	wg.Wait()
+	c.Mark()
+	if err := errors.Join(errs...); err != nil {
+		return store.SessionWithKernels{}, err
+	}
+	return c.store.GetSession(ctx, s.Session.ID)
 }
 
 // KernelReport is one kernel an agent says it has.

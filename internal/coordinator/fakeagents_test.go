@@ -47,6 +47,8 @@ type fakeAgents struct {
 	failDestroy bool
 	// stallPull makes pulls never finish (nor fail).
 	stallPull bool
+	// forced lists the kernels destroyed without grace, in call order.
+	forced []domain.KernelID
 	// hang makes every call to these agents block until its deadline.
 	hang map[domain.AgentID]bool
 }
@@ -168,7 +170,7 @@ func (f *fakeAgents) CreateKernels(ctx context.Context, agent domain.AgentID, sp
 	return nil
 }
 
-func (f *fakeAgents) DestroyKernel(_ context.Context, agent domain.AgentID, kernel domain.KernelID, _ bool) error {
+func (f *fakeAgents) DestroyKernel(_ context.Context, agent domain.AgentID, kernel domain.KernelID, forced bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failDestroy {
@@ -176,6 +178,9 @@ func (f *fakeAgents) DestroyKernel(_ context.Context, agent domain.AgentID, kern
 	}
 	if err := f.fail(agent); err != nil {
 		return err
+	}
+	if forced {
+		f.forced = append(f.forced, kernel)
 	}
 	k, ok := f.kernels[kernel]
 	if !ok || !k.running {

@@ -31,7 +31,7 @@ func TestSessionRunsAndTerminates(t *testing.T) {
 		if k := h.session(id).Kernels[0]; k.Status != domain.KernelRunning || k.ContainerID == "" {
 			t.Fatalf("kernel %+v, want RUNNING with a container", k)
 		}
-		if _, err := h.c.Terminate(h.ctx, id, "user asked"); err != nil {
+		if _, err := h.c.Terminate(h.ctx, id, "user asked", false); err != nil {
 			t.Fatal(err)
 		}
 		h.wantStatus(id, domain.SessionTerminating)
@@ -96,11 +96,11 @@ func TestCancelPendingAndTerminatePreparing(t *testing.T) {
 		prep := h.submit("sleep", "1", 1, domain.SingleNode)
 		h.until(big, domain.SessionPending)
 		h.until(prep, domain.SessionPreparing)
-		if _, err := h.c.Terminate(h.ctx, big, "user asked"); err != nil {
+		if _, err := h.c.Terminate(h.ctx, big, "user asked", false); err != nil {
 			t.Fatal(err)
 		}
 		h.wantStatus(big, domain.SessionCancelled)
-		if _, err := h.c.Terminate(h.ctx, prep, "user asked"); err != nil {
+		if _, err := h.c.Terminate(h.ctx, prep, "user asked", false); err != nil {
 			t.Fatal(err)
 		}
 		h.until(prep, domain.SessionTerminated)
@@ -192,7 +192,7 @@ func TestResidenceBounds(t *testing.T) {
 			id := h.submit("sleep", "1", 1, domain.SingleNode)
 			h.until(id, domain.SessionRunning)
 			h.agents.failDestroy = true
-			if _, err := h.c.Terminate(h.ctx, id, "user asked"); err != nil {
+			if _, err := h.c.Terminate(h.ctx, id, "user asked", false); err != nil {
 				t.Fatal(err)
 			}
 			h.steps(5)
@@ -228,7 +228,7 @@ func TestQuotaWaitsWithoutUsingTries(t *testing.T) {
 		if len(tries) != 0 && tries[domain.HandlerScheduleNewSessions] != 0 {
 			t.Fatalf("waiting moved try counts: %v", tries)
 		}
-		if _, err := h.c.Terminate(h.ctx, first, "done"); err != nil {
+		if _, err := h.c.Terminate(h.ctx, first, "done", false); err != nil {
 			t.Fatal(err)
 		}
 		h.until(second, domain.SessionRunning)
@@ -508,4 +508,60 @@ func TestEndedKernelSessionCannotStartOver(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestForcedTerminate: a forced end kills kernels without grace at once and
+// frees their slots before any cycle, also for a session whose graceful
+// termination is stuck; a kernel whose agent does not answer keeps its
+// slots, since it may still run.
+func TestForcedTerminate(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 2, func(g *domain.ResourceGroup) { g.Selector = "round-robin" })
+		a := h.submit("sleep", "1", 1, domain.SingleNode)
+		b := h.submit("sleep", "1", 1, domain.SingleNode)
+		c := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.until(a, domain.SessionRunning)
+		h.until(b, domain.SessionRunning)
+		h.until(c, domain.SessionRunning)
+
+		got, err := h.c.Terminate(h.ctx, a, "user asked", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := got.Kernels[0]; k.Status != domain.KernelTerminated || got.Session.Status != domain.SessionTerminating {
+			t.Fatalf("after a forced terminate: session %v, kernel %v (%s)", got.Session.Status, k.Status, k.StatusReason)
+		}
+		if _, live := h.agents.running()[got.Kernels[0].ID]; live || !slices.Contains(h.agents.forced, got.Kernels[0].ID) {
+			t.Fatalf("kernel not destroyed with force: forced %v", h.agents.forced)
+		}
+		h.check() // its slots are released already
+		h.step()
+		h.wantStatus(a, domain.SessionTerminated)
+
+		// A graceful end that cannot finish, then forced.
+		h.agents.failDestroy = true
+		if _, err := h.c.Terminate(h.ctx, b, "user asked", false); err != nil {
+			t.Fatal(err)
+		}
+		h.steps(2)
+		h.wantStatus(b, domain.SessionTerminating)
+		h.agents.failDestroy = false
+		if got, err := h.c.Terminate(h.ctx, b, "user asked again", true); err != nil || got.Kernels[0].Status != domain.KernelTerminated {
+			t.Fatalf("forced terminate of a terminating session: %v, %+v", err, got.Kernels)
+		}
+
+		// An unreachable agent: the kernel may still run, so it keeps its
+		// slots and the session stays TERMINATING.
+		agent := h.session(c).Kernels[0].Agent
+		h.agents.down[agent] = true
+		got, err = h.c.Terminate(h.ctx, c, "user asked", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := got.Kernels[0]; k.Status != domain.KernelRunning || got.Session.Status != domain.SessionTerminating {
+			t.Fatalf("unreachable agent: session %v, kernel %v", got.Session.Status, k.Status)
+		}
+		h.check()
+	})
 }

@@ -158,7 +158,7 @@ func TestDevModeEndToEnd(t *testing.T) {
 	// Terminate the rest; every agent ends with nothing occupied.
 	for id, st := range want {
 		if st == domain.SessionRunning {
-			if _, err := d.info.Parts.Coordinator.Terminate(ctx, id, "test done"); err != nil {
+			if _, err := d.info.Parts.Coordinator.Terminate(ctx, id, "test done", false); err != nil {
 				t.Fatal(err)
 			}
 			want[id] = domain.SessionTerminated
