@@ -141,7 +141,8 @@ func (s *Server) table() []route {
 				"Resume with the Last-Event-ID header (or ?after=). Without either the stream starts now; with " +
 				"?session= it first sends an `event: snapshot` holding each named session as GET /v1/sessions/{id} " +
 				"shows it, so no change is missed between reading a session and following it. Users see their own " +
-				"sessions only. Idle streams carry a comment line every 15 s.",
+				"sessions only. Idle streams carry a comment line every 15 s. Changes are kept for the change_retention " +
+				"setting (24 h by default); a stream resumed from further back misses what was pruned.",
 			query: []param{{name: "session", typ: "string", repeat: true, desc: "only these sessions"},
 				{name: "after", typ: "integer", desc: "start after this position (as Last-Event-ID)"}},
 			status: http.StatusOK, resp: changeJSON{}, media: "text/event-stream", handle: s.events},

@@ -25,6 +25,8 @@ type Settings struct {
 	CallTimeout      Duration `json:"call_timeout,omitempty"`
 	HeartbeatTimeout Duration `json:"heartbeat_timeout,omitempty"`
 	LostGrace        Duration `json:"lost_grace,omitempty"`
+	// ChangeRetention is how long the event feed keeps changes (24h).
+	ChangeRetention Duration `json:"change_retention,omitempty"`
 	// GroupDefaults fill what a resource group leaves unset.
 	GroupDefaults GroupDefaults `json:"group_defaults,omitzero"`
 }

@@ -30,6 +30,9 @@ type Config struct {
 	LostGrace        time.Duration
 	// BatchSize caps the sessions one handler run loads.
 	BatchSize int
+	// ChangeRetention is how long the change feed (GET /v1/events) keeps a
+	// change; an event stream resumed from further back misses the rest.
+	ChangeRetention time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -43,6 +46,7 @@ func (c Config) withDefaults() Config {
 	def(&c.CallTimeout, 30*time.Second)
 	def(&c.HeartbeatTimeout, 30*time.Second)
 	def(&c.LostGrace, 30*time.Second)
+	def(&c.ChangeRetention, 24*time.Hour)
 	if c.BatchSize <= 0 {
 		c.BatchSize = 10_000
 	}
@@ -204,7 +208,7 @@ func promotions() map[domain.HandlerName]domain.PromotionHandler {
 	return m
 }
 
-// Sweep handles agent loss: an ALIVE agent silent past the heartbeat
+// Sweep prunes the change feed and handles agent loss: an ALIVE agent silent past the heartbeat
 // timeout becomes LOST and unschedulable; after the grace its kernels are
 // given up — sessions that had not started go back to PENDING with their
 // slots released, running ones see their kernels in ERROR and terminate.
@@ -214,6 +218,9 @@ func (c *Coordinator) Sweep(ctx context.Context) error {
 		return err
 	}
 	cfg := c.conf()
+	if _, err := c.store.PruneChanges(ctx, now.Add(-cfg.ChangeRetention)); err != nil {
+		return fmt.Errorf("sweep: prune the change feed: %w", err)
+	}
 	agents, err := c.store.ListAgents(ctx, store.AgentFilter{Statuses: []domain.AgentStatus{domain.AgentAlive, domain.AgentLost}})
 	if err != nil {
 		return fmt.Errorf("sweep: list agents: %w", err)

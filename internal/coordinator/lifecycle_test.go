@@ -8,6 +8,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
 )
 
 // forEngine runs a test on SQLite and PostgreSQL.
@@ -563,5 +564,44 @@ func TestForcedTerminate(t *testing.T) {
 			t.Fatalf("unreachable agent: session %v, kernel %v", got.Session.Status, k.Status)
 		}
 		h.check()
+	})
+}
+
+// TestSweepPrunesTheChangeFeed: changes older than the retention go, the
+// latest stays, and the feed carries on after it.
+func TestSweepPrunesTheChangeFeed(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		id := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.until(id, domain.SessionRunning)
+		feed := func() []store.Change {
+			cs, err := h.st.Changes(h.ctx, store.ChangeFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cs
+		}
+		before := feed()
+		if err := h.c.Sweep(h.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := feed(); len(got) != len(before) {
+			t.Fatalf("a sweep within the retention pruned %d of %d changes", len(before)-len(got), len(before))
+		}
+		h.advance(25 * time.Hour)
+		if err := h.c.Sweep(h.ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := feed()
+		if len(got) != 1 || got[0].Pos != before[len(before)-1].Pos {
+			t.Fatalf("after the retention the feed is %+v, want only the latest of %d", got, len(before))
+		}
+		if _, err := h.c.Terminate(h.ctx, id, "done", false); err != nil {
+			t.Fatal(err)
+		}
+		if next := feed(); len(next) < 2 || next[1].Pos <= got[0].Pos {
+			t.Fatalf("feed after pruning: %+v", next)
+		}
 	})
 }

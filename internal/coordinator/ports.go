@@ -30,6 +30,7 @@ type Store interface {
 	SessionsMatching(ctx context.Context, sessionStatuses []domain.SessionStatus,
 		checkKernelStatuses []domain.KernelStatus, match domain.Match) ([]domain.SessionID, error)
 	AvoidAgents(ctx context.Context, id domain.SessionID, agents []domain.AgentID) error
+	PruneChanges(ctx context.Context, before time.Time) (int64, error)
 }
 
 // Agents is how handlers reach agents. Implementations carry the RPC; a

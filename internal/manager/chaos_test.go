@@ -102,6 +102,9 @@ func TestChaosManyManagers(t *testing.T) {
 			p.kill()
 		}
 	}()
+	// 128 cpu each: about a tenth of the sessions sleep for good (~220
+	// kernels), and they must all fit on the three agents left after one
+	// is lost, or some would rightly wait for capacity and never settle.
 	agentAddrs := map[domain.AgentID]string{}
 	for i := range 4 {
 		addr := freeAddr(t)
@@ -109,7 +112,7 @@ func TestChaosManyManagers(t *testing.T) {
 		agentAddrs[id] = "http://" + addr
 		f, _ := os.Create(filepath.Join(dir, fmt.Sprintf("agent-%d.log", i)))
 		a := &proc{name: string(id), log: f, args: []string{"agent", "run", "--runtime", "sim", "--id", string(id),
-			"--manager", strings.Join(urls, ","), "--token", "tok", "--listen", addr, "--cpu", "64", "--mem", "256g",
+			"--manager", strings.Join(urls, ","), "--token", "tok", "--listen", addr, "--cpu", "128", "--mem", "256g",
 			"--heartbeat", "500ms", "--data-dir", filepath.Join(dir, string(id))}}
 		a.start(t, bin)
 		agents = append(agents, a)

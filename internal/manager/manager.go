@@ -308,6 +308,7 @@ func apply(base coordinator.Config, s config.Settings) (coordinator.Config, coor
 	set(&base.CallTimeout, s.CallTimeout)
 	set(&base.HeartbeatTimeout, s.HeartbeatTimeout)
 	set(&base.LostGrace, s.LostGrace)
+	set(&base.ChangeRetention, s.ChangeRetention)
 	d := coordinator.GroupDefaults{MaxRetries: s.GroupDefaults.MaxRetries}
 	t := s.GroupDefaults.Timeouts
 	d.Timeouts = domain.Timeouts{Pending: time.Duration(t["pending"]), Scheduled: time.Duration(t["scheduled"]),

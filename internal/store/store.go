@@ -108,6 +108,11 @@ type Store interface {
 	Changes(ctx context.Context, f ChangeFilter) ([]Change, error)
 	// LastChange returns the position of the latest change, 0 when none.
 	LastChange(ctx context.Context) (int64, error)
+	// PruneChanges deletes the changes positioned before the first one
+	// made at or after before, and returns how many. The latest change is
+	// always kept, so LastChange never goes back and positions are never
+	// given twice.
+	PruneChanges(ctx context.Context, before time.Time) (int64, error)
 
 	Close() error
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -29,6 +30,12 @@ WHERE pos > $1
 ORDER BY pos
 LIMIT $4`
 	selectLastChange = `SELECT COALESCE(MAX(pos), 0) FROM status_changes`
+	// Only numbered rows go, and never the highest position: numbering
+	// continues after MAX(pos), which must not go back. Walks the position
+	// index from the oldest row to the first young one.
+	pruneChanges = `DELETE FROM status_changes WHERE pos IS NOT NULL AND pos < COALESCE(
+    (SELECT pos FROM status_changes WHERE pos IS NOT NULL AND at >= $1 ORDER BY pos LIMIT 1),
+    (SELECT MAX(pos) FROM status_changes))`
 )
 
 // number gives every committed change without a position its position.
@@ -85,4 +92,18 @@ func (s *Store) LastChange(ctx context.Context) (int64, error) {
 		return tx.QueryRow(ctx, selectLastChange).Scan(&pos)
 	})
 	return pos, err
+}
+
+// PruneChanges deletes old changes, keeping the latest.
+func (s *Store) PruneChanges(ctx context.Context, before time.Time) (int64, error) {
+	if err := s.number(ctx); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.write(ctx, "prune changes", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, pruneChanges, ts(before))
+		n = tag.RowsAffected()
+		return err
+	})
+	return n, err
 }

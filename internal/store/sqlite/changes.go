@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"time"
 
 	"github.com/sokovan-go/sokovan/internal/store"
 	"github.com/sokovan-go/sokovan/internal/store/internal/codec"
@@ -18,6 +19,11 @@ WHERE seq > ?1
 ORDER BY seq
 LIMIT ?4`
 	selectLastChange = `SELECT COALESCE(MAX(seq), 0) FROM status_changes`
+	// Walks the primary key from the oldest row to the first young one, so
+	// its cost is the number of rows it deletes.
+	pruneChanges = `DELETE FROM status_changes WHERE seq < COALESCE(
+    (SELECT seq FROM status_changes WHERE at >= ?1 ORDER BY seq LIMIT 1),
+    (SELECT MAX(seq) FROM status_changes))`
 )
 
 // Changes reads the change feed after f.After.
@@ -49,4 +55,18 @@ func (s *Store) LastChange(ctx context.Context) (int64, error) {
 		return tx.QueryRowContext(ctx, selectLastChange).Scan(&pos)
 	})
 	return pos, err
+}
+
+// PruneChanges deletes old changes, keeping the latest.
+func (s *Store) PruneChanges(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := s.write(ctx, "prune changes", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, pruneChanges, ts(before))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
 }

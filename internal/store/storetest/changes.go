@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -258,6 +259,53 @@ func testChangesConcurrent(t *testing.T, e Engine) {
 			t.Errorf("%s: change %s → %s follows one that ended in %s", key, c.From, c.To, prev)
 		}
 		lastTo[key] = c.To
+	}
+	f.invariant()
+}
+
+// testPruneChanges: pruning drops changes older than the cut from the start
+// of the feed, never the latest one, and positions carry on after it.
+func testPruneChanges(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	f.agent("a1", "g", []string{"cpu", "8"})
+	prune := func(before time.Time) int64 {
+		t.Helper()
+		n, err := f.s.PruneChanges(f.ctx, before)
+		f.must(err, "prune changes before %v", before)
+		return n
+	}
+	if n := prune(at(1000)); n != 0 {
+		t.Fatalf("pruned %d changes from an empty feed", n)
+	}
+	s1 := f.session("s1", "g", "alice", 1, []string{"cpu", "1"})    // at 1
+	f.schedule("g", s1, "a1")                                       // at 10: session and kernel
+	f.kernel("s1-k0", domain.KernelScheduled, domain.KernelPulling) // at 40
+	all := f.changes(store.ChangeFilter{})
+	if len(all) != 4 {
+		t.Fatalf("feed: %+v", all)
+	}
+	if n := prune(at(10)); n != 1 {
+		t.Fatalf("pruned %d before 10s, want the creation only", n)
+	}
+	if diff := cmp.Diff(all[1:], f.changes(store.ChangeFilter{})); diff != "" {
+		t.Fatalf("feed after pruning before 10s (-want +got):\n%s", diff)
+	}
+	if n := prune(at(1000)); n != 2 {
+		t.Fatalf("pruned %d before 1000s, want all but the latest", n)
+	}
+	if diff := cmp.Diff(all[3:], f.changes(store.ChangeFilter{})); diff != "" {
+		t.Fatalf("feed after pruning everything (-want +got):\n%s", diff)
+	}
+	last, err := f.s.LastChange(f.ctx)
+	f.must(err, "last change")
+	if last != all[3].Pos {
+		t.Fatalf("last change %d after pruning, want %d", last, all[3].Pos)
+	}
+	f.session("s2", "g", "bob", 1, []string{"cpu", "1"})
+	next := f.changes(store.ChangeFilter{After: last})
+	if len(next) != 1 || next[0].Session != "s2" || next[0].Pos <= last {
+		t.Fatalf("change after pruning: %+v (last was %d)", next, last)
 	}
 	f.invariant()
 }

@@ -62,6 +62,7 @@ func Run(t *testing.T, e Engine) {
 		{"AbortedApply", testAbortedApply},
 		{"Changes", testChanges},
 		{"ChangesConcurrent", testChangesConcurrent},
+		{"PruneChanges", testPruneChanges},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
