@@ -196,6 +196,14 @@ func TestHealthAndMetrics(t *testing.T) {
 	if code != 200 || !strings.Contains(string(body), "sokovan_handler_runs_total") {
 		t.Errorf("metrics: %d, %d bytes without the coordinator's series", code, len(body))
 	}
+	// Request series are by route pattern and code, and the one create
+	// above is counted once.
+	for _, want := range []string{`sokovan_api_requests_total{code="201",route="POST /v1/sessions"} 1`,
+		`sokovan_api_request_duration_seconds_count{route="GET /v1/sessions/{id}"}`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 
 	reg := domain.DefaultRegistry()
 	st := apitest.Open(t, "sqlite", reg)

@@ -22,7 +22,10 @@ type route struct {
 	alt     []int // other success statuses with the same body
 	resp    any   // success body type, nil for none
 	// media is the success content type when it is not JSON.
-	media  string
+	media string
+	// stream marks an answer that lasts as long as the client wants it
+	// (events, followed logs): it is left out of the latency histogram.
+	stream bool
 	handle handlerFunc
 }
 
@@ -91,7 +94,7 @@ func (s *Server) table() []route {
 			status: http.StatusOK, resp: whyJSON{}, handle: s.why},
 		{method: "GET", path: "/v1/sessions/{id}/logs", access: user, summary: "A kernel's output, streamed from its agent",
 			query:  []param{{name: "kernel", typ: "string", desc: "kernel id or cluster index (default: the main kernel)"}},
-			status: http.StatusOK, media: "text/plain", handle: s.sessionLogs},
+			status: http.StatusOK, media: "text/plain", stream: true, handle: s.sessionLogs},
 		{method: "DELETE", path: "/v1/sessions/{id}", access: user, summary: "End a session",
 			desc: "PENDING sessions are CANCELLED at once; other live ones go TERMINATING and their kernels are " +
 				"destroyed. 409 when the session has already ended.",
@@ -145,7 +148,7 @@ func (s *Server) table() []route {
 				"setting (24 h by default); a stream resumed from further back misses what was pruned.",
 			query: []param{{name: "session", typ: "string", repeat: true, desc: "only these sessions"},
 				{name: "after", typ: "integer", desc: "start after this position (as Last-Event-ID)"}},
-			status: http.StatusOK, resp: changeJSON{}, media: "text/event-stream", handle: s.events},
+			status: http.StatusOK, resp: changeJSON{}, media: "text/event-stream", stream: true, handle: s.events},
 
 		{path: "/v1/agent/", docPath: "/v1/agent/{rpc}", access: agent, summary: "Agent RPC (agent token only)",
 			desc:   "Served by the agent RPC handler, which sees the full path; user tokens are refused with 403.",

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
@@ -79,6 +80,8 @@ type Deps struct {
 	AgentToken string
 	Logs       LogsFunc
 	Gatherer   prometheus.Gatherer
+	// Registerer, when set, takes the API's request metrics.
+	Registerer prometheus.Registerer
 	Ready      func(ctx context.Context) error
 	Clock      Clock
 	Log        *slog.Logger
@@ -153,6 +156,8 @@ type Server struct {
 	agentTokenHash []byte
 	logs           LogsFunc
 	gatherer       prometheus.Gatherer
+	requests       *prometheus.CounterVec
+	latency        *prometheus.HistogramVec
 	ready          func(ctx context.Context) error
 	clock          Clock
 	log            *slog.Logger
@@ -183,6 +188,15 @@ func New(cfg Config, d Deps) *Server {
 	}
 	if d.AgentToken != "" {
 		s.agentTokenHash = HashToken(d.AgentToken)
+	}
+	if d.Registerer != nil {
+		// Labelled by route pattern, not path, so ids do not make series.
+		s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_api_requests_total",
+			Help: "API requests by route and status code."}, []string{"route", "code"})
+		s.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sokovan_api_request_duration_seconds",
+			Help:    "API request duration by route; event streams are left out (they last as long as the client).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}, []string{"route"})
+		d.Registerer.MustRegister(s.requests, s.latency)
 	}
 	s.routes = s.table()
 	for _, rt := range s.routes {
@@ -272,6 +286,12 @@ func (s *Server) wrap(rt route) http.Handler {
 			}
 			s.log.Log(r.Context(), level, "http", "method", r.Method, "route", rt.pattern(), "path", r.URL.Path,
 				"status", sw.code(), "duration", time.Since(start))
+			if s.requests != nil {
+				s.requests.WithLabelValues(rt.pattern(), strconv.Itoa(sw.code())).Inc()
+				if !rt.stream {
+					s.latency.WithLabelValues(rt.pattern()).Observe(time.Since(start).Seconds())
+				}
+			}
 		}()
 		h.ServeHTTP(sw, r)
 	})

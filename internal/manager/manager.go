@@ -62,6 +62,7 @@ type Parts struct {
 	Agents      *agentrpc.AgentClient
 	Gateway     http.Handler
 	Gatherer    prometheus.Gatherer
+	Registerer  prometheus.Registerer
 	AgentToken  string
 }
 
@@ -126,7 +127,7 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	coord := coordinator.New(deps, cfg.Coordinator)
 	gw := agentrpc.NewGateway(st, coord, slots, cfg.AgentToken, nil, cfg.Log)
 	m := &Manager{Parts: Parts{Store: st, Coordinator: coord, Slots: slots, Plugins: plugins, Agents: agents,
-		Gateway: gw, Gatherer: reg, AgentToken: cfg.AgentToken}, gw: gw, lease: lease, source: source, etcd: etcd, leader: leader, log: cfg.Log, cfg: cfg}
+		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken}, gw: gw, lease: lease, source: source, etcd: etcd, leader: leader, log: cfg.Log, cfg: cfg}
 	if cfg.Events != "" {
 		host, _ := os.Hostname()
 		m.bus, err = events.OpenRedis(ctx, events.RedisConfig{URL: cfg.Events, Stream: cfg.EventsStream,

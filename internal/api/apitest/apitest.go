@@ -104,7 +104,7 @@ func New(t testing.TB, opts Options) *Manager {
 		Slots: reg, Metrics: coordinator.NewMetrics(metrics)},
 		coordinator.Config{ShortInterval: 20 * time.Millisecond, CallTimeout: 5 * time.Second})
 	srv := api.New(opts.API, api.Deps{Store: st, Sessions: co, Slots: reg, Plugins: scheduler.NewRegistry(),
-		AgentToken: AgentToken, Gatherer: metrics, Logs: opts.Logs,
+		AgentToken: AgentToken, Gatherer: metrics, Registerer: metrics, Logs: opts.Logs,
 		AgentRPC: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"agent_rpc":%q}`, r.URL.Path)
