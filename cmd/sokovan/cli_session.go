@@ -449,7 +449,7 @@ type blockerOut struct {
 func newSessionWhyCmd(o *output) *cobra.Command {
 	return &cobra.Command{
 		Use:               "why ID",
-		Short:             "Say what keeps a PENDING session from starting, and what to do about it",
+		Short:             "Say what keeps a session from starting, and what to do about it",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -460,6 +460,13 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 			var why struct {
 				Status   string       `json:"status"`
 				Blockers []blockerOut `json:"blockers"`
+				Progress *struct {
+					Since       time.Time  `json:"since"`
+					Bound       string     `json:"bound"`
+					Deadline    *time.Time `json:"deadline"`
+					WaitingFor  []string   `json:"waiting_for"`
+					LastFailure string     `json:"last_failure"`
+				} `json:"progress"`
 			}
 			raw, err := c.do(cmd.Context(), "GET", sessionPath(args[0], "/why"), nil, &why)
 			if err != nil {
@@ -469,7 +476,19 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 			if o.json() {
 				return printJSON(w, raw)
 			}
-			switch {
+			switch p := why.Progress; {
+			case p != nil:
+				fmt.Fprintf(w, "session is %s since %s", why.Status, p.Since.Local().Format(time.DateTime))
+				if p.Deadline != nil {
+					fmt.Fprintf(w, "; its %s bound moves it on at %s", p.Bound, p.Deadline.Local().Format(time.DateTime))
+				}
+				fmt.Fprintln(w)
+				for _, line := range p.WaitingFor {
+					fmt.Fprintln(w, "  "+line)
+				}
+				if p.LastFailure != "" {
+					fmt.Fprintln(w, "  last failed attempt: "+p.LastFailure)
+				}
 			case why.Status != "PENDING":
 				fmt.Fprintf(w, "session is %s: nothing holds it in the queue\n", why.Status)
 			case len(why.Blockers) == 0:

@@ -195,6 +195,26 @@ func TestCLIWhyQuota(t *testing.T) {
 	}
 }
 
+// TestCLIWhyProgress: why explains a placed session that has not started.
+func TestCLIWhyProgress(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p1")
+	id := strings.Fields(c.ok(alice, "session", "create", "--image", apitest.SlowPull))[0]
+	apitest.Eventually(t, 20*time.Second, "the session to be PREPARING", func() bool {
+		var s struct{ Status string }
+		m.Do(alice, "GET", "/v1/sessions/"+id, nil, &s)
+		return s.Status == "PREPARING"
+	})
+	out := c.ok(alice, "session", "why", id)
+	for _, want := range []string{"session is PREPARING since", "15m0s bound", "waiting for image slow-pull to be pulled on agent"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("why lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestCLIErrors(t *testing.T) {
 	t.Parallel()
 	m := apitest.New(t, apitest.Options{Manual: true})

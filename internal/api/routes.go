@@ -88,9 +88,11 @@ func (s *Server) table() []route {
 			status: http.StatusOK, resp: sessionJSON{}, handle: s.getSession},
 		{method: "GET", path: "/v1/sessions/{id}/history", access: user, summary: "The session's handler outcomes, oldest first",
 			status: http.StatusOK, resp: listJSON[historyJSON]{}, handle: s.sessionHistory},
-		{method: "GET", path: "/v1/sessions/{id}/why", access: user, summary: "What keeps a PENDING session from being scheduled",
-			desc: "Runs a dry scheduling round of the session's resource group on a fresh snapshot and reports the " +
-				"session's blockers. Empty when the session is not PENDING or would be placed now.",
+		{method: "GET", path: "/v1/sessions/{id}/why", access: user, summary: "What keeps a session from being scheduled, or from running",
+			desc: "For a PENDING session, runs a dry scheduling round of the session's resource group on a fresh " +
+				"snapshot and reports the session's blockers (empty when it would be placed now). For a session " +
+				"placed but not yet RUNNING, or TERMINATING, blockers are empty and progress says what each kernel " +
+				"still waits for, when the status's bound moves the session on, and the last failed attempt.",
 			status: http.StatusOK, resp: whyJSON{}, handle: s.why},
 		{method: "GET", path: "/v1/sessions/{id}/logs", access: user, summary: "A kernel's output, streamed from its agent",
 			query:  []param{{name: "kernel", typ: "string", desc: "kernel id or cluster index (default: the main kernel)"}},

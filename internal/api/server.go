@@ -50,6 +50,9 @@ type Sessions interface {
 	Terminate(ctx context.Context, id domain.SessionID, reason string, force bool) (store.SessionWithKernels, error)
 	// Mark asks for a scheduling cycle soon.
 	Mark()
+	// Bound is how long a session of the group may stay in the status
+	// before the coordinator moves it on; 0 when unbounded.
+	Bound(ctx context.Context, group string, status domain.SessionStatus) (time.Duration, error)
 }
 
 // Clock tells the time; tests inject their own.

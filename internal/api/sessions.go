@@ -505,6 +505,9 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := whyJSON{Status: sk.Session.Status.String(), Blockers: []blockerJSON{}}
 	if sk.Session.Status != domain.SessionPending {
+		if out.Progress, err = s.progress(r.Context(), sk); err != nil {
+			return err
+		}
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}

@@ -429,3 +429,80 @@ func TestSessionWithoutResourcesGetsTheDefaultRequest(t *testing.T) {
 		t.Fatalf("requested %v, want exactly what was asked", s.RequestedSlots)
 	}
 }
+
+// TestWhyProgress: a placed session that has not started says what it
+// waits for, until when, and what failed last.
+func TestWhyProgress(t *testing.T) {
+	t.Parallel()
+	engines(t, func(t *testing.T, engine string) {
+		m := apitest.New(t, apitest.Options{Engine: engine})
+		alice := m.User("alice", "user", "p1")
+		type whyOut struct {
+			Status   string
+			Blockers []any
+			Progress *struct {
+				Since       time.Time
+				Bound       string
+				Deadline    *time.Time
+				WaitingFor  []string `json:"waiting_for"`
+				LastFailure string   `json:"last_failure"`
+			}
+		}
+		s := create(t, m, alice, map[string]any{"image": apitest.SlowPull, "cluster_size": 2, "cluster_mode": "multi-node"})
+		got := waitStatus(t, m, alice, s.ID, "PREPARING")
+		var why whyOut
+		if code := m.Do(alice, "GET", "/v1/sessions/"+s.ID+"/why", nil, &why); code != http.StatusOK {
+			t.Fatalf("why: %d", code)
+		}
+		p := why.Progress
+		if why.Status != "PREPARING" || len(why.Blockers) != 0 || p == nil {
+			t.Fatalf("why of a preparing session: %+v", why)
+		}
+		if p.Bound != "15m0s" || p.Deadline == nil || !p.Deadline.Equal(p.Since.Add(15*time.Minute)) {
+			t.Errorf("bound %q, since %v, deadline %v; want 15m after since", p.Bound, p.Since, p.Deadline)
+		}
+		if len(p.WaitingFor) != 2 {
+			t.Fatalf("waiting for %q, want a line per kernel", p.WaitingFor)
+		}
+		for i, line := range p.WaitingFor {
+			k := got.Kernels[i]
+			if !strings.Contains(line, k.ID) || !strings.Contains(line, apitest.SlowPull) || !strings.Contains(line, k.Agent) {
+				t.Errorf("line %q does not name kernel %s, its image and agent %s", line, k.ID, k.Agent)
+			}
+		}
+		if p.LastFailure != "" {
+			t.Errorf("last failure %q of a session whose attempts all succeeded", p.LastFailure)
+		}
+
+		// A RUNNING session has nothing to explain.
+		run := create(t, m, alice, map[string]any{"image": "sleep"})
+		waitStatus(t, m, alice, run.ID, "RUNNING")
+		why = whyOut{}
+		if m.Do(alice, "GET", "/v1/sessions/"+run.ID+"/why", nil, &why); why.Progress != nil {
+			t.Errorf("why of a running session has progress %+v", why.Progress)
+		}
+	})
+}
+
+// TestWhyLastFailure: a failed attempt shows in progress until the next
+// attempt.
+func TestWhyLastFailure(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	alice := m.User("alice", "user", "p1")
+	s := create(t, m, alice, map[string]any{"image": "no-such-image"})
+	if err := m.Coordinator.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var why struct {
+		Status   string
+		Progress *struct {
+			LastFailure string `json:"last_failure"`
+		}
+	}
+	m.Do(alice, "GET", "/v1/sessions/"+s.ID+"/why", nil, &why)
+	if why.Progress == nil || !strings.Contains(why.Progress.LastFailure, "attempt 1 of 3 failed") ||
+		!strings.Contains(why.Progress.LastFailure, "no-such-image") {
+		t.Fatalf("why after a failed pull: %+v", why)
+	}
+}

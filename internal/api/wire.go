@@ -154,6 +154,21 @@ func historyOut(h domain.HistoryEntry) historyJSON {
 type whyJSON struct {
 	Status   string        `json:"status"`
 	Blockers []blockerJSON `json:"blockers"`
+	// Progress explains a session that is placed but not yet running, or
+	// terminating; absent for PENDING, RUNNING and ended sessions.
+	Progress *progressJSON `json:"progress,omitempty"`
+}
+
+// progressJSON says what a placed session waits for: one line per kernel
+// that holds it back, when the status's bound will move it on, and the
+// last failed attempt in this status.
+type progressJSON struct {
+	Since time.Time `json:"since"`
+	// Bound and Deadline are absent when the status is unbounded.
+	Bound       string     `json:"bound,omitempty"`
+	Deadline    *time.Time `json:"deadline,omitempty"`
+	WaitingFor  []string   `json:"waiting_for"`
+	LastFailure string     `json:"last_failure,omitempty"`
 }
 
 // blockerJSON is framework.Blocker for people and tools: requested,

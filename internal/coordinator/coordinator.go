@@ -523,6 +523,17 @@ func (c *Coordinator) forceDestroy(ctx context.Context, s store.SessionWithKerne
 	return c.store.GetSession(ctx, s.Session.ID)
 }
 
+// Bound is how long a session of the group may stay in the status before
+// it expires, with the shared defaults applied as the handlers apply them;
+// 0 when unbounded.
+func (c *Coordinator) Bound(ctx context.Context, group string, status domain.SessionStatus) (time.Duration, error) {
+	gs, err := c.groups(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return gs.timeout(group, status), nil
+}
+
 // KernelReport is one kernel an agent says it has.
 type KernelReport struct {
 	ID       domain.KernelID

@@ -297,10 +297,19 @@ func (a *Agents) pump(ctx context.Context, co *coordinator.Coordinator) {
 	}
 }
 
-// CheckAndPull reports known images ready and refuses the rest.
+// SlowPull is an image whose pull never ends, for sessions that stay
+// PREPARING.
+const SlowPull = "slow-pull"
+
+// CheckAndPull reports known images ready, SlowPull still pulling, and
+// refuses the rest.
 func (a *Agents) CheckAndPull(_ context.Context, _ domain.AgentID, images []string) (map[string]coordinator.PullState, error) {
 	out := map[string]coordinator.PullState{}
 	for _, img := range images {
+		if img == SlowPull {
+			out[img] = coordinator.PullState{} // still pulling, for ever
+			continue
+		}
 		if _, _, ok := knownImage(img); ok {
 			out[img] = coordinator.PullState{Ready: true}
 		} else {
