@@ -207,8 +207,9 @@ type sseEvent struct {
 }
 
 // events opens the event stream and hands each event to fn until fn says
-// it is done, the stream ends (io.EOF) or fails.
-func (c *client) events(ctx context.Context, path, lastID string, fn func(sseEvent) (bool, error)) error {
+// it is done, the stream ends (io.EOF) or fails. opened, when set, is
+// called once the manager has accepted the stream.
+func (c *client) events(ctx context.Context, path, lastID string, opened func(), fn func(sseEvent) (bool, error)) error {
 	req, err := c.request(ctx, "GET", path, nil)
 	if err != nil {
 		return err
@@ -222,6 +223,9 @@ func (c *client) events(ctx context.Context, path, lastID string, fn func(sseEve
 		return err
 	}
 	defer resp.Body.Close()
+	if opened != nil {
+		opened()
+	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	var ev sseEvent

@@ -67,7 +67,7 @@ func newSessionCmd() *cobra.Command {
 	}
 	o.register(cmd)
 	cmd.AddCommand(newSessionCreateCmd(&o), newSessionListCmd(&o), newSessionShowCmd(&o), newSessionHistoryCmd(&o),
-		newSessionWhyCmd(&o), newSessionRemoveCmd(&o), newSessionLogsCmd())
+		newSessionWhyCmd(&o), newSessionRemoveCmd(&o), newSessionLogsCmd(), newSessionWatchCmd(&o))
 	return cmd
 }
 
@@ -248,7 +248,7 @@ func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd
 	lastID := ""
 	for failures := 0; !done; {
 		query := "/v1/events?session=" + url.QueryEscape(id)
-		err := c.events(ctx, query, lastID, func(ev sseEvent) (bool, error) {
+		err := c.events(ctx, query, lastID, nil, func(ev sseEvent) (bool, error) {
 			failures = 0
 			if ev.ID != "" {
 				lastID = ev.ID

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -300,5 +301,46 @@ func TestCLICompletion(t *testing.T) {
 	// Cobra's hidden completion entry point lists the verbs.
 	if out := c.ok("", "__complete", "session", ""); !strings.Contains(out, "create") || !strings.Contains(out, "why") {
 		t.Errorf("completing session verbs:\n%s", out)
+	}
+}
+
+// TestCLIWatch runs `session watch` as a user would: it prints a session's
+// changes as they happen and exits 0 on Ctrl-C.
+func TestCLIWatch(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p1")
+	bob := m.User("bob", "user", "p1")
+	watch := exec.Command(binary, "session", "watch", "--kernels")
+	watch.Env = []string{"HOME=" + c.home, "PATH=" + os.Getenv("PATH"), "SOKOVAN_ADDR=" + m.URL, "SOKOVAN_TOKEN=" + alice}
+	var out lockedBuffer
+	watch.Stdout, watch.Stderr = &out, &out
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Process.Kill()
+	// The stream starts at "now": act once it is open.
+	apitest.Eventually(t, 20*time.Second, "the watch to open its stream", func() bool {
+		return strings.Contains(out.String(), "watching; Ctrl-C stops")
+	})
+	c.ok(bob, "session", "create", "--image", "sleep", "--name", "bobs")
+	id := strings.Fields(c.ok(alice, "session", "create", "--image", "exit:0"))[0]
+	apitest.Eventually(t, 20*time.Second, "the watch to print the session's end", func() bool {
+		return strings.Contains(out.String(), id+"  TERMINATING → TERMINATED")
+	})
+	for _, want := range []string{id + "  new → PENDING", id + "  PENDING → SCHEDULED", "kernel " + id + "-k0 on agent-", "exit 0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("watch output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "bobs") || strings.Count(out.String(), "new → PENDING") != 1 {
+		t.Errorf("alice's watch shows another user's session:\n%s", out.String())
+	}
+	if err := watch.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Wait(); err != nil {
+		t.Fatalf("watch after Ctrl-C: %v\n%s", err, out.String())
 	}
 }
