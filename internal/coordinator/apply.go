@@ -106,6 +106,9 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 		c.metrics.outcome(e.Handler, e.Result)
 	}
 	done := make(map[domain.SessionID]bool)
+	// lastFailure keeps the message of a failed attempt that expired, so
+	// the expiry says what kept failing.
+	lastFailure := make(map[domain.SessionID]string)
 
 	if len(res.Successes) > 0 {
 		moved := res.Successes
@@ -166,12 +169,16 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 				continue
 			}
 			limit := gs.maxRetries(t.Session.ResourceGroup)
+			// A failed attempt past the status's bound expires: retries
+			// must not stretch a bound that max_retries set high (or a slow
+			// cycle) would otherwise let run on.
+			if bound := gs.timeout(t.Session.ResourceGroup, t.Session.Status); bound > 0 &&
+				now.Sub(t.Session.StatusChangedAt) > bound && h.Transitions.Expired != nil {
+				done[f.Session] = false // let the expiry pass below take it
+				lastFailure[f.Session] = f.Message
+				continue
+			}
 			if pol.retryUntilExpiry {
-				if bound := gs.timeout(t.Session.ResourceGroup, t.Session.Status); bound > 0 &&
-					now.Sub(t.Session.StatusChangedAt) > bound && h.Transitions.Expired != nil {
-					done[f.Session] = false // let the expiry pass below take it
-					continue
-				}
 				record(f.Session, domain.ResultNeedRetry, 0,
 					fmt.Sprintf("attempt %d failed, retrying until the %s bound: %s", counts[f.Session], t.Session.Status, f.Message))
 				continue
@@ -204,6 +211,9 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 			}
 			done[t.Session.ID] = true
 			msg := fmt.Sprintf("%s for longer than %s", t.Session.Status, bound)
+			if f, ok := lastFailure[t.Session.ID]; ok {
+				msg += "; last attempt failed: " + f
+			}
 			ok, err := c.leave(ctx, h, t, domain.ResultExpired, *tr, msg, now, gs, recordAs)
 			if err != nil {
 				return err

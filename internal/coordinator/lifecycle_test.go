@@ -167,6 +167,35 @@ func TestResidenceBounds(t *testing.T) {
 				t.Fatalf("after expiry %v", s)
 			}
 		})
+		t.Run("prepared expires when creation keeps failing", func(t *testing.T) {
+			h := newHarness(t, engine, 1, func(g *domain.ResourceGroup) { g.MaxRetries = 100 })
+			h.agents.failCreate = true
+			id := h.submit("sleep", "1", 1, domain.SingleNode)
+			h.until(id, domain.SessionPrepared)
+			h.steps(3)
+			h.wantStatus(id, domain.SessionPrepared) // retrying, far from giving up
+			h.advance(11 * time.Minute)
+			h.step()
+			h.wantHistory(id, "StartSessions:EXPIRED")
+			if s := h.status(id); s != domain.SessionPending && s != domain.SessionScheduled {
+				t.Fatalf("after expiry %v", s)
+			}
+			if !strings.Contains(h.history(id), "last attempt failed: create kernels on agent-0") {
+				t.Fatalf("the expiry does not say what kept failing:\n%s", h.history(id))
+			}
+		})
+		t.Run("scheduled expires when its agent never answers", func(t *testing.T) {
+			h := newHarness(t, engine, 1, func(g *domain.ResourceGroup) { g.MaxRetries = 100 })
+			h.agents.hang["agent-0"] = true
+			h.c.Configure(coordinator.Config{CallTimeout: 10 * time.Millisecond}, coordinator.GroupDefaults{})
+			id := h.submit("sleep", "1", 1, domain.SingleNode)
+			h.until(id, domain.SessionScheduled)
+			h.steps(2)
+			h.wantStatus(id, domain.SessionScheduled)
+			h.advance(16 * time.Minute)
+			h.step()
+			h.wantHistory(id, "PrepareSessions:EXPIRED")
+		})
 		t.Run("creating expires when start events are lost", func(t *testing.T) {
 			h := newHarness(t, engine, 1, nil)
 			h.agents.drop = 1
