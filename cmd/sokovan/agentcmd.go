@@ -64,7 +64,7 @@ func newAgentDaemonCmd() *cobra.Command {
 					return err
 				}
 				rt, err = process.New(process.Config{DataDir: filepath.Join(dataDir, "kernels"), Catalog: process.DefaultCatalog(self),
-					Sink: a.Sink, Log: cfg.Log, Cgroups: process.CgroupConfig{Name: "sokovan-" + id}})
+					Sink: a.Sink, Log: cfg.Log})
 				if err != nil {
 					return err
 				}

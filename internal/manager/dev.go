@@ -107,8 +107,7 @@ func RunDev(ctx context.Context, cfg DevConfig, ready func(DevInfo)) error {
 			return err
 		}
 		rt, err := process.New(process.Config{DataDir: filepath.Join(cfg.DataDir, "agents", string(id)),
-			Catalog: process.DefaultCatalog(self), Sink: a.Sink, Log: cfg.Log,
-			Cgroups: process.CgroupConfig{Name: "sokovan-" + string(id)}})
+			Catalog: process.DefaultCatalog(self), Sink: a.Sink, Log: cfg.Log})
 		if err != nil {
 			stopManager()
 			<-mdone

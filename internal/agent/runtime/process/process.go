@@ -2,6 +2,8 @@ package process
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -56,9 +58,10 @@ type CgroupConfig struct {
 	Disable bool
 	// Name is the directory, under the agent's own cgroup in each
 	// hierarchy, that holds this runtime's kernel cgroups; empty means
-	// "sokovan". New kills and removes whatever an earlier run left there,
-	// so runtimes in one process (dev mode's local agents) need distinct
-	// names, such as the agent id.
+	// "sokovan-" and a hash of the absolute DataDir. New kills and removes
+	// whatever an earlier run left there, so it must differ between
+	// runtimes that may run at once on one machine and stay the same
+	// across restarts of one: the default does both.
 	Name string
 	// PidsMax caps each kernel's processes when its spec asks for no
 	// "pids" slot; zero means no cap.
@@ -126,6 +129,19 @@ type kernel struct {
 	reaping bool
 }
 
+// defaultCgroupName names the runtime's parent cgroup after its data dir.
+// New removes what an earlier run left under that name, which must be this
+// runtime's own earlier run (same data dir) and never another runtime's on
+// the same machine: two dev modes, two agents, or tests running at once
+// would otherwise kill each other's kernels on start.
+func defaultCgroupName(dataDir string) string {
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
+	}
+	sum := sha256.Sum256([]byte(dataDir))
+	return "sokovan-" + hex.EncodeToString(sum[:6])
+}
+
 // New returns a process runtime. It creates DataDir and, when cgroups are
 // usable, the runtime's parent cgroups.
 func New(cfg Config) (*Runtime, error) {
@@ -139,7 +155,7 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.CloseGrace = defaultCloseGrace
 	}
 	if cfg.Cgroups.Name == "" {
-		cfg.Cgroups.Name = "sokovan"
+		cfg.Cgroups.Name = defaultCgroupName(cfg.DataDir)
 	}
 	if cfg.Cgroups.Name != filepath.Base(cfg.Cgroups.Name) || cfg.Cgroups.Name[0] == '.' {
 		return nil, fmt.Errorf("process runtime: cgroup name %q must be one path element", cfg.Cgroups.Name)

@@ -736,3 +736,28 @@ func TestCloseLeavesNoProcesses(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// TestRuntimesOnOneMachineKeepTheirKernels: New removes what an earlier run
+// left in its parent cgroup, so two runtimes started at once on one machine
+// (two dev modes, tests in parallel) must not share it. With the default
+// name, derived from the data dir, a second runtime leaves the first one's
+// kernels alone.
+func TestRuntimesOnOneMachineKeepTheirKernels(t *testing.T) {
+	t.Parallel()
+	defaultName := func(c *process.Config) { c.Cgroups.Name = "" }
+	first := newHarness(t, defaultName)
+	s := first.spec("sleep")
+	first.start(s)
+	if len(settledProcs(t, s.Kernel)) != 1 {
+		t.Fatal("the first runtime's kernel did not start")
+	}
+	second := newHarness(t, defaultName)
+	if first.rt.Enforcement()[0].Detail == second.rt.Enforcement()[0].Detail && first.rt.Enforcement()[0].Enforced {
+		t.Fatalf("two runtimes share a parent cgroup: %s", first.rt.Enforcement()[0].Detail)
+	}
+	time.Sleep(200 * time.Millisecond) // a kill by the second New would land within this
+	if st, ok := first.live(s.Kernel); !ok || !st.Running || len(kernelProcs(t, s.Kernel)) != 1 {
+		t.Fatalf("the first runtime's kernel died when a second runtime started: %+v", st)
+	}
+	first.destroy(s.Kernel, time.Second)
+}
