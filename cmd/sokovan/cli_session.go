@@ -245,51 +245,30 @@ func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd
 		}
 		return false, nil
 	}
-	lastID := ""
-	for failures := 0; !done; {
-		query := "/v1/events?session=" + url.QueryEscape(id)
-		err := c.events(ctx, query, lastID, nil, func(ev sseEvent) (bool, error) {
-			failures = 0
-			if ev.ID != "" {
-				lastID = ev.ID
+	err := follow(ctx, c, "/v1/events?session="+url.QueryEscape(id), nil, func(ev sseEvent) error {
+		switch ev.Event {
+		case "snapshot":
+			var s sessionOut
+			if err := json.Unmarshal([]byte(ev.Data), &s); err != nil {
+				return fmt.Errorf("event stream: %w", err)
 			}
-			switch ev.Event {
-			case "snapshot":
-				var s sessionOut
-				if err := json.Unmarshal([]byte(ev.Data), &s); err != nil {
-					return false, fmt.Errorf("event stream: %w", err)
-				}
-				done, result = reached(s.Status, s.StatusReason, s.StatusChangedAt)
-			case "session":
-				var ch changeOut
-				if err := json.Unmarshal([]byte(ev.Data), &ch); err != nil {
-					return false, fmt.Errorf("event stream: %w", err)
-				}
-				done, result = reached(ch.To, ch.Reason, ch.At)
-			case "error":
-				return false, fmt.Errorf("event stream: %s", ev.Data)
+			done, result = reached(s.Status, s.StatusReason, s.StatusChangedAt)
+		case "session":
+			var ch changeOut
+			if err := json.Unmarshal([]byte(ev.Data), &ch); err != nil {
+				return fmt.Errorf("event stream: %w", err)
 			}
-			return done, nil
-		})
+			done, result = reached(ch.To, ch.Reason, ch.At)
+		}
 		if done {
-			return result
+			return errStopFollowing
 		}
-		var ae *apiError
-		if errors.As(err, &ae) || ctx.Err() != nil {
-			return err
-		}
-		// The stream dropped: resume after the last event (or, before
-		// any, start over with a fresh snapshot).
-		if failures++; failures > 5 {
-			return fmt.Errorf("lost the event stream: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(failures) * 500 * time.Millisecond):
-		}
+		return nil
+	})
+	if done {
+		return result
 	}
-	return result
+	return err
 }
 
 func kernelExits(s sessionOut) string {

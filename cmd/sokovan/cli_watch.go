@@ -55,6 +55,10 @@ func newSessionWatchCmd(o *output) *cobra.Command {
 	return cmd
 }
 
+// errStopFollowing is what a follow callback returns to end the stream
+// without an error of its own.
+var errStopFollowing = errors.New("stop following")
+
 // follow reads the event stream until ctx ends, resuming after the last
 // event seen when the stream drops (a manager restarting, say). An API
 // error, an error event or an error from fn ends it. opened is called each
