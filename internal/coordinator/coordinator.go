@@ -208,10 +208,11 @@ func promotions() map[domain.HandlerName]domain.PromotionHandler {
 	return m
 }
 
-// Sweep prunes the change feed and handles agent loss: an ALIVE agent silent past the heartbeat
-// timeout becomes LOST and unschedulable; after the grace its kernels are
-// given up — sessions that had not started go back to PENDING with their
-// slots released, running ones see their kernels in ERROR and terminate.
+// Sweep prunes the change feed and handles agent loss: an ALIVE agent
+// silent past the heartbeat timeout becomes LOST and unschedulable; after
+// the grace its kernels are given up — sessions that had not started go
+// back to PENDING with their slots released, running ones see their
+// kernels in ERROR and terminate.
 func (c *Coordinator) Sweep(ctx context.Context) error {
 	now := c.clock.Now()
 	if err := c.countSessions(ctx); err != nil {
