@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -108,9 +109,25 @@ func TestCLICreateWaitRunning(t *testing.T) {
 	c := newCLI(t, m)
 	alice := m.User("alice", "user", "p1")
 	out := c.ok(alice, "session", "create", "--image", "sleep", "--cpu", "1", "--mem", "1g", "--name", "web", "--wait")
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if !strings.Contains(lines[0], "PENDING") || !strings.Contains(lines[len(lines)-1], "RUNNING") || len(lines) < 3 {
-		t.Errorf("wait printed:\n%s\nwant PENDING first, RUNNING last, and the steps between", out)
+	// The stream opens with the session as it is, which under load may
+	// already be past PENDING; from there each status is printed once, in
+	// lifecycle order, ending at RUNNING.
+	order := []string{"PENDING", "SCHEDULED", "PREPARING", "PREPARED", "CREATING", "RUNNING"}
+	last := -1
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		// "date time id STATUS  (reason)"
+		f := strings.Fields(line)
+		i := -1
+		if len(f) >= 4 {
+			i = slices.Index(order, f[3])
+		}
+		if i <= last {
+			t.Fatalf("wait printed:\n%s\nwant statuses in lifecycle order, each once", out)
+		}
+		last = i
+	}
+	if last != len(order)-1 {
+		t.Errorf("wait printed:\n%s\nwant RUNNING last", out)
 	}
 
 	// A batch job that exits 0 counts as success; one that exits 3 does not.
