@@ -189,12 +189,12 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 				continue
 			}
 			msg := fmt.Sprintf("gave up after %d failed attempts: %s", counts[f.Session], f.Message)
-			ok, err := c.leave(ctx, h, t, domain.ResultGiveUp, *h.Transitions.GiveUp, msg, now, gs, recordAs)
+			to, err := c.leave(ctx, h, t, domain.ResultGiveUp, *h.Transitions.GiveUp, msg, now, gs, recordAs)
 			if err != nil {
 				return err
 			}
-			if ok {
-				record(f.Session, domain.ResultGiveUp, c.landed(ctx, f.Session, h.Transitions.GiveUp.Session), msg)
+			if to != 0 {
+				record(f.Session, domain.ResultGiveUp, to, msg)
 			}
 		}
 	}
@@ -214,12 +214,12 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 			if f, ok := lastFailure[t.Session.ID]; ok {
 				msg += "; last attempt failed: " + f
 			}
-			ok, err := c.leave(ctx, h, t, domain.ResultExpired, *tr, msg, now, gs, recordAs)
+			to, err := c.leave(ctx, h, t, domain.ResultExpired, *tr, msg, now, gs, recordAs)
 			if err != nil {
 				return err
 			}
-			if ok {
-				record(t.Session.ID, domain.ResultExpired, c.landed(ctx, t.Session.ID, tr.Session), msg)
+			if to != 0 {
+				record(t.Session.ID, domain.ResultExpired, to, msg)
 			}
 		}
 	}
@@ -243,8 +243,13 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 // remembers the agents so the next placement prefers others; the store
 // releases the reservation as the kernels leave their holding statuses,
 // exactly once because the move is guarded by the session's status.
+//
+// It returns the status the session moved to, which may differ from tr's
+// (a session that cannot start over goes TERMINATING), for the caller's
+// history row; 0 when the session did not move, or when leave went further
+// and recorded the history itself (a requeue that used up max_retries).
 func (c *Coordinator) leave(ctx context.Context, h domain.LifecycleHandler, t *store.SessionWithKernels,
-	r domain.Result, tr domain.Transition, reason string, now time.Time, gs groups, record func(domain.HistoryEntry)) (bool, error) {
+	r domain.Result, tr domain.Transition, reason string, now time.Time, gs groups, record func(domain.HistoryEntry)) (domain.SessionStatus, error) {
 	if tr.Session == domain.SessionPending && anyEnded(t.Kernels) {
 		// A kernel that already ended cannot follow its session back to
 		// PENDING (DESIGN.md invariant 2), and the store refuses that move;
@@ -266,7 +271,7 @@ func (c *Coordinator) leave(ctx context.Context, h domain.LifecycleHandler, t *s
 		}
 		if len(agents) > 0 {
 			if err := c.store.AvoidAgents(ctx, t.Session.ID, agents); err != nil {
-				return false, fmt.Errorf("%s: remember failed agents: %w", h.Name, err)
+				return 0, fmt.Errorf("%s: remember failed agents: %w", h.Name, err)
 			}
 		}
 	}
@@ -282,19 +287,19 @@ func (c *Coordinator) leave(ctx context.Context, h domain.LifecycleHandler, t *s
 	}
 	moved, err := c.store.TransitionSessions(ctx, []domain.SessionID{t.Session.ID}, []domain.SessionStatus{t.Session.Status}, tr, reason, now)
 	if err != nil {
-		return false, fmt.Errorf("%s: move %s to %s: %w", h.Name, t.Session.ID, tr.Session, err)
+		return 0, fmt.Errorf("%s: move %s to %s: %w", h.Name, t.Session.ID, tr.Session, err)
 	}
 	if len(moved) == 0 && tr.Session == domain.SessionPending {
 		// Refused: the session moved on, or a kernel ended after t was
 		// read. In the second case take the session out as above.
 		fresh, err := c.store.GetSession(ctx, t.Session.ID)
 		if err != nil {
-			return false, fmt.Errorf("%s: reread %s: %w", h.Name, t.Session.ID, err)
+			return 0, fmt.Errorf("%s: reread %s: %w", h.Name, t.Session.ID, err)
 		}
 		if fresh.Session.Status == t.Session.Status && anyEnded(fresh.Kernels) {
 			return c.leave(ctx, h, &fresh, r, tr, reason, now, gs, record)
 		}
-		return false, nil
+		return 0, nil
 	}
 	if len(moved) == 1 && tr.Session == domain.SessionPending {
 		// A return to PENDING is a failed placement: ScheduleNewSessions
@@ -303,40 +308,33 @@ func (c *Coordinator) leave(ctx context.Context, h domain.LifecycleHandler, t *s
 		// The phases start afresh on the next placement.
 		for _, phase := range []domain.HandlerName{domain.HandlerPrepareSessions, domain.HandlerStartSessions} {
 			if err := c.store.ResetTries(ctx, phase, moved); err != nil {
-				return false, fmt.Errorf("%s: reset tries: %w", h.Name, err)
+				return 0, fmt.Errorf("%s: reset tries: %w", h.Name, err)
 			}
 		}
 		counts, err := c.store.IncrementTries(ctx, phaseRequeue, moved)
 		if err != nil {
-			return false, fmt.Errorf("%s: count placements: %w", h.Name, err)
+			return 0, fmt.Errorf("%s: count placements: %w", h.Name, err)
 		}
 		if limit := gs.maxRetries(t.Session.ResourceGroup); counts[t.Session.ID] >= limit {
 			msg := fmt.Sprintf("gave up after %d failed placements; last: %s", counts[t.Session.ID], reason)
 			cancel := domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}
 			gone, err := c.store.TransitionSessions(ctx, moved, []domain.SessionStatus{domain.SessionPending}, cancel, msg, now)
 			if err != nil {
-				return false, fmt.Errorf("%s: cancel %s: %w", h.Name, t.Session.ID, err)
+				return 0, fmt.Errorf("%s: cancel %s: %w", h.Name, t.Session.ID, err)
 			}
 			if len(gone) == 1 {
 				record(domain.HistoryEntry{SessionID: t.Session.ID, At: now, Handler: h.Name, Result: r,
 					From: t.Session.Status, To: domain.SessionPending, Message: reason, Attempt: 1})
 				record(domain.HistoryEntry{SessionID: t.Session.ID, At: now, Handler: domain.HandlerScheduleNewSessions,
 					Result: domain.ResultGiveUp, From: domain.SessionPending, To: domain.SessionCancelled, Message: msg, Attempt: 1})
-				return false, nil
+				return 0, nil
 			}
 		}
 	}
-	return len(moved) == 1, nil
-}
-
-// landed reads where a session went, since leave may have chosen another
-// target than the table's; it falls back to the table's on a read error.
-func (c *Coordinator) landed(ctx context.Context, id domain.SessionID, want domain.SessionStatus) domain.SessionStatus {
-	s, err := c.store.GetSession(ctx, id)
-	if err != nil {
-		return want
+	if len(moved) == 0 {
+		return 0, nil
 	}
-	return s.Session.Status
+	return tr.Session, nil
 }
 
 // destroyQuietly asks an agent to destroy a kernel and does not wait for

@@ -273,6 +273,14 @@ func (c *Coordinator) abandonAgent(ctx context.Context, agent domain.AgentID, no
 	}
 	requeue := map[domain.SessionID]bool{}
 	var hist []domain.HistoryEntry
+	giveUp := func(k domain.Kernel) error {
+		_, err := c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: []domain.KernelStatus{k.Status},
+			To: domain.KernelError, Reason: fmt.Sprintf("agent %s lost", agent), Now: now})
+		if err != nil && !errors.Is(err, store.ErrGuardFailed) {
+			return fmt.Errorf("sweep: give up kernel %s: %w", k.ID, err)
+		}
+		return nil
+	}
 	for _, k := range kernels {
 		if !k.Status.HoldsResources() {
 			continue
@@ -281,10 +289,8 @@ func (c *Coordinator) abandonAgent(ctx context.Context, agent domain.AgentID, no
 			requeue[k.SessionID] = true
 			continue
 		}
-		_, err := c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: []domain.KernelStatus{k.Status},
-			To: domain.KernelError, Reason: fmt.Sprintf("agent %s lost", agent), Now: now})
-		if err != nil && !errors.Is(err, store.ErrGuardFailed) {
-			return fmt.Errorf("sweep: give up kernel %s: %w", k.ID, err)
+		if err := giveUp(k); err != nil {
+			return err
 		}
 	}
 	lost := domain.LifecycleHandler{Name: "AgentLost"}
@@ -292,49 +298,53 @@ func (c *Coordinator) abandonAgent(ctx context.Context, agent domain.AgentID, no
 	if err != nil {
 		return err
 	}
-	for _, id := range sortedSessions(requeue) {
-		s, err := c.store.GetSession(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
+	var sessions []store.SessionWithKernels
+	if len(requeue) > 0 { // an empty IDs filter would select every session
+		list, err := c.store.ListSessions(ctx, store.SessionFilter{IDs: sortedSessions(requeue)})
 		if err != nil {
 			return fmt.Errorf("sweep: %w", err)
 		}
+		if sessions, err = c.withKernels(ctx, list); err != nil {
+			return fmt.Errorf("sweep: %w", err)
+		}
+	}
+	for i := range sessions {
+		s := &sessions[i]
+		id := s.Session.ID
+		// An ending session (terminating, or one that cannot start over)
+		// loses what it had on the lost agent with the agent, rather than
+		// waiting out the TERMINATING bound on destroy calls that cannot
+		// succeed.
+		ending := s.Session.Status == domain.SessionTerminating
 		if slices.Contains(notStarted, s.Session.Status) {
 			msg := fmt.Sprintf("agent %s lost before the session started", agent)
 			if err := c.store.AvoidAgents(ctx, id, []domain.AgentID{agent}); err != nil {
 				return fmt.Errorf("sweep: %w", err)
 			}
-			ok, err := c.leave(ctx, lost, &s, domain.ResultExpired,
+			to, err := c.leave(ctx, lost, s, domain.ResultExpired,
 				domain.Transition{Session: domain.SessionPending, Kernel: domain.KernelPending}, msg, now, gs,
 				func(e domain.HistoryEntry) { hist = append(hist, e) })
 			if err != nil {
 				return fmt.Errorf("sweep: requeue %s: %w", id, err)
 			}
-			from := s.Session.Status
-			if s, err = c.store.GetSession(ctx, id); err != nil {
-				return fmt.Errorf("sweep: %w", err)
-			}
-			if ok {
+			if to != 0 {
 				hist = append(hist, domain.HistoryEntry{SessionID: id, At: now, Handler: lost.Name, Result: domain.ResultExpired,
-					From: from, To: s.Session.Status, Message: msg, Attempt: 1})
+					From: s.Session.Status, To: to, Message: msg, Attempt: 1})
 			}
+			// Requeued, cancelled, or moved under us (the next sweep looks
+			// again) — unless it could not start over.
+			ending = to == domain.SessionTerminating
 		}
-		if s.Session.Status == domain.SessionPending || slices.Contains(notStarted, s.Session.Status) {
-			continue // requeued, or moved under us: the next sweep looks again
+		if !ending {
+			continue
 		}
-		// The session is ending (it could not start over, or was being
-		// terminated): what it had on the lost agent ends with the agent,
-		// rather than waiting out the TERMINATING bound on destroy calls
-		// that cannot succeed.
+		// Kernels as read before the move: the guard on their status makes
+		// a stale one a no-op, left to the next sweep.
 		for _, k := range s.Kernels {
-			if k.Agent != agent || !k.Status.HoldsResources() {
-				continue
-			}
-			_, err := c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: []domain.KernelStatus{k.Status},
-				To: domain.KernelError, Reason: fmt.Sprintf("agent %s lost", agent), Now: now})
-			if err != nil && !errors.Is(err, store.ErrGuardFailed) {
-				return fmt.Errorf("sweep: give up kernel %s: %w", k.ID, err)
+			if k.Agent == agent && k.Status.HoldsResources() {
+				if err := giveUp(k); err != nil {
+					return err
+				}
 			}
 		}
 	}

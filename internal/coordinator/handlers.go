@@ -44,6 +44,15 @@ func (c *Coordinator) targets(ctx context.Context, h domain.LifecycleHandler) ([
 	if err != nil {
 		return nil, fmt.Errorf("%s: list sessions: %w", h.Name, err)
 	}
+	out, err := c.withKernels(ctx, sessions)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", h.Name, err)
+	}
+	return out, nil
+}
+
+// withKernels pairs sessions with their kernels, read in one query.
+func (c *Coordinator) withKernels(ctx context.Context, sessions []domain.Session) ([]store.SessionWithKernels, error) {
 	if len(sessions) == 0 {
 		return nil, nil
 	}
@@ -53,7 +62,7 @@ func (c *Coordinator) targets(ctx context.Context, h domain.LifecycleHandler) ([
 	}
 	kernels, err := c.store.ListKernels(ctx, store.KernelFilter{Sessions: ids})
 	if err != nil {
-		return nil, fmt.Errorf("%s: list kernels: %w", h.Name, err)
+		return nil, fmt.Errorf("list kernels: %w", err)
 	}
 	byS := make(map[domain.SessionID][]domain.Kernel, len(sessions))
 	for _, k := range kernels {

@@ -634,3 +634,32 @@ func TestSweepPrunesTheChangeFeed(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentLossLeavesOtherAgentsAlone: losing an agent with nothing on it
+// moves no session placed elsewhere.
+func TestAgentLossLeavesOtherAgentsAlone(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 2, nil)
+		h.agents.stallPull = true
+		id := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.until(id, domain.SessionPreparing)
+		if a := h.session(id).Kernels[0].Agent; a != "agent-0" {
+			t.Fatalf("setup: placed on %s, want agent-0", a)
+		}
+		h.agents.down["agent-1"] = true
+		for range 3 {
+			h.advance(31 * time.Second)
+			if err := h.c.Sweep(h.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if a, err := h.st.GetAgent(h.ctx, "agent-1"); err != nil || a.Status != domain.AgentLost {
+			t.Fatalf("agent-1: %+v (%v), want LOST", a, err)
+		}
+		h.wantStatus(id, domain.SessionPreparing)
+		if strings.Contains(h.history(id), "AgentLost") {
+			t.Fatalf("a session on a healthy agent was moved by another agent's loss:\n%s", h.history(id))
+		}
+	})
+}
