@@ -78,6 +78,9 @@ func kernelWait(st domain.SessionStatus, k domain.Kernel) string {
 		return ""
 	}
 	if st == domain.SessionTerminating {
+		if k.Agent == "" {
+			return name + ": never placed, ends with the session"
+		}
 		return fmt.Sprintf("%s: agent %s to stop it", name, k.Agent)
 	}
 	var what string
