@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -308,4 +311,20 @@ func KernelEnv(s Spec) map[string]string {
 		env[EnvPort] = fmt.Sprint(s.Port)
 	}
 	return env
+}
+
+// LogFile is the name of a kernel's kept output in its directory.
+const LogFile = "output.log"
+
+// OpenLog opens the output log kept in a kernel's directory, from its
+// beginning; a missing log is ErrNotFound.
+func OpenLog(dir string, id domain.KernelID) (io.ReadCloser, error) {
+	f, err := os.Open(filepath.Join(dir, LogFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("logs of %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("logs of %s: %w", id, err)
+	}
+	return f, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -714,7 +713,7 @@ func (r *Runtime) keepLogs(ctx context.Context, id domain.KernelID, cid string) 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "output.log"), tail.Bytes(), 0o600)
+	return os.WriteFile(filepath.Join(dir, runtime.LogFile), tail.Bytes(), 0o600)
 }
 
 // Logs returns the kernel's stdout and stderr, interleaved as the engine
@@ -743,14 +742,7 @@ func (r *Runtime) Logs(id domain.KernelID) (io.ReadCloser, error) {
 			return nil, fmt.Errorf("logs of %s: %w", id, err)
 		}
 	}
-	f, err := os.Open(filepath.Join(r.kernelDir(id), "output.log"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("logs of %s: %w", id, runtime.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("logs of %s: %w", id, err)
-	}
-	return f, nil
+	return runtime.OpenLog(r.kernelDir(id), id)
 }
 
 // Close destroys every kernel with CloseGrace (their containers are

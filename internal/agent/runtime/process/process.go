@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -305,7 +304,7 @@ func (r *Runtime) start(ctx context.Context, k *kernel) (time.Time, error) {
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, "output.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(filepath.Join(dir, runtime.LogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
@@ -646,14 +645,7 @@ func (r *Runtime) Logs(id domain.KernelID) (io.ReadCloser, error) {
 	if err := runtime.ValidKernelID(id); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(filepath.Join(r.cfg.DataDir, string(id), "output.log"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("logs of %s: %w", id, runtime.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("logs of %s: %w", id, err)
-	}
-	return f, nil
+	return runtime.OpenLog(filepath.Join(r.cfg.DataDir, string(id)), id)
 }
 
 // Close destroys every kernel with CloseGrace, waits for their processes to
