@@ -99,6 +99,14 @@ type ResourceGroup struct {
 	Timeouts   Timeouts
 	// AllowedTypes lists the session types the group runs; empty means all.
 	AllowedTypes []SessionType
+	// DefaultSlots is what a kernel gets for each slot its request does not
+	// name, so a partial request ({"cpu": "0.5"}) still has a memory limit
+	// and is charged against quotas. Nil or zero entries add nothing.
+	DefaultSlots Vec
+	// MinSlots is the least a kernel may ask for of each slot, after the
+	// defaults are filled in. Every group keeps cpu and mem above zero (see
+	// FloorSlots): a kernel with neither escapes every limit and quota.
+	MinSlots Vec
 }
 
 // Allows reports whether the group runs sessions of type t.
