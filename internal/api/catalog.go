@@ -88,7 +88,7 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := listJSON[groupJSON]{Items: make([]groupJSON, len(groups))}
 	for i, g := range groups {
-		out.Items[i] = groupOut(g)
+		out.Items[i] = groupOut(s.slots, g)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -106,7 +106,7 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, groupOut(g))
+	writeJSON(w, http.StatusOK, groupOut(s.slots, g))
 	return nil
 }
 
@@ -198,6 +198,30 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 			*f.dst = d
 		}
 	}
+	if req.DefaultSlots != nil {
+		v, e := s.parseSlots("default_slots", *req.DefaultSlots, false)
+		if e != nil {
+			return e
+		}
+		g.DefaultSlots = v
+	}
+	if req.MinSlots != nil {
+		v, e := s.parseSlots("min_slots", *req.MinSlots, false)
+		if e != nil {
+			return e
+		}
+		g.MinSlots = v
+	}
+	// A default below the minimum would refuse every request that leaves
+	// that slot out, which no operator means.
+	def, floor := g.EffectiveDefaultSlots(s.slots), g.EffectiveMinSlots(s.slots)
+	for i, d := range g.DefaultSlots {
+		if d != 0 && d < floor[i] {
+			t := s.slots.Type(domain.SlotID(i))
+			return invalid("default_slots."+t.Name, "must be at least the minimum %s, not %s",
+				domain.FormatQuantity(t.Kind, floor[i]), domain.FormatQuantity(t.Kind, def[i]))
+		}
+	}
 	// The registry has the last word, so a group the scheduler cannot
 	// run is never stored.
 	if err := s.plugins.CheckGroup(g); err != nil {
@@ -215,7 +239,7 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, groupOut(stored))
+	writeJSON(w, status, groupOut(s.slots, stored))
 	return nil
 }
 

@@ -103,9 +103,6 @@ type Config struct {
 	// names none; defaults "default" and "x86_64".
 	DefaultGroup        string
 	DefaultArchitecture string
-	// DefaultResources is the per-kernel request of a session that names
-	// none; default cpu 1, mem 1g.
-	DefaultResources map[string]string
 }
 
 // Limits of a session request.
@@ -134,9 +131,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DefaultGroup == "" {
 		c.DefaultGroup = "default"
-	}
-	if c.DefaultResources == nil {
-		c.DefaultResources = map[string]string{"cpu": "1", "mem": "1g"}
 	}
 	if c.DefaultArchitecture == "" {
 		c.DefaultArchitecture = "x86_64"

@@ -31,7 +31,6 @@ const (
 
 var (
 	archPattern   = regexp.MustCompile(`^[a-z0-9_]+$`)
-	envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
@@ -115,13 +114,7 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req createSessi
 		}
 		sess.Architecture = req.Architecture
 	}
-	resources := req.Resources
-	if len(resources) == 0 {
-		// A session that names no resources still occupies something on a
-		// shared machine; it gets the configured default request.
-		resources = s.cfg.DefaultResources
-	}
-	requested, e := s.parseSlots("resources", resources, false)
+	requested, e := s.parseSlots("resources", req.Resources, false)
 	if e != nil {
 		return fail(e)
 	}
@@ -186,6 +179,19 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req createSessi
 			strings.Join(strs(g.AllowedTypes), ", ")))
 	}
 	sess.ResourceGroup = g.Name
+	// The group fills what the request leaves out, so every kernel carries
+	// a cpu and mem request: it is what the runtime turns into limits and
+	// what quotas are charged.
+	full, below := g.CompleteRequest(s.slots, sess.Requested, func(id domain.SlotID) bool {
+		_, named := req.Resources[s.slots.Type(id).Name]
+		return named
+	})
+	if below != nil {
+		t := s.slots.Type(below.Slot)
+		return fail(invalid("resources."+t.Name, "must be at least %s in resource group %s, not %s",
+			domain.FormatQuantity(t.Kind, below.Minimum), g.Name, domain.FormatQuantity(t.Kind, below.Requested)))
+	}
+	sess.Requested = full
 
 	deps, e2 := s.checkDependencies(ctx, u, req.DependsOn)
 	if e2 != nil {
@@ -260,8 +266,8 @@ func checkEnv(env map[string]string) *apiError {
 		return invalid("env", "has more than %d variables", maxEnvVars)
 	}
 	for _, k := range sortedKeys(env) {
-		if len(k) > 256 || !envKeyPattern.MatchString(k) {
-			return invalid("env."+k, "is not a valid variable name (letters, digits and _, not starting with a digit)")
+		if err := domain.CheckUserEnvName(k); err != nil {
+			return invalid("env."+k, "%v", err)
 		}
 		if v := env[k]; len(v) > maxEnvValueLen || strings.ContainsRune(v, 0) {
 			return invalid("env."+k, "must be at most %d bytes without NUL", maxEnvValueLen)

@@ -78,6 +78,18 @@ func TestCreateValidation(t *testing.T) {
 			{"starts_at not RFC 3339", valid(func(b map[string]any) { b["starts_at"] = "tomorrow" }), 400, "starts_at"},
 			{"starts_at date only", valid(func(b map[string]any) { b["starts_at"] = "2026-03-01" }), 400, "starts_at"},
 			{"bad env name", valid(func(b map[string]any) { b["env"] = map[string]string{"1X": "y"} }), 400, "env.1X"},
+			{"env PATH", valid(func(b map[string]any) { b["env"] = map[string]string{"PATH": "/tmp/evil"} }), 400, "env.PATH"},
+			{"env LD_PRELOAD", valid(func(b map[string]any) { b["env"] = map[string]string{"LD_PRELOAD": "/tmp/x.so"} }), 400, "env.LD_PRELOAD"},
+			{"env BASH_ENV", valid(func(b map[string]any) { b["env"] = map[string]string{"BASH_ENV": "/tmp/x"} }), 400, "env.BASH_ENV"},
+			{"env runtime fact", valid(func(b map[string]any) { b["env"] = map[string]string{"SOKOVAN_KERNEL_ID": "x"} }), 400, "env.SOKOVAN_KERNEL_ID"},
+			{"zero cpu", valid(func(b map[string]any) { b["resources"] = map[string]any{"cpu": "0", "mem": "1g"} }), 400, "resources.cpu"},
+			{"zero request", valid(func(b map[string]any) { b["resources"] = map[string]any{"cpu": "0", "mem": "0"} }), 400, "resources.cpu"},
+			{"mem below the floor", valid(func(b map[string]any) { b["resources"] = map[string]any{"mem": "1k"} }), 400, "resources.mem"},
+			{"gang of zeros", valid(func(b map[string]any) {
+				b["resources"] = map[string]any{"cpu": "0", "mem": "0"}
+				b["cluster_size"] = 64
+				b["cluster_mode"] = "multi-node"
+			}), 400, "resources.cpu"},
 			{"env value not a string", valid(func(b map[string]any) { b["env"] = map[string]any{"X": true} }), 400, "env.X"},
 			{"command not a list", valid(func(b map[string]any) { b["command"] = "sleep 1" }), 400, "command"},
 			{"body over 1 MiB", valid(func(b map[string]any) { b["name"] = strings.Repeat("x", 1<<20) }), 413, ""},
@@ -424,9 +436,15 @@ func TestSessionWithoutResourcesGetsTheDefaultRequest(t *testing.T) {
 	if s.RequestedSlots["cpu"] != "1" || s.RequestedSlots["mem"] != "1g" {
 		t.Fatalf("requested %v, want the default cpu 1, mem 1g", s.RequestedSlots)
 	}
+	// A partial request keeps what it names and gets the default for the
+	// rest: mem 1g, so the kernel has a memory limit and quotas charge it.
 	s = create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]any{"cpu": "0.5"}})
-	if s.RequestedSlots["cpu"] != "0.5" || s.RequestedSlots["mem"] != "" {
-		t.Fatalf("requested %v, want exactly what was asked", s.RequestedSlots)
+	if s.RequestedSlots["cpu"] != "0.5" || s.RequestedSlots["mem"] != "1g" {
+		t.Fatalf("requested %v, want cpu 0.5 as asked and the default mem 1g", s.RequestedSlots)
+	}
+	s = create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]any{"mem": "64m", "cuda.device": "0"}})
+	if s.RequestedSlots["cpu"] != "1" || s.RequestedSlots["mem"] != "64m" || s.RequestedSlots["cuda.device"] != "" {
+		t.Fatalf("requested %v, want the default cpu 1 and mem 64m as asked", s.RequestedSlots)
 	}
 }
 

@@ -265,6 +265,10 @@ type groupJSON struct {
 	MaxRetries   int          `json:"max_retries"`
 	AllowedTypes []string     `json:"allowed_types"`
 	Timeouts     timeoutsJSON `json:"timeouts"`
+	// DefaultSlots and MinSlots are in force: the group's own values laid
+	// over the built-in defaults and floors.
+	DefaultSlots map[string]string `json:"default_slots"`
+	MinSlots     map[string]string `json:"min_slots"`
 }
 
 // groupRequest is a PUT body; nil fields keep the current value.
@@ -276,6 +280,10 @@ type groupRequest struct {
 	MaxRetries   *int             `json:"max_retries"`
 	AllowedTypes *[]string        `json:"allowed_types"`
 	Timeouts     *timeoutsRequest `json:"timeouts"`
+	// DefaultSlots and MinSlots replace the group's own values whole; {}
+	// goes back to the built-in ones.
+	DefaultSlots *map[string]string `json:"default_slots"`
+	MinSlots     *map[string]string `json:"min_slots"`
 }
 
 type timeoutsRequest struct {
@@ -296,7 +304,7 @@ func formatDuration(d time.Duration) string {
 	return d.String()
 }
 
-func groupOut(g domain.ResourceGroup) groupJSON {
+func groupOut(reg *domain.Registry, g domain.ResourceGroup) groupJSON {
 	seq, sel, hol := g.Sequencer, g.Selector, g.HeadOfLine
 	if seq == "" {
 		seq = scheduler.DefaultSequencer
@@ -312,7 +320,8 @@ func groupOut(g domain.ResourceGroup) groupJSON {
 		MaxRetries: g.MaxRetries, AllowedTypes: strs(g.AllowedTypes),
 		Timeouts: timeoutsJSON{Pending: formatDuration(t.Pending), Scheduled: formatDuration(t.Scheduled),
 			Preparing: formatDuration(t.Preparing), Prepared: formatDuration(t.Prepared),
-			Creating: formatDuration(t.Creating), Terminating: formatDuration(t.Terminating)}}
+			Creating: formatDuration(t.Creating), Terminating: formatDuration(t.Terminating)},
+		DefaultSlots: reg.FormatSlots(g.EffectiveDefaultSlots(reg)), MinSlots: reg.FormatSlots(g.EffectiveMinSlots(reg))}
 }
 
 type createUserRequest struct {

@@ -237,8 +237,13 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("%w: kernel %s: slots without a registry", ErrInvalidSpec, s.Kernel)
 	}
 	for k, v := range s.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return fmt.Errorf("%w: kernel %s: bad environment entry %q", ErrInvalidSpec, s.Kernel, k)
+		// The manager refuses these at submit; an agent checks again since
+		// it is the one whose host they would reach.
+		if err := domain.CheckUserEnvName(k); err != nil {
+			return fmt.Errorf("%w: kernel %s: environment: %v", ErrInvalidSpec, s.Kernel, err)
+		}
+		if strings.ContainsRune(v, 0) {
+			return fmt.Errorf("%w: kernel %s: environment %s holds a NUL byte", ErrInvalidSpec, s.Kernel, k)
 		}
 	}
 	for _, a := range s.Command {
