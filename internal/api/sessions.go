@@ -30,7 +30,7 @@ const (
 )
 
 var (
-	archPattern   = regexp.MustCompile(`^[a-z0-9_]+$`)
+	archPattern = regexp.MustCompile(`^[a-z0-9_]+$`)
 )
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
