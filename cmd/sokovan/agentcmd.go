@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,7 +23,8 @@ import (
 // newAgentDaemonCmd is `sokovan agent run`: the agent daemon.
 func newAgentDaemonCmd() *cobra.Command {
 	var cfg agent.Config
-	var id, kind, dataDir, cpu, mem, dockerHost string
+	var id, kind, dataDir, cpu, mem, dockerHost, kernelUIDs string
+	var asAgentUser bool
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run an agent daemon that registers with a manager",
@@ -63,8 +66,12 @@ func newAgentDaemonCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				uids, err := parseUIDRange(kernelUIDs)
+				if err != nil {
+					return err
+				}
 				rt, err = process.New(process.Config{DataDir: filepath.Join(dataDir, "kernels"), Catalog: process.DefaultCatalog(self),
-					Sink: a.Sink, Log: cfg.Log})
+					Sink: a.Sink, Log: cfg.Log, KernelUIDs: uids, RunAsAgentUser: asAgentUser})
 				if err != nil {
 					return err
 				}
@@ -104,6 +111,23 @@ func newAgentDaemonCmd() *cobra.Command {
 	f.StringVar(&dataDir, "data-dir", "./sokovan-agent", "kernel logs and work directories")
 	f.StringVar(&cpu, "cpu", "", "cpu to offer (default: detected)")
 	f.StringVar(&mem, "mem", "", "memory to offer, e.g. 16g (default: detected)")
-	f.IntVar(&cfg.MaxKernels, "max-kernels", 0, "cap on kernels (0: none)")
+	f.IntVar(&cfg.MaxKernels, "max-kernels", agent.DefaultMaxKernels, "cap on kernels placed here (-1: none)")
+	f.StringVar(&kernelUIDs, "kernel-uids", "", "process runtime as root: user ids kernels run as, FIRST-LAST, one per kernel (default 2000000000-2000065535)")
+	f.BoolVar(&asAgentUser, "run-as-agent-user", false, "process runtime: run kernels as the agent's own user even when that is root (trusted machines only)")
 	return cmd
+}
+
+// parseUIDRange reads --kernel-uids, FIRST-LAST; empty is the runtime's
+// default.
+func parseUIDRange(s string) (process.UIDRange, error) {
+	if s == "" {
+		return process.UIDRange{}, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	first, err1 := strconv.Atoi(a)
+	last, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || first < 1000 || last < first {
+		return process.UIDRange{}, fmt.Errorf("--kernel-uids %q: want FIRST-LAST, such as 2000000000-2000065535, from 1000 up", s)
+	}
+	return process.UIDRange{First: first, Count: last - first + 1}, nil
 }

@@ -36,7 +36,10 @@ type Config struct {
 	// Architecture defaults to this machine's (x86_64, aarch64).
 	Architecture string
 	// Capacity is what the agent offers; empty means detect the machine.
-	Capacity   map[string]string
+	Capacity map[string]string
+	// MaxKernels caps the kernels the manager places here, since each costs
+	// the host processes and descriptors whatever its request says: zero
+	// means DefaultMaxKernels, a negative value no cap.
 	MaxKernels int
 	// Runtime names the runtime for the manager's records.
 	Runtime  string
@@ -71,6 +74,10 @@ type pull struct {
 }
 
 // New checks the configuration and returns an agent; Run starts it.
+// DefaultMaxKernels bounds an agent's kernels when its configuration does
+// not.
+const DefaultMaxKernels = 1000
+
 func New(cfg Config) (*Agent, error) {
 	if cfg.ID == "" || cfg.Manager == "" || cfg.ResourceGroup == "" {
 		return nil, errors.New("agent: id, manager and resource group are required")
@@ -86,6 +93,12 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if _, err := cfg.Registry.ParseSlots(cfg.Capacity); err != nil {
 		return nil, fmt.Errorf("agent: capacity: %w", err)
+	}
+	switch {
+	case cfg.MaxKernels == 0:
+		cfg.MaxKernels = DefaultMaxKernels
+	case cfg.MaxKernels < 0:
+		cfg.MaxKernels = 0 // the wire's "no cap"
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = 5 * time.Second

@@ -313,7 +313,7 @@ func TestLimitsLabelsAndEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Hostname = "main1"
-	s.Env = map[string]string{"FOO": "bar baz", runtime.EnvKernelID: "spoofed"}
+	s.Env = map[string]string{"FOO": "bar baz"}
 	h.start(s)
 	h.rec.exit(t, s.Kernel)
 
@@ -348,7 +348,7 @@ func TestLimitsLabelsAndEnvironment(t *testing.T) {
 	}
 	wantEnv := map[string]string{
 		"SOKOVAN_SESSION_ID":    string(s.Session),
-		"SOKOVAN_KERNEL_ID":     string(s.Kernel), // the fact wins over the spec's env
+		"SOKOVAN_KERNEL_ID":     string(s.Kernel),
 		"SOKOVAN_IMAGE":         s.Image,
 		"SOKOVAN_CLUSTER_ROLE":  "main",
 		"SOKOVAN_CLUSTER_IDX":   "0",

@@ -20,10 +20,39 @@
 // kernel exits, which in Go happens only if a goroutine locked to that
 // thread ends without unlocking it; code in the agent must not do that.
 //
-// A process's exit is observed with waitid(WNOWAIT) before it is reaped:
-// while the exited main process is a zombie its pid cannot be reused, so the
-// runtime can still SIGKILL what is left of its group and cgroup, and no
-// signal ever reaches a stranger that inherited the number.
+// A process's exit is observed through a pidfd parked on the Go runtime's
+// poller, so a waiting kernel holds no OS thread (a blocking waitid per
+// kernel cost one thread each, and Go aborts past 10,000); then with
+// waitid(WNOWAIT), before it is reaped: while the exited main process is a
+// zombie its pid cannot be reused, so the runtime can still SIGKILL what is
+// left of its group and cgroup, and no signal ever reaches a stranger that
+// inherited the number.
+//
+// # The start gate and the kernel's user
+//
+// Every kernel starts as the gate: Config.GateExe (the agent's own binary)
+// run with GateArg and the operator's BaseEnv only. The gate waits on a pipe
+// while the runtime moves it into the kernel's cgroups (so a fast program
+// cannot allocate or fork past its limits first), then reads its order: the
+// program, its argv and its environment. The user's environment therefore
+// reaches only the program's execve, never a shell or loader of the
+// runtime's own; names those would read (PATH, LD_*, BASH_ENV, SOKOVAN_*, …,
+// see domain.CheckUserEnvName) are refused by the manager at submit and by
+// Spec.Validate here.
+//
+// When the agent is root, the gate then drops to a user id of the kernel's
+// own from Config.KernelUIDs (group id the same number, no supplementary
+// groups), so a kernel can signal or trace neither another kernel nor the
+// agent, and owns only its work directory. Dropping privileges clears the
+// parent-death signal, so the gate sets it again and checks the agent is
+// still its parent before it execs. A program the kernel's user cannot reach
+// by path is exec'd through a descriptor opened while still root. A second
+// pipe, closed by the exec, tells Create whether the program started. Each
+// kernel has a pids cap (Config.Cgroups.PidsMax, DefaultPidsMax) where the
+// pids controller is usable. Kernels do not get a pid namespace of their
+// own: the program would be its pid 1, which ignores SIGTERM without a
+// handler and must reap orphans, so it would need an init process per
+// kernel; distinct uids already keep kernels from signalling each other.
 //
 // Exit codes are the process's; a death by signal reports 128+signal with
 // the signal named in the message. The reason is "destroyed" when Destroy
@@ -42,15 +71,12 @@
 // the reason, and kernels run without that limit: Create never fails
 // because a limit cannot be enforced.
 //
-// Each kernel gets a cgroup named by its id in every usable hierarchy. It
-// must be in it before its program runs, or a fast program could allocate or
-// fork past its limits first. Cgroup v1 offers no way to start a process
-// inside a cgroup, so with cgroups the kernel starts as a small shell gate
-// (Config.Cgroups.Shell) that waits on a pipe; the runtime writes the gate's
-// pid into the cgroups, then releases it, and the gate execs the program
-// (same pid, so the membership holds). After the main process exits, every
-// process left in the cgroup is killed, the OOM counter is read, and the
-// cgroup is removed before the exit event is sent.
+// Each kernel gets a cgroup named by its id in every usable hierarchy,
+// joined by the gate before the program runs (cgroup v1 offers no way to
+// start a process inside a cgroup; the gate's exec keeps the pid, so the
+// membership holds). After the main process exits, every process left in
+// the cgroup is killed, the OOM counter is read, and the cgroup is removed
+// before the exit event is sent.
 //
 // # Imports
 //

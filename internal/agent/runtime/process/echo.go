@@ -22,9 +22,13 @@ import (
 //		os.Exit(code)
 //	}
 //
-// The only role today is HTTPEchoArg ADDR, which serves until SIGTERM or
-// SIGINT and then exits 0.
+// The roles are GateArg, the start gate every kernel of the runtime begins
+// as (see Config.GateExe), and HTTPEchoArg ADDR, which serves until SIGTERM
+// or SIGINT and then exits 0.
 func RunChild(args []string) (code int, ok bool) {
+	if len(args) == 1 && args[0] == GateArg {
+		return runGate(), true
+	}
 	if len(args) == 0 || args[0] != HTTPEchoArg {
 		return 0, false
 	}

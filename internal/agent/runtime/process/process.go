@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,8 +42,22 @@ type Config struct {
 	BaseEnv []string
 	// AllowCommand lets Spec.Command replace an image's command line. It is
 	// off by default: with it, anyone who may create a session runs any
-	// program as the agent's user.
+	// program as the kernel's user (see KernelUIDs).
 	AllowCommand bool
+	// GateExe is the binary every kernel starts as (GateArg): it waits to be
+	// placed in the kernel's cgroup, takes the kernel's credentials and
+	// environment, and execs the program. It must call RunChild first thing
+	// in main. Empty means this process's own executable.
+	GateExe string
+	// KernelUIDs are the user ids kernels run as when the agent is root, one
+	// per live kernel (its group id is the same number), so no kernel can
+	// signal, trace or read the processes and files of another kernel or of
+	// the agent. The zero value means DefaultKernelUIDs. An agent that is not
+	// root runs kernels as its own user: it has no other to give.
+	KernelUIDs UIDRange
+	// RunAsAgentUser keeps kernels on the agent's own user even when that is
+	// root. Only for trusted, single-user machines.
+	RunAsAgentUser bool
 	// Cgroups configures resource limits.
 	Cgroups CgroupConfig
 	// CloseGrace is the grace Close gives each kernel; zero means 5s.
@@ -62,12 +79,24 @@ type CgroupConfig struct {
 	// runtimes that may run at once on one machine and stay the same
 	// across restarts of one: the default does both.
 	Name string
-	// PidsMax caps each kernel's processes when its spec asks for no
-	// "pids" slot; zero means no cap.
+	// PidsMax caps each kernel's processes (threads included) when its
+	// spec asks for no "pids" slot, so a fork bomb stays inside its kernel;
+	// zero means DefaultPidsMax, a negative value no cap.
 	PidsMax int64
-	// Shell runs the start gate (see the package doc); empty means /bin/sh.
-	Shell string
 }
+
+// DefaultPidsMax is the pids cap of a kernel whose spec names none: ample
+// for thread-heavy programs, far below what hurts a host.
+const DefaultPidsMax = 4096
+
+// UIDRange is Count user ids from First.
+type UIDRange struct {
+	First, Count int
+}
+
+// DefaultKernelUIDs lie far above the ranges distributions give people,
+// services and container sub-ids, so they own nothing on the host.
+var DefaultKernelUIDs = UIDRange{First: 2_000_000_000, Count: 65536}
 
 // defaultCloseGrace is how long Close lets kernels stop politely.
 const defaultCloseGrace = 5 * time.Second
@@ -75,15 +104,6 @@ const defaultCloseGrace = 5 * time.Second
 // killWait bounds how long Close waits, once its context has ended, for
 // kernels it has SIGKILLed to be reaped.
 const killWait = 5 * time.Second
-
-// gateScript holds a kernel until the runtime has moved it into its cgroup:
-// it reads one line from fd 3, which the runtime writes only after the
-// move, then closes fd 3 and becomes the kernel's program. Anything but "go"
-// (the runtime gave up on the kernel) ends it with 125 before the program
-// runs.
-const gateScript = `IFS= read -r gate <&3 && [ "$gate" = go ] || exit 125
-exec 3<&-
-exec "$@"`
 
 var _ runtime.Runtime = (*Runtime)(nil)
 
@@ -99,10 +119,18 @@ type Runtime struct {
 	// waiters counts the goroutines that wait for kernel processes.
 	waiters sync.WaitGroup
 
+	// asUser: kernels get a uid of their own from KernelUIDs.
+	asUser bool
+
 	mu      sync.Mutex
 	closed  bool
 	pulled  map[string]bool
 	kernels map[domain.KernelID]*kernel
+	// uids maps the uids of live kernels to them; a uid is free again once
+	// its kernel has been reaped and its cgroup swept. uidNext is where
+	// takeUID looks first, as an offset into KernelUIDs.
+	uids    map[int]domain.KernelID
+	uidNext int
 }
 
 // kernel is one kernel's bookkeeping. started is closed once Create has
@@ -113,6 +141,12 @@ type kernel struct {
 	started  chan struct{}
 	startErr error
 	done     chan struct{}
+
+	// pidfd is readable once the process has exited; nil where the kernel
+	// offers no pidfds.
+	pidfd *os.File
+	// uid is the kernel's user id, -1 for the agent's own.
+	uid int
 
 	// Guarded by Runtime.mu.
 	cmd        *exec.Cmd
@@ -159,8 +193,24 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Cgroups.Name != filepath.Base(cfg.Cgroups.Name) || cfg.Cgroups.Name[0] == '.' {
 		return nil, fmt.Errorf("process runtime: cgroup name %q must be one path element", cfg.Cgroups.Name)
 	}
-	if cfg.Cgroups.Shell == "" {
-		cfg.Cgroups.Shell = "/bin/sh"
+	switch {
+	case cfg.Cgroups.PidsMax == 0:
+		cfg.Cgroups.PidsMax = DefaultPidsMax
+	case cfg.Cgroups.PidsMax < 0:
+		cfg.Cgroups.PidsMax = 0
+	}
+	if cfg.GateExe == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("process runtime: find the gate binary: %w", err)
+		}
+		cfg.GateExe = self
+	}
+	if cfg.KernelUIDs == (UIDRange{}) {
+		cfg.KernelUIDs = DefaultKernelUIDs
+	}
+	if u := cfg.KernelUIDs; u.First <= 0 || u.Count <= 0 || u.First > math.MaxUint32-1-u.Count {
+		return nil, fmt.Errorf("process runtime: kernel uid range %d+%d is not a range of unprivileged ids", u.First, u.Count)
 	}
 	if cfg.BaseEnv == nil {
 		path := os.Getenv("PATH")
@@ -176,6 +226,8 @@ func New(cfg Config) (*Runtime, error) {
 		out:     runtime.NewOutbox(cfg.Sink),
 		pulled:  make(map[string]bool),
 		kernels: make(map[domain.KernelID]*kernel),
+		uids:    make(map[int]domain.KernelID),
+		asUser:  os.Geteuid() == 0 && !cfg.RunAsAgentUser,
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -192,9 +244,6 @@ func New(cfg Config) (*Runtime, error) {
 	cg := setupCgroups(r.log, cfg.Cgroups.Name)
 	r.enforcement = cg.enforcement()
 	if len(cg.byCtl) > 0 {
-		if _, err := exec.LookPath(cfg.Cgroups.Shell); err != nil {
-			return nil, fmt.Errorf("process runtime: the cgroup start gate needs a shell: %w", err)
-		}
 		r.cg = cg
 	}
 	return r, nil
@@ -285,7 +334,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
 
 // start runs the kernel's process. On success the process is running its
 // program, a waiter goroutine owns it, and start returns when it started.
-func (r *Runtime) start(ctx context.Context, k *kernel) (time.Time, error) {
+func (r *Runtime) start(ctx context.Context, k *kernel) (_ time.Time, err error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
 	}
@@ -298,11 +347,31 @@ func (r *Runtime) start(ctx context.Context, k *kernel) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
+	if prog, err = filepath.Abs(prog); err != nil {
+		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+	}
 	// Private to the agent's user: logs and work files may hold secrets.
 	dir := filepath.Join(r.cfg.DataDir, string(spec.Kernel))
 	work := filepath.Join(dir, "work")
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+	}
+	k.uid = -1
+	if r.asUser {
+		if k.uid, err = r.takeUID(spec.Kernel); err != nil {
+			return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		}
+		defer func() {
+			if err != nil {
+				r.releaseUID(k.uid)
+			}
+		}()
+		// The kernel's own user owns its work dir; the directory above it
+		// stays the agent's, so the log beside it is out of the kernel's
+		// reach but for the descriptor it writes through.
+		if err := chownTree(work, k.uid); err != nil {
+			return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		}
 	}
 	logf, err := os.OpenFile(filepath.Join(dir, runtime.LogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -310,69 +379,97 @@ func (r *Runtime) start(ctx context.Context, k *kernel) (time.Time, error) {
 	}
 	// The child holds its own copy of the descriptor once started.
 	defer logf.Close()
+	gateR, gateW, err := os.Pipe()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+	}
+	defer gateR.Close()
+	defer gateW.Close() // a gate that reads nothing exits without running the program
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+	}
+	defer statusR.Close()
+	defer statusW.Close()
 
+	pidfd := -1
 	cmd := &exec.Cmd{
-		Path:   prog,
-		Args:   argv,
-		Env:    r.environ(spec),
-		Dir:    work,
-		Stdout: logf,
-		Stderr: logf,
+		Path: r.cfg.GateExe,
+		Args: []string{r.cfg.GateExe, GateArg},
+		// The gate's environment is the operator's alone; the kernel's
+		// travels in the order.
+		Env:        r.cfg.BaseEnv,
+		Dir:        work,
+		Stdout:     logf,
+		Stderr:     logf,
+		ExtraFiles: []*os.File{gateR, statusW},
 		SysProcAttr: &syscall.SysProcAttr{
 			// Its own process group, so Destroy reaches the children it
 			// forks; Pdeathsig, so the kernel dies with the agent instead
 			// of outliving it unowned.
 			Setpgid:   true,
 			Pdeathsig: syscall.SIGKILL,
+			PidFD:     &pidfd,
 		},
 	}
 
 	var kc *kernelCgroup
-	var gate *os.File
 	if r.cg != nil {
 		kc, err = r.cg.create(string(spec.Kernel), r.limits(spec))
 		if err != nil {
 			return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 		}
-		gateR, gateW, err := os.Pipe()
-		if err != nil {
-			kc.remove()
-			return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
-		}
-		defer gateR.Close()
-		gate = gateW
-		cmd.Path = r.cfg.Cgroups.Shell
-		cmd.Args = append([]string{r.cfg.Cgroups.Shell, "-c", gateScript, "sokovan-gate", prog}, argv[1:]...)
-		cmd.ExtraFiles = []*os.File{gateR}
 	}
-
 	// Taken before the start so that FinishedAt-StartedAt never
 	// understates how long the program ran.
 	startedAt := r.now()
 	if err := cmd.Start(); err != nil {
 		if kc != nil {
-			gate.Close()
 			kc.remove()
 		}
 		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
 	pid := cmd.Process.Pid
+	// Only the gate's copy may hold the status pipe open, or its EOF never
+	// comes.
+	statusW.Close()
+	var pf *os.File
+	if pidfd >= 0 {
+		// Non-blocking, so os.File registers it with the runtime's poller:
+		// waiting for an exit then holds no thread.
+		if unix.SetNonblock(pidfd, true) == nil {
+			pf = os.NewFile(uintptr(pidfd), "pidfd")
+		} else {
+			_ = unix.Close(pidfd)
+		}
+	}
+	order := gateOrder{Path: prog, Argv: argv, Env: r.environ(spec), UID: k.uid, GID: k.uid, Parent: os.Getpid()}
 	if kc != nil {
-		err := kc.join(pid)
-		if err == nil {
-			_, err = gate.Write([]byte("go\n"))
+		err = kc.join(pid)
+	}
+	if err == nil {
+		err = json.NewEncoder(gateW).Encode(order)
+	}
+	if err == nil {
+		err = gateW.Close()
+	}
+	if err == nil {
+		err = gateStarted(statusR)
+	}
+	if err != nil {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		if pf != nil {
+			pf.Close()
 		}
-		gate.Close()
-		if err != nil {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			_ = cmd.Wait()
+		if kc != nil {
 			kc.remove()
-			return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 		}
+		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
 
 	r.mu.Lock()
-	k.cmd, k.pid, k.cg = cmd, pid, kc
+	k.cmd, k.pid, k.cg, k.pidfd = cmd, pid, kc, pf
 	k.state = runtime.KernelState{
 		ID:        spec.Kernel,
 		Session:   spec.Session,
@@ -384,6 +481,59 @@ func (r *Runtime) start(ctx context.Context, k *kernel) (time.Time, error) {
 	r.waiters.Add(1)
 	go r.wait(k)
 	return startedAt, nil
+}
+
+// gateStarted reads the gate's status pipe to its end: nothing means the
+// exec closed it and the program runs; anything is why the gate gave up.
+func gateStarted(status *os.File) error {
+	msg, err := io.ReadAll(io.LimitReader(status, 4096))
+	if err != nil {
+		return fmt.Errorf("start gate: %w", err)
+	}
+	if len(msg) > 0 {
+		return fmt.Errorf("start gate: %s", msg)
+	}
+	return nil
+}
+
+// takeUID gives kernel the next free uid of KernelUIDs. It goes round the
+// range rather than reusing the lowest free one, so a uid comes back only
+// after every other has been used: without cgroups a stray process of an
+// ended kernel may outlive it, and must not find its uid in a new kernel.
+func (r *Runtime) takeUID(kernel domain.KernelID) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u := r.cfg.KernelUIDs
+	for range u.Count {
+		uid := u.First + r.uidNext
+		r.uidNext = (r.uidNext + 1) % u.Count
+		if _, used := r.uids[uid]; !used {
+			r.uids[uid] = kernel
+			return uid, nil
+		}
+	}
+	return 0, fmt.Errorf("all %d kernel uids from %d are in use", u.Count, u.First)
+}
+
+func (r *Runtime) releaseUID(uid int) {
+	if uid < 0 {
+		return
+	}
+	r.mu.Lock()
+	delete(r.uids, uid)
+	r.mu.Unlock()
+}
+
+// chownTree gives dir and what is in it to uid (and the group of the same
+// number): a work dir left by an earlier run of the same kernel id belongs
+// to whichever uid that run had.
+func chownTree(dir string, uid int) error {
+	return filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, uid)
+	})
 }
 
 // argv is the kernel's command line: the spec's override or the image's.
@@ -447,17 +597,7 @@ func (r *Runtime) limits(spec runtime.Spec) limits {
 // wait owns a kernel's process from start to reaping.
 func (r *Runtime) wait(k *kernel) {
 	defer r.waiters.Done()
-	// Wait without reaping first: while the exited leader is a zombie its
-	// pid, and so its process group id, cannot be reused, so the group and
-	// cgroup can still be swept safely.
-	var info unix.Siginfo
-	var err error
-	for {
-		err = unix.Waitid(unix.P_PID, k.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
+	err := awaitExit(k)
 	r.mu.Lock()
 	k.reaping = true
 	r.mu.Unlock()
@@ -471,9 +611,14 @@ func (r *Runtime) wait(k *kernel) {
 		}
 	}
 	werr := k.cmd.Wait()
+	if k.pidfd != nil {
+		k.pidfd.Close()
+	}
 	if k.cg != nil {
 		k.cg.remove()
 	}
+	// Only now is nothing of the kernel left that its uid could reach.
+	r.releaseUID(k.uid)
 
 	code, sig := -1, syscall.Signal(0)
 	if ps := k.cmd.ProcessState; ps != nil {
@@ -522,6 +667,32 @@ func (r *Runtime) wait(k *kernel) {
 	// Emitted after the cgroup is gone: an exit means the kernel's
 	// resources are free.
 	r.out.Emit(ev)
+}
+
+// awaitExit returns once the kernel's main process has exited, without
+// reaping it: while the exited leader is a zombie its pid, and so its
+// process group id, cannot be reused, so the group and cgroup can still be
+// swept safely. With a pidfd the wait is parked on the runtime's poller,
+// holding no OS thread, so thousands of kernels cost no thousands of
+// threads; a blocking waitid, which holds one, is the fallback.
+func awaitExit(k *kernel) error {
+	if k.pidfd != nil {
+		if rc, err := k.pidfd.SyscallConn(); err == nil {
+			_ = rc.Read(func(fd uintptr) bool {
+				fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+				n, err := unix.Poll(fds, 0)
+				return n > 0 || err != nil && !errors.Is(err, unix.EINTR)
+			})
+		}
+	}
+	// At once after the poll above; the wait itself where there was none.
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, k.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
 }
 
 func describeExit(code int, sig syscall.Signal) string {

