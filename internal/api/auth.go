@@ -58,9 +58,13 @@ var ErrAdminToken = errors.New("admin token mismatch")
 // so a restart with the same token changes nothing. If user "admin"
 // already exists with another token, it fails with ErrAdminToken rather
 // than adding a second way in.
+// MinAdminTokenLen keeps a guessable word from being the key to the whole
+// cluster; generated tokens are far longer.
+const MinAdminTokenLen = 16
+
 func EnsureAdmin(ctx context.Context, st Users, token string) error {
-	if token == "" || len(token) > maxTokenLen || strings.ContainsAny(token, " \t\r\n") {
-		return fmt.Errorf("ensure admin: the token must be 1 to %d characters without spaces", maxTokenLen)
+	if len(token) < MinAdminTokenLen || len(token) > maxTokenLen || strings.ContainsAny(token, " \t\r\n") {
+		return fmt.Errorf("ensure admin: the token must be %d to %d characters without spaces", MinAdminTokenLen, maxTokenLen)
 	}
 	hash := HashToken(token)
 	u, err := st.UserByTokenHash(ctx, hash)

@@ -148,8 +148,10 @@ func TestEnsureAdmin(t *testing.T) {
 	if err := api.EnsureAdmin(ctx, st, userTok); !errors.Is(err, api.ErrAdminToken) {
 		t.Errorf("a user's token: %v, want ErrAdminToken", err)
 	}
-	if err := api.EnsureAdmin(ctx, st, ""); err == nil {
-		t.Error("an empty token was accepted")
+	for _, bad := range []string{"", "short-secret", strings.Repeat("x", api.MinAdminTokenLen-1), "with a space inside it"} {
+		if err := api.EnsureAdmin(ctx, st, bad); err == nil {
+			t.Errorf("admin token %q was accepted", bad)
+		}
 	}
 }
 

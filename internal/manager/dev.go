@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sokovan-go/sokovan/internal/agent"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
@@ -61,6 +63,11 @@ func RunDev(ctx context.Context, cfg DevConfig, ready func(DevInfo)) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("dev: data dir: %w", err)
 	}
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	admin, err := adminToken(cfg.DataDir, cfg.AdminToken)
 	if err != nil {
 		return err
@@ -78,6 +85,11 @@ func RunDev(ctx context.Context, cfg DevConfig, ready func(DevInfo)) error {
 	}
 	m, err := Open(ctx, mcfg)
 	if err != nil {
+		return err
+	}
+	// Saved only once the manager has accepted it, so a mistyped
+	// SOKOVAN_ADMIN_TOKEN never replaces the token that opens this dir.
+	if err := saveAdminToken(cfg.DataDir, admin); err != nil {
 		return err
 	}
 	self := cfg.SelfExe
@@ -144,30 +156,78 @@ func RunDev(ctx context.Context, cfg DevConfig, ready func(DevInfo)) error {
 	return runErr
 }
 
-// adminToken picks the admin token and saves it to DataDir/admin-token
-// (0600), so a restart keeps it.
+// adminToken picks the admin token: the one given (SOKOVAN_ADMIN_TOKEN),
+// else the one saved in DataDir/admin-token, else a new one. It writes
+// nothing; see saveAdminToken.
 func adminToken(dir, fromEnv string) (string, error) {
-	path := filepath.Join(dir, "admin-token")
 	token := strings.TrimSpace(fromEnv)
 	if token == "" {
-		if raw, err := os.ReadFile(path); err == nil {
+		if raw, err := os.ReadFile(filepath.Join(dir, "admin-token")); err == nil {
 			token = strings.TrimSpace(string(raw))
 		}
 	}
 	if token == "" {
-		var err error
-		if token, err = randomToken("skv_"); err != nil {
-			return "", err
-		}
-	}
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("dev: save admin token: %w", err)
-	}
-	// WriteFile keeps an existing file's mode; make sure it is private.
-	if err := os.Chmod(path, 0o600); err != nil {
-		return "", fmt.Errorf("dev: admin token: %w", err)
+		return randomToken("skv_")
 	}
 	return token, nil
+}
+
+// saveAdminToken keeps the accepted token in DataDir/admin-token (0600), so
+// a restart and the CLI find it. It replaces the file whole, by rename, so
+// a crash leaves the old token or the new one, never neither.
+func saveAdminToken(dir, token string) error {
+	path := filepath.Join(dir, "admin-token")
+	if raw, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(raw)) == token {
+		return nil
+	}
+	tmp, err := os.CreateTemp(dir, ".admin-token-*")
+	if err != nil {
+		return fmt.Errorf("dev: save admin token: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(token + "\n")
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("dev: save admin token: %w", err)
+	}
+	return nil
+}
+
+// lockDataDir holds an exclusive lock on DataDir for as long as dev mode
+// runs: a second dev mode on the same dir would kill the first one's
+// kernels (each process runtime clears its cgroups on start) and write the
+// same SQLite file. The lock is the kernel's, so it dies with the process.
+func lockDataDir(dir string) (unlock func(), err error) {
+	path := filepath.Join(dir, "lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("dev: lock data dir: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			who := "another process"
+			if pid := strings.TrimSpace(string(holder)); pid != "" {
+				who = "process " + pid
+			}
+			return nil, fmt.Errorf("dev: data dir %s is in use by %s (another sokovan dev?); stop it or pass another --data-dir", dir, who)
+		}
+		return nil, fmt.Errorf("dev: lock data dir: %w", err)
+	}
+	// Who holds it, for the message above; the lock, not the file, decides.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
+	}
+	return func() { f.Close() }, nil
 }
 
 func randomToken(prefix string) (string, error) {
