@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -21,6 +22,14 @@ import (
 	"github.com/sokovan-go/sokovan/internal/store/pgtest"
 	"github.com/sokovan-go/sokovan/internal/store/postgres"
 	"github.com/sokovan-go/sokovan/internal/store/storetest"
+)
+
+// The chaos test's size. CI runs the defaults (10 kills, about a minute);
+// the long mode is `go test -run Chaos -chaos.kills=100 ./internal/manager/`
+// (docs/OPERATIONS.md has its figures).
+var (
+	chaosKills    = flag.Int("chaos.kills", 10, "chaos test: how many times a manager is killed with SIGKILL")
+	chaosSessions = flag.Int("chaos.sessions", 2000, "chaos test: sessions submitted, in one wave per kill")
 )
 
 // proc is a sokovan process the chaos test can kill -9 and start again.
@@ -61,9 +70,10 @@ func freeAddr(t *testing.T) string {
 
 // TestChaosManyManagers is the distributed-mode chaos test: 3 manager
 // processes on one PostgreSQL database with Redis Streams between them, 4
-// sim agents failing over between managers, 2,000 sessions. Every ~3 s a
-// random manager is killed with SIGKILL and started again; one agent is
-// killed once for good. At the end no session is lost, every session is
+// sim agents failing over between managers, 2,000 sessions (-chaos.sessions)
+// in waves. Every ~3 s a random manager is killed with SIGKILL and started
+// again, 10 times (-chaos.kills); one agent is killed once for good, half
+// way. At the end no session is lost, every session is
 // RUNNING or ended (cancelled and errored ones with a reason), every agent's
 // occupied slots equal its live kernels, and no kernel is on two agents.
 func TestChaosManyManagers(t *testing.T) {
@@ -128,7 +138,11 @@ func TestChaosManyManagers(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(7, 11))
 	req, _ := reg.ParseSlots(map[string]string{"cpu": "1", "mem": "1g"})
-	const total = 2000
+	total, kills := *chaosSessions, *chaosKills
+	if total < 1 || kills < 1 {
+		t.Fatalf("-chaos.sessions %d and -chaos.kills %d must be positive", total, kills)
+	}
+	wave := (total + kills - 1) / kills
 	var ids []domain.SessionID
 	submit := func(n int) {
 		for range n {
@@ -163,13 +177,13 @@ func TestChaosManyManagers(t *testing.T) {
 	// Chaos: sessions arrive in waves while managers die and come back.
 	start := time.Now()
 	killedAgent := false
-	for len(ids) < total {
-		submit(200)
+	for k := range kills {
+		submit(min(wave, total-len(ids)))
 		victim := managers[rng.IntN(len(managers))]
 		victim.kill()
 		time.Sleep(time.Duration(500+rng.IntN(1000)) * time.Millisecond)
 		victim.start(t, bin)
-		if !killedAgent && len(ids) >= total/2 {
+		if !killedAgent && k >= kills/2 {
 			agents[3].kill() // for good: its machine is gone
 			killedAgent = true
 		}
@@ -231,7 +245,8 @@ func TestChaosManyManagers(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	fmt.Printf("chaos: %d sessions, 3 managers killed %d times, 1 agent lost: %v\n", total, total/200, counts)
+	fmt.Printf("chaos: %d sessions, 3 managers killed %d times, 1 agent lost, settled %s after the start: %v\n",
+		total, kills, time.Since(start).Round(time.Second), counts)
 	t.Logf("settled after %s: %v", time.Since(start).Round(time.Second), counts)
 
 	// Stop the managers before the checks: the invariant check reads
