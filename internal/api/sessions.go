@@ -27,6 +27,10 @@ const (
 	maxCommandLen  = 64 << 10
 	maxEnvVars     = 256
 	maxEnvValueLen = 32 << 10
+	// maxEnvTotal bounds a session's whole environment (names, values and
+	// the "=" and NUL of each entry, as execve counts them): it is stored
+	// with the session and sent to every agent that runs a kernel.
+	maxEnvTotal = 64 << 10
 )
 
 var (
@@ -265,6 +269,7 @@ func checkEnv(env map[string]string) *apiError {
 	if len(env) > maxEnvVars {
 		return invalid("env", "has more than %d variables", maxEnvVars)
 	}
+	total := 0
 	for _, k := range sortedKeys(env) {
 		if err := domain.CheckUserEnvName(k); err != nil {
 			return invalid("env."+k, "%v", err)
@@ -272,6 +277,10 @@ func checkEnv(env map[string]string) *apiError {
 		if v := env[k]; len(v) > maxEnvValueLen || strings.ContainsRune(v, 0) {
 			return invalid("env."+k, "must be at most %d bytes without NUL", maxEnvValueLen)
 		}
+		total += len(k) + len(env[k]) + 2
+	}
+	if total > maxEnvTotal {
+		return invalid("env", "is %d bytes in all, more than %d", total, maxEnvTotal)
 	}
 	return nil
 }

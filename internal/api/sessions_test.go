@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -79,6 +80,13 @@ func TestCreateValidation(t *testing.T) {
 			{"starts_at date only", valid(func(b map[string]any) { b["starts_at"] = "2026-03-01" }), 400, "starts_at"},
 			{"bad env name", valid(func(b map[string]any) { b["env"] = map[string]string{"1X": "y"} }), 400, "env.1X"},
 			{"env PATH", valid(func(b map[string]any) { b["env"] = map[string]string{"PATH": "/tmp/evil"} }), 400, "env.PATH"},
+			{"env over 64 KiB in all", valid(func(b map[string]any) {
+				env := map[string]string{}
+				for i := range 3 {
+					env[fmt.Sprintf("BIG%d", i)] = strings.Repeat("x", 30<<10)
+				}
+				b["env"] = env
+			}), 400, "env"},
 			{"env LD_PRELOAD", valid(func(b map[string]any) { b["env"] = map[string]string{"LD_PRELOAD": "/tmp/x.so"} }), 400, "env.LD_PRELOAD"},
 			{"env BASH_ENV", valid(func(b map[string]any) { b["env"] = map[string]string{"BASH_ENV": "/tmp/x"} }), 400, "env.BASH_ENV"},
 			{"env runtime fact", valid(func(b map[string]any) { b["env"] = map[string]string{"SOKOVAN_KERNEL_ID": "x"} }), 400, "env.SOKOVAN_KERNEL_ID"},
