@@ -14,11 +14,15 @@
 // directory, stdout and stderr under DataDir/<kernel id>/. Destroy signals
 // the whole group. Each process is started with Pdeathsig SIGKILL, so when
 // the agent dies its kernels die with it instead of running on unowned.
-// Two limits of that: the signal goes to the kernel's main process only (its
-// own children are reaped by the cgroup sweep described below, when there
-// are cgroups), and Linux sends it when the OS thread that forked the
-// kernel exits, which in Go happens only if a goroutine locked to that
-// thread ends without unlocking it; code in the agent must not do that.
+// That signal reaches a kernel's main process only, so each runtime also
+// keeps a watchdog (WatchdogArg): a process of its own, outside every
+// kernel's group, told each kernel's process group and cgroups as it starts
+// and forgotten once reaped. When its pipe from the agent breaks without a
+// clean Close, it kills every group and cgroup it still knows, so nothing a
+// kernel started outlives a kill -9 of the agent. Linux sends the parent-
+// death signal when the OS thread that forked the kernel exits, which in Go
+// happens only if a goroutine locked to that thread ends without unlocking
+// it; code in the agent must not do that.
 //
 // A process's exit is observed through a pidfd parked on the Go runtime's
 // poller, so a waiting kernel holds no OS thread (a blocking waitid per

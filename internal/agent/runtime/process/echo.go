@@ -23,11 +23,15 @@ import (
 //	}
 //
 // The roles are GateArg, the start gate every kernel of the runtime begins
-// as (see Config.GateExe), and HTTPEchoArg ADDR, which serves until SIGTERM
+// as (see Config.GateExe), WatchdogArg, the runtime's watchdog, and
+// HTTPEchoArg ADDR, which serves until SIGTERM
 // or SIGINT and then exits 0.
 func RunChild(args []string) (code int, ok bool) {
 	if len(args) == 1 && args[0] == GateArg {
 		return runGate(), true
+	}
+	if len(args) == 1 && args[0] == WatchdogArg {
+		return runWatchdog(os.Stdin), true
 	}
 	if len(args) == 0 || args[0] != HTTPEchoArg {
 		return 0, false

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 		if len(os.Args) == 2 && os.Args[1] == allocArg {
 			allocate()
 		}
+		if len(os.Args) == 4 && os.Args[1] == agentArg {
+			runStandInAgent(os.Args[2], os.Args[3])
+		}
 		fmt.Fprintf(os.Stderr, "test child: unknown arguments %q\n", os.Args[1:])
 		os.Exit(2)
 	}

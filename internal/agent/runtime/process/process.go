@@ -121,6 +121,8 @@ type Runtime struct {
 
 	// asUser: kernels get a uid of their own from KernelUIDs.
 	asUser bool
+	// dog kills what kernels leave behind if the agent dies unclosed.
+	dog *watchdog
 
 	mu      sync.Mutex
 	closed  bool
@@ -235,6 +237,11 @@ func New(cfg Config) (*Runtime, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
+	dog, err := startWatchdog(cfg.GateExe, cfg.BaseEnv)
+	if err != nil {
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
+	r.dog = dog
 	if cfg.Cgroups.Disable {
 		for _, c := range controllers {
 			r.enforcement = append(r.enforcement, LimitStatus{Limit: c.limit, Detail: "cgroups disabled by configuration"})
@@ -430,6 +437,12 @@ func (r *Runtime) start(ctx context.Context, k *kernel) (_ time.Time, err error)
 		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
 	pid := cmd.Process.Pid
+	// Before the program can run, so nothing it starts goes unwatched.
+	var dirs []string
+	if kc != nil {
+		dirs = kc.dirs
+	}
+	r.dog.track(pid, dirs)
 	// Only the gate's copy may hold the status pipe open, or its EOF never
 	// comes.
 	statusW.Close()
@@ -465,6 +478,7 @@ func (r *Runtime) start(ctx context.Context, k *kernel) (_ time.Time, err error)
 		if kc != nil {
 			kc.remove()
 		}
+		r.dog.forget(pid)
 		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
 
@@ -619,6 +633,7 @@ func (r *Runtime) wait(k *kernel) {
 	}
 	// Only now is nothing of the kernel left that its uid could reach.
 	r.releaseUID(k.uid)
+	r.dog.forget(k.pid)
 
 	code, sig := -1, syscall.Signal(0)
 	if ps := k.cmd.ProcessState; ps != nil {
@@ -851,6 +866,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 		// The goroutine above ends when the stuck waiters do.
 		errs = append(errs, errors.New("close: kernel processes did not stop after SIGKILL"))
 	}
+	r.dog.stop()
 	if r.cg != nil {
 		r.cg.close()
 	}
