@@ -30,7 +30,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := listJSON[agentJSON]{Items: make([]agentJSON, len(agents))}
 	for i, a := range agents {
-		out.Items[i] = s.agentOut(a)
+		out.Items[i] = s.agentView(r, a)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -53,8 +53,18 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.agentOut(a))
+	writeJSON(w, http.StatusOK, s.agentView(r, a))
 	return nil
+}
+
+// agentView is an agent as the caller may see it: its RPC address is for
+// admins, since anyone who can reach it can try the agent's own API.
+func (s *Server) agentView(r *http.Request, a domain.Agent) agentJSON {
+	out := s.agentOut(a)
+	if !isAdmin(caller(r.Context())) {
+		out.Address = ""
+	}
+	return out
 }
 
 // cordon sets the agent's schedulable flag. Drain is cordon: the

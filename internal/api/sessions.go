@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
@@ -534,12 +535,26 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("dry run of group %s: %w", sk.Session.ResourceGroup, err)
 	}
-	for _, d := range append(plan.Impossible, plan.Waiting...) {
+	owners := make(map[domain.SessionID]string, len(snap.Pending))
+	for _, p := range snap.Pending {
+		owners[p.Session.ID] = p.Session.Owner.User
+	}
+	u := caller(r.Context())
+	for pos, d := range append(plan.Impossible, plan.Waiting...) {
 		if d.Session != sk.Session.ID {
 			continue
 		}
 		for _, b := range d.Blockers {
-			out.Blockers = append(out.Blockers, s.blockerOut(b))
+			bo := s.blockerOut(b)
+			// The head of a blocked queue may be anyone's: a user learns
+			// where they stand, not whose session it is.
+			head, isSession := strings.CutPrefix(b.Scope, "session:")
+			if b.Kind == framework.BlockQueuePosition && isSession && !isAdmin(u) && owners[domain.SessionID(head)] != u.Name {
+				bo.Scope = "another session"
+				bo.Message = fmt.Sprintf("queued behind another session, which does not fit yet (head-of-line: block); "+
+					"this session is number %d in the queue", pos-len(plan.Impossible)+1)
+			}
+			out.Blockers = append(out.Blockers, bo)
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
