@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,13 +13,17 @@ import (
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
-// events streams the store's change feed as server-sent events. Each
-// stream polls the feed on its own: the feed is indexed by position and
-// a follower reads only the short range after its last event, so a poll
-// that finds nothing costs one index probe.
+// events streams the store's change feed as server-sent events. The
+// streams of a manager share one reader of the feed (see feed); a user may
+// hold at most Config.MaxStreamsPerUser of them at once.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	u := caller(ctx)
+	if !s.takeStream(u.ID) {
+		return &apiError{Status: http.StatusTooManyRequests, Code: codeExhausted,
+			Message: fmt.Sprintf("at most %d event streams at once per user: close one first", s.cfg.MaxStreamsPerUser)}
+	}
+	defer s.releaseStream(u.ID)
 	q := r.URL.Query()
 	f := store.ChangeFilter{Limit: eventBatch}
 	if !isAdmin(u) {
@@ -86,12 +91,29 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	if !send() {
 		return nil
 	}
-	poll := time.NewTicker(s.cfg.EventPoll)
-	defer poll.Stop()
+	if err := s.feed.subscribe(ctx); err != nil {
+		return err
+	}
+	defer s.feed.unsubscribe()
+	keep := func(c store.Change) bool {
+		return (f.User == "" || c.Owner == f.User) && (len(f.Sessions) == 0 || slices.Contains(f.Sessions, c.Session))
+	}
 	beat := time.NewTicker(s.cfg.EventHeartbeat)
 	defer beat.Stop()
 	for {
-		changes, err := s.store.Changes(ctx, f)
+		changes, upto, next, ok, err := s.feed.since(f.After, keep)
+		if ok && err == nil {
+			f.After = upto
+		} else if err == nil {
+			// Behind the shared window: catch up from the store alone. A
+			// short read has seen every change up to the feed's position
+			// read before it.
+			head := s.feed.position()
+			changes, err = s.store.Changes(ctx, f)
+			if err == nil && len(changes) < f.Limit {
+				f.After = max(f.After, head)
+			}
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.WarnContext(ctx, "event stream", "err", err)
@@ -103,13 +125,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		}
 		for _, c := range changes {
 			writeEvent(&buf, strconv.FormatInt(c.Pos, 10), string(c.Kind), changeOut(c))
-			f.After = c.Pos
+			f.After = max(f.After, c.Pos)
 		}
 		if !send() {
 			return nil
 		}
-		if len(changes) == f.Limit {
-			continue // more are waiting
+		if !ok {
+			continue // still catching up
 		}
 		select {
 		case <-ctx.Done():
@@ -119,7 +141,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 			if !send() {
 				return nil
 			}
-		case <-poll.C:
+		case <-next:
 		}
 	}
 }
@@ -135,4 +157,24 @@ func writeEvent(buf *bytes.Buffer, id, event string, v any) {
 		fmt.Fprintf(buf, "id: %s\n", id)
 	}
 	fmt.Fprintf(buf, "event: %s\ndata: %s\n\n", event, b)
+}
+
+// takeStream counts one more open stream for user, unless the user is at
+// the cap.
+func (s *Server) takeStream(user string) bool {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.streams[user] >= s.cfg.MaxStreamsPerUser {
+		return false
+	}
+	s.streams[user]++
+	return true
+}
+
+func (s *Server) releaseStream(user string) {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.streams[user]--; s.streams[user] <= 0 {
+		delete(s.streams, user)
+	}
 }

@@ -99,6 +99,8 @@ type Config struct {
 	// comment so proxies keep it open; default 15 s.
 	EventPoll      time.Duration
 	EventHeartbeat time.Duration
+	// MaxStreamsPerUser caps one user's open event streams; default 16.
+	MaxStreamsPerUser int
 	// DefaultGroup and DefaultArchitecture fill a session request that
 	// names none; defaults "default" and "x86_64".
 	DefaultGroup        string
@@ -115,8 +117,11 @@ const (
 	// maxListLimit caps one listing; defaultListLimit is used without one.
 	maxListLimit     = 10_000
 	defaultListLimit = 1_000
-	// eventBatch caps the changes one poll of an event stream reads.
+	// eventBatch caps the changes one poll of the change feed reads.
 	eventBatch = 500
+	// feedWindow is how many recent changes the shared feed keeps for
+	// streams that fall a little behind.
+	feedWindow = 10_000
 )
 
 func (c Config) withDefaults() Config {
@@ -128,6 +133,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.EventHeartbeat <= 0 {
 		c.EventHeartbeat = 15 * time.Second
+	}
+	if c.MaxStreamsPerUser <= 0 {
+		c.MaxStreamsPerUser = 16
 	}
 	if c.DefaultGroup == "" {
 		c.DefaultGroup = "default"
@@ -168,6 +176,12 @@ type Server struct {
 	// each admit one: the cap is exact for one manager, approximate for
 	// several.)
 	submit sync.Mutex
+
+	// feed is the change-feed reader the event streams share; streams
+	// counts each user's open streams.
+	feed      *feed
+	streamsMu sync.Mutex
+	streams   map[string]int
 }
 
 // New builds the server and its routes.
@@ -181,8 +195,9 @@ func New(cfg Config, d Deps) *Server {
 	s := &Server{
 		cfg: cfg.withDefaults(), store: d.Store, sessions: d.Sessions, slots: d.Slots, plugins: d.Plugins,
 		sched: scheduler.New(d.Plugins), agentRPC: d.AgentRPC, logs: d.Logs, gatherer: d.Gatherer,
-		ready: d.Ready, clock: d.Clock, log: d.Log, mux: http.NewServeMux(),
+		ready: d.Ready, clock: d.Clock, log: d.Log, mux: http.NewServeMux(), streams: map[string]int{},
 	}
+	polls := func() {}
 	if d.AgentToken != "" {
 		s.agentTokenHash = HashToken(d.AgentToken)
 	}
@@ -193,8 +208,12 @@ func New(cfg Config, d Deps) *Server {
 		s.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sokovan_api_request_duration_seconds",
 			Help:    "API request duration by route; event streams are left out (they last as long as the client).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}, []string{"route"})
-		d.Registerer.MustRegister(s.requests, s.latency)
+		feedPolls := prometheus.NewCounter(prometheus.CounterOpts{Name: "sokovan_api_feed_polls_total",
+			Help: "Reads of the change feed by the reader the event streams share."})
+		d.Registerer.MustRegister(s.requests, s.latency, feedPolls)
+		polls = feedPolls.Inc
 	}
+	s.feed = newFeed(d.Store, s.cfg.EventPoll, feedWindow, polls)
 	s.routes = s.table()
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.pattern(), s.wrap(rt))
