@@ -87,7 +87,9 @@ func TestEventStreamsPerUserAreCapped(t *testing.T) {
 		t.Cleanup(func() { cancel(); resp.Body.Close() })
 	}
 	code, raw := m.Raw(alice, "GET", "/v1/events", nil)
-	var e struct{ Error struct{ Code, Message string } }
+	var e struct {
+		Error struct{ Code, Message string }
+	}
 	if code != http.StatusTooManyRequests || json.Unmarshal(raw, &e) != nil || e.Error.Code != "resource_exhausted" ||
 		!strings.Contains(e.Error.Message, fmt.Sprint(limit)) {
 		t.Fatalf("stream past the cap: %d %s, want 429 resource_exhausted naming the cap", code, raw)
