@@ -46,37 +46,6 @@ type handlerPolicy struct {
 	retryUntilExpiry bool
 }
 
-// groups indexes resource groups by name, with the shared defaults for
-// what a group leaves unset.
-type groups struct {
-	m map[string]domain.ResourceGroup
-	d *GroupDefaults
-}
-
-func (g groups) maxRetries(name string) int {
-	if r := g.m[name].MaxRetries; r > 0 {
-		return r
-	}
-	if g.d != nil && g.d.MaxRetries > 0 {
-		return g.d.MaxRetries
-	}
-	return domain.DefaultMaxRetries
-}
-
-func (g groups) timeout(name string, s domain.SessionStatus) time.Duration {
-	grp, ok := g.m[name]
-	if !ok {
-		return domain.DefaultTimeouts().For(s)
-	}
-	if t := grp.Timeouts.For(s); t > 0 {
-		return t
-	}
-	if g.d != nil {
-		return g.d.Timeouts.For(s)
-	}
-	return 0
-}
-
 // apply is seed 001's _handle_result: success → success target; failure →
 // try count + 1 → GIVE_UP at the group's max_retries, else NEED_RETRY;
 // EXPIRED when a remaining target stayed in its status past the group's
