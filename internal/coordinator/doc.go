@@ -10,8 +10,9 @@
 //
 // Each job has its file, so one can be read without the others:
 // coordinator.go builds and runs it (New, Configure, Run, Cycle, Mark);
-// handlers.go holds the lifecycle and promotion handlers; apply.go turns
-// their results into status changes and history; groups.go reads what
+// handlers.go holds the lifecycle and promotion handlers; decide.go names
+// each session's outcome as a pure function of values, and apply.go carries
+// those outcomes out as status changes and history; groups.go reads what
 // resource groups set (max_retries, residence bounds); events.go applies
 // agent events; settle.go takes agents' kernel reports and restarts;
 // sweep.go handles agent loss; terminate.go ends sessions users stop.
