@@ -96,7 +96,7 @@ func (c *Coordinator) abandonAgent(ctx context.Context, agent domain.AgentID, no
 			return err
 		}
 	}
-	lost := domain.LifecycleHandler{Name: "AgentLost"}
+	lost := domain.LifecycleHandler{Name: domain.HandlerAgentLost}
 	gs, err := c.groups(ctx)
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ func (c *Coordinator) Terminate(ctx context.Context, id domain.SessionID, reason
 		switch {
 		case from == domain.SessionPending:
 			to = domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}
-			handler = "UserCancel"
+			handler = domain.HandlerUserCancel
 		case from.Terminal():
 			return s, nil
 		case from == domain.SessionTerminating:
@@ -41,7 +41,7 @@ func (c *Coordinator) Terminate(ctx context.Context, id domain.SessionID, reason
 			return c.forceDestroy(ctx, s, now)
 		default:
 			to = domain.Transition{Session: domain.SessionTerminating}
-			handler = "UserTerminate"
+			handler = domain.HandlerUserTerminate
 		}
 		moved, err := c.store.TransitionSessions(ctx, []domain.SessionID{id}, []domain.SessionStatus{from}, to, reason, now)
 		if err != nil {
