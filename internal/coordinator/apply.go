@@ -46,41 +46,12 @@ type handlerPolicy struct {
 	retryUntilExpiry bool
 }
 
-// groups indexes resource groups by name, with the shared defaults for
-// what a group leaves unset.
-type groups struct {
-	m map[string]domain.ResourceGroup
-	d *GroupDefaults
-}
-
-func (g groups) maxRetries(name string) int {
-	if r := g.m[name].MaxRetries; r > 0 {
-		return r
-	}
-	if g.d != nil && g.d.MaxRetries > 0 {
-		return g.d.MaxRetries
-	}
-	return domain.DefaultMaxRetries
-}
-
-func (g groups) timeout(name string, s domain.SessionStatus) time.Duration {
-	grp, ok := g.m[name]
-	if !ok {
-		return domain.DefaultTimeouts().For(s)
-	}
-	if t := grp.Timeouts.For(s); t > 0 {
-		return t
-	}
-	if g.d != nil {
-		return g.d.Timeouts.For(s)
-	}
-	return 0
-}
-
-// apply is seed 001's _handle_result: success → success target; failure →
-// try count + 1 → GIVE_UP at the group's max_retries, else NEED_RETRY;
-// EXPIRED when a remaining target stayed in its status past the group's
-// bound; SKIPPED → history only. Every outcome lands in history.
+// apply carries out a handler's result, as Nomad's scheduler applies what
+// its reconciler decided: decide names each session's outcome from values
+// alone; apply reads what decide needs (the try counts), makes the moves,
+// and records every outcome in history. It works in four passes —
+// successes, failures, expiries in target order, skips — so moves are
+// batched and history keeps that order.
 func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol handlerPolicy,
 	targets []store.SessionWithKernels, res Result, gs groups) error {
 	now := c.clock.Now()
@@ -88,68 +59,94 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 	for i := range targets {
 		byID[targets[i].Session.ID] = &targets[i]
 	}
+	factsOf := func(id domain.SessionID, r report, msg string) facts {
+		f := facts{Report: r, Message: msg, Transitions: h.Transitions, Policy: pol, Applied: res.successApplied, Now: now}
+		if t, ok := byID[id]; ok {
+			f.Status, f.StatusChangedAt = t.Session.Status, t.Session.StatusChangedAt
+			f.Bound = gs.timeout(t.Session.ResourceGroup, t.Session.Status)
+			f.MaxRetries = gs.maxRetries(t.Session.ResourceGroup)
+		}
+		return f
+	}
 	var hist []domain.HistoryEntry
-	record := func(id domain.SessionID, r domain.Result, to domain.SessionStatus, msg string) {
+	record := func(id domain.SessionID, d decision) {
 		from := domain.SessionStatus(0)
 		if t, ok := byID[id]; ok {
 			from = t.Session.Status
 		}
+		to := d.status()
 		if to == 0 {
 			to = from
 		}
-		hist = append(hist, domain.HistoryEntry{SessionID: id, At: now, Handler: h.Name, Result: r,
-			From: from, To: to, Message: msg, Attempt: 1})
-		c.metrics.outcome(h.Name, r)
+		hist = append(hist, domain.HistoryEntry{SessionID: id, At: now, Handler: h.Name, Result: d.Result,
+			From: from, To: to, Message: d.Message, Attempt: 1})
+		c.metrics.outcome(h.Name, d.Result)
 	}
 	recordAs := func(e domain.HistoryEntry) {
 		hist = append(hist, e)
 		c.metrics.outcome(e.Handler, e.Result)
 	}
+	// leaveFor makes a give-up's or an expiry's move; history names the
+	// status the session reached, which leave may have changed.
+	leaveFor := func(t *store.SessionWithKernels, d decision) error {
+		to, err := c.leave(ctx, h, t, d.Result, *d.To, d.Message, now, gs, recordAs)
+		if err != nil {
+			return err
+		}
+		if to != 0 {
+			d.To = &domain.Transition{Session: to}
+			record(t.Session.ID, d)
+		}
+		return nil
+	}
 	done := make(map[domain.SessionID]bool)
-	// lastFailure keeps the message of a failed attempt that expired, so
-	// the expiry says what kept failing.
-	lastFailure := make(map[domain.SessionID]string)
+	// expiring holds failed attempts past their bound: they expire with
+	// the other overstayed targets, in target order.
+	expiring := make(map[domain.SessionID]decision)
 
 	if len(res.Successes) > 0 {
-		moved := res.Successes
-		to := domain.SessionStatus(0)
-		if tr := h.Transitions.Success; tr != nil {
-			to = tr.Session
-			if !res.successApplied {
-				// A success that leaves the session where it is (asking an
-				// agent again for a pull under way) moves only kernels: it
-				// must not restart the session's residence clock, and the
-				// session stays subject to its bound below.
-				var change, stay []domain.SessionID
-				for _, id := range res.Successes {
-					if t, ok := byID[id]; ok && t.Session.Status == tr.Session {
-						stay = append(stay, id)
-					} else {
-						change = append(change, id)
-					}
-				}
-				var err error
-				moved, err = c.store.TransitionSessions(ctx, change, h.TargetSession, *tr, "", now)
-				if err != nil {
+		decided := make(map[domain.SessionID]decision, len(res.Successes))
+		var change, stay, kernelsOnly []domain.SessionID
+		for _, id := range res.Successes {
+			d := decide(factsOf(id, succeeded, ""))
+			decided[id] = d
+			if !d.InPlace {
+				change = append(change, id)
+				continue
+			}
+			stay = append(stay, id)
+			if d.To != nil {
+				kernelsOnly = append(kernelsOnly, id)
+			}
+		}
+		// A success with no transition in the table, or one the handler
+		// already moved, needs no write.
+		moved := change
+		if tr := h.Transitions.Success; tr != nil && !res.successApplied {
+			var err error
+			moved, err = c.store.TransitionSessions(ctx, change, h.TargetSession, *tr, "", now)
+			if err != nil {
+				return fmt.Errorf("%s: apply successes: %w", h.Name, err)
+			}
+			if len(kernelsOnly) > 0 {
+				if _, err := c.store.TransitionSessions(ctx, kernelsOnly, []domain.SessionStatus{tr.Session},
+					domain.Transition{Kernel: tr.Kernel}, "", now); err != nil {
 					return fmt.Errorf("%s: apply successes: %w", h.Name, err)
 				}
-				if len(stay) > 0 && tr.Kernel != 0 {
-					if _, err := c.store.TransitionSessions(ctx, stay, []domain.SessionStatus{tr.Session},
-						domain.Transition{Kernel: tr.Kernel}, "", now); err != nil {
-						return fmt.Errorf("%s: apply successes: %w", h.Name, err)
-					}
-				}
-				for _, id := range stay {
-					record(id, domain.ResultSuccess, to, "")
-				}
 			}
+		}
+		// Not done: a success in place is still held to the bound below.
+		for _, id := range stay {
+			record(id, decided[id])
 		}
 		if err := c.store.ResetTries(ctx, h.Name, res.Successes); err != nil {
 			return fmt.Errorf("%s: reset tries: %w", h.Name, err)
 		}
+		// A success the guard refused (the session moved under us) is not
+		// done either: the bound judges it as it was read.
 		for _, id := range moved {
 			done[id] = true
-			record(id, domain.ResultSuccess, to, "")
+			record(id, decided[id])
 		}
 	}
 
@@ -166,67 +163,56 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 		for _, f := range res.Failures {
 			t, ok := byID[f.Session]
 			if !ok {
-				continue
+				continue // counted, but there is no status to judge it by
 			}
-			limit := gs.maxRetries(t.Session.ResourceGroup)
-			// A failed attempt past the status's bound expires: retries
-			// must not stretch a bound that max_retries set high (or a slow
-			// cycle) would otherwise let run on.
-			if bound := gs.timeout(t.Session.ResourceGroup, t.Session.Status); bound > 0 &&
-				now.Sub(t.Session.StatusChangedAt) > bound && h.Transitions.Expired != nil {
-				done[f.Session] = false // let the expiry pass below take it
-				lastFailure[f.Session] = f.Message
-				continue
-			}
-			if pol.retryUntilExpiry {
-				record(f.Session, domain.ResultNeedRetry, 0,
-					fmt.Sprintf("attempt %d failed, retrying until the %s bound: %s", counts[f.Session], t.Session.Status, f.Message))
-				continue
-			}
-			if counts[f.Session] < limit || h.Transitions.GiveUp == nil {
-				record(f.Session, domain.ResultNeedRetry, 0,
-					fmt.Sprintf("attempt %d of %d failed: %s", counts[f.Session], limit, f.Message))
-				continue
-			}
-			msg := fmt.Sprintf("gave up after %d failed attempts: %s", counts[f.Session], f.Message)
-			to, err := c.leave(ctx, h, t, domain.ResultGiveUp, *h.Transitions.GiveUp, msg, now, gs, recordAs)
-			if err != nil {
-				return err
-			}
-			if to != 0 {
-				record(f.Session, domain.ResultGiveUp, to, msg)
+			in := factsOf(f.Session, failed, f.Message)
+			in.Tries = counts[f.Session]
+			switch d := decide(in); d.Result {
+			case domain.ResultExpired:
+				done[f.Session] = false
+				expiring[f.Session] = d
+			case domain.ResultGiveUp:
+				if err := leaveFor(t, d); err != nil {
+					return err
+				}
+			default:
+				record(f.Session, d)
 			}
 		}
 	}
 
-	if tr := h.Transitions.Expired; tr != nil {
-		for i := range targets {
-			t := &targets[i]
-			if done[t.Session.ID] {
-				continue
+	// Every target not done yet answers to its bound: unreported, skipped,
+	// a success in place or refused, a failure past its bound.
+	skippedSaid := make(map[domain.SessionID]string, len(res.Skipped))
+	for _, s := range res.Skipped {
+		skippedSaid[s.Session] = s.Message
+	}
+	for i := range targets {
+		t := &targets[i]
+		id := t.Session.ID
+		if done[id] {
+			continue
+		}
+		d, ok := expiring[id]
+		if !ok {
+			in := factsOf(id, unreported, "")
+			if msg, ok := skippedSaid[id]; ok {
+				in.Report, in.Message = skipped, msg
 			}
-			bound := gs.timeout(t.Session.ResourceGroup, t.Session.Status)
-			if bound <= 0 || now.Sub(t.Session.StatusChangedAt) <= bound {
-				continue
-			}
-			done[t.Session.ID] = true
-			msg := fmt.Sprintf("%s for longer than %s", t.Session.Status, bound)
-			if f, ok := lastFailure[t.Session.ID]; ok {
-				msg += "; last attempt failed: " + f
-			}
-			to, err := c.leave(ctx, h, t, domain.ResultExpired, *tr, msg, now, gs, recordAs)
-			if err != nil {
-				return err
-			}
-			if to != 0 {
-				record(t.Session.ID, domain.ResultExpired, to, msg)
-			}
+			d = decide(in)
+		}
+		if d.Result != domain.ResultExpired {
+			continue
+		}
+		done[id] = true
+		if err := leaveFor(t, d); err != nil {
+			return err
 		}
 	}
 
 	for _, s := range res.Skipped {
 		if !done[s.Session] {
-			record(s.Session, domain.ResultSkipped, 0, s.Message)
+			record(s.Session, decide(factsOf(s.Session, skipped, s.Message)))
 		}
 	}
 	if len(hist) == 0 {

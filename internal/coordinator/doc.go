@@ -8,6 +8,15 @@
 // counts, residence-bound expiry and history. It also applies agent events
 // through the kernel state engine and handles agent loss.
 //
+// Each job has its file, so one can be read without the others:
+// coordinator.go builds and runs it (New, Configure, Run, Cycle, Mark);
+// handlers.go holds the lifecycle and promotion handlers; decide.go names
+// each session's outcome as a pure function of values, and apply.go carries
+// those outcomes out as status changes and history; groups.go reads what
+// resource groups set (max_retries, residence bounds); events.go applies
+// agent events; settle.go takes agents' kernel reports and restarts;
+// sweep.go handles agent loss; terminate.go ends sessions users stop.
+//
 // It owns the small interfaces it needs from the store (Store) and from
 // agents (Agents), and takes a clock, so tests drive it with an injected
 // clock and in-process agents with fault injection. It may import

@@ -23,18 +23,6 @@ func lifecycle(name domain.HandlerName) domain.LifecycleHandler {
 	panic("no lifecycle handler " + string(name)) // the table is a constant
 }
 
-func (c *Coordinator) groups(ctx context.Context) (groups, error) {
-	list, err := c.store.ListResourceGroups(ctx)
-	if err != nil {
-		return groups{}, fmt.Errorf("list resource groups: %w", err)
-	}
-	gs := groups{m: make(map[string]domain.ResourceGroup, len(list)), d: c.defaults.Load()}
-	for _, g := range list {
-		gs.m[g.Name] = g
-	}
-	return gs, nil
-}
-
 // targets loads the sessions in a lifecycle handler's session statuses. The
 // handler works only on those matching its kernel filter (works), but all of
 // them are subject to the residence bound, so a session whose kernels left

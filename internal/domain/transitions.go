@@ -50,6 +50,15 @@ const (
 	HandlerDetectTermination   HandlerName = "DetectTermination"
 )
 
+// Names of moves made outside the tables, so that history can still say
+// who moved a session: a user's cancel or termination, and the sweep
+// requeueing sessions whose agent was lost.
+const (
+	HandlerUserCancel    HandlerName = "UserCancel"
+	HandlerUserTerminate HandlerName = "UserTerminate"
+	HandlerAgentLost     HandlerName = "AgentLost"
+)
+
 // LifecycleHandler is one row of seed 001's lifecycle table: which sessions
 // the handler works on and where each outcome sends them.
 type LifecycleHandler struct {

@@ -168,6 +168,25 @@ func TestHandlerTablesAreFreshCopies(t *testing.T) {
 	}
 }
 
+// History tells movers apart by name, so a name outside the tables must
+// not repeat one inside them.
+func TestHandlerNamesAreDistinct(t *testing.T) {
+	names := []HandlerName{HandlerUserCancel, HandlerUserTerminate, HandlerAgentLost}
+	for _, h := range LifecycleHandlers() {
+		names = append(names, h.Name)
+	}
+	for _, h := range PromotionHandlers() {
+		names = append(names, h.Name)
+	}
+	seen := map[HandlerName]bool{}
+	for _, n := range names {
+		if seen[n] {
+			t.Errorf("handler name %q used twice", n)
+		}
+		seen[n] = true
+	}
+}
+
 func TestTransitionsFor(t *testing.T) {
 	tr := Transitions{
 		Success:   &Transition{SessionScheduled, KernelScheduled},

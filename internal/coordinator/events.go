@@ -1,0 +1,89 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/kernelstate"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// HandleEvent applies one agent event through the kernel state engine. A
+// duplicate, stale or out-of-order event changes nothing.
+func (c *Coordinator) HandleEvent(ctx context.Context, ev kernelstate.Event) error {
+	return c.HandleEvents(ctx, []kernelstate.Event{ev})
+}
+
+// HandleEvents applies a batch of agent events in order, reading each
+// agent once for the batch rather than once per event.
+func (c *Coordinator) HandleEvents(ctx context.Context, evs []kernelstate.Event) error {
+	agents := map[domain.AgentID]domain.Agent{}
+	now := c.clock.Now()
+	changed := false
+	for _, ev := range evs {
+		agent, ok := agents[ev.Agent]
+		if !ok {
+			var err error
+			if agent, err = c.store.GetAgent(ctx, ev.Agent); err != nil {
+				return fmt.Errorf("agent %s: %w", ev.Agent, err)
+			}
+			agents[ev.Agent] = agent
+		}
+		var filter store.KernelFilter
+		if ev.Kind.ImageEvent() {
+			filter = store.KernelFilter{Agents: []domain.AgentID{ev.Agent},
+				Statuses: []domain.KernelStatus{domain.KernelScheduled, domain.KernelPreparing, domain.KernelPulling}}
+		} else {
+			filter = store.KernelFilter{IDs: []domain.KernelID{ev.Kernel}}
+		}
+		kernels, err := c.store.ListKernels(ctx, filter)
+		if err != nil {
+			return fmt.Errorf("event %s: %w", ev.Kind, err)
+		}
+		for _, k := range kernels {
+			applied, err := c.applyEvent(ctx, k, agent.Epoch, ev, now)
+			if err != nil {
+				return err
+			}
+			changed = changed || applied
+		}
+	}
+	if changed {
+		c.Mark()
+	}
+	return nil
+}
+
+// applyEvent judges the event against the kernel and writes the change
+// guarded by the status it judged from. When another writer moved the
+// kernel first, it reads the kernel again and judges anew, so an event is
+// never dropped for losing a race (kernel_started arriving while the
+// coordinator commits CREATING, say).
+func (c *Coordinator) applyEvent(ctx context.Context, k domain.Kernel, epoch int64, ev kernelstate.Event, now time.Time) (bool, error) {
+	for range 5 {
+		ch, ok := kernelstate.Apply(k, epoch, ev)
+		if !ok || ch.To == 0 {
+			return false, nil
+		}
+		_, err := c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: []domain.KernelStatus{k.Status},
+			To: ch.To, ExitCode: ch.ExitCode, ContainerID: ch.ContainerID, Reason: ch.Reason, Now: now})
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, store.ErrGuardFailed) {
+			return false, fmt.Errorf("event %s on %s: %w", ev.Kind, k.ID, err)
+		}
+		fresh, err := c.store.ListKernels(ctx, store.KernelFilter{IDs: []domain.KernelID{k.ID}})
+		if err != nil {
+			return false, fmt.Errorf("event %s on %s: %w", ev.Kind, k.ID, err)
+		}
+		if len(fresh) == 0 {
+			return false, nil
+		}
+		k = fresh[0]
+	}
+	return false, fmt.Errorf("event %s on %s: kernel kept changing under it", ev.Kind, k.ID)
+}

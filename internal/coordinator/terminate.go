@@ -1,0 +1,100 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// Terminate ends a session at a user's request: a PENDING one is cancelled
+// at once; any other live one goes TERMINATING and TerminateSessions
+// destroys its kernels. With force its kernels are also killed at once,
+// without the grace period, also when the session was already terminating.
+// It returns the session as it is afterwards.
+func (c *Coordinator) Terminate(ctx context.Context, id domain.SessionID, reason string, force bool) (store.SessionWithKernels, error) {
+	// A session may move between the read and the guarded write; a few
+	// tries see where it went.
+	for range 5 {
+		now := c.clock.Now()
+		s, err := c.store.GetSession(ctx, id)
+		if err != nil {
+			return store.SessionWithKernels{}, err
+		}
+		from := s.Session.Status
+		var to domain.Transition
+		var handler domain.HandlerName
+		switch {
+		case from == domain.SessionPending:
+			to = domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}
+			handler = domain.HandlerUserCancel
+		case from.Terminal():
+			return s, nil
+		case from == domain.SessionTerminating:
+			if !force {
+				return s, nil
+			}
+			return c.forceDestroy(ctx, s, now)
+		default:
+			to = domain.Transition{Session: domain.SessionTerminating}
+			handler = domain.HandlerUserTerminate
+		}
+		moved, err := c.store.TransitionSessions(ctx, []domain.SessionID{id}, []domain.SessionStatus{from}, to, reason, now)
+		if err != nil {
+			return store.SessionWithKernels{}, err
+		}
+		if len(moved) == 0 {
+			continue
+		}
+		if err := c.store.AppendHistory(ctx, []domain.HistoryEntry{{SessionID: id, At: now, Handler: handler,
+			Result: domain.ResultSuccess, From: from, To: to.Session, Message: reason, Attempt: 1}}); err != nil {
+			return store.SessionWithKernels{}, err
+		}
+		c.Mark()
+		if force && to.Session == domain.SessionTerminating {
+			return c.forceDestroy(ctx, s, now)
+		}
+		return c.store.GetSession(ctx, id)
+	}
+	return store.SessionWithKernels{}, fmt.Errorf("terminate %s: it kept changing status; try again: %w", id, store.ErrConflict)
+}
+
+// forceDestroy kills a terminating session's kernels without grace, in
+// parallel, and records each one its agent confirms gone, so a forced end
+// frees its slots now instead of at the next TerminateSessions round. A
+// kernel whose agent does not answer is left to TerminateSessions, which
+// retries until the TERMINATING bound (releasing slots of a kernel that may
+// still run would double-book them).
+func (c *Coordinator) forceDestroy(ctx context.Context, s store.SessionWithKernels, now time.Time) (store.SessionWithKernels, error) {
+	var wg sync.WaitGroup
+	errs := make([]error, len(s.Kernels))
+	for i, k := range s.Kernels {
+		if k.Agent == "" || k.Status.Terminal() || !k.Status.HoldsResources() {
+			continue
+		}
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, c.conf().CallTimeout)
+			err := c.agents.DestroyKernel(cctx, k.Agent, k.ID, true)
+			cancel()
+			if err != nil {
+				c.log.Warn("forced destroy", "agent", k.Agent, "kernel", k.ID, "err", err)
+				return
+			}
+			_, err = c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: nonTerminal(),
+				To: domain.KernelTerminated, Reason: "destroyed (forced)", Now: now})
+			if err != nil && !errors.Is(err, store.ErrGuardFailed) {
+				errs[i] = fmt.Errorf("mark %s terminated: %w", k.ID, err)
+			}
+		})
+	}
+	wg.Wait()
+	c.Mark()
+	if err := errors.Join(errs...); err != nil {
+		return store.SessionWithKernels{}, err
+	}
+	return c.store.GetSession(ctx, s.Session.ID)
+}
