@@ -15,8 +15,12 @@ import (
 // PutResourceGroup creates or replaces a group's configuration, keeping its
 // round-robin cursor.
 func (s *Store) PutResourceGroup(ctx context.Context, g domain.ResourceGroup) error {
+	args, err := codec.GroupArgs(s.reg, g)
+	if err != nil {
+		return fmt.Errorf("put resource group %s: %w", g.Name, err)
+	}
 	return s.write(ctx, "put resource group "+g.Name, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, upsertGroup, codec.GroupArgs(g)...)
+		_, err := tx.Exec(ctx, upsertGroup, args...)
 		return err
 	})
 }
@@ -26,7 +30,7 @@ func (s *Store) GetResourceGroup(ctx context.Context, name string) (domain.Resou
 	var g domain.ResourceGroup
 	err := s.read(ctx, "get resource group "+name, func(tx pgx.Tx) error {
 		var err error
-		g, err = codec.ScanGroup(tx.QueryRow(ctx, selectGroup, name))
+		g, err = codec.ScanGroup(s.reg, tx.QueryRow(ctx, selectGroup, name))
 		return err
 	})
 	return g, err
@@ -37,7 +41,7 @@ func (s *Store) ListResourceGroups(ctx context.Context) ([]domain.ResourceGroup,
 	var out []domain.ResourceGroup
 	err := s.read(ctx, "list resource groups", func(tx pgx.Tx) error {
 		return collect(ctx, tx, selectGroups, nil, func(sc codec.Scanner) error {
-			g, err := codec.ScanGroup(sc)
+			g, err := codec.ScanGroup(s.reg, sc)
 			out = append(out, g)
 			return err
 		})

@@ -17,14 +17,14 @@ const (
 
 const (
 	upsertGroup = `INSERT INTO resource_groups (` + codec.GroupColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 ON CONFLICT (name) DO UPDATE SET
     state = excluded.state, sequencer = excluded.sequencer, selector = excluded.selector,
     head_of_line = excluded.head_of_line, max_retries = excluded.max_retries,
     pending_timeout_ns = excluded.pending_timeout_ns, scheduled_timeout_ns = excluded.scheduled_timeout_ns,
     preparing_timeout_ns = excluded.preparing_timeout_ns, prepared_timeout_ns = excluded.prepared_timeout_ns,
     creating_timeout_ns = excluded.creating_timeout_ns, terminating_timeout_ns = excluded.terminating_timeout_ns,
-    allowed_types = excluded.allowed_types`
+    allowed_types = excluded.allowed_types, default_slots = excluded.default_slots, min_slots = excluded.min_slots`
 	selectGroup       = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE name = $1`
 	selectGroups      = `SELECT ` + codec.GroupColumns + ` FROM resource_groups ORDER BY name`
 	selectGroupCursor = `SELECT rr_cursor FROM resource_groups WHERE name = $1`

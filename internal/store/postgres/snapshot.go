@@ -28,7 +28,7 @@ func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (
 		defer br.Close()
 
 		var err error
-		if snap.Group, err = codec.ScanGroup(br.QueryRow()); err != nil {
+		if snap.Group, err = codec.ScanGroup(s.reg, br.QueryRow()); err != nil {
 			return err
 		}
 		var cursor string

@@ -14,8 +14,12 @@ import (
 // PutResourceGroup creates or replaces a group's configuration, keeping its
 // round-robin cursor.
 func (s *Store) PutResourceGroup(ctx context.Context, g domain.ResourceGroup) error {
+	args, err := codec.GroupArgs(s.reg, g)
+	if err != nil {
+		return fmt.Errorf("put resource group %s: %w", g.Name, err)
+	}
 	return s.write(ctx, "put resource group "+g.Name, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, upsertGroup, codec.GroupArgs(g)...)
+		_, err := tx.ExecContext(ctx, upsertGroup, args...)
 		return err
 	})
 }
@@ -25,7 +29,7 @@ func (s *Store) GetResourceGroup(ctx context.Context, name string) (domain.Resou
 	var g domain.ResourceGroup
 	err := s.read(ctx, "get resource group "+name, func(tx *sql.Tx) error {
 		var err error
-		g, err = codec.ScanGroup(tx.QueryRowContext(ctx, selectGroup, name))
+		g, err = codec.ScanGroup(s.reg, tx.QueryRowContext(ctx, selectGroup, name))
 		return err
 	})
 	return g, err
@@ -36,7 +40,7 @@ func (s *Store) ListResourceGroups(ctx context.Context) ([]domain.ResourceGroup,
 	var out []domain.ResourceGroup
 	err := s.read(ctx, "list resource groups", func(tx *sql.Tx) error {
 		return collect(ctx, tx, selectGroups, nil, func(sc codec.Scanner) error {
-			g, err := codec.ScanGroup(sc)
+			g, err := codec.ScanGroup(s.reg, sc)
 			out = append(out, g)
 			return err
 		})

@@ -16,7 +16,7 @@ func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (
 	snap := framework.Snapshot{Now: now, Slots: s.reg}
 	err := s.read(ctx, "load snapshot of group "+group, func(tx *sql.Tx) error {
 		var err error
-		if snap.Group, err = codec.ScanGroup(tx.QueryRowContext(ctx, selectGroup, group)); err != nil {
+		if snap.Group, err = codec.ScanGroup(s.reg, tx.QueryRowContext(ctx, selectGroup, group)); err != nil {
 			return err
 		}
 		var cursor string
