@@ -1,0 +1,133 @@
+package sqlstore
+
+import (
+	"context"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+	"github.com/sokovan-go/sokovan/internal/store/internal/codec"
+)
+
+// CreateSession stores a new PENDING session with its kernels and
+// dependencies, all or nothing, in one batch.
+func (s *Store) CreateSession(ctx context.Context, sess domain.Session, kernels []domain.Kernel) error {
+	kernels, err := codec.NewSession(sess, kernels)
+	if err != nil {
+		return err
+	}
+	sessionArgs, err := codec.SessionArgs(s.reg, sess, ts)
+	if err != nil {
+		return err
+	}
+	stmts := make([]Stmt, 0, 1+len(kernels)+len(sess.DependsOn))
+	stmts = append(stmts, Stmt{SQL: insertSession, Args: sessionArgs})
+	for _, k := range kernels {
+		args, err := codec.KernelArgs(s.reg, k, sess.CreatedAt, ts)
+		if err != nil {
+			return err
+		}
+		stmts = append(stmts, Stmt{SQL: insertKernel, Args: args})
+	}
+	for _, d := range sess.DependsOn {
+		stmts = append(stmts, Stmt{SQL: insertDependency, Args: []any{string(sess.ID), string(d)}})
+	}
+	return s.write(ctx, "create session "+string(sess.ID), func(tx txn) error {
+		return tx.batch(ctx, stmts...)
+	})
+}
+
+// GetSession returns a session with its kernels in cluster index order.
+func (s *Store) GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error) {
+	var out store.SessionWithKernels
+	err := s.read(ctx, "get session "+string(id), func(tx txn) error {
+		var err error
+		out.Session, err = codec.ScanSession(s.reg, tx.queryRow(ctx, selectSession, string(id)))
+		if err != nil {
+			return err
+		}
+		deps, err := dependencies(ctx, tx, []string{string(id)})
+		if err != nil {
+			return err
+		}
+		out.Session.DependsOn = deps[id]
+		return tx.query(ctx, selectSessionKernels, []any{string(id)}, func(sc codec.Scanner) error {
+			k, err := codec.ScanKernel(s.reg, sc)
+			out.Kernels = append(out.Kernels, k)
+			return err
+		})
+	})
+	return out, err
+}
+
+// ListSessions returns the sessions the filter selects, oldest first.
+func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error) {
+	var out []domain.Session
+	err := s.read(ctx, "list sessions", func(tx txn) error {
+		args := []any{List(codec.StatusNames(f.Statuses)), f.User, f.Project, f.Domain, f.Group, limit(f.Limit),
+			List(codec.Strings(f.IDs))}
+		var ids []string
+		err := tx.query(ctx, selectSessions, args, func(sc codec.Scanner) error {
+			sess, err := codec.ScanSession(s.reg, sc)
+			out = append(out, sess)
+			ids = append(ids, string(sess.ID))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		deps, err := dependencies(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		for i := range out {
+			out[i].DependsOn = deps[out[i].ID]
+		}
+		return nil
+	})
+	return out, err
+}
+
+func dependencies(ctx context.Context, tx txn, ids []string) (map[domain.SessionID][]domain.SessionID, error) {
+	deps := make(map[domain.SessionID][]domain.SessionID)
+	err := tx.query(ctx, selectDependencies, []any{List(ids)}, func(sc codec.Scanner) error {
+		var from, to string
+		if err := sc.Scan(&from, &to); err != nil {
+			return err
+		}
+		deps[domain.SessionID(from)] = append(deps[domain.SessionID(from)], domain.SessionID(to))
+		return nil
+	})
+	return deps, err
+}
+
+// ListKernels returns the kernels the filter selects.
+func (s *Store) ListKernels(ctx context.Context, f store.KernelFilter) ([]domain.Kernel, error) {
+	var out []domain.Kernel
+	err := s.read(ctx, "list kernels", func(tx txn) error {
+		args := []any{List(codec.Strings(f.Sessions)), List(codec.Strings(f.Agents)),
+			List(codec.StatusNames(f.Statuses)), List(codec.Strings(f.IDs))}
+		return tx.query(ctx, selectKernels, args, func(sc codec.Scanner) error {
+			k, err := codec.ScanKernel(s.reg, sc)
+			out = append(out, k)
+			return err
+		})
+	})
+	return out, err
+}
+
+// AvoidAgents adds agents to the session's avoid list, under the session's
+// lock so concurrent additions are all kept.
+func (s *Store) AvoidAgents(ctx context.Context, id domain.SessionID, agents []domain.AgentID) error {
+	return s.write(ctx, "avoid agents for session "+string(id), func(tx txn) error {
+		var stored string
+		if err := tx.queryRow(ctx, lockAvoidAgents, string(id)).Scan(&stored); err != nil {
+			return err
+		}
+		list, changed, err := codec.AddAvoided("sessions", string(id), stored, agents)
+		if err != nil || !changed {
+			return err
+		}
+		_, err = tx.exec(ctx, updateAvoidAgents, list, string(id))
+		return err
+	})
+}
