@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -69,7 +70,24 @@ func (t pgTx) Batch(ctx context.Context, stmts []sqlstore.Stmt) error {
 	return t.tx.SendBatch(ctx, b).Close()
 }
 
-func (t pgTx) Commit(ctx context.Context) error { return t.tx.Commit(ctx) }
+// Commit waits for the server's answer even if ctx ends meanwhile. Were
+// it to give up on a COMMIT already sent, the server could still commit
+// after the caller was told the deadline passed, and the caller would not
+// know its writes landed; a SQLite transaction never leaves that doubt.
+// commitWait bounds the wait for a server that stopped answering. A ctx
+// that ended before COMMIT was sent ends the transaction unsent.
+func (t pgTx) Commit(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return t.tx.Commit(ctx)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitWait)
+	defer cancel()
+	return t.tx.Commit(ctx)
+}
+
+// commitWait is how long Commit waits for the server past the caller's
+// deadline.
+const commitWait = 10 * time.Second
 
 // Rollback: with ctx done, pgx cannot send ROLLBACK and closes the
 // connection instead; the server then rolls back.
