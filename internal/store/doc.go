@@ -1,8 +1,9 @@
 // Package store owns persistence: the typed errors every engine returns, the
 // row and filter types shared by engines and callers, and the Store
-// interface that the conformance suite (storetest) drives. The engines live
-// in store/sqlite (embedded default) and store/postgres; both keep the same
-// guarantees, checked by the same suite:
+// interface that the conformance suite (storetest) drives. The store's
+// logic is written once, in store/sqlstore, over a small seam that the
+// engines store/sqlite (embedded default) and store/postgres implement;
+// both keep the same guarantees, checked by the same suite:
 //
 //   - every operation is one transaction, and every status change is guarded
 //     by the status it expects to find;

@@ -1,17 +1,21 @@
 // Package postgres is the store engine for several manager replicas
-// sharing one PostgreSQL database, over a pgx connection pool. Plans are
-// applied like Nomad's plan applier: the plan's session rows and then its
-// agent rows are locked with SELECT … FOR NO KEY UPDATE in id order (so
-// concurrent appliers queue rather than deadlock), the placements are
-// checked in Go against what the lock returned (so a second applier sees
-// the first one's commit), and the accepted ones are written with one
-// statement per table over unnest'ed arrays. Transactions that still lose
-// a serialization or deadlock race are retried a few times.
+// sharing one PostgreSQL database, over a pgx connection pool. The store
+// itself (every method, its SQL, the plan applier) is sqlstore's; this
+// package owns what is PostgreSQL's alone: the pool, the migrations
+// (embedded, applied at Open with goose through a database/sql handle that
+// pgx/v5/stdlib makes over the same pool, under an advisory lock scoped to
+// the schema), and the sqlstore Engine and Dialect.
 //
-// Migrations are embedded and applied at Open with goose's Provider, under
-// a PostgreSQL advisory lock scoped to the schema, through a database/sql
-// handle that pgx/v5/stdlib makes over the same pool.
+// Plans are applied like Nomad's plan applier: sqlstore locks the plan's
+// session rows and then its agent rows, each in id order, and the dialect
+// makes that lock SELECT … FOR NO KEY UPDATE, so concurrent appliers queue
+// rather than deadlock and a second applier sees the first one's commit.
+// Lists travel as arrays and sets of rows as one array per column,
+// unnest'ed together; batches go in one round trip. Transactions that
+// still lose a serialization or deadlock race are retried a few times. The
+// change feed's rows get their position after commit (NumberChanges).
 //
-// It may import internal/store (and its internal packages), internal/domain,
-// internal/scheduler/framework, pgx, goose and the standard library.
+// It may import internal/store (and its internal packages),
+// internal/store/sqlstore, internal/domain, pgx, goose and the standard
+// library.
 package postgres

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -19,36 +17,8 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
+	"github.com/sokovan-go/sokovan/internal/store/sqlstore"
 )
-
-//go:embed migrations/*.sql
-var migrations embed.FS
-
-// Options configure Open.
-type Options struct {
-	// Registry converts stored slot names to vector indexes. Required.
-	Registry *domain.Registry
-	// MaxConns caps the pool; zero keeps pgxpool's default.
-	MaxConns int32
-	// Fault is for tests only; see store.FaultHook.
-	Fault store.FaultHook
-}
-
-// Store is a store.Store over a PostgreSQL database.
-type Store struct {
-	reg   *domain.Registry
-	pool  *pgxpool.Pool
-	fault store.FaultHook
-	// changesLock is the advisory lock that numbers the change feed,
-	// scoped to the schema like the migration lock.
-	changesLock int64
-}
-
-var _ store.Store = (*Store)(nil)
-
-// maxAttempts bounds the retries of a transaction that lost a
-// serialization or deadlock race.
-const maxAttempts = 5
 
 // Open connects to the database named by dsn (a URL or keyword/value
 // string; a search_path parameter selects the schema) and brings its
@@ -68,42 +38,75 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w: %v", store.ErrUnavailable, err)
 	}
+	e := &engine{pool: pool}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, classify(ctx, "postgres: open", err)
+		return nil, e.failed(ctx, "postgres: open", err)
 	}
-	schema, err := migrate(ctx, pool)
+	schema, err := e.migrate(ctx)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{reg: opts.Registry, pool: pool, fault: opts.Fault,
-		changesLock: lockID("status_changes", schema)}, nil
+	e.changesLock = lockID("status_changes", schema)
+	return &Store{sqlstore.New(opts.Registry, e, dialect, opts.Fault)}, nil
 }
 
+// Store is a store.Store over a PostgreSQL database.
+type Store struct {
+	*sqlstore.Store
+}
+
+// Options configure Open.
+type Options struct {
+	// Registry converts stored slot names to vector indexes. Required.
+	Registry *domain.Registry
+	// MaxConns caps the pool; zero keeps pgxpool's default.
+	MaxConns int32
+	// Fault is for tests only; see store.FaultHook.
+	Fault store.FaultHook
+}
+
+// engine is the sqlstore.Engine of one schema, over a pgx pool. Write
+// transactions run at READ COMMITTED and lock what they will write
+// ({lock} is FOR NO KEY UPDATE), so a second plan applier waits for the
+// first and then reads its commit; read transactions are REPEATABLE READ,
+// one snapshot.
+type engine struct {
+	pool *pgxpool.Pool
+	// changesLock is the advisory lock that numbers the change feed,
+	// scoped to the schema like the migration lock.
+	changesLock int64
+}
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
 // migrate brings the schema up to date and returns its name.
-func migrate(ctx context.Context, pool *pgxpool.Pool) (string, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return "", fmt.Errorf("postgres: migrations: %w", err)
-	}
+func (e *engine) migrate(ctx context.Context) (string, error) {
 	var schema string
-	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return "", classify(ctx, "postgres: migrate", err)
+	if err := e.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return "", e.failed(ctx, "postgres: migrate", err)
 	}
-	db := stdlib.OpenDBFromPool(pool)
+	db := stdlib.OpenDBFromPool(e.pool)
 	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
-		goose.WithDisableGlobalRegistry(true),
-		goose.WithLogger(goose.NopLogger()),
+	err := sqlstore.Migrate(ctx, db, goose.DialectPostgres, migrations,
 		goose.WithSessionLocker(advisoryLock{id: lockID("migrations", schema)}))
 	if err != nil {
-		return "", fmt.Errorf("postgres: migrations: %w", err)
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return "", classify(ctx, "postgres: migrate", err)
+		return "", e.failed(ctx, "postgres: migrate", err)
 	}
 	return schema, nil
+}
+
+// failed reports an error of Open as the store would.
+func (e *engine) failed(ctx context.Context, op string, err error) error {
+	if class := e.Classify(err); class != nil {
+		return fmt.Errorf("%s: %w", op, class)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", op, ctx.Err())
+	}
+	return fmt.Errorf("%s: %w: %v", op, store.ErrUnavailable, err)
 }
 
 // advisoryLock makes replicas that open the same schema at once migrate it
@@ -129,96 +132,79 @@ func lockID(purpose, schema string) int64 {
 	return int64(h.Sum64())
 }
 
-// Close closes the pool.
-func (s *Store) Close() error {
-	s.pool.Close()
+func (e *engine) Begin(ctx context.Context, access sqlstore.Access) (sqlstore.Tx, error) {
+	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	if access == sqlstore.Write {
+		opts = pgx.TxOptions{}
+	}
+	tx, err := e.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return pgTx{tx}, nil
+}
+
+// Classify names the SQLSTATE classes of constraint failures and bad
+// values; anything else (a lost connection, a server going down) is the
+// store's ErrUnavailable.
+func (e *engine) Classify(err error) error {
+	var pe *pgconn.PgError
+	switch {
+	case !errors.As(err, &pe):
+		return nil
+	case pe.Code == "23505":
+		return sqlstore.ErrKeyExists
+	case pe.Code == "23503":
+		return sqlstore.ErrMissingRow
+	case strings.HasPrefix(pe.Code, "23") || strings.HasPrefix(pe.Code, "22"):
+		// Integrity constraint violations and data exceptions.
+		return sqlstore.ErrSchemaValue
+	}
 	return nil
 }
 
-// write runs fn in one READ COMMITTED transaction, retrying it from the
-// start when it lost a serialization or deadlock race; fn must therefore
-// read everything it decides on inside the transaction.
-func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
-	var err error
-	for range maxAttempts {
-		if err = s.attempt(ctx, pgx.TxOptions{}, fn); err == nil || !retryable(err) || ctx.Err() != nil {
-			break
-		}
-	}
-	return classify(ctx, op, err)
-}
-
-// read runs fn in one read-only REPEATABLE READ transaction, so all its
-// queries see one snapshot.
-func (s *Store) read(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
-	return classify(ctx, op, s.attempt(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn))
-}
-
-func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, opts)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		// With ctx done, pgx cannot send ROLLBACK and closes the
-		// connection instead; the server then rolls back.
-		_ = tx.Rollback(ctx)
-		return err
-	}
-	return tx.Commit(ctx)
-}
-
-func (s *Store) hook(point string) error {
-	if s.fault == nil {
-		return nil
-	}
-	return s.fault(point)
-}
-
-func retryable(err error) bool {
+// Retryable: serialization failures and deadlocks. Writers lock rows in
+// one order, so deadlocks are not expected, but a retry is cheap where
+// one happens.
+func (e *engine) Retryable(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
-// classify turns a driver error into one of store's classes. Errors that
-// already carry a store class or come from the context pass through.
-func classify(ctx context.Context, op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	for _, known := range []error{store.ErrNotFound, store.ErrConflict, store.ErrGuardFailed,
-		store.ErrInvalid, store.ErrCorrupt, store.ErrUnavailable, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, known) {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch {
-		case pe.Code == "23505":
-			return fmt.Errorf("%s: %w: a row with the same key exists", op, store.ErrConflict)
-		case pe.Code == "23503":
-			return fmt.Errorf("%s: %w: it refers to a row that does not exist", op, store.ErrNotFound)
-		case strings.HasPrefix(pe.Code, "23") || strings.HasPrefix(pe.Code, "22"):
-			// Integrity constraint violations and data exceptions.
-			return fmt.Errorf("%s: %w: the schema refuses the value", op, store.ErrInvalid)
-		case pe.Code == "57014" && ctx.Err() != nil:
-			return fmt.Errorf("%s: %w", op, ctx.Err())
-		}
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("%s: %w", op, ctx.Err())
-	}
-	return fmt.Errorf("%s: %w: %v", op, store.ErrUnavailable, err)
+// Close closes the pool.
+func (e *engine) Close() error {
+	e.pool.Close()
+	return nil
 }
 
-// ts stores the zero time as NULL and every other time in UTC.
-func ts(t time.Time) any {
-	if t.IsZero() {
-		return nil
+// Rows get their feed position after they commit (see the migration
+// 00002_status_changes.sql for why seq cannot be the position). One reader
+// at a time, under a transaction-scoped advisory lock, numbers every
+// committed row still without a position, in seq order, after the highest
+// position so far. The statement reads the highest position in its own
+// snapshot, taken after the lock was granted, so it sees the previous
+// holder's numbers.
+const (
+	anyUnnumbered = `SELECT EXISTS (SELECT 1 FROM status_changes WHERE pos IS NULL)`
+	lockChanges   = `SELECT pg_advisory_xact_lock($1)`
+	numberChanges = `WITH top AS (SELECT COALESCE(MAX(pos), 0) AS m FROM status_changes),
+todo AS (SELECT seq, row_number() OVER (ORDER BY seq) AS rn FROM status_changes WHERE pos IS NULL)
+UPDATE status_changes c SET pos = top.m + todo.rn FROM todo, top WHERE c.seq = todo.seq`
+)
+
+// NumberChanges gives every committed change without a position its
+// position. It writes only when there is something to number, so idle
+// watchers cost one index probe each.
+func (e *engine) NumberChanges(ctx context.Context, tx sqlstore.Tx) error {
+	var pending bool
+	if err := tx.QueryRow(ctx, anyUnnumbered).Scan(&pending); err != nil || !pending {
+		return err
 	}
-	return t.UTC()
+	// Blocking, not try-lock: a caller that just committed a change must
+	// find it numbered when this returns.
+	if _, err := tx.Exec(ctx, lockChanges, e.changesLock); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, numberChanges)
+	return err
 }

@@ -134,11 +134,11 @@ func newSchema(t testing.TB) string {
 
 func engine() storetest.Engine {
 	return storetest.Engine{
-		NewDB: func(t *testing.T) string { return newSchema(t) },
+		NewDB: func(t testing.TB) string { return newSchema(t) },
 		Open: func(ctx context.Context, db string, opts storetest.Options) (store.Store, error) {
 			return postgres.Open(ctx, db, postgres.Options{Registry: opts.Registry, Fault: opts.Fault})
 		},
-		Exec: func(t *testing.T, db, query string) {
+		Exec: func(t testing.TB, db, query string) {
 			t.Helper()
 			conn, err := pgx.Connect(t.Context(), db)
 			if err != nil {

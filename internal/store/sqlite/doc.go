@@ -1,14 +1,20 @@
 // Package sqlite is the embedded store engine: one database file, opened
 // with modernc.org/sqlite (pure Go), in WAL mode so readers never wait for
-// the writer. Writes are serialized twice over: within a process through a
-// single writer connection, across processes by BEGIN IMMEDIATE with a busy
+// the writer. The store itself (every method, its SQL, the plan applier)
+// is sqlstore's; this package owns what is SQLite's alone: opening the
+// file with its pragmas, the migrations (embedded, applied at Open), and
+// the sqlstore Engine and Dialect.
+//
+// Writes are serialized twice over: within a process through a single
+// writer connection, across processes by BEGIN IMMEDIATE with a busy
 // timeout. Because every write transaction holds the database's one write
-// lock from its first statement, a plan is checked against rows nobody else
-// can change before it commits, and no row locks are needed.
+// lock from its first statement, a plan is checked against rows nobody
+// else can change before it commits, so the dialect takes no row locks,
+// and the change feed's position is the row id (rows commit in id order).
+// Lists and row sets travel as one JSON array each, read with json_each;
+// times are stored as microseconds since the Unix epoch.
 //
-// Migrations are embedded and applied at Open with goose's Provider.
-//
-// It may import internal/store (and its internal packages), internal/domain,
-// internal/scheduler/framework, the SQLite driver, goose and the standard
-// library.
+// It may import internal/store (and its internal packages),
+// internal/store/sqlstore, internal/domain, the SQLite driver, goose and
+// the standard library.
 package sqlite

@@ -13,11 +13,11 @@ import (
 
 func engine() storetest.Engine {
 	return storetest.Engine{
-		NewDB: func(t *testing.T) string { return filepath.Join(t.TempDir(), "sokovan.db") },
+		NewDB: func(t testing.TB) string { return filepath.Join(t.TempDir(), "sokovan.db") },
 		Open: func(ctx context.Context, db string, opts storetest.Options) (store.Store, error) {
 			return sqlite.Open(ctx, db, sqlite.Options{Registry: opts.Registry, Fault: opts.Fault})
 		},
-		Exec: func(t *testing.T, db, query string) {
+		Exec: func(t testing.TB, db, query string) {
 			t.Helper()
 			raw, err := sql.Open("sqlite", db+"?_pragma=busy_timeout(10000)")
 			if err != nil {

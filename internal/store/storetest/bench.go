@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -15,6 +16,43 @@ import (
 // BenchSessionID(0..sessions-1), PENDING, one kernel BenchKernelID(i) each,
 // requesting cpu 1 and mem 1g.
 const BenchGroup = "bench"
+
+// The benchmark's size: BenchSessions sessions over BenchAgents agents.
+const (
+	BenchSessions = 10_000
+	BenchAgents   = 1_000
+)
+
+// BenchSeed is an engine's set-based SQL that writes the benchmark's data
+// set in the stored form: agents, then sessions, then kernels, each with
+// {rows} where the number of rows goes (BenchAgents or BenchSessions).
+type BenchSeed struct {
+	Agents, Sessions, Kernels string
+}
+
+// BenchApplyPlanOn makes a database with e, opens a store on it, creates
+// BenchGroup, writes the data set with seed, has the database analyze it,
+// and runs BenchApplyPlan.
+func BenchApplyPlanOn(b *testing.B, e Engine, seed BenchSeed) {
+	db := e.NewDB(b)
+	reg := domain.DefaultRegistry()
+	s, err := e.Open(b.Context(), db, Options{Registry: reg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	g := domain.ResourceGroup{Name: BenchGroup, State: domain.GroupActive, Sequencer: "fifo",
+		Selector: "round-robin", HeadOfLine: domain.HOLSkip, MaxRetries: 3}
+	if err := s.PutResourceGroup(b.Context(), g); err != nil {
+		b.Fatal(err)
+	}
+	rows := func(q string, n int) string { return strings.ReplaceAll(q, "{rows}", strconv.Itoa(n)) }
+	e.Exec(b, db, rows(seed.Agents, BenchAgents))
+	e.Exec(b, db, rows(seed.Sessions, BenchSessions))
+	e.Exec(b, db, rows(seed.Kernels, BenchSessions))
+	e.Exec(b, db, "ANALYZE")
+	BenchApplyPlan(b, s, reg, BenchSessions, BenchAgents)
+}
 
 // BenchAgentID names the i-th benchmark agent.
 func BenchAgentID(i int) string { return "a" + strconv.Itoa(i) }

@@ -61,6 +61,59 @@ func testResourceGroups(t *testing.T, e Engine) {
 	f.invariant()
 }
 
+// A group's default and minimum slots for kernel requests round-trip
+// through every read of the group; a group that sets neither reads back
+// nil for both, as it was written.
+func testGroupSlots(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	gpu := f.group("gpu", func(g *domain.ResourceGroup) {
+		g.DefaultSlots = f.slots("cpu", "0.5", "mem", "2g", "cuda.shares", "0.25")
+		g.MinSlots = f.slots("cpu", "0.1", "mem", "128m")
+	})
+	plain := f.group("plain")
+
+	for _, name := range []string{"gpu", "plain"} {
+		got, err := f.s.GetResourceGroup(f.ctx, name)
+		f.must(err, "get %s", name)
+		want := map[string]domain.ResourceGroup{"gpu": gpu, "plain": plain}[name]
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s round trip (-want +got):\n%s", name, diff)
+		}
+	}
+	if got, err := f.s.GetResourceGroup(f.ctx, "plain"); err == nil && (got.DefaultSlots != nil || got.MinSlots != nil) {
+		t.Errorf("plain group reads default %v min %v, want nil and nil", got.DefaultSlots, got.MinSlots)
+	}
+	all, err := f.s.ListResourceGroups(f.ctx)
+	f.must(err, "list")
+	if diff := cmp.Diff([]domain.ResourceGroup{gpu, plain}, all); diff != "" {
+		t.Errorf("list (-want +got):\n%s", diff)
+	}
+	snap, err := f.s.LoadSnapshot(f.ctx, "gpu", at(1))
+	f.must(err, "snapshot")
+	if diff := cmp.Diff(gpu, snap.Group); diff != "" {
+		t.Errorf("snapshot group (-want +got):\n%s", diff)
+	}
+
+	// Replacing the configuration replaces the vectors too; all-zero ones
+	// read back as nil.
+	gpu.DefaultSlots, gpu.MinSlots = f.reg.NewVec(), nil
+	f.must(f.s.PutResourceGroup(f.ctx, gpu), "clear gpu slots")
+	got, err := f.s.GetResourceGroup(f.ctx, "gpu")
+	f.must(err, "get cleared gpu")
+	if got.DefaultSlots != nil || got.MinSlots != nil {
+		t.Errorf("cleared group reads default %v min %v, want nil and nil", got.DefaultSlots, got.MinSlots)
+	}
+
+	bad := plain
+	bad.MinSlots = make(domain.Vec, f.reg.Len()+1)
+	wantErr(t, f.s.PutResourceGroup(f.ctx, bad), store.ErrInvalid, "minimum slots longer than the registry")
+	bad = plain
+	bad.DefaultSlots = f.reg.NewVec()
+	bad.DefaultSlots[0] = -1
+	wantErr(t, f.s.PutResourceGroup(f.ctx, bad), store.ErrInvalid, "negative default slot")
+	f.invariant()
+}
+
 func testAgents(t *testing.T, e Engine) {
 	f := newFixture(t, e)
 	f.group("g1")

@@ -13,12 +13,12 @@ import (
 type Engine struct {
 	// NewDB makes an empty database for one test, arranges its removal
 	// with t.Cleanup, and returns a locator Open and Exec understand.
-	NewDB func(t *testing.T) string
+	NewDB func(t testing.TB) string
 	// Open opens a new store instance, with its own connections, on db.
 	Open func(ctx context.Context, db string, opts Options) (store.Store, error)
 	// Exec runs one raw SQL statement on db; tests use it to damage rows
 	// the way a bad migration or a hand edit would.
-	Exec func(t *testing.T, db string, query string)
+	Exec func(t testing.TB, db string, query string)
 }
 
 // Options are what the suite varies when it opens a store.
@@ -35,6 +35,7 @@ func Run(t *testing.T, e Engine) {
 		fn   func(t *testing.T, e Engine)
 	}{
 		{"ResourceGroups", testResourceGroups},
+		{"GroupSlots", testGroupSlots},
 		{"Agents", testAgents},
 		{"SessionRoundTrip", testSessionRoundTrip},
 		{"ListSessionsAndKernels", testListSessionsAndKernels},

@@ -14,7 +14,7 @@ import (
 const (
 	GroupColumns = `name, state, sequencer, selector, head_of_line, max_retries,
 		pending_timeout_ns, scheduled_timeout_ns, preparing_timeout_ns, prepared_timeout_ns,
-		creating_timeout_ns, terminating_timeout_ns, allowed_types`
+		creating_timeout_ns, terminating_timeout_ns, allowed_types, default_slots, min_slots`
 	AgentColumns = `id, resource_group, address, architecture, runtime, status, schedulable,
 		capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels`
 	SessionColumns = `id, name, owner_user, owner_project, owner_domain, type, image, architecture,
@@ -29,25 +29,35 @@ const (
 )
 
 // GroupArgs returns a group's values in GroupColumns order.
-func GroupArgs(g domain.ResourceGroup) []any {
+func GroupArgs(reg *domain.Registry, g domain.ResourceGroup) ([]any, error) {
+	defaults, err := EncodeSlots(reg, g.DefaultSlots)
+	if err != nil {
+		return nil, invalid("group default slots", err)
+	}
+	mins, err := EncodeSlots(reg, g.MinSlots)
+	if err != nil {
+		return nil, invalid("group minimum slots", err)
+	}
 	t := g.Timeouts
 	return []any{
 		g.Name, StatusName(g.State), g.Sequencer, g.Selector, string(g.HeadOfLine), g.MaxRetries,
 		int64(t.Pending), int64(t.Scheduled), int64(t.Preparing), int64(t.Prepared),
-		int64(t.Creating), int64(t.Terminating), JSONList(g.AllowedTypes),
-	}
+		int64(t.Creating), int64(t.Terminating), JSONList(g.AllowedTypes), defaults, mins,
+	}, nil
 }
 
-// ScanGroup reads GroupColumns.
-func ScanGroup(sc Scanner) (domain.ResourceGroup, error) {
+// ScanGroup reads GroupColumns. Default and minimum slots that are all
+// zero read back as nil, as a group that never set them holds them.
+func ScanGroup(reg *domain.Registry, sc Scanner) (domain.ResourceGroup, error) {
 	var (
 		g                        domain.ResourceGroup
 		state, hol, allowed      string
 		pend, sched, prep, prepd int64
 		creat, term              int64
+		defaults, mins           string
 	)
 	if err := sc.Scan(&g.Name, &state, &g.Sequencer, &g.Selector, &hol, &g.MaxRetries,
-		&pend, &sched, &prep, &prepd, &creat, &term, &allowed); err != nil {
+		&pend, &sched, &prep, &prepd, &creat, &term, &allowed, &defaults, &mins); err != nil {
 		return g, err
 	}
 	e := rowErr{table: "resource_groups", id: g.Name}
@@ -63,6 +73,12 @@ func ScanGroup(sc Scanner) (domain.ResourceGroup, error) {
 	e.json("allowed_types", allowed, &g.AllowedTypes)
 	if len(g.AllowedTypes) == 0 {
 		g.AllowedTypes = nil
+	}
+	if g.DefaultSlots = e.slots("default_slots", reg, defaults); g.DefaultSlots.IsZero() {
+		g.DefaultSlots = nil
+	}
+	if g.MinSlots = e.slots("min_slots", reg, mins); g.MinSlots.IsZero() {
+		g.MinSlots = nil
 	}
 	return g, e.err
 }

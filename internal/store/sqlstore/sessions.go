@@ -1,9 +1,7 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -11,7 +9,7 @@ import (
 )
 
 // CreateSession stores a new PENDING session with its kernels and
-// dependencies, all or nothing, in one round trip.
+// dependencies, all or nothing, in one batch.
 func (s *Store) CreateSession(ctx context.Context, sess domain.Session, kernels []domain.Kernel) error {
 	kernels, err := codec.NewSession(sess, kernels)
 	if err != nil {
@@ -21,31 +19,29 @@ func (s *Store) CreateSession(ctx context.Context, sess domain.Session, kernels 
 	if err != nil {
 		return err
 	}
-	kernelArgs := make([][]any, len(kernels))
-	for i, k := range kernels {
-		if kernelArgs[i], err = codec.KernelArgs(s.reg, k, sess.CreatedAt, ts); err != nil {
+	stmts := make([]Stmt, 0, 1+len(kernels)+len(sess.DependsOn))
+	stmts = append(stmts, Stmt{SQL: insertSession, Args: sessionArgs})
+	for _, k := range kernels {
+		args, err := codec.KernelArgs(s.reg, k, sess.CreatedAt, ts)
+		if err != nil {
 			return err
 		}
+		stmts = append(stmts, Stmt{SQL: insertKernel, Args: args})
 	}
-	return s.write(ctx, "create session "+string(sess.ID), func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		b.Queue(insertSession, sessionArgs...)
-		for _, args := range kernelArgs {
-			b.Queue(insertKernel, args...)
-		}
-		for _, d := range sess.DependsOn {
-			b.Queue(insertDependency, string(sess.ID), string(d))
-		}
-		return tx.SendBatch(ctx, b).Close()
+	for _, d := range sess.DependsOn {
+		stmts = append(stmts, Stmt{SQL: insertDependency, Args: []any{string(sess.ID), string(d)}})
+	}
+	return s.write(ctx, "create session "+string(sess.ID), func(tx txn) error {
+		return tx.batch(ctx, stmts...)
 	})
 }
 
 // GetSession returns a session with its kernels in cluster index order.
 func (s *Store) GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error) {
 	var out store.SessionWithKernels
-	err := s.read(ctx, "get session "+string(id), func(tx pgx.Tx) error {
+	err := s.read(ctx, "get session "+string(id), func(tx txn) error {
 		var err error
-		out.Session, err = codec.ScanSession(s.reg, tx.QueryRow(ctx, selectSession, string(id)))
+		out.Session, err = codec.ScanSession(s.reg, tx.queryRow(ctx, selectSession, string(id)))
 		if err != nil {
 			return err
 		}
@@ -54,7 +50,7 @@ func (s *Store) GetSession(ctx context.Context, id domain.SessionID) (store.Sess
 			return err
 		}
 		out.Session.DependsOn = deps[id]
-		return collect(ctx, tx, selectSessionKernels, []any{string(id)}, func(sc codec.Scanner) error {
+		return tx.query(ctx, selectSessionKernels, []any{string(id)}, func(sc codec.Scanner) error {
 			k, err := codec.ScanKernel(s.reg, sc)
 			out.Kernels = append(out.Kernels, k)
 			return err
@@ -66,14 +62,11 @@ func (s *Store) GetSession(ctx context.Context, id domain.SessionID) (store.Sess
 // ListSessions returns the sessions the filter selects, oldest first.
 func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error) {
 	var out []domain.Session
-	err := s.read(ctx, "list sessions", func(tx pgx.Tx) error {
-		var limit any // NULL: no limit
-		if f.Limit > 0 {
-			limit = f.Limit
-		}
-		args := []any{codec.StatusNames(f.Statuses), f.User, f.Project, f.Domain, f.Group, limit, codec.Strings(f.IDs)}
+	err := s.read(ctx, "list sessions", func(tx txn) error {
+		args := []any{List(codec.StatusNames(f.Statuses)), f.User, f.Project, f.Domain, f.Group, limit(f.Limit),
+			List(codec.Strings(f.IDs))}
 		var ids []string
-		err := collect(ctx, tx, selectSessions, args, func(sc codec.Scanner) error {
+		err := tx.query(ctx, selectSessions, args, func(sc codec.Scanner) error {
 			sess, err := codec.ScanSession(s.reg, sc)
 			out = append(out, sess)
 			ids = append(ids, string(sess.ID))
@@ -94,9 +87,9 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]doma
 	return out, err
 }
 
-func dependencies(ctx context.Context, tx pgx.Tx, ids []string) (map[domain.SessionID][]domain.SessionID, error) {
+func dependencies(ctx context.Context, tx txn, ids []string) (map[domain.SessionID][]domain.SessionID, error) {
 	deps := make(map[domain.SessionID][]domain.SessionID)
-	err := collect(ctx, tx, selectDependencies, []any{ids}, func(sc codec.Scanner) error {
+	err := tx.query(ctx, selectDependencies, []any{List(ids)}, func(sc codec.Scanner) error {
 		var from, to string
 		if err := sc.Scan(&from, &to); err != nil {
 			return err
@@ -110,9 +103,10 @@ func dependencies(ctx context.Context, tx pgx.Tx, ids []string) (map[domain.Sess
 // ListKernels returns the kernels the filter selects.
 func (s *Store) ListKernels(ctx context.Context, f store.KernelFilter) ([]domain.Kernel, error) {
 	var out []domain.Kernel
-	err := s.read(ctx, "list kernels", func(tx pgx.Tx) error {
-		args := []any{codec.Strings(f.Sessions), codec.Strings(f.Agents), codec.StatusNames(f.Statuses), codec.Strings(f.IDs)}
-		return collect(ctx, tx, selectKernels, args, func(sc codec.Scanner) error {
+	err := s.read(ctx, "list kernels", func(tx txn) error {
+		args := []any{List(codec.Strings(f.Sessions)), List(codec.Strings(f.Agents)),
+			List(codec.StatusNames(f.Statuses)), List(codec.Strings(f.IDs))}
+		return tx.query(ctx, selectKernels, args, func(sc codec.Scanner) error {
 			k, err := codec.ScanKernel(s.reg, sc)
 			out = append(out, k)
 			return err
@@ -124,16 +118,16 @@ func (s *Store) ListKernels(ctx context.Context, f store.KernelFilter) ([]domain
 // AvoidAgents adds agents to the session's avoid list, under the session's
 // lock so concurrent additions are all kept.
 func (s *Store) AvoidAgents(ctx context.Context, id domain.SessionID, agents []domain.AgentID) error {
-	return s.write(ctx, "avoid agents for session "+string(id), func(tx pgx.Tx) error {
+	return s.write(ctx, "avoid agents for session "+string(id), func(tx txn) error {
 		var stored string
-		if err := tx.QueryRow(ctx, lockAvoidAgents, string(id)).Scan(&stored); err != nil {
+		if err := tx.queryRow(ctx, lockAvoidAgents, string(id)).Scan(&stored); err != nil {
 			return err
 		}
 		list, changed, err := codec.AddAvoided("sessions", string(id), stored, agents)
 		if err != nil || !changed {
 			return err
 		}
-		_, err = tx.Exec(ctx, updateAvoidAgents, list, string(id))
+		_, err = tx.exec(ctx, updateAvoidAgents, list, string(id))
 		return err
 	})
 }

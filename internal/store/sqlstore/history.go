@@ -1,12 +1,10 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -20,13 +18,17 @@ func (s *Store) AppendHistory(ctx context.Context, entries []domain.HistoryEntry
 	if len(entries) == 0 {
 		return nil
 	}
-	ids := uniqueSorted(entriesSessions(entries))
-	return s.write(ctx, "append history", func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, lockSessions, ids); err != nil {
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = string(e.SessionID)
+	}
+	ids = uniqueSorted(ids)
+	return s.write(ctx, "append history", func(tx txn) error {
+		if err := tx.lock(ctx, lockSessions, List(ids)); err != nil {
 			return err
 		}
 		last := make(map[domain.SessionID]codec.HistoryRow, len(ids))
-		if err := collect(ctx, tx, selectLastHistory, []any{ids}, func(sc codec.Scanner) error {
+		if err := tx.query(ctx, selectLastHistory, []any{List(ids)}, func(sc codec.Scanner) error {
 			id, h, err := codec.ScanHistory(sc)
 			last[h.SessionID] = codec.HistoryRow{RowID: id, Entry: h}
 			return err
@@ -39,7 +41,7 @@ func (s *Store) AppendHistory(ctx context.Context, entries []domain.HistoryEntry
 			for i, u := range updates {
 				rowIDs[i], attempts[i], times[i] = u.RowID, int32(u.Entry.Attempt), u.Entry.At.UTC()
 			}
-			if err := execN(ctx, tx, len(updates), mergeHistory, rowIDs, attempts, times); err != nil {
+			if err := tx.execN(ctx, len(updates), mergeHistory, Rows{rowIDs, attempts, times}); err != nil {
 				return err
 			}
 		}
@@ -53,15 +55,15 @@ func (s *Store) AppendHistory(ctx context.Context, entries []domain.HistoryEntry
 			sessions[i], at[i], handlers[i], results[i] = string(h.SessionID), h.At.UTC(), string(h.Handler), string(h.Result)
 			from[i], to[i], messages[i], attempts[i] = codec.StatusName(h.From), codec.StatusName(h.To), h.Message, int32(h.Attempt)
 		}
-		return execN(ctx, tx, n, insertHistory, sessions, at, handlers, results, from, to, messages, attempts)
+		return tx.execN(ctx, n, insertHistory, Rows{sessions, at, handlers, results, from, to, messages, attempts})
 	})
 }
 
 // History returns a session's entries oldest first.
 func (s *Store) History(ctx context.Context, id domain.SessionID) ([]domain.HistoryEntry, error) {
 	var out []domain.HistoryEntry
-	err := s.read(ctx, "history of session "+string(id), func(tx pgx.Tx) error {
-		return collect(ctx, tx, selectHistory, []any{string(id)}, func(sc codec.Scanner) error {
+	err := s.read(ctx, "history of session "+string(id), func(tx txn) error {
+		return tx.query(ctx, selectHistory, []any{string(id)}, func(sc codec.Scanner) error {
 			_, h, err := codec.ScanHistory(sc)
 			out = append(out, h)
 			return err
@@ -75,9 +77,9 @@ func (s *Store) IncrementTries(ctx context.Context, phase domain.HandlerName, id
 	// Sorted, so concurrent increments take the row locks in one order.
 	unique := uniqueSorted(codec.Strings(ids))
 	out := make(map[domain.SessionID]int, len(unique))
-	err := s.write(ctx, fmt.Sprintf("increment %s tries", phase), func(tx pgx.Tx) error {
+	err := s.write(ctx, fmt.Sprintf("increment %s tries", phase), func(tx txn) error {
 		clear(out)
-		return collect(ctx, tx, incrementTries, []any{unique, string(phase)}, func(sc codec.Scanner) error {
+		return tx.query(ctx, incrementTries, []any{List(unique), string(phase)}, func(sc codec.Scanner) error {
 			var id string
 			var n int
 			err := sc.Scan(&id, &n)
@@ -93,8 +95,8 @@ func (s *Store) IncrementTries(ctx context.Context, phase domain.HandlerName, id
 
 // ResetTries forgets the sessions' tries in the phase.
 func (s *Store) ResetTries(ctx context.Context, phase domain.HandlerName, ids []domain.SessionID) error {
-	return s.write(ctx, fmt.Sprintf("reset %s tries", phase), func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, resetTries, string(phase), codec.Strings(ids))
+	return s.write(ctx, fmt.Sprintf("reset %s tries", phase), func(tx txn) error {
+		_, err := tx.exec(ctx, resetTries, string(phase), List(codec.Strings(ids)))
 		return err
 	})
 }
@@ -102,8 +104,8 @@ func (s *Store) ResetTries(ctx context.Context, phase domain.HandlerName, ids []
 // Tries returns a session's try counts by phase.
 func (s *Store) Tries(ctx context.Context, id domain.SessionID) (map[domain.HandlerName]int, error) {
 	out := map[domain.HandlerName]int{}
-	err := s.read(ctx, "tries of session "+string(id), func(tx pgx.Tx) error {
-		return collect(ctx, tx, selectTries, []any{string(id)}, func(sc codec.Scanner) error {
+	err := s.read(ctx, "tries of session "+string(id), func(tx txn) error {
+		return tx.query(ctx, selectTries, []any{string(id)}, func(sc codec.Scanner) error {
 			var phase string
 			var n int
 			err := sc.Scan(&phase, &n)
@@ -132,9 +134,9 @@ func (s *Store) SessionsMatching(ctx context.Context, sessionStatuses []domain.S
 		return nil, fmt.Errorf("sessions matching: %w: unknown match %d", store.ErrInvalid, match)
 	}
 	var out []domain.SessionID
-	err := s.read(ctx, "sessions matching "+match.String(), func(tx pgx.Tx) error {
-		args := []any{codec.StatusNames(sessionStatuses), codec.StatusNames(checkKernelStatuses)}
-		return collect(ctx, tx, query, args, func(sc codec.Scanner) error {
+	err := s.read(ctx, "sessions matching "+match.String(), func(tx txn) error {
+		args := []any{List(codec.StatusNames(sessionStatuses)), List(codec.StatusNames(checkKernelStatuses))}
+		return tx.query(ctx, query, args, func(sc codec.Scanner) error {
 			var id string
 			err := sc.Scan(&id)
 			out = append(out, domain.SessionID(id))
@@ -142,14 +144,6 @@ func (s *Store) SessionsMatching(ctx context.Context, sessionStatuses []domain.S
 		})
 	})
 	return out, err
-}
-
-func entriesSessions(entries []domain.HistoryEntry) []string {
-	out := make([]string, len(entries))
-	for i, e := range entries {
-		out[i] = string(e.SessionID)
-	}
-	return out
 }
 
 func uniqueSorted(ids []string) []string {

@@ -1,12 +1,11 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
@@ -21,7 +20,7 @@ import (
 func (s *Store) ApplyPlan(ctx context.Context, plan framework.Plan, now time.Time) (store.ApplyResult, error) {
 	sessionIDs, agentIDs := planguard.IDs(plan)
 	var res store.ApplyResult
-	err := s.write(ctx, "apply plan of group "+plan.Group, func(tx pgx.Tx) error {
+	err := s.write(ctx, "apply plan of group "+plan.Group, func(tx txn) error {
 		sessions, agents, err := s.lockPlanRows(ctx, tx, plan.Group, sessionIDs, agentIDs)
 		if err != nil {
 			return err
@@ -33,7 +32,7 @@ func (s *Store) ApplyPlan(ctx context.Context, plan framework.Plan, now time.Tim
 		if err := s.writePlan(ctx, tx, out, agents, now); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, saveGroupCursor, string(plan.Cursor), plan.Group); err != nil {
+		if _, err := tx.exec(ctx, saveGroupCursor, string(plan.Cursor), plan.Group); err != nil {
 			return err
 		}
 		if err := s.hook(store.FaultCommit); err != nil {
@@ -48,81 +47,71 @@ func (s *Store) ApplyPlan(ctx context.Context, plan framework.Plan, now time.Tim
 	return res, nil
 }
 
-// lockPlanRows reads the group, then locks the sessions and then the
-// agents, all in one round trip. Kernels need no lock of their own: they
+// lockPlanRows checks that the group exists, then locks the sessions and
+// then the agents, in one batch. Kernels need no lock of their own: they
 // are written only under their session's.
-func (s *Store) lockPlanRows(ctx context.Context, tx pgx.Tx, group string, sessionIDs, agentIDs []string) (
+func (s *Store) lockPlanRows(ctx context.Context, tx txn, group string, sessionIDs, agentIDs []string) (
 	map[domain.SessionID]*planguard.Session, map[domain.AgentID]*planguard.Agent, error) {
-	b := &pgx.Batch{}
-	b.Queue(selectGroupCursor, group)
-	b.Queue(lockPlanSessions, sessionIDs)
-	b.Queue(selectPlanKernels, sessionIDs)
-	b.Queue(lockPlanAgents, agentIDs)
-	br := tx.SendBatch(ctx, b)
-	defer br.Close()
-
-	var cursor string
-	if err := br.QueryRow().Scan(&cursor); err != nil {
-		return nil, nil, err
-	}
+	groupFound := false
 	sessions := make(map[domain.SessionID]*planguard.Session, len(sessionIDs))
-	err := batchEach(br, func(sc codec.Scanner) error {
-		var id, status, group string
-		if err := sc.Scan(&id, &status, &group); err != nil {
-			return err
-		}
-		st, err := domain.ParseSessionStatus(status)
-		if err != nil {
-			return codec.Corrupt("sessions", id, "status", err)
-		}
-		sessions[domain.SessionID(id)] = &planguard.Session{Status: st, Group: group,
-			Kernels: map[domain.KernelID]planguard.Kernel{}}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	err = batchEach(br, func(sc codec.Scanner) error {
-		var id, session, status, requested string
-		if err := sc.Scan(&id, &session, &status, &requested); err != nil {
-			return err
-		}
-		k, err := planguard.DecodeKernel(s.reg, id, status, requested)
-		if err != nil {
-			return err
-		}
-		sessions[domain.SessionID(session)].Kernels[domain.KernelID(id)] = k
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
 	agents := make(map[domain.AgentID]*planguard.Agent, len(agentIDs))
-	err = batchEach(br, func(sc codec.Scanner) error {
-		var a planguard.Agent
-		var id, status, capacity, occupied string
-		if err := sc.Scan(&id, &a.Group, &status, &a.Schedulable, &capacity, &occupied, &a.KernelCount, &a.MaxKernels); err != nil {
-			return err
-		}
-		a.ID = domain.AgentID(id)
-		if err := planguard.DecodeAgent(s.reg, &a, status, capacity, occupied); err != nil {
-			return err
-		}
-		agents[a.ID] = &a
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
+	err := tx.batch(ctx,
+		Stmt{SQL: selectGroupCursor, Args: []any{group}, Row: func(sc codec.Scanner) error {
+			groupFound = true
+			var cursor string
+			return sc.Scan(&cursor)
+		}},
+		Stmt{SQL: lockPlanSessions, Args: []any{List(sessionIDs)}, Row: func(sc codec.Scanner) error {
+			var id, status, group string
+			if err := sc.Scan(&id, &status, &group); err != nil {
+				return err
+			}
+			st, err := domain.ParseSessionStatus(status)
+			if err != nil {
+				return codec.Corrupt("sessions", id, "status", err)
+			}
+			sessions[domain.SessionID(id)] = &planguard.Session{Status: st, Group: group,
+				Kernels: map[domain.KernelID]planguard.Kernel{}}
+			return nil
+		}},
+		Stmt{SQL: selectPlanKernels, Args: []any{List(sessionIDs)}, Row: func(sc codec.Scanner) error {
+			var id, session, status, requested string
+			if err := sc.Scan(&id, &session, &status, &requested); err != nil {
+				return err
+			}
+			k, err := planguard.DecodeKernel(s.reg, id, status, requested)
+			if err != nil {
+				return err
+			}
+			sessions[domain.SessionID(session)].Kernels[domain.KernelID(id)] = k
+			return nil
+		}},
+		Stmt{SQL: lockPlanAgents, Args: []any{List(agentIDs)}, Row: func(sc codec.Scanner) error {
+			var a planguard.Agent
+			var id, status, capacity, occupied string
+			if err := sc.Scan(&id, &a.Group, &status, &a.Schedulable, &capacity, &occupied, &a.KernelCount, &a.MaxKernels); err != nil {
+				return err
+			}
+			a.ID = domain.AgentID(id)
+			if err := planguard.DecodeAgent(s.reg, &a, status, capacity, occupied); err != nil {
+				return err
+			}
+			agents[a.ID] = &a
+			return nil
+		}},
+	)
+	if err == nil && !groupFound {
+		err = fmt.Errorf("resource group %q: %w", group, store.ErrNotFound)
 	}
-	return sessions, agents, br.Close()
+	return sessions, agents, err
 }
 
-func (s *Store) writePlan(ctx context.Context, tx pgx.Tx, out planguard.Result,
+func (s *Store) writePlan(ctx context.Context, tx txn, out planguard.Result,
 	agents map[domain.AgentID]*planguard.Agent, now time.Time) error {
 	if len(out.Applied) == 0 {
 		return nil
 	}
-	if err := execN(ctx, tx, len(out.Applied), scheduleSessions, ts(now), codec.Strings(out.Applied)); err != nil {
+	if err := tx.execN(ctx, len(out.Applied), scheduleSessions, ts(now), List(codec.Strings(out.Applied))); err != nil {
 		return err
 	}
 	if err := s.hook(store.FaultSessions); err != nil {
@@ -132,7 +121,7 @@ func (s *Store) writePlan(ctx context.Context, tx pgx.Tx, out planguard.Result,
 	for i, k := range out.Kernels {
 		kernels[i], on[i] = string(k.Kernel), string(k.Agent)
 	}
-	if err := execN(ctx, tx, len(kernels), scheduleKernels, ts(now), kernels, on); err != nil {
+	if err := tx.execN(ctx, len(kernels), scheduleKernels, ts(now), Rows{kernels, on}); err != nil {
 		return err
 	}
 	if err := s.hook(store.FaultKernels); err != nil {
@@ -144,7 +133,7 @@ func (s *Store) writePlan(ctx context.Context, tx pgx.Tx, out planguard.Result,
 	return s.hook(store.FaultAgents)
 }
 
-func (s *Store) writeOccupancy(ctx context.Context, tx pgx.Tx, agents []*planguard.Agent) error {
+func (s *Store) writeOccupancy(ctx context.Context, tx txn, agents []*planguard.Agent) error {
 	if len(agents) == 0 {
 		return nil
 	}
@@ -156,7 +145,7 @@ func (s *Store) writeOccupancy(ctx context.Context, tx pgx.Tx, agents []*plangua
 		}
 		ids[i], occupied[i], counts[i] = string(a.ID), occ, int32(a.KernelCount)
 	}
-	return execN(ctx, tx, len(ids), writeOccupancy, ids, occupied, counts)
+	return tx.execN(ctx, len(ids), writeOccupancy, Rows{ids, occupied, counts})
 }
 
 // TransitionSessions moves the sessions that are in one of from, and their
@@ -171,14 +160,15 @@ func (s *Store) TransitionSessions(ctx context.Context, ids []domain.SessionID, 
 		}
 	}
 	var changed []domain.SessionID
-	err := s.write(ctx, "transition sessions", func(tx pgx.Tx) error {
+	err := s.write(ctx, "transition sessions", func(tx txn) error {
 		changed = nil
 		var moved []string
 		guard := lockGuardSessions
 		if to.Session == domain.SessionPending {
 			guard = lockGuardRequeue
 		}
-		if err := collect(ctx, tx, guard, []any{codec.Strings(ids), codec.StatusNames(from)}, func(sc codec.Scanner) error {
+		args := []any{List(codec.Strings(ids)), List(codec.StatusNames(from))}
+		if err := tx.query(ctx, guard, args, func(sc codec.Scanner) error {
 			var id string
 			err := sc.Scan(&id)
 			moved = append(moved, id)
@@ -187,7 +177,7 @@ func (s *Store) TransitionSessions(ctx context.Context, ids []domain.SessionID, 
 			return err
 		}
 		if to.Session != 0 {
-			if _, err := tx.Exec(ctx, moveSessions, codec.StatusName(to.Session), reason, ts(now), moved); err != nil {
+			if _, err := tx.exec(ctx, moveSessions, codec.StatusName(to.Session), reason, ts(now), List(moved)); err != nil {
 				return err
 			}
 		}
@@ -197,7 +187,7 @@ func (s *Store) TransitionSessions(ctx context.Context, ids []domain.SessionID, 
 			}
 		}
 		if to.Session.Terminal() {
-			if _, err := tx.Exec(ctx, setOutcome, moved); err != nil {
+			if _, err := tx.exec(ctx, setOutcome, List(moved)); err != nil {
 				return err
 			}
 		}
@@ -212,13 +202,13 @@ func (s *Store) TransitionSessions(ctx context.Context, ids []domain.SessionID, 
 	return changed, nil
 }
 
-func (s *Store) moveKernels(ctx context.Context, tx pgx.Tx, sessions, preds []string,
+func (s *Store) moveKernels(ctx context.Context, tx txn, sessions, preds []string,
 	to domain.KernelStatus, reason string, now time.Time) error {
 	var ids []string
 	releases := map[domain.AgentID][]domain.Vec{}
-	err := collect(ctx, tx, selectMovableKernels, []any{sessions, preds}, func(sc codec.Scanner) error {
+	err := tx.query(ctx, selectMovableKernels, []any{List(sessions), List(preds)}, func(sc codec.Scanner) error {
 		var id, status, requested string
-		var agent *string
+		var agent sql.NullString
 		if err := sc.Scan(&id, &agent, &status, &requested); err != nil {
 			return err
 		}
@@ -227,15 +217,15 @@ func (s *Store) moveKernels(ctx context.Context, tx pgx.Tx, sessions, preds []st
 		if err != nil {
 			return err
 		}
-		if k.Status.HoldsResources() && !to.HoldsResources() && agent != nil {
-			releases[domain.AgentID(*agent)] = append(releases[domain.AgentID(*agent)], k.Requested)
+		if k.Status.HoldsResources() && !to.HoldsResources() && agent.Valid {
+			releases[domain.AgentID(agent.String)] = append(releases[domain.AgentID(agent.String)], k.Requested)
 		}
 		return nil
 	})
 	if err != nil || len(ids) == 0 {
 		return err
 	}
-	if err := execN(ctx, tx, len(ids), moveKernels, codec.StatusName(to), reason, ts(now), ids); err != nil {
+	if err := tx.execN(ctx, len(ids), moveKernels, codec.StatusName(to), reason, ts(now), List(ids)); err != nil {
 		return err
 	}
 	return s.release(ctx, tx, releases)
@@ -245,7 +235,7 @@ func (s *Store) moveKernels(ctx context.Context, tx pgx.Tx, sessions, preds []st
 // agents in id order. The callers have just moved those kernels out of a
 // holding status under a guard on that status, so each kernel is released
 // once.
-func (s *Store) release(ctx context.Context, tx pgx.Tx, releases map[domain.AgentID][]domain.Vec) error {
+func (s *Store) release(ctx context.Context, tx txn, releases map[domain.AgentID][]domain.Vec) error {
 	if len(releases) == 0 {
 		return nil
 	}
@@ -254,7 +244,7 @@ func (s *Store) release(ctx context.Context, tx pgx.Tx, releases map[domain.Agen
 		ids = append(ids, string(id))
 	}
 	var agents []*planguard.Agent
-	err := collect(ctx, tx, lockOccupancy, []any{ids}, func(sc codec.Scanner) error {
+	err := tx.query(ctx, lockOccupancy, []any{List(ids)}, func(sc codec.Scanner) error {
 		var id, occupied string
 		var a planguard.Agent
 		if err := sc.Scan(&id, &occupied, &a.KernelCount); err != nil {
@@ -284,12 +274,11 @@ func (s *Store) release(ctx context.Context, tx pgx.Tx, releases map[domain.Agen
 // lock.
 func (s *Store) UpdateKernel(ctx context.Context, u store.KernelUpdate) (domain.Kernel, error) {
 	var out domain.Kernel
-	err := s.write(ctx, "update kernel "+string(u.Kernel), func(tx pgx.Tx) error {
-		var session string
-		if err := tx.QueryRow(ctx, lockKernelSession, string(u.Kernel)).Scan(&session); err != nil {
+	err := s.write(ctx, "update kernel "+string(u.Kernel), func(tx txn) error {
+		if err := tx.lock(ctx, lockKernelSession, string(u.Kernel)); err != nil {
 			return err
 		}
-		k, err := codec.ScanKernel(s.reg, tx.QueryRow(ctx, selectKernel, string(u.Kernel)))
+		k, err := codec.ScanKernel(s.reg, tx.queryRow(ctx, selectKernel, string(u.Kernel)))
 		if err != nil {
 			return err
 		}
@@ -301,9 +290,9 @@ func (s *Store) UpdateKernel(ctx context.Context, u store.KernelUpdate) (domain.
 		}
 		var exit any
 		if u.ExitCode != nil {
-			exit = int32(*u.ExitCode)
+			exit = int64(*u.ExitCode)
 		}
-		if err := execN(ctx, tx, 1, updateKernel, codec.StatusName(u.To), u.Reason, ts(u.Now), exit,
+		if err := tx.execN(ctx, 1, updateKernel, codec.StatusName(u.To), u.Reason, ts(u.Now), exit,
 			u.ContainerID, string(k.ID), codec.StatusName(k.Status)); err != nil {
 			return err
 		}
@@ -312,7 +301,7 @@ func (s *Store) UpdateKernel(ctx context.Context, u store.KernelUpdate) (domain.
 				return err
 			}
 		}
-		out, err = codec.ScanKernel(s.reg, tx.QueryRow(ctx, selectKernel, string(u.Kernel)))
+		out, err = codec.ScanKernel(s.reg, tx.queryRow(ctx, selectKernel, string(u.Kernel)))
 		return err
 	})
 	if err != nil {

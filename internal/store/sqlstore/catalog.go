@@ -1,0 +1,162 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+	"github.com/sokovan-go/sokovan/internal/store/internal/codec"
+)
+
+// PutResourceGroup creates or replaces a group's configuration, keeping its
+// round-robin cursor.
+func (s *Store) PutResourceGroup(ctx context.Context, g domain.ResourceGroup) error {
+	args, err := codec.GroupArgs(s.reg, g)
+	if err != nil {
+		return fmt.Errorf("put resource group %s: %w", g.Name, err)
+	}
+	return s.write(ctx, "put resource group "+g.Name, func(tx txn) error {
+		_, err := tx.exec(ctx, upsertGroup, args...)
+		return err
+	})
+}
+
+// GetResourceGroup returns a group's configuration.
+func (s *Store) GetResourceGroup(ctx context.Context, name string) (domain.ResourceGroup, error) {
+	var g domain.ResourceGroup
+	err := s.read(ctx, "get resource group "+name, func(tx txn) error {
+		var err error
+		g, err = codec.ScanGroup(s.reg, tx.queryRow(ctx, selectGroup, name))
+		return err
+	})
+	return g, err
+}
+
+// ListResourceGroups returns every group by name.
+func (s *Store) ListResourceGroups(ctx context.Context) ([]domain.ResourceGroup, error) {
+	var out []domain.ResourceGroup
+	err := s.read(ctx, "list resource groups", func(tx txn) error {
+		return tx.query(ctx, selectGroups, nil, func(sc codec.Scanner) error {
+			g, err := codec.ScanGroup(s.reg, sc)
+			out = append(out, g)
+			return err
+		})
+	})
+	return out, err
+}
+
+// RegisterAgent inserts the agent or re-registers it under a new epoch.
+func (s *Store) RegisterAgent(ctx context.Context, a domain.Agent, now time.Time) (domain.Agent, error) {
+	args, err := codec.AgentArgs(s.reg, a, now, ts)
+	if err != nil {
+		return domain.Agent{}, fmt.Errorf("register agent %s: %w", a.ID, err)
+	}
+	var out domain.Agent
+	err = s.write(ctx, "register agent "+string(a.ID), func(tx txn) error {
+		var err error
+		out, err = codec.ScanAgent(s.reg, tx.queryRow(ctx, registerAgent, args...))
+		return err
+	})
+	return out, err
+}
+
+// Heartbeat records the time of the agent's latest sign of life. The
+// update is guarded by the epoch; only when it misses does a second
+// statement find out why.
+func (s *Store) Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error {
+	return s.write(ctx, "heartbeat of agent "+string(id), func(tx txn) error {
+		n, err := tx.exec(ctx, heartbeatAgent, ts(now), string(id), epoch)
+		if err != nil || n == 1 {
+			return err
+		}
+		var current int64
+		if err := tx.queryRow(ctx, selectAgentEpoch, string(id)).Scan(&current); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: agent is at epoch %d, heartbeat is from epoch %d", store.ErrGuardFailed, current, epoch)
+	})
+}
+
+// SetAgentStatus records the agent's liveness.
+func (s *Store) SetAgentStatus(ctx context.Context, id domain.AgentID, status domain.AgentStatus) error {
+	return s.write(ctx, "set status of agent "+string(id), func(tx txn) error {
+		return tx.execOne(ctx, setAgentStatus, codec.StatusName(status), string(id))
+	})
+}
+
+// SetAgentSchedulable cordons (false) or uncordons (true) the agent.
+func (s *Store) SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error {
+	return s.write(ctx, "set schedulable of agent "+string(id), func(tx txn) error {
+		return tx.execOne(ctx, setAgentSchedulable, schedulable, string(id))
+	})
+}
+
+// GetAgent returns one agent.
+func (s *Store) GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error) {
+	var a domain.Agent
+	err := s.read(ctx, "get agent "+string(id), func(tx txn) error {
+		var err error
+		a, err = codec.ScanAgent(s.reg, tx.queryRow(ctx, selectAgent, string(id)))
+		return err
+	})
+	return a, err
+}
+
+// ListAgents returns the agents the filter selects, by id.
+func (s *Store) ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.Agent, error) {
+	var out []domain.Agent
+	err := s.read(ctx, "list agents", func(tx txn) error {
+		args := []any{f.Group, List(codec.StatusNames(f.Statuses)), List(codec.Strings(f.IDs))}
+		return tx.query(ctx, selectAgents, args, func(sc codec.Scanner) error {
+			a, err := codec.ScanAgent(s.reg, sc)
+			out = append(out, a)
+			return err
+		})
+	})
+	return out, err
+}
+
+// CreateUser stores the user and the hash of its token.
+func (s *Store) CreateUser(ctx context.Context, u store.User, tokenHash []byte) error {
+	return s.write(ctx, "create user "+u.Name, func(tx txn) error {
+		return tx.batch(ctx,
+			Stmt{SQL: insertUser, Args: codec.UserArgs(u, ts)},
+			Stmt{SQL: insertToken, Args: []any{tokenHash, u.ID, ts(u.CreatedAt)}})
+	})
+}
+
+// UserByTokenHash finds the user a token belongs to.
+func (s *Store) UserByTokenHash(ctx context.Context, tokenHash []byte) (store.User, error) {
+	var u store.User
+	err := s.read(ctx, "user by token", func(tx txn) error {
+		var err error
+		u, err = codec.ScanUser(tx.queryRow(ctx, selectByToken, tokenHash))
+		return err
+	})
+	return u, err
+}
+
+// PutPolicy creates or replaces a policy.
+func (s *Store) PutPolicy(ctx context.Context, p domain.Policy) error {
+	args, err := codec.PolicyArgs(s.reg, p)
+	if err != nil {
+		return fmt.Errorf("put policy %s:%s: %w", p.Scope, p.Name, err)
+	}
+	return s.write(ctx, fmt.Sprintf("put policy %s:%s", p.Scope, p.Name), func(tx txn) error {
+		_, err := tx.exec(ctx, upsertPolicy, args...)
+		return err
+	})
+}
+
+// GetPolicy returns the policy of one user, project or domain.
+func (s *Store) GetPolicy(ctx context.Context, scope domain.PolicyScope, name string) (domain.Policy, error) {
+	var p domain.Policy
+	err := s.read(ctx, fmt.Sprintf("get policy %s:%s", scope, name), func(tx txn) error {
+		var err error
+		p, err = codec.ScanPolicy(s.reg, tx.queryRow(ctx, selectPolicy, string(scope), name))
+		return err
+	})
+	return p, err
+}
