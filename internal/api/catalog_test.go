@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -134,6 +135,44 @@ func TestAgents(t *testing.T) {
 		waitStatus(t, m, alice, waiting.ID, "RUNNING")
 		if code, _ := m.Raw(m.AdminToken, "POST", "/v1/agents/agent-9/cordon", nil); code != 404 {
 			t.Errorf("cordon a missing agent: %d", code)
+		}
+	})
+}
+
+// TestGroupDefaultAndMinimumSlots: a group's default_slots fill what a
+// request leaves out and its min_slots refuse less; both are stored, shown
+// in force (over the built-in cpu 1 / mem 1g and floor cpu 0.01 / mem 16m),
+// and a default below the minimum is refused.
+func TestGroupDefaultAndMinimumSlots(t *testing.T) {
+	t.Parallel()
+	engines(t, func(t *testing.T, engine string) {
+		m := apitest.New(t, apitest.Options{Engine: engine, Manual: true})
+		alice := m.User("alice", "user", "p1")
+		var g struct {
+			DefaultSlots map[string]string `json:"default_slots"`
+			MinSlots     map[string]string `json:"min_slots"`
+		}
+		m.Do(alice, "GET", "/v1/resource-groups/default", nil, &g)
+		if g.DefaultSlots["cpu"] != "1" || g.DefaultSlots["mem"] != "1g" || g.MinSlots["cpu"] != "0.01" || g.MinSlots["mem"] != "16m" {
+			t.Fatalf("built-in slots in force: %+v", g)
+		}
+		code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/default", map[string]any{
+			"default_slots": map[string]string{"mem": "2g"}, "min_slots": map[string]string{"mem": "256m"}}, &g)
+		if code != http.StatusOK || g.DefaultSlots["mem"] != "2g" || g.DefaultSlots["cpu"] != "1" || g.MinSlots["mem"] != "256m" {
+			t.Fatalf("set slots: %d %+v", code, g)
+		}
+		s := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]any{"cpu": "2"}})
+		if s.RequestedSlots["cpu"] != "2" || s.RequestedSlots["mem"] != "2g" {
+			t.Errorf("requested %v, want cpu 2 as asked and the group's mem 2g", s.RequestedSlots)
+		}
+		var e apiErr
+		if code, raw := m.Raw(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep",
+			"resources": map[string]any{"mem": "128m"}}); code != 400 || json.Unmarshal(raw, &e) != nil || e.Error.Field != "resources.mem" {
+			t.Errorf("mem below the group's minimum: %d %s", code, raw)
+		}
+		if code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/default", map[string]any{
+			"default_slots": map[string]string{"mem": "64m"}}, &e); code != 400 || e.Error.Field != "default_slots.mem" {
+			t.Errorf("default below the minimum: %d %+v", code, e)
 		}
 	})
 }
