@@ -329,7 +329,8 @@ func Fits(req, free Vec) (Shortfall, bool) {
 
 // ParseQuantity reads a non-negative decimal quantity of the given kind:
 // "2", "0.5", "1.25" for counts and shares (at most three decimals); "4g",
-// "512m", "1.5G", "1024" for bytes (binary suffixes, whole bytes only).
+// "512m", "1.5G", "4Gi", "2GiB", "1024" for bytes (binary suffixes, whole
+// bytes only).
 func ParseQuantity(k Kind, s string) (Quantity, error) {
 	orig := s
 	s = strings.TrimSpace(s)
@@ -347,8 +348,21 @@ func ParseQuantity(k Kind, s string) (Quantity, error) {
 	}
 	mult := uint64(1)
 	suffix := byte(0)
+	// "Gi" and "GiB" are how Kubernetes and most tools write the same binary
+	// units, and users type them from habit; they mean what "g" means here.
+	if t, ok := strings.CutSuffix(s, "iB"); ok {
+		s = t + "i"
+	}
+	if n := len(s); n >= 2 && (s[n-1] == 'i' || s[n-1] == 'I') && isLetter(s[n-2]) {
+		s = s[:n-1]
+	}
 	if last := s[len(s)-1]; last < '0' || last > '9' {
 		suffix, s = last, s[:len(s)-1]
+	}
+	if n := len(s); n > 1 && isLetter(s[n-1]) && (s[n-2] == '.' || s[n-2] >= '0' && s[n-2] <= '9') {
+		// "4GB", "4kb": units of two letters we do not read, named as such
+		// rather than called "not a number".
+		return 0, fmt.Errorf("quantity %q: unknown unit suffix %q (%s)", orig, s[n-1:]+string(suffix), unitHelp)
 	}
 	intPart, frac, hasDot := strings.Cut(s, ".")
 	if intPart == "" && frac == "" || hasDot && frac == "" || !digits(intPart) || !digits(frac) {
@@ -357,7 +371,7 @@ func ParseQuantity(k Kind, s string) (Quantity, error) {
 	if suffix != 0 {
 		shift, ok := suffixShift(suffix)
 		if !ok {
-			return 0, fmt.Errorf("quantity %q: unknown unit suffix %q (want k, m, g, t or p)", orig, string(suffix))
+			return 0, fmt.Errorf("quantity %q: unknown unit suffix %q (%s)", orig, string(suffix), unitHelp)
 		}
 		if k != KindBytes {
 			return 0, fmt.Errorf("quantity %q: unit suffixes are only for byte slots", orig)
@@ -431,6 +445,10 @@ func formatBytes(u uint64) string {
 	}
 	return fmt.Sprintf("%d", u)
 }
+
+const unitHelp = "want k, m, g, t or p (binary: g = 2^30 bytes), also written Ki, Mi, Gi, Ti, Pi or KiB…PiB"
+
+func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 
 func suffixShift(c byte) (uint, bool) {
 	switch c | 0x20 { // lower-case ASCII

@@ -60,6 +60,14 @@ func TestParseQuantity(t *testing.T) {
 		{name: "bytes upper k", kind: KindBytes, in: "1K", want: 1024},                             // 1 * 2^10
 		{name: "bytes largest pebibytes", kind: KindBytes, in: "8191p", want: 9222246136947933184}, // 8191 * 2^50 = 2^63 - 2^50
 		{name: "bytes max", kind: KindBytes, in: "9223372036854775807", want: MaxQuantity},         // 2^63 - 1
+		{name: "bytes Gi", kind: KindBytes, in: "4Gi", want: 4294967296},                           // 4 * 2^30
+		{name: "bytes GiB", kind: KindBytes, in: "2GiB", want: 2147483648},                         // 2 * 2^30
+		{name: "bytes lower mi", kind: KindBytes, in: "512mi", want: 536870912},                    // 512 * 2^20
+		{name: "bytes fractional Ti", kind: KindBytes, in: "0.5Ti", want: 549755813888},            // 0.5 * 2^40
+		{name: "bytes lone i", kind: KindBytes, in: "4i", wantErr: "unknown unit suffix"},
+		{name: "bytes iB without unit", kind: KindBytes, in: "4iB", wantErr: "unknown unit suffix"},
+		{name: "bytes GB is not a unit here", kind: KindBytes, in: "4GB", wantErr: "Gi"},
+		{name: "count Gi", kind: KindCount, in: "1Gi", wantErr: "only for byte slots"},
 
 		{name: "bytes half byte", kind: KindBytes, in: "0.5", wantErr: "whole number of bytes"},
 		{name: "bytes fraction of a byte after suffix", kind: KindBytes, in: "0.0001k", wantErr: "whole number of bytes"}, // 0.0001 * 1024 = 0.1024
