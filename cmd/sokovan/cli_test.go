@@ -140,7 +140,7 @@ func TestCLICreateWaitRunning(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "outcome failure") || !strings.Contains(r.stderr, "exited 3") {
 		t.Errorf("failed job: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
-	var s struct{ Status, Outcome string }
+	var s v1.Session
 	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil || s.Outcome != "failure" {
 		t.Errorf("-o json with --wait printed %q (%v)", r.stdout, err)
 	}
@@ -157,13 +157,7 @@ func TestCLIListShowAndRemove(t *testing.T) {
 	c := newCLI(t, m)
 	alice := m.User("alice", "user", "p1")
 	id := strings.Fields(c.ok(alice, "session", "create", "--image", "sleep", "--slot", "cpu=0.5", "--slot", "mem=256m"))[0]
-	var list struct {
-		Items []struct {
-			ID             string
-			Owner          string
-			RequestedSlots map[string]string `json:"requested_slots"`
-		}
-	}
+	var list v1.List[v1.Session]
 	out := c.ok(alice, "session", "ls", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("ls -o json is not JSON: %v\n%s", err, out)
@@ -286,7 +280,7 @@ func TestCLIWhyProgress(t *testing.T) {
 	alice := m.User("alice", "user", "p1")
 	id := strings.Fields(c.ok(alice, "session", "create", "--image", apitest.SlowPull))[0]
 	apitest.Eventually(t, 20*time.Second, "the session to be PREPARING", func() bool {
-		var s struct{ Status string }
+		var s v1.Session
 		m.Do(alice, "GET", "/v1/sessions/"+id, nil, &s)
 		return s.Status == "PREPARING"
 	})
