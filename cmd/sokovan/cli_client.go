@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
 
 // addClientCommands adds the verbs that talk to a manager's API: session,
@@ -118,18 +120,11 @@ func newClient() (*client, error) {
 // apiError is an error answer of the API. It reads as the message with the
 // field at fault, which main prints after "sokovan: ".
 type apiError struct {
-	Status  int
-	Code    string
-	Message string
-	Field   string
+	Status int
+	Body   v1.Error
 }
 
-func (e *apiError) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("%s (field: %s)", e.Message, e.Field)
-	}
-	return e.Message
-}
+func (e *apiError) Error() string { return e.Body.Text() }
 
 func (c *client) request(ctx context.Context, method, path string, body any) (*http.Request, error) {
 	var rd io.Reader
@@ -166,15 +161,13 @@ func (c *client) send(hc *http.Client, req *http.Request) (*http.Response, error
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var body struct {
-		Error struct {
-			Code, Message, Field string
-		} `json:"error"`
-	}
+	var body v1.ErrorResponse
 	if err := json.Unmarshal(raw, &body); err != nil || body.Error.Message == "" {
-		return nil, &apiError{Status: resp.StatusCode, Message: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))}
+		// Not the API's error body: a proxy's page, say. Show it as it came.
+		return nil, &apiError{Status: resp.StatusCode, Body: v1.Error{
+			Message: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))}}
 	}
-	return nil, &apiError{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message, Field: body.Error.Field}
+	return nil, &apiError{Status: resp.StatusCode, Body: body.Error}
 }
 
 // do sends a JSON request and returns the answer's body; out, when not

@@ -9,28 +9,18 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
 
-type agentOut struct {
-	ID             string            `json:"id"`
-	ResourceGroup  string            `json:"resource_group"`
-	Status         string            `json:"status"`
-	Schedulable    bool              `json:"schedulable"`
-	Architecture   string            `json:"architecture"`
-	AvailableSlots map[string]string `json:"available_slots"`
-	OccupiedSlots  map[string]string `json:"occupied_slots"`
-	FreeSlots      map[string]string `json:"free_slots"`
-	KernelCount    int               `json:"kernel_count"`
-	LastHeartbeat  *time.Time        `json:"last_heartbeat"`
-}
-
 func listAgentIDs(ctx context.Context, c *client) ([]string, error) {
-	var list struct{ Items []agentOut }
+	var list v1.List[v1.Agent]
 	if _, err := c.do(ctx, "GET", "/v1/agents", nil, &list); err != nil {
 		return nil, err
 	}
@@ -57,17 +47,8 @@ func newAgentCmd() *cobra.Command {
 		Short:   "List agents",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return call(cmd, &o, "GET", "/v1/agents", nil, func(w io.Writer, list struct{ Items []agentOut }) error {
-				rows := make([][]string, len(list.Items))
-				for i, a := range list.Items {
-					sched := "yes"
-					if !a.Schedulable {
-						sched = "no (cordoned)"
-					}
-					rows[i] = []string{a.ID, a.ResourceGroup, a.Status, sched, a.Architecture, slotList(a.FreeSlots),
-						slotList(a.AvailableSlots), strconv.Itoa(a.KernelCount), when(a.LastHeartbeat)}
-				}
-				return table(w, []string{"ID", "GROUP", "STATUS", "SCHEDULABLE", "ARCH", "FREE", "CAPACITY", "KERNELS", "HEARTBEAT"}, rows)
+			return call(cmd, &o, "GET", "/v1/agents", nil, func(w io.Writer, list v1.List[v1.Agent]) error {
+				return agentTable(w, list.Items)
 			})
 		},
 	}
@@ -83,7 +64,7 @@ func newAgentCmd() *cobra.Command {
 			Args:              cobra.ExactArgs(1),
 			ValidArgsFunction: completeFrom(listAgentIDs),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return call(cmd, &o, "POST", "/v1/agents/"+url.PathEscape(args[0])+"/"+v.verb, nil, func(w io.Writer, a agentOut) error {
+				return call(cmd, &o, "POST", "/v1/agents/"+url.PathEscape(args[0])+"/"+v.verb, nil, func(w io.Writer, a v1.Agent) error {
 					fmt.Fprintf(w, "agent %s %s (schedulable: %v, kernels: %d)\n", a.ID, v.done, a.Schedulable, a.KernelCount)
 					return nil
 				})
@@ -93,19 +74,36 @@ func newAgentCmd() *cobra.Command {
 	return cmd
 }
 
-type groupOut struct {
-	Name         string            `json:"name"`
-	State        string            `json:"state"`
-	Sequencer    string            `json:"sequencer"`
-	Selector     string            `json:"selector"`
-	HeadOfLine   string            `json:"head_of_line"`
-	MaxRetries   int               `json:"max_retries"`
-	AllowedTypes []string          `json:"allowed_types"`
-	Timeouts     map[string]string `json:"timeouts"`
+// agentTable lists agents, one a row. The manager sends an agent's RPC
+// address to admins only, so the ADDRESS column shows only when there is
+// one to show.
+func agentTable(w io.Writer, agents []v1.Agent) error {
+	header := []string{"ID", "GROUP", "STATUS", "SCHEDULABLE", "ARCH", "RUNTIME", "FREE", "CAPACITY", "KERNELS", "HEARTBEAT"}
+	addresses := slices.ContainsFunc(agents, func(a v1.Agent) bool { return a.Address != "" })
+	if addresses {
+		header = append(header, "ADDRESS")
+	}
+	rows := make([][]string, len(agents))
+	for i, a := range agents {
+		sched := "yes"
+		if !a.Schedulable {
+			sched = "no (cordoned)"
+		}
+		kernels := strconv.Itoa(a.KernelCount)
+		if a.MaxKernels > 0 {
+			kernels += "/" + strconv.Itoa(a.MaxKernels)
+		}
+		rows[i] = []string{a.ID, a.ResourceGroup, a.Status, sched, a.Architecture, orDash(a.Runtime), slotList(a.FreeSlots),
+			slotList(a.AvailableSlots), kernels, when(a.LastHeartbeat)}
+		if addresses {
+			rows[i] = append(rows[i], orDash(a.Address))
+		}
+	}
+	return table(w, header, rows)
 }
 
 func listGroupNames(ctx context.Context, c *client) ([]string, error) {
-	var list struct{ Items []groupOut }
+	var list v1.List[v1.Group]
 	if _, err := c.do(ctx, "GET", "/v1/resource-groups", nil, &list); err != nil {
 		return nil, err
 	}
@@ -116,7 +114,36 @@ func listGroupNames(ctx context.Context, c *client) ([]string, error) {
 	return out, nil
 }
 
-var timeoutPhases = []string{"pending", "scheduled", "preparing", "prepared", "creating", "terminating"}
+// timeoutList is a group's timeouts in lifecycle order, for printing.
+func timeoutList(t v1.Timeouts) [][2]string {
+	return [][2]string{{"pending", t.Pending}, {"scheduled", t.Scheduled}, {"preparing", t.Preparing},
+		{"prepared", t.Prepared}, {"creating", t.Creating}, {"terminating", t.Terminating}}
+}
+
+// timeoutsRequest turns --timeout PHASE=DURATION pairs into the request;
+// the manager checks the durations.
+func timeoutsRequest(pairs map[string]string) (*v1.TimeoutsRequest, error) {
+	var t v1.TimeoutsRequest
+	for phase, d := range pairs {
+		switch phase {
+		case "pending":
+			t.Pending = &d
+		case "scheduled":
+			t.Scheduled = &d
+		case "preparing":
+			t.Preparing = &d
+		case "prepared":
+			t.Prepared = &d
+		case "creating":
+			t.Creating = &d
+		case "terminating":
+			t.Terminating = &d
+		default:
+			return nil, fmt.Errorf("--timeout: unknown phase %q (want pending, scheduled, preparing, prepared, creating or terminating)", phase)
+		}
+	}
+	return &t, nil
+}
 
 func newRGCmd() *cobra.Command {
 	var o output
@@ -127,16 +154,16 @@ func newRGCmd() *cobra.Command {
 		PersistentPreRunE: func(*cobra.Command, []string) error { return o.check() },
 	}
 	o.register(cmd)
-	printGroup := func(w io.Writer, g groupOut) {
+	printGroup := func(w io.Writer, g v1.Group) {
 		types := "all"
 		if len(g.AllowedTypes) > 0 {
 			types = strings.Join(g.AllowedTypes, ", ")
 		}
 		fmt.Fprintf(w, "Name:          %s\nState:         %s\nSequencer:     %s\nSelector:      %s\nHead of line:  %s\n"+
-			"Max retries:   %d\nSession types: %s\nTimeouts:\n", g.Name, g.State, g.Sequencer, g.Selector, g.HeadOfLine,
-			g.MaxRetries, types)
-		for _, p := range timeoutPhases {
-			fmt.Fprintf(w, "  %-12s %s\n", p+":", g.Timeouts[p])
+			"Max retries:   %d\nSession types: %s\nDefault slots: %s\nMin slots:     %s\nTimeouts:\n", g.Name, g.State,
+			g.Sequencer, g.Selector, g.HeadOfLine, g.MaxRetries, types, slotList(g.DefaultSlots), slotList(g.MinSlots))
+		for _, p := range timeoutList(g.Timeouts) {
+			fmt.Fprintf(w, "  %-12s %s\n", p[0]+":", p[1])
 		}
 	}
 	ls := &cobra.Command{
@@ -145,7 +172,7 @@ func newRGCmd() *cobra.Command {
 		Short:   "List resource groups",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return call(cmd, &o, "GET", "/v1/resource-groups", nil, func(w io.Writer, list struct{ Items []groupOut }) error {
+			return call(cmd, &o, "GET", "/v1/resource-groups", nil, func(w io.Writer, list v1.List[v1.Group]) error {
 				rows := make([][]string, len(list.Items))
 				for i, g := range list.Items {
 					rows[i] = []string{g.Name, g.State, g.Sequencer, g.Selector, g.HeadOfLine, strconv.Itoa(g.MaxRetries)}
@@ -160,7 +187,7 @@ func newRGCmd() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listGroupNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(cmd, &o, "GET", "/v1/resource-groups/"+url.PathEscape(args[0]), nil, func(w io.Writer, g groupOut) error {
+			return call(cmd, &o, "GET", "/v1/resource-groups/"+url.PathEscape(args[0]), nil, func(w io.Writer, g v1.Group) error {
 				printGroup(w, g)
 				return nil
 			})
@@ -180,34 +207,37 @@ func newRGCmd() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listGroupNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body := map[string]any{}
+			var body v1.GroupRequest
 			f := cmd.Flags()
 			if f.Changed("state") {
-				body["state"] = strings.ToUpper(state)
+				up := strings.ToUpper(state)
+				body.State = &up
 			}
 			if f.Changed("sequencer") {
-				body["sequencer"] = seq
+				body.Sequencer = &seq
 			}
 			if f.Changed("selector") {
-				body["selector"] = sel
+				body.Selector = &sel
 			}
 			if f.Changed("head-of-line") {
-				body["head_of_line"] = hol
+				body.HeadOfLine = &hol
 			}
 			if f.Changed("max-retries") {
-				body["max_retries"] = retries
+				body.MaxRetries = &retries
 			}
 			if f.Changed("allowed-types") {
-				body["allowed_types"] = types
+				body.AllowedTypes = &types
 			}
 			if len(timeouts) > 0 {
-				t, err := keyValues("timeout", timeouts)
+				pairs, err := keyValues("timeout", timeouts)
 				if err != nil {
 					return err
 				}
-				body["timeouts"] = t
+				if body.Timeouts, err = timeoutsRequest(pairs); err != nil {
+					return err
+				}
 			}
-			return call(cmd, &o, "PUT", "/v1/resource-groups/"+url.PathEscape(args[0]), body, func(w io.Writer, g groupOut) error {
+			return call(cmd, &o, "PUT", "/v1/resource-groups/"+url.PathEscape(args[0]), body, func(w io.Writer, g v1.Group) error {
 				printGroup(w, g)
 				return nil
 			})
@@ -248,8 +278,8 @@ func newUserCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body := map[string]string{"name": args[0], "role": role, "project": project, "domain": dom}
-			var u struct{ ID, Name, Role, Project, Domain, Token string }
+			body := v1.CreateUserRequest{Name: args[0], Role: role, Project: project, Domain: dom}
+			var u v1.NewUser
 			raw, err := c.do(cmd.Context(), "POST", "/v1/users", body, &u)
 			if err != nil {
 				return err
@@ -279,14 +309,7 @@ func newPolicyCmd() *cobra.Command {
 		PersistentPreRunE: func(*cobra.Command, []string) error { return o.check() },
 	}
 	o.register(cmd)
-	type policyOut struct {
-		Scope                 string            `json:"scope"`
-		Name                  string            `json:"name"`
-		MaxSlots              map[string]string `json:"max_slots"`
-		MaxConcurrentSessions int               `json:"max_concurrent_sessions"`
-		MaxPendingSessions    int               `json:"max_pending_sessions"`
-	}
-	printPolicy := func(w io.Writer, p policyOut) {
+	printPolicy := func(w io.Writer, p v1.Policy) {
 		limit := func(n int) string {
 			if n == 0 {
 				return "no limit"
@@ -325,8 +348,8 @@ func newPolicyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body := map[string]any{"max_slots": limits, "max_concurrent_sessions": conc, "max_pending_sessions": pend}
-			var p policyOut
+			body := v1.PolicyRequest{MaxSlots: limits, MaxConcurrentSessions: conc, MaxPendingSessions: pend}
+			var p v1.Policy
 			raw, err := c.do(cmd.Context(), "PUT", "/v1/policies/"+url.PathEscape(args[0])+"/"+url.PathEscape(args[1]), body, &p)
 			if err != nil {
 				return err
@@ -346,7 +369,7 @@ func newPolicyCmd() *cobra.Command {
 		Short: "Show a policy",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(cmd, &o, "GET", "/v1/policies/"+url.PathEscape(args[0])+"/"+url.PathEscape(args[1]), nil, func(w io.Writer, p policyOut) error {
+			return call(cmd, &o, "GET", "/v1/policies/"+url.PathEscape(args[0])+"/"+url.PathEscape(args[1]), nil, func(w io.Writer, p v1.Policy) error {
 				printPolicy(w, p)
 				return nil
 			})
@@ -396,7 +419,7 @@ func newLoginCmd() *cobra.Command {
 				return errors.New("no token given")
 			}
 			c := &client{addr: strings.TrimRight(addr, "/"), token: token, http: &http.Client{Timeout: 30 * time.Second}}
-			var me struct{ Name, Role string }
+			var me v1.User
 			raw, err := c.do(cmd.Context(), "GET", "/v1/me", nil, &me)
 			if err != nil {
 				return err

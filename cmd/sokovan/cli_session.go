@@ -12,48 +12,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
-
-// The client's view of the API's shapes: only what it prints or decides
-// on. -o json prints the API's JSON whole.
-type kernelOut struct {
-	ID           string `json:"id"`
-	Agent        string `json:"agent"`
-	Status       string `json:"status"`
-	StatusReason string `json:"status_reason"`
-	ClusterRole  string `json:"cluster_role"`
-	ClusterIdx   int    `json:"cluster_idx"`
-	ExitCode     *int   `json:"exit_code"`
-}
-
-type sessionOut struct {
-	ID              string            `json:"id"`
-	Name            string            `json:"name"`
-	Owner           string            `json:"owner"`
-	Type            string            `json:"type"`
-	Image           string            `json:"image"`
-	Status          string            `json:"status"`
-	StatusReason    string            `json:"status_reason"`
-	StatusChangedAt *time.Time        `json:"status_changed_at"`
-	CreatedAt       *time.Time        `json:"created_at"`
-	ResourceGroup   string            `json:"resource_group"`
-	Priority        int               `json:"priority"`
-	RequestedSlots  map[string]string `json:"requested_slots"`
-	ClusterMode     string            `json:"cluster_mode"`
-	ClusterSize     int               `json:"cluster_size"`
-	DependsOn       []string          `json:"depends_on"`
-	Outcome         string            `json:"outcome"`
-	Kernels         []kernelOut       `json:"kernels"`
-}
-
-type changeOut struct {
-	Kind      string     `json:"kind"`
-	SessionID string     `json:"session_id"`
-	From      string     `json:"from"`
-	To        string     `json:"to"`
-	Reason    string     `json:"reason"`
-	At        *time.Time `json:"at"`
-}
 
 func newSessionCmd() *cobra.Command {
 	var o output
@@ -72,7 +33,7 @@ func newSessionCmd() *cobra.Command {
 }
 
 func listSessionIDs(ctx context.Context, c *client) ([]string, error) {
-	var list struct{ Items []sessionOut }
+	var list v1.List[v1.Session]
 	if _, err := c.do(ctx, "GET", "/v1/sessions?limit=200", nil, &list); err != nil {
 		return nil, err
 	}
@@ -121,34 +82,46 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body := map[string]any{"image": image, "resources": resources}
-			set := func(flag, key string, v any) {
-				if cmd.Flags().Changed(flag) {
-					body[key] = v
-				}
+			// Flags left at their defaults are not sent: the manager's
+			// defaults (and the group's) apply.
+			body := v1.CreateSessionRequest{Image: image, Resources: resources, Env: envs, Command: args}
+			f := cmd.Flags()
+			if f.Changed("name") {
+				body.Name = name
 			}
-			set("name", "name", name)
-			set("type", "type", typ)
-			set("cluster-size", "cluster_size", size)
-			set("cluster-mode", "cluster_mode", mode)
-			set("priority", "priority", priority)
-			set("group", "resource_group", group)
-			set("starts-at", "starts_at", startsAt)
-			set("arch", "architecture", arch)
-			set("depends-on", "depends_on", deps)
-			set("agent", "designated_agents", agents)
-			if len(envs) > 0 {
-				body["env"] = envs
+			if f.Changed("type") {
+				body.Type = typ
 			}
-			if len(args) > 0 {
-				body["command"] = args
+			if f.Changed("cluster-size") {
+				body.ClusterSize = &size
+			}
+			if f.Changed("cluster-mode") {
+				body.ClusterMode = mode
+			}
+			if f.Changed("priority") {
+				body.Priority = &priority
+			}
+			if f.Changed("group") {
+				body.ResourceGroup = group
+			}
+			if f.Changed("starts-at") {
+				body.StartsAt = startsAt
+			}
+			if f.Changed("arch") {
+				body.Architecture = arch
+			}
+			if f.Changed("depends-on") {
+				body.DependsOn = deps
+			}
+			if f.Changed("agent") {
+				body.DesignatedAgents = agents
 			}
 			c, err := newClient()
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			var s sessionOut
+			var s v1.Session
 			raw, err := c.do(ctx, "POST", "/v1/sessions", body, &s)
 			if err != nil {
 				return err
@@ -228,7 +201,7 @@ func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd
 		case "RUNNING":
 			return !toEnd, nil
 		case "TERMINATED":
-			var s sessionOut
+			var s v1.Session
 			if _, err := c.do(ctx, "GET", sessionPath(id), nil, &s); err != nil {
 				return true, err
 			}
@@ -248,17 +221,17 @@ func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd
 	err := follow(ctx, c, "/v1/events?session="+url.QueryEscape(id), nil, func(ev sseEvent) error {
 		switch ev.Event {
 		case "snapshot":
-			var s sessionOut
+			var s v1.Session
 			if err := json.Unmarshal([]byte(ev.Data), &s); err != nil {
 				return fmt.Errorf("event stream: %w", err)
 			}
-			done, result = reached(s.Status, s.StatusReason, s.StatusChangedAt)
+			done, result = reached(s.Status, s.StatusReason, &s.StatusChangedAt)
 		case "session":
-			var ch changeOut
+			var ch v1.Change
 			if err := json.Unmarshal([]byte(ev.Data), &ch); err != nil {
 				return fmt.Errorf("event stream: %w", err)
 			}
-			done, result = reached(ch.To, ch.Reason, ch.At)
+			done, result = reached(ch.To, ch.Reason, &ch.At)
 		}
 		if done {
 			return errStopFollowing
@@ -271,7 +244,7 @@ func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd
 	return err
 }
 
-func kernelExits(s sessionOut) string {
+func kernelExits(s v1.Session) string {
 	var parts []string
 	for _, k := range s.Kernels {
 		if k.ExitCode != nil {
@@ -316,7 +289,7 @@ func newSessionListCmd(o *output) *cobra.Command {
 			if len(q) > 0 {
 				path += "?" + q.Encode()
 			}
-			var list struct{ Items []sessionOut }
+			var list v1.List[v1.Session]
 			raw, err := c.do(cmd.Context(), "GET", path, nil, &list)
 			if err != nil {
 				return err
@@ -327,7 +300,7 @@ func newSessionListCmd(o *output) *cobra.Command {
 			rows := make([][]string, len(list.Items))
 			for i, s := range list.Items {
 				rows[i] = []string{s.ID, orDash(s.Name), s.Owner, s.Type, s.Status, s.ResourceGroup,
-					slotList(s.RequestedSlots), strconv.Itoa(s.ClusterSize), when(s.CreatedAt)}
+					slotList(s.RequestedSlots), strconv.Itoa(s.ClusterSize), when(&s.CreatedAt)}
 			}
 			return table(cmd.OutOrStdout(), []string{"ID", "NAME", "OWNER", "TYPE", "STATUS", "GROUP", "PER KERNEL", "KERNELS", "CREATED"}, rows)
 		},
@@ -352,11 +325,11 @@ func newSessionShowCmd(o *output) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(cmd, o, "GET", sessionPath(args[0]), nil, func(w io.Writer, s sessionOut) error {
+			return call(cmd, o, "GET", sessionPath(args[0]), nil, func(w io.Writer, s v1.Session) error {
 				rows := [][]string{
 					{"ID", s.ID}, {"Name", orDash(s.Name)}, {"Owner", s.Owner}, {"Type", s.Type}, {"Image", s.Image},
-					{"Status", s.Status}, {"Reason", orDash(s.StatusReason)}, {"Since", when(s.StatusChangedAt)},
-					{"Created", when(s.CreatedAt)}, {"Group", s.ResourceGroup}, {"Priority", strconv.Itoa(s.Priority)},
+					{"Status", s.Status}, {"Reason", orDash(s.StatusReason)}, {"Since", when(&s.StatusChangedAt)},
+					{"Created", when(&s.CreatedAt)}, {"Group", s.ResourceGroup}, {"Priority", strconv.Itoa(s.Priority)},
 					{"Per kernel", slotList(s.RequestedSlots)}, {"Cluster", fmt.Sprintf("%s × %d", s.ClusterMode, s.ClusterSize)},
 					{"Depends on", orDash(strings.Join(s.DependsOn, ", "))}, {"Outcome", orDash(s.Outcome)},
 				}
@@ -389,13 +362,7 @@ func newSessionHistoryCmd(o *output) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var h struct {
-				Items []struct {
-					At                                 *time.Time
-					Handler, Result, From, To, Message string
-					Attempt                            int
-				}
-			}
+			var h v1.List[v1.History]
 			raw, err := c.do(cmd.Context(), "GET", sessionPath(args[0], "/history"), nil, &h)
 			if err != nil {
 				return err
@@ -405,24 +372,11 @@ func newSessionHistoryCmd(o *output) *cobra.Command {
 			}
 			rows := make([][]string, len(h.Items))
 			for i, e := range h.Items {
-				rows[i] = []string{when(e.At), e.Handler, e.Result, e.From + " → " + e.To, "×" + strconv.Itoa(e.Attempt), orDash(e.Message)}
+				rows[i] = []string{when(&e.At), e.Handler, e.Result, e.From + " → " + e.To, "×" + strconv.Itoa(e.Attempt), orDash(e.Message)}
 			}
 			return table(cmd.OutOrStdout(), []string{"AT", "HANDLER", "RESULT", "STATUS", "TIMES", "MESSAGE"}, rows)
 		},
 	}
-}
-
-type blockerOut struct {
-	Kind       string `json:"kind"`
-	Scope      string `json:"scope"`
-	Slot       string `json:"slot"`
-	Requested  string `json:"requested"`
-	Available  string `json:"available"`
-	Capacity   string `json:"capacity"`
-	Impossible bool   `json:"impossible"`
-	Exceeds    bool   `json:"exceeds_capacity"`
-	Detail     string `json:"detail"`
-	Message    string `json:"message"`
 }
 
 func newSessionWhyCmd(o *output) *cobra.Command {
@@ -436,17 +390,7 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var why struct {
-				Status   string       `json:"status"`
-				Blockers []blockerOut `json:"blockers"`
-				Progress *struct {
-					Since       time.Time  `json:"since"`
-					Bound       string     `json:"bound"`
-					Deadline    *time.Time `json:"deadline"`
-					WaitingFor  []string   `json:"waiting_for"`
-					LastFailure string     `json:"last_failure"`
-				} `json:"progress"`
-			}
+			var why v1.Why
 			raw, err := c.do(cmd.Context(), "GET", sessionPath(args[0], "/why"), nil, &why)
 			if err != nil {
 				return err
@@ -483,7 +427,7 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 
 // blockerLine puts one blocker on one line: what, where, the numbers, and
 // what a person can do about it.
-func blockerLine(b blockerOut) string {
+func blockerLine(b v1.Blocker) string {
 	var parts []string
 	parts = append(parts, b.Kind)
 	where := b.Scope
@@ -503,7 +447,7 @@ func blockerLine(b blockerOut) string {
 	return line
 }
 
-func blockerHint(b blockerOut) string {
+func blockerHint(b v1.Blocker) string {
 	owner, name, _ := strings.Cut(b.Scope, ":")
 	switch b.Kind {
 	case "quota":
@@ -512,7 +456,7 @@ func blockerHint(b blockerOut) string {
 	case "concurrency":
 		return fmt.Sprintf("wait for a running session of %s %s to end, or have an admin raise max_concurrent_sessions", owner, name)
 	case "capacity", "gang":
-		if b.Exceeds {
+		if b.ExceedsCapacity {
 			return "no agent is that large: ask for less per kernel, or add a larger agent"
 		}
 		return "wait for running sessions to free resources, or ask for less per kernel"
@@ -558,7 +502,7 @@ func newSessionRemoveCmd(o *output) *cobra.Command {
 			}
 			var errs []error
 			for _, id := range args {
-				var s sessionOut
+				var s v1.Session
 				raw, err := c.do(cmd.Context(), "DELETE", path(id), nil, &s)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", id, err))

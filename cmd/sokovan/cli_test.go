@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // binary is the sokovan command built for the CLI tests, which run it
@@ -138,7 +140,7 @@ func TestCLICreateWaitRunning(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "outcome failure") || !strings.Contains(r.stderr, "exited 3") {
 		t.Errorf("failed job: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
-	var s struct{ Status, Outcome string }
+	var s v1.Session
 	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil || s.Outcome != "failure" {
 		t.Errorf("-o json with --wait printed %q (%v)", r.stdout, err)
 	}
@@ -155,13 +157,7 @@ func TestCLIListShowAndRemove(t *testing.T) {
 	c := newCLI(t, m)
 	alice := m.User("alice", "user", "p1")
 	id := strings.Fields(c.ok(alice, "session", "create", "--image", "sleep", "--slot", "cpu=0.5", "--slot", "mem=256m"))[0]
-	var list struct {
-		Items []struct {
-			ID             string
-			Owner          string
-			RequestedSlots map[string]string `json:"requested_slots"`
-		}
-	}
+	var list v1.List[v1.Session]
 	out := c.ok(alice, "session", "ls", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("ls -o json is not JSON: %v\n%s", err, out)
@@ -187,8 +183,71 @@ func TestCLIListShowAndRemove(t *testing.T) {
 	if out := c.ok(alice, "agent", "ls", "-o", "json"); !json.Valid([]byte(out)) {
 		t.Errorf("agent ls -o json:\n%s", out)
 	}
-	if out := c.ok(alice, "rg", "show", "default"); !strings.Contains(out, "Sequencer:     fifo") {
+	if out := c.ok(alice, "rg", "show", "default"); !strings.Contains(out, "Sequencer:     fifo") ||
+		!strings.Contains(out, "Default slots: cpu=") {
 		t.Errorf("rg show:\n%s", out)
+	}
+}
+
+// TestCLIAgents: agent ls shows each agent's runtime and kernel cap, and
+// its RPC address to admins only, as the manager sends it.
+func TestCLIAgents(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true, Agents: 1})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p1")
+	capacity, err := m.Slots.ParseSlots(map[string]string{"cpu": "4", "mem": "8g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Store.RegisterAgent(context.Background(), domain.Agent{ID: "capped", ResourceGroup: "default",
+		Address: "10.0.0.5:8471", Architecture: "x86_64", Runtime: "process", MaxKernels: 8,
+		Status: domain.AgentAlive, Schedulable: true, Capacity: capacity}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	capped := func(out string) string {
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "capped ") {
+				return line
+			}
+		}
+		t.Fatalf("agent ls lists no agent capped:\n%s", out)
+		return ""
+	}
+	for _, tc := range []struct {
+		name, token string
+		address     bool
+	}{{"admin", m.AdminToken, true}, {"user", alice, false}} {
+		out := c.ok(tc.token, "agent", "ls")
+		header, _, _ := strings.Cut(out, "\n")
+		if got := strings.Contains(header, "ADDRESS"); got != tc.address {
+			t.Errorf("%s: ADDRESS column %v, want %v:\n%s", tc.name, got, tc.address, out)
+		}
+		row := strings.Fields(capped(out))
+		for _, want := range []string{"process", "0/8"} {
+			if !slices.Contains(row, want) {
+				t.Errorf("%s: row %q lacks %q", tc.name, row, want)
+			}
+		}
+		if got := slices.Contains(row, "10.0.0.5:8471"); got != tc.address {
+			t.Errorf("%s: address shown %v, want %v: %q", tc.name, got, tc.address, row)
+		}
+
+		var list v1.List[v1.Agent]
+		if err := json.Unmarshal([]byte(c.ok(tc.token, "agent", "ls", "-o", "json")), &list); err != nil {
+			t.Fatalf("%s: agent ls -o json: %v", tc.name, err)
+		}
+		i := slices.IndexFunc(list.Items, func(a v1.Agent) bool { return a.ID == "capped" })
+		if i < 0 {
+			t.Fatalf("%s: agent ls -o json lacks agent capped: %+v", tc.name, list.Items)
+		}
+		wantAddr := ""
+		if tc.address {
+			wantAddr = "10.0.0.5:8471"
+		}
+		if a := list.Items[i]; a.MaxKernels != 8 || a.Runtime != "process" || a.Address != wantAddr {
+			t.Errorf("%s: agent ls -o json: %+v, want max_kernels 8, runtime process, address %q", tc.name, a, wantAddr)
+		}
 	}
 }
 
@@ -221,7 +280,7 @@ func TestCLIWhyProgress(t *testing.T) {
 	alice := m.User("alice", "user", "p1")
 	id := strings.Fields(c.ok(alice, "session", "create", "--image", apitest.SlowPull))[0]
 	apitest.Eventually(t, 20*time.Second, "the session to be PREPARING", func() bool {
-		var s struct{ Status string }
+		var s v1.Session
 		m.Do(alice, "GET", "/v1/sessions/"+id, nil, &s)
 		return s.Status == "PREPARING"
 	})
@@ -259,6 +318,8 @@ func TestCLIErrors(t *testing.T) {
 		{"bad token", "skv_wrong", []string{"session", "ls"}, "sokovan: invalid token"},
 		{"user on an admin verb", alice, []string{"agent", "cordon", "agent-0"}, "sokovan: only an admin may do this"},
 		{"unknown sequencer", m.AdminToken, []string{"rg", "set", "default", "--sequencer", "random"}, "(field: sequencer)"},
+		{"unknown timeout phase", m.AdminToken, []string{"rg", "set", "default", "--timeout", "running=1s"}, `unknown phase "running"`},
+		{"bad timeout", m.AdminToken, []string{"rg", "set", "default", "--timeout", "pending=soon"}, "(field: timeouts.pending)"},
 	} {
 		r := c.run(tc.token, tc.args...)
 		if r.code == 0 || !strings.Contains(r.stderr, tc.want) {

@@ -10,15 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-)
 
-// watchChange is a change as the event stream sends it.
-type watchChange struct {
-	changeOut
-	KernelID string `json:"kernel_id"`
-	Agent    string `json:"agent"`
-	ExitCode *int   `json:"exit_code"`
-}
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
+)
 
 func newSessionWatchCmd(o *output) *cobra.Command {
 	var kernels bool
@@ -110,18 +104,18 @@ func printChange(w io.Writer, o *output, ev sseEvent, kernels bool) error {
 	}
 	switch ev.Event {
 	case "snapshot":
-		var s sessionOut
+		var s v1.Session
 		if err := json.Unmarshal([]byte(ev.Data), &s); err != nil {
 			return fmt.Errorf("event stream: %w", err)
 		}
-		line := fmt.Sprintf("%s  %s  is %s", when(s.StatusChangedAt), s.ID, s.Status)
+		line := fmt.Sprintf("%s  %s  is %s", when(&s.StatusChangedAt), s.ID, s.Status)
 		if s.StatusReason != "" {
 			line += "  (" + s.StatusReason + ")"
 		}
 		_, err := fmt.Fprintln(w, line)
 		return err
 	case "session", "kernel":
-		var ch watchChange
+		var ch v1.Change
 		if err := json.Unmarshal([]byte(ev.Data), &ch); err != nil {
 			return fmt.Errorf("event stream: %w", err)
 		}
@@ -136,7 +130,7 @@ func printChange(w io.Writer, o *output, ev sseEvent, kernels bool) error {
 		if from == "" {
 			from = "new"
 		}
-		line := fmt.Sprintf("%s  %s  %s → %s", when(ch.At), who, from, ch.To)
+		line := fmt.Sprintf("%s  %s  %s → %s", when(&ch.At), who, from, ch.To)
 		if ch.ExitCode != nil {
 			line += fmt.Sprintf("  exit %d", *ch.ExitCode)
 		}

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
 
 // TestCLIAgainstDevMode runs the built binary as a user would: `sokovan
@@ -92,9 +94,7 @@ func TestCLIAgainstDevMode(t *testing.T) {
 		t.Fatal("create huge failed")
 	}
 	out, code := run("session", "ls", "-o", "json")
-	var list struct {
-		Items []struct{ ID, Name, Status string }
-	}
+	var list v1.List[v1.Session]
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Items) != 4 {
 		t.Fatalf("ls -o json: exit %d\n%s", code, out)
 	}

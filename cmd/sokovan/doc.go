@@ -1,4 +1,8 @@
 // Command sokovan is the one Sokovan-Go binary: manager, agent, dev mode and
 // the CLI verbs. It owns flag parsing and wiring only; behaviour lives in
 // internal packages, which it may all import.
+//
+// The client verbs speak API v1 in package v1's types (internal/api/v1),
+// the ones the server writes, so what they decode cannot drift from what
+// is sent. With -o json they print the answer as it came, every field.
 package main

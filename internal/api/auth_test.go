@@ -11,6 +11,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/api"
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -84,7 +85,7 @@ func TestAuthMatrix(t *testing.T) {
 			t.Errorf("another user's session answers %s, a missing one %s", foreign, missing)
 		}
 
-		var list struct{ Items []session }
+		var list struct{ Items []v1.Session }
 		m.Do(bob, "GET", "/v1/sessions", nil, &list)
 		if len(list.Items) != 0 {
 			t.Errorf("bob lists %d sessions, want none of alice's", len(list.Items))
@@ -158,14 +159,12 @@ func TestEnsureAdmin(t *testing.T) {
 func TestUsers(t *testing.T) {
 	t.Parallel()
 	m := apitest.New(t, apitest.Options{})
-	var created struct {
-		ID, Name, Role, Project, Domain, Token string
-	}
+	var created v1.NewUser
 	code := m.Do(m.AdminToken, "POST", "/v1/users", map[string]string{"name": "dave", "role": "admin", "project": "ml"}, &created)
 	if code != http.StatusCreated || created.Token == "" || created.Role != "admin" || created.Project != "ml" || created.Domain != "default" {
 		t.Fatalf("create user: %d %+v", code, created)
 	}
-	var me struct{ Name, Role string }
+	var me v1.User
 	if code := m.Do(created.Token, "GET", "/v1/me", nil, &me); code != 200 || me.Name != "dave" || me.Role != "admin" {
 		t.Errorf("me with the new token: %d %+v", code, me)
 	}
@@ -181,7 +180,7 @@ func TestUsers(t *testing.T) {
 		{map[string]string{"name": "erin", "project": "x y"}, 400, "project"},
 		{map[string]any{"name": "erin", "token": "mine"}, 400, "token"},
 	} {
-		var e apiErr
+		var e v1.ErrorResponse
 		if code := m.Do(m.AdminToken, "POST", "/v1/users", tc.body, &e); code != tc.want || e.Error.Field != tc.field {
 			t.Errorf("create user %v: %d field %q, want %d field %q (%s)", tc.body, code, e.Error.Field, tc.want, tc.field, e.Error.Message)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
@@ -28,7 +29,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := listJSON[agentJSON]{Items: make([]agentJSON, len(agents))}
+	out := v1.List[v1.Agent]{Items: make([]v1.Agent, len(agents))}
 	for i, a := range agents {
 		out.Items[i] = s.agentView(r, a)
 	}
@@ -59,7 +60,7 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
 
 // agentView is an agent as the caller may see it: its RPC address is for
 // admins, since anyone who can reach it can try the agent's own API.
-func (s *Server) agentView(r *http.Request, a domain.Agent) agentJSON {
+func (s *Server) agentView(r *http.Request, a domain.Agent) v1.Agent {
 	out := s.agentOut(a)
 	if !isAdmin(caller(r.Context())) {
 		out.Address = ""
@@ -96,7 +97,7 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := listJSON[groupJSON]{Items: make([]groupJSON, len(groups))}
+	out := v1.List[v1.Group]{Items: make([]v1.Group, len(groups))}
 	for i, g := range groups {
 		out.Items[i] = groupOut(s.slots, g)
 	}
@@ -128,7 +129,7 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	if !namePattern.MatchString(name) {
 		return invalid("name", "resource group name %s", nameRule)
 	}
-	var req groupRequest
+	var req v1.GroupRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -254,7 +255,7 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
-	var req createUserRequest
+	var req v1.CreateUserRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -292,7 +293,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	writeJSON(w, http.StatusCreated, newUserJSON{userJSON: userOut(u), Token: token})
+	writeJSON(w, http.StatusCreated, v1.NewUser{User: userOut(u), Token: token})
 	return nil
 }
 
@@ -318,7 +319,7 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req policyRequest
+	var req v1.PolicyRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}

@@ -7,40 +7,33 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
-
-type group struct {
-	Name, State, Sequencer, Selector string
-	HeadOfLine                       string   `json:"head_of_line"`
-	MaxRetries                       int      `json:"max_retries"`
-	AllowedTypes                     []string `json:"allowed_types"`
-	Timeouts                         map[string]string
-}
 
 func TestResourceGroups(t *testing.T) {
 	t.Parallel()
 	engines(t, func(t *testing.T, engine string) {
 		m := apitest.New(t, apitest.Options{Engine: engine, Manual: true})
 		alice := m.User("alice", "user", "p1")
-		var g group
+		var g v1.Group
 		code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/gpu", map[string]any{"sequencer": "drf",
 			"timeouts": map[string]string{"pending": "90s"}}, &g)
 		if code != http.StatusCreated || g.Name != "gpu" || g.State != "ACTIVE" || g.Sequencer != "drf" ||
-			g.Selector != "concentrated" || g.MaxRetries != 3 || g.Timeouts["pending"] != "90s" || g.Timeouts["creating"] != "600s" {
+			g.Selector != "concentrated" || g.MaxRetries != 3 || g.Timeouts.Pending != "90s" || g.Timeouts.Creating != "600s" {
 			t.Fatalf("create group: %d %+v", code, g)
 		}
 		// Fields left out keep their values.
 		code = m.Do(m.AdminToken, "PUT", "/v1/resource-groups/gpu", map[string]any{"state": "DRAINING", "selector": "round-robin",
 			"allowed_types": []string{"batch"}}, &g)
 		if code != http.StatusOK || g.State != "DRAINING" || g.Sequencer != "drf" || g.Selector != "round-robin" ||
-			g.Timeouts["pending"] != "90s" || len(g.AllowedTypes) != 1 {
+			g.Timeouts.Pending != "90s" || len(g.AllowedTypes) != 1 {
 			t.Fatalf("change group: %d %+v", code, g)
 		}
-		var got group
+		var got v1.Group
 		if code := m.Do(alice, "GET", "/v1/resource-groups/gpu", nil, &got); code != 200 || got.State != "DRAINING" {
 			t.Errorf("get group: %d %+v", code, got)
 		}
-		var list struct{ Items []group }
+		var list struct{ Items []v1.Group }
 		if m.Do(alice, "GET", "/v1/resource-groups", nil, &list); len(list.Items) != 2 {
 			t.Errorf("list groups: %+v", list.Items)
 		}
@@ -67,11 +60,11 @@ func TestResourceGroups(t *testing.T) {
 			{"bad name", "/v1/resource-groups/a%20b", map[string]any{}, "name"},
 		} {
 			before := stored(t, m)
-			var e apiErr
+			var e v1.ErrorResponse
 			if code := m.Do(m.AdminToken, "PUT", tc.path, tc.body, &e); code != 400 || e.Error.Field != tc.field {
 				t.Errorf("%s: %d field %q, want 400 field %q (%s)", tc.name, code, e.Error.Field, tc.field, e.Error.Message)
 			}
-			var after group
+			var after v1.Group
 			m.Do(m.AdminToken, "GET", "/v1/resource-groups/gpu", nil, &after)
 			if after.Sequencer != "drf" || after.Selector != "round-robin" || after.State != "DRAINING" || stored(t, m) != before {
 				t.Errorf("%s: a refused PUT changed the group to %+v", tc.name, after)
@@ -85,20 +78,9 @@ func TestAgents(t *testing.T) {
 	engines(t, func(t *testing.T, engine string) {
 		m := apitest.New(t, apitest.Options{Engine: engine, Agents: 1})
 		alice := m.User("alice", "user", "p1")
-		type agent struct {
-			ID             string
-			Status         string
-			Schedulable    bool
-			ResourceGroup  string            `json:"resource_group"`
-			AvailableSlots map[string]string `json:"available_slots"`
-			OccupiedSlots  map[string]string `json:"occupied_slots"`
-			FreeSlots      map[string]string `json:"free_slots"`
-			KernelCount    int               `json:"kernel_count"`
-			LastHeartbeat  *string           `json:"last_heartbeat"`
-		}
 		s := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "2", "mem": "4g"}})
 		waitStatus(t, m, alice, s.ID, "RUNNING")
-		var list struct{ Items []agent }
+		var list struct{ Items []v1.Agent }
 		m.Do(alice, "GET", "/v1/agents", nil, &list)
 		if len(list.Items) != 1 {
 			t.Fatalf("agents: %+v", list.Items)
@@ -113,7 +95,7 @@ func TestAgents(t *testing.T) {
 			verb string
 			want bool
 		}{{"cordon", false}, {"uncordon", true}, {"drain", false}} {
-			var got agent
+			var got v1.Agent
 			if code := m.Do(m.AdminToken, "POST", "/v1/agents/agent-0/"+tc.verb, nil, &got); code != 200 || got.Schedulable != tc.want {
 				t.Errorf("%s: %d schedulable %v", tc.verb, code, got.Schedulable)
 			}
@@ -121,7 +103,7 @@ func TestAgents(t *testing.T) {
 		// A drained agent takes nothing new; what runs there runs on.
 		waiting := create(t, m, alice, map[string]any{"image": "sleep"})
 		apitest.Eventually(t, 20*time.Second, "a round to skip the session", func() bool {
-			var hist struct{ Items []struct{ Result string } }
+			var hist v1.List[v1.History]
 			m.Do(alice, "GET", "/v1/sessions/"+waiting.ID+"/history", nil, &hist)
 			return len(hist.Items) > 0
 		})
@@ -165,7 +147,7 @@ func TestGroupDefaultAndMinimumSlots(t *testing.T) {
 		if s.RequestedSlots["cpu"] != "2" || s.RequestedSlots["mem"] != "2g" {
 			t.Errorf("requested %v, want cpu 2 as asked and the group's mem 2g", s.RequestedSlots)
 		}
-		var e apiErr
+		var e v1.ErrorResponse
 		if code, raw := m.Raw(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep",
 			"resources": map[string]any{"mem": "128m"}}); code != 400 || json.Unmarshal(raw, &e) != nil || e.Error.Field != "resources.mem" {
 			t.Errorf("mem below the group's minimum: %d %s", code, raw)

@@ -1,7 +1,10 @@
 // Package api is the manager's HTTP API (API.md's REST API v1): routing,
-// authentication and authorisation, request validation, the JSON shapes
-// users and tools depend on, the OpenAPI document describing them, and the
-// server-sent event stream of session and kernel status changes.
+// authentication and authorisation, request validation, the conversion of
+// records into the JSON shapes users and tools depend on, the OpenAPI
+// document describing them, and the server-sent event stream of session
+// and kernel status changes. The shapes themselves are package v1's
+// (internal/api/v1), shared with the CLI; the document is reflected from
+// them, and a test holds every schema in it to that package.
 //
 // Handlers validate, call, and convert errors at the boundary only: a
 // request that fails validation writes nothing. Everything the API needs
@@ -9,7 +12,8 @@
 // it uses, the coordinator's Terminate and Mark), so it imports neither the
 // coordinator nor a storage engine.
 //
-// It may import internal/domain, internal/store (types and error classes),
-// internal/scheduler and its framework (for the "why" dry run), the
-// Prometheus client's HTTP handler, and the standard library.
+// It may import internal/api/v1, internal/domain, internal/store (types
+// and error classes), internal/scheduler and its framework (for the "why"
+// dry run), the Prometheus client's HTTP handler, and the standard
+// library.
 package api

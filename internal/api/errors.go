@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
@@ -40,11 +41,11 @@ type apiError struct {
 	Field   string
 }
 
-func (e *apiError) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("%s (field: %s)", e.Message, e.Field)
-	}
-	return e.Message
+func (e *apiError) Error() string { return e.body().Text() }
+
+// body is what the client is sent, before fail caps the message.
+func (e *apiError) body() v1.Error {
+	return v1.Error{Code: e.Code, Message: e.Message, Field: e.Field}
 }
 
 func invalid(field, format string, args ...any) *apiError {
@@ -65,16 +66,6 @@ func forbidden(format string, args ...any) *apiError {
 
 func unauthenticated(format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusUnauthorized, Code: codeUnauthenticated, Message: fmt.Sprintf(format, args...)}
-}
-
-type errorBody struct {
-	Error errorJSON `json:"error"`
-}
-
-type errorJSON struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
 }
 
 // classify maps an error to the answer. Store classes map to their HTTP
@@ -111,14 +102,14 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.Status == statusClientClosed {
 		return // nobody is listening
 	}
-	msg := ae.Message
-	if len(msg) > maxErrorMessageBytes {
-		msg = msg[:maxErrorMessageBytes] + "…"
+	body := ae.body()
+	if len(body.Message) > maxErrorMessageBytes {
+		body.Message = body.Message[:maxErrorMessageBytes] + "…"
 	}
 	if ae.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sokovan"`)
 	}
-	writeJSON(w, ae.Status, errorBody{Error: errorJSON{Code: ae.Code, Message: msg, Field: ae.Field}})
+	writeJSON(w, ae.Status, v1.ErrorResponse{Error: body})
 }
 
 // writeJSON answers with v. It marshals first so that a value that cannot
@@ -127,7 +118,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
-		b, _ = json.Marshal(errorBody{Error: errorJSON{Code: codeInternal, Message: "internal error"}})
+		b, _ = json.Marshal(v1.ErrorResponse{Error: v1.Error{Code: codeInternal, Message: "internal error"}})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

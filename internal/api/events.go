@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
@@ -43,7 +44,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		}
 		f.Sessions = append(f.Sessions, domain.SessionID(id))
 	}
-	var snapshot []sessionJSON
+	var snapshot []v1.Session
 	if resume != "" {
 		after, err := strconv.ParseInt(resume, 10, 64)
 		if err != nil || after < 0 {
@@ -118,7 +119,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 			if ctx.Err() == nil {
 				s.log.WarnContext(ctx, "event stream", "err", err)
 				// The stream is under way: say why it ends, in the stream.
-				writeEvent(&buf, "", "error", errorBody{Error: errorJSON{Code: codeUnavailable, Message: "the change feed is unavailable; reconnect"}})
+				writeEvent(&buf, "", "error", v1.ErrorResponse{Error: v1.Error{Code: codeUnavailable, Message: "the change feed is unavailable; reconnect"}})
 				send()
 			}
 			return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/api"
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
 
 func TestEvents(t *testing.T) {
@@ -23,7 +24,7 @@ func TestEvents(t *testing.T) {
 		// Snapshot first, then the session's changes from where it was.
 		follow := openStream(t, m, alice, "?session="+s.ID, "")
 		snap := follow.next(10 * time.Second)
-		var sj session
+		var sj v1.Session
 		if err := json.Unmarshal([]byte(snap.Data), &sj); err != nil || snap.Event != "snapshot" || sj.ID != s.ID || snap.ID != "" {
 			t.Fatalf("first event %+v, want the session's snapshot", snap)
 		}
@@ -100,7 +101,7 @@ func TestEvents(t *testing.T) {
 			t.Error("no heartbeat on an idle stream")
 		}
 
-		var e apiErr
+		var e v1.ErrorResponse
 		if code := m.Do(alice, "GET", "/v1/events?after=x", nil, &e); code != 400 || e.Error.Field != "after" {
 			t.Errorf("bad after: %d %+v", code, e)
 		}

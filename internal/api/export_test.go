@@ -1,6 +1,9 @@
 package api
 
-import "net/http"
+import (
+	"net/http"
+	"reflect"
+)
 
 // RouteOf reports the route pattern that serves r, "" for none.
 func RouteOf(s *Server, r *http.Request) string {
@@ -15,4 +18,11 @@ func Patterns(s *Server) []string {
 		out = append(out, rt.pattern())
 	}
 	return out
+}
+
+// SchemaTypes maps each component of the OpenAPI document to the Go type
+// its schema was reflected from.
+func SchemaTypes(s *Server) map[string]reflect.Type {
+	_, types := s.describe()
+	return types
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/api"
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
 
 // feedPolls reads sokovan_api_feed_polls_total from /metrics.
@@ -87,9 +88,7 @@ func TestEventStreamsPerUserAreCapped(t *testing.T) {
 		t.Cleanup(func() { cancel(); resp.Body.Close() })
 	}
 	code, raw := m.Raw(alice, "GET", "/v1/events", nil)
-	var e struct {
-		Error struct{ Code, Message string }
-	}
+	var e v1.ErrorResponse
 	if code != http.StatusTooManyRequests || json.Unmarshal(raw, &e) != nil || e.Error.Code != "resource_exhausted" ||
 		!strings.Contains(e.Error.Message, fmt.Sprint(limit)) {
 		t.Fatalf("stream past the cap: %d %s, want 429 resource_exhausted naming the cap", code, raw)

@@ -5,10 +5,12 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
-	writeJSON(w, http.StatusOK, statusJSON{Status: "ok"})
+	writeJSON(w, http.StatusOK, v1.Status{Status: "ok"})
 	return nil
 }
 
@@ -19,7 +21,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 			return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Message: "not ready: " + err.Error()}
 		}
 	}
-	writeJSON(w, http.StatusOK, statusJSON{Status: "ready"})
+	writeJSON(w, http.StatusOK, v1.Status{Status: "ready"})
 	return nil
 }
 

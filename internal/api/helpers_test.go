@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
@@ -25,45 +26,10 @@ func engines(t *testing.T, fn func(t *testing.T, engine string)) {
 	}
 }
 
-// apiErr is the error body.
-type apiErr struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-		Field   string `json:"field"`
-	} `json:"error"`
-}
-
-type kernel struct {
-	ID          string `json:"id"`
-	Agent       string `json:"agent"`
-	Status      string `json:"status"`
-	ClusterRole string `json:"cluster_role"`
-	ClusterIdx  int    `json:"cluster_idx"`
-	ExitCode    *int   `json:"exit_code"`
-}
-
-type session struct {
-	ID             string            `json:"id"`
-	Name           string            `json:"name"`
-	Owner          string            `json:"owner"`
-	Type           string            `json:"type"`
-	Status         string            `json:"status"`
-	StatusReason   string            `json:"status_reason"`
-	Outcome        string            `json:"outcome"`
-	ResourceGroup  string            `json:"resource_group"`
-	Architecture   string            `json:"architecture"`
-	Priority       int               `json:"priority"`
-	RequestedSlots map[string]string `json:"requested_slots"`
-	ClusterMode    string            `json:"cluster_mode"`
-	ClusterSize    int               `json:"cluster_size"`
-	Kernels        []kernel          `json:"kernels"`
-}
-
 // create submits a session and fails the test unless it is accepted.
-func create(t *testing.T, m *apitest.Manager, token string, body map[string]any) session {
+func create(t *testing.T, m *apitest.Manager, token string, body map[string]any) v1.Session {
 	t.Helper()
-	var s session
+	var s v1.Session
 	if code, raw := m.Raw(token, "POST", "/v1/sessions", body); code != http.StatusCreated {
 		t.Fatalf("create %v: status %d: %s", body, code, raw)
 	} else if err := json.Unmarshal(raw, &s); err != nil {
@@ -72,9 +38,9 @@ func create(t *testing.T, m *apitest.Manager, token string, body map[string]any)
 	return s
 }
 
-func get(t *testing.T, m *apitest.Manager, token, id string) session {
+func get(t *testing.T, m *apitest.Manager, token, id string) v1.Session {
 	t.Helper()
-	var s session
+	var s v1.Session
 	if code := m.Do(token, "GET", "/v1/sessions/"+id, nil, &s); code != http.StatusOK {
 		t.Fatalf("get %s: status %d", id, code)
 	}
@@ -82,9 +48,9 @@ func get(t *testing.T, m *apitest.Manager, token, id string) session {
 }
 
 // waitStatus polls the session until it is in want.
-func waitStatus(t *testing.T, m *apitest.Manager, token, id, want string) session {
+func waitStatus(t *testing.T, m *apitest.Manager, token, id, want string) v1.Session {
 	t.Helper()
-	var s session
+	var s v1.Session
 	apitest.Eventually(t, 20*time.Second, "session "+id+" to be "+want, func() bool {
 		s = get(t, m, token, id)
 		return s.Status == want
@@ -199,22 +165,9 @@ func (s *stream) next(within time.Duration) event {
 	}
 }
 
-// change is an event's data.
-type change struct {
-	Seq       int64  `json:"seq"`
-	Kind      string `json:"kind"`
-	SessionID string `json:"session_id"`
-	KernelID  string `json:"kernel_id"`
-	Owner     string `json:"owner"`
-	From      string `json:"from"`
-	To        string `json:"to"`
-	Agent     string `json:"agent"`
-	ExitCode  *int   `json:"exit_code"`
-}
-
-func decodeChange(t *testing.T, ev event) change {
+func decodeChange(t *testing.T, ev event) v1.Change {
 	t.Helper()
-	var c change
+	var c v1.Change
 	if err := json.Unmarshal([]byte(ev.Data), &c); err != nil {
 		t.Fatalf("event data %q: %v", ev.Data, err)
 	}

@@ -8,15 +8,28 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
 
 // document builds the OpenAPI 3 description from the route table and the
 // wire types themselves, so it cannot drift from what the server does:
 // the paths are the routes, the schemas are reflected from the structs
-// the handlers encode and decode.
+// of package v1 that the handlers encode and decode.
 func (s *Server) document() []byte {
-	g := schemaGen{schemas: map[string]any{}}
-	errRef := g.ref(reflect.TypeOf(errorBody{}))
+	doc, _ := s.describe()
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		panic(err) // built from maps of plain values; cannot fail
+	}
+	return b
+}
+
+// describe returns the document and, by component name, the Go type each
+// schema was reflected from, which a test holds to package v1.
+func (s *Server) describe() (map[string]any, map[string]reflect.Type) {
+	g := schemaGen{schemas: map[string]any{}, types: map[string]reflect.Type{}}
+	errRef := g.ref(reflect.TypeOf(v1.ErrorResponse{}))
 	paths := map[string]map[string]any{}
 	for _, rt := range s.routes {
 		op := map[string]any{
@@ -94,11 +107,7 @@ func (s *Server) document() []byte {
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
 		},
 	}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		panic(err) // built from maps of plain values; cannot fail
-	}
-	return b
+	return doc, g.types
 }
 
 func operationID(rt route) string {
@@ -121,6 +130,7 @@ func operationID(rt route) string {
 // become components referred to by $ref.
 type schemaGen struct {
 	schemas map[string]any
+	types   map[string]reflect.Type
 }
 
 var timeType = reflect.TypeOf(time.Time{})
@@ -159,6 +169,7 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 		name := schemaName(t)
 		if _, done := g.schemas[name]; !done {
 			g.schemas[name] = nil // a placeholder stops recursion
+			g.types[name] = t
 			props := map[string]any{}
 			var required []string
 			g.fields(t, props, &required)
@@ -210,9 +221,8 @@ func (g *schemaGen) fields(t reflect.Type, props map[string]any, required *[]str
 	}
 }
 
-// schemaName turns a Go type name into a component name:
-// sessionJSON → Session, listJSON[…sessionJSON] → SessionList,
-// createSessionRequest → CreateSessionRequest.
+// schemaName is the component name of a wire type: its Go name, and
+// v1.List[v1.Session] → SessionList.
 func schemaName(t reflect.Type) string { return componentName(t.Name()) }
 
 func componentName(n string) string {
@@ -223,11 +233,5 @@ func componentName(n string) string {
 		}
 		return componentName(arg) + componentName(base)
 	}
-	switch n = strings.TrimSuffix(n, "JSON"); n {
-	case "list":
-		return "List"
-	case "errorBody":
-		return "ErrorResponse"
-	}
-	return strings.ToUpper(n[:1]) + n[1:]
+	return n
 }

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sokovan-go/sokovan/internal/api"
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
 
 // TestOpenAPIMatchesRoutes checks the document against the mux both
@@ -90,6 +92,67 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 }
 
+// TestOpenAPISchemasAreSharedTypes: every body the document describes is
+// a type of package v1, the one the CLI and tools decode, so a shape
+// declared only inside the server cannot reach the document.
+func TestOpenAPISchemasAreSharedTypes(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	_, raw := m.Raw("", "GET", "/v1/openapi.json", nil)
+	type media map[string]struct {
+		Schema map[string]any `json:"schema"`
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			RequestBody *struct {
+				Content media `json:"content"`
+			} `json:"requestBody"`
+			Responses map[string]struct {
+				Content media `json:"content"`
+			} `json:"responses"`
+		} `json:"paths"`
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	shared := reflect.TypeFor[v1.Session]().PkgPath()
+	types := api.SchemaTypes(m.Server)
+	for name := range doc.Components.Schemas {
+		if typ, ok := types[name]; !ok || typ.PkgPath() != shared {
+			t.Errorf("component %s is reflected from %v, not a type of %s", name, typ, shared)
+		}
+	}
+	check := func(where string, content media) {
+		for mt, c := range content {
+			ref, isRef := c.Schema["$ref"].(string)
+			switch {
+			case isRef:
+				name := strings.TrimPrefix(ref, "#/components/schemas/")
+				if _, ok := doc.Components.Schemas[name]; !ok {
+					t.Errorf("%s %s: $ref %s names no component", where, mt, ref)
+				}
+			case mt == "application/json" && !strings.Contains(where, "/v1/openapi.json"):
+				// The document itself is the one JSON answer with no type.
+				t.Errorf("%s %s: schema %v is not a shared type", where, mt, c.Schema)
+			}
+		}
+	}
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			where := strings.ToUpper(method) + " " + path
+			if op.RequestBody != nil {
+				check(where+" request", op.RequestBody.Content)
+			}
+			for code, resp := range op.Responses {
+				check(where+" "+code, resp.Content)
+			}
+		}
+	}
+}
+
 func TestUnroutedRequests(t *testing.T) {
 	t.Parallel()
 	m := apitest.New(t, apitest.Options{Manual: true})
@@ -107,7 +170,7 @@ func TestUnroutedRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var e apiErr
+		var e v1.ErrorResponse
 		_ = json.NewDecoder(resp.Body).Decode(&e)
 		resp.Body.Close()
 		if resp.StatusCode != tc.want || e.Error.Code != tc.code {

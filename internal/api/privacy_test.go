@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -58,10 +59,9 @@ func TestAgentAddressesAreForAdmins(t *testing.T) {
 	t.Parallel()
 	m := apitest.New(t, apitest.Options{Manual: true})
 	alice := m.User("alice", "user", "p1")
-	type agent struct{ ID, Address string }
-	var list struct{ Items []agent }
+	var list struct{ Items []v1.Agent }
 	m.Do(alice, "GET", "/v1/agents", nil, &list)
-	var one agent
+	var one v1.Agent
 	m.Do(alice, "GET", "/v1/agents/agent-0", nil, &one)
 	for _, a := range append(list.Items, one) {
 		if a.Address != "" {

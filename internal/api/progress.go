@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
@@ -13,12 +14,12 @@ import (
 // progress explains a placed session that has not reached RUNNING, or is
 // terminating: the blockers of `why` only cover the queue, and a user
 // whose session sits in PREPARING wants to know on what, and until when.
-func (s *Server) progress(ctx context.Context, sk store.SessionWithKernels) (*progressJSON, error) {
+func (s *Server) progress(ctx context.Context, sk store.SessionWithKernels) (*v1.Progress, error) {
 	st := sk.Session.Status
 	if st == domain.SessionPending || st == domain.SessionRunning || st.Terminal() {
 		return nil, nil
 	}
-	p := &progressJSON{Since: sk.Session.StatusChangedAt.UTC(), WaitingFor: []string{}}
+	p := &v1.Progress{Since: sk.Session.StatusChangedAt.UTC(), WaitingFor: []string{}}
 	bound, err := s.sessions.Bound(ctx, sk.Session.ResourceGroup, st)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 	"strings"
+
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
 
 // route is one entry of the API: how it is matched, who may call it, and
@@ -65,9 +67,9 @@ func (s *Server) table() []route {
 		desc: "only sessions in these statuses (repeat the parameter or separate with commas)"}
 	return []route{
 		{method: "GET", path: "/healthz", access: public, summary: "Liveness", status: http.StatusOK,
-			resp: statusJSON{}, handle: s.healthz},
+			resp: v1.Status{}, handle: s.healthz},
 		{method: "GET", path: "/readyz", access: public, summary: "Readiness: the store answers and the manager is ready",
-			status: http.StatusOK, resp: statusJSON{}, handle: s.readyz},
+			status: http.StatusOK, resp: v1.Status{}, handle: s.readyz},
 		{method: "GET", path: "/metrics", access: public, summary: "Prometheus metrics", status: http.StatusOK,
 			media: "text/plain", handle: s.metrics},
 		{method: "GET", path: "/v1/openapi.json", access: public, summary: "This document", status: http.StatusOK,
@@ -76,24 +78,24 @@ func (s *Server) table() []route {
 		{method: "POST", path: "/v1/sessions", access: user, summary: "Submit a session",
 			desc: "Validates the whole request before writing anything. resources are per kernel. " +
 				"429 when the caller's user, project or domain already has max_pending_sessions PENDING sessions.",
-			body: createSessionRequest{}, status: http.StatusCreated, resp: sessionJSON{}, handle: s.createSession},
+			body: v1.CreateSessionRequest{}, status: http.StatusCreated, resp: v1.Session{}, handle: s.createSession},
 		{method: "GET", path: "/v1/sessions", access: user, summary: "List sessions, oldest first",
 			desc: "Users see their own sessions; admins see everyone's and may filter by owner.",
 			query: []param{statusParam,
 				{name: "limit", typ: "integer", desc: "at most this many (1 to 10000, default 1000)"},
 				{name: "owner", typ: "string", desc: "admins: only this user's sessions"},
 				{name: "resource_group", typ: "string", desc: "only sessions of this resource group"}},
-			status: http.StatusOK, resp: listJSON[sessionJSON]{}, handle: s.listSessions},
+			status: http.StatusOK, resp: v1.List[v1.Session]{}, handle: s.listSessions},
 		{method: "GET", path: "/v1/sessions/{id}", access: user, summary: "One session with its kernels",
-			status: http.StatusOK, resp: sessionJSON{}, handle: s.getSession},
+			status: http.StatusOK, resp: v1.Session{}, handle: s.getSession},
 		{method: "GET", path: "/v1/sessions/{id}/history", access: user, summary: "The session's handler outcomes, oldest first",
-			status: http.StatusOK, resp: listJSON[historyJSON]{}, handle: s.sessionHistory},
+			status: http.StatusOK, resp: v1.List[v1.History]{}, handle: s.sessionHistory},
 		{method: "GET", path: "/v1/sessions/{id}/why", access: user, summary: "What keeps a session from being scheduled, or from running",
 			desc: "For a PENDING session, runs a dry scheduling round of the session's resource group on a fresh " +
 				"snapshot and reports the session's blockers (empty when it would be placed now). For a session " +
 				"placed but not yet RUNNING, or TERMINATING, blockers are empty and progress says what each kernel " +
 				"still waits for, when the status's bound moves the session on, and the last failed attempt.",
-			status: http.StatusOK, resp: whyJSON{}, handle: s.why},
+			status: http.StatusOK, resp: v1.Why{}, handle: s.why},
 		{method: "GET", path: "/v1/sessions/{id}/logs", access: user, summary: "A kernel's output, streamed from its agent",
 			query:  []param{{name: "kernel", typ: "string", desc: "kernel id or cluster index (default: the main kernel)"}},
 			status: http.StatusOK, media: "text/plain", stream: true, handle: s.sessionLogs},
@@ -101,45 +103,45 @@ func (s *Server) table() []route {
 			desc: "PENDING sessions are CANCELLED at once; other live ones go TERMINATING and their kernels are " +
 				"destroyed. 409 when the session has already ended.",
 			query:  []param{{name: "force", typ: "boolean", desc: "kill the kernels at once, without the grace period (also for a session already terminating); recorded in the reason"}},
-			status: http.StatusAccepted, resp: sessionJSON{}, handle: s.deleteSession},
+			status: http.StatusAccepted, resp: v1.Session{}, handle: s.deleteSession},
 
 		{method: "GET", path: "/v1/agents", access: user, summary: "List agents",
 			desc:   "available_slots is the agent's total capacity (Backend.AI's meaning); free_slots is what is not occupied.",
 			query:  []param{{name: "resource_group", typ: "string", desc: "only agents of this resource group"}},
-			status: http.StatusOK, resp: listJSON[agentJSON]{}, handle: s.listAgents},
+			status: http.StatusOK, resp: v1.List[v1.Agent]{}, handle: s.listAgents},
 		{method: "GET", path: "/v1/agents/{id}", access: user, summary: "One agent",
-			status: http.StatusOK, resp: agentJSON{}, handle: s.getAgent},
+			status: http.StatusOK, resp: v1.Agent{}, handle: s.getAgent},
 		{method: "POST", path: "/v1/agents/{id}/cordon", access: admin, summary: "Stop placing new kernels on the agent",
-			status: http.StatusOK, resp: agentJSON{}, handle: s.cordon(false)},
+			status: http.StatusOK, resp: v1.Agent{}, handle: s.cordon(false)},
 		{method: "POST", path: "/v1/agents/{id}/uncordon", access: admin, summary: "Place kernels on the agent again",
-			status: http.StatusOK, resp: agentJSON{}, handle: s.cordon(true)},
+			status: http.StatusOK, resp: v1.Agent{}, handle: s.cordon(true)},
 		{method: "POST", path: "/v1/agents/{id}/drain", access: admin, summary: "Drain the agent",
 			desc: "Draining makes the agent unschedulable, exactly as cordon does: nothing new is placed on it, " +
 				"and the kernels it runs continue until their sessions end. The agent is drained when its " +
 				"kernel_count reaches 0.",
-			status: http.StatusOK, resp: agentJSON{}, handle: s.cordon(false)},
+			status: http.StatusOK, resp: v1.Agent{}, handle: s.cordon(false)},
 
 		{method: "GET", path: "/v1/resource-groups", access: user, summary: "List resource groups",
-			status: http.StatusOK, resp: listJSON[groupJSON]{}, handle: s.listGroups},
+			status: http.StatusOK, resp: v1.List[v1.Group]{}, handle: s.listGroups},
 		{method: "GET", path: "/v1/resource-groups/{name}", access: user, summary: "One resource group",
-			status: http.StatusOK, resp: groupJSON{}, handle: s.getGroup},
+			status: http.StatusOK, resp: v1.Group{}, handle: s.getGroup},
 		{method: "PUT", path: "/v1/resource-groups/{name}", access: admin, summary: "Create or change a resource group",
 			desc: "Fields left out keep their current value, or the default for a new group (ACTIVE, fifo, " +
 				"concentrated, head_of_line skip, max_retries 3, default timeouts). Durations are Go durations " +
 				"(\"90s\", \"15m\"); \"0s\" means no bound. 201 when the group is new.",
-			body: groupRequest{}, status: http.StatusOK, alt: []int{http.StatusCreated}, resp: groupJSON{}, handle: s.putGroup},
+			body: v1.GroupRequest{}, status: http.StatusOK, alt: []int{http.StatusCreated}, resp: v1.Group{}, handle: s.putGroup},
 
 		{method: "POST", path: "/v1/users", access: admin, summary: "Create a user and its token",
 			desc: "The token is shown once, in this answer; only its hash is stored.",
-			body: createUserRequest{}, status: http.StatusCreated, resp: newUserJSON{}, handle: s.createUser},
+			body: v1.CreateUserRequest{}, status: http.StatusCreated, resp: v1.NewUser{}, handle: s.createUser},
 		{method: "GET", path: "/v1/me", access: user, summary: "The caller",
-			status: http.StatusOK, resp: userJSON{}, handle: s.me},
+			status: http.StatusOK, resp: v1.User{}, handle: s.me},
 		{method: "PUT", path: "/v1/policies/{scope}/{name}", access: admin, summary: "Set the resource policy of a user, project or domain",
 			desc: "scope is user, project or domain; name is the user's name, or the project or domain. Slots " +
 				"left out of max_slots are unlimited; a zero count is no limit.",
-			body: policyRequest{}, status: http.StatusOK, resp: policyJSON{}, handle: s.putPolicy},
+			body: v1.PolicyRequest{}, status: http.StatusOK, resp: v1.Policy{}, handle: s.putPolicy},
 		{method: "GET", path: "/v1/policies/{scope}/{name}", access: admin, summary: "A resource policy",
-			status: http.StatusOK, resp: policyJSON{}, handle: s.getPolicy},
+			status: http.StatusOK, resp: v1.Policy{}, handle: s.getPolicy},
 
 		{method: "GET", path: "/v1/events", access: user, summary: "Server-sent events: session and kernel status changes",
 			desc: "Each change is `id: <position>`, `event: session` or `event: kernel`, `data: <change JSON>`. " +
@@ -150,7 +152,7 @@ func (s *Server) table() []route {
 				"setting (24 h by default); a stream resumed from further back misses what was pruned.",
 			query: []param{{name: "session", typ: "string", repeat: true, desc: "only these sessions"},
 				{name: "after", typ: "integer", desc: "start after this position (as Last-Event-ID)"}},
-			status: http.StatusOK, resp: changeJSON{}, media: "text/event-stream", stream: true, handle: s.events},
+			status: http.StatusOK, resp: v1.Change{}, media: "text/event-stream", stream: true, handle: s.events},
 
 		{path: "/v1/agent/", docPath: "/v1/agent/{rpc}", access: agent, summary: "Agent RPC (agent token only)",
 			desc:   "Served by the agent RPC handler, which sees the full path; user tokens are refused with 403.",

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -41,7 +42,7 @@ var (
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	u := caller(ctx)
-	var req createSessionRequest
+	var req v1.CreateSessionRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -84,7 +85,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 
 // buildSession validates a request completely and turns it into the
 // records to store. It reads but never writes.
-func (s *Server) buildSession(ctx context.Context, u store.User, req createSessionRequest) (domain.Session, []domain.Kernel, error) {
+func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSessionRequest) (domain.Session, []domain.Kernel, error) {
 	now := s.clock.Now().UTC().Truncate(time.Microsecond) // the precision both stores keep
 	sess := domain.Session{ID: domain.SessionID(newUUID()), Owner: domain.Owner{User: u.Name, Project: u.Project, Domain: u.Domain},
 		Status: domain.SessionPending, CreatedAt: now, StatusChangedAt: now}
@@ -486,7 +487,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 			byS[k.SessionID] = append(byS[k.SessionID], k)
 		}
 	}
-	out := listJSON[sessionJSON]{Items: make([]sessionJSON, len(sessions))}
+	out := v1.List[v1.Session]{Items: make([]v1.Session, len(sessions))}
 	for i, ss := range sessions {
 		out.Items[i] = s.sessionOut(store.SessionWithKernels{Session: ss, Kernels: byS[ss.ID]})
 	}
@@ -503,7 +504,7 @@ func (s *Server) sessionHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := listJSON[historyJSON]{Items: make([]historyJSON, len(entries))}
+	out := v1.List[v1.History]{Items: make([]v1.History, len(entries))}
 	for i, e := range entries {
 		out.Items[i] = historyOut(e)
 	}
@@ -519,7 +520,7 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := whyJSON{Status: sk.Session.Status.String(), Blockers: []blockerJSON{}}
+	out := v1.Why{Status: sk.Session.Status.String(), Blockers: []v1.Blocker{}}
 	if sk.Session.Status != domain.SessionPending {
 		if out.Progress, err = s.progress(r.Context(), sk); err != nil {
 			return err

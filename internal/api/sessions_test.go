@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
@@ -103,7 +104,7 @@ func TestCreateValidation(t *testing.T) {
 			{"body over 1 MiB", valid(func(b map[string]any) { b["name"] = strings.Repeat("x", 1<<20) }), 413, ""},
 		} {
 			before := stored(t, m)
-			var e apiErr
+			var e v1.ErrorResponse
 			code, raw := m.Raw(alice, "POST", "/v1/sessions", tc.body)
 			if err := json.Unmarshal(raw, &e); err != nil {
 				t.Errorf("%s: answer is not JSON: %s", tc.name, raw)
@@ -178,28 +179,23 @@ func TestLifecycle(t *testing.T) {
 				t.Errorf("kernel of a RUNNING session: %+v", k)
 			}
 		}
-		var hist struct {
-			Items []struct{ Handler, Result, From, To string }
-		}
+		var hist v1.List[v1.History]
 		m.Do(alice, "GET", "/v1/sessions/"+s.ID+"/history", nil, &hist)
 		if len(hist.Items) == 0 || hist.Items[0].Handler != "ScheduleNewSessions" || hist.Items[0].Result != "SUCCESS" {
 			t.Errorf("history: %+v", hist.Items)
 		}
-		var why struct {
-			Status   string
-			Blockers []any
-		}
+		var why v1.Why
 		if m.Do(alice, "GET", "/v1/sessions/"+s.ID+"/why", nil, &why); why.Status != "RUNNING" || len(why.Blockers) != 0 || why.Blockers == nil {
 			t.Errorf("why of a running session: %+v", why)
 		}
 
 		// RUNNING → TERMINATING at once, TERMINATED when the kernels are gone.
-		var del session
+		var del v1.Session
 		if code := m.Do(alice, "DELETE", "/v1/sessions/"+s.ID, nil, &del); code != http.StatusAccepted || del.Status != "TERMINATING" {
 			t.Fatalf("delete running: %d %s", code, del.Status)
 		}
 		waitStatus(t, m, alice, s.ID, "TERMINATED")
-		var e apiErr
+		var e v1.ErrorResponse
 		if code := m.Do(alice, "DELETE", "/v1/sessions/"+s.ID, nil, &e); code != http.StatusConflict {
 			t.Errorf("delete an ended session: %d %+v", code, e)
 		}
@@ -228,7 +224,7 @@ func TestLifecycle(t *testing.T) {
 		if after := stored(t, m); after != before {
 			t.Fatalf("a refused delete wrote: %+v → %+v", before, after)
 		}
-		del = session{}
+		del = v1.Session{}
 		if code := m.Do(alice, "DELETE", "/v1/sessions/"+forced.ID+"?force=true", nil, &del); code != http.StatusAccepted ||
 			(del.Status != "TERMINATING" && del.Status != "TERMINATED") || len(del.Kernels) != 1 || del.Kernels[0].Status != "TERMINATED" {
 			t.Fatalf("delete ?force=true: %d %+v", code, del)
@@ -250,10 +246,7 @@ func TestWhyQuota(t *testing.T) {
 	engines(t, func(t *testing.T, engine string) {
 		m := apitest.New(t, apitest.Options{Engine: engine})
 		alice := m.User("alice", "user", "p1")
-		var p struct {
-			Scope, Name string
-			MaxSlots    map[string]string `json:"max_slots"`
-		}
+		var p v1.Policy
 		if code := m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_slots": map[string]string{"cpu": "1.5"}}, &p); code != 200 ||
 			p.Scope != "user" || p.MaxSlots["cpu"] != "1.5" {
 			t.Fatalf("put policy: %d %+v", code, p)
@@ -261,14 +254,11 @@ func TestWhyQuota(t *testing.T) {
 		s := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "2", "mem": "1g"}})
 		// Wait for a real round to have skipped it.
 		apitest.Eventually(t, 20*time.Second, "a scheduling round", func() bool {
-			var hist struct{ Items []struct{ Result string } }
+			var hist v1.List[v1.History]
 			m.Do(alice, "GET", "/v1/sessions/"+s.ID+"/history", nil, &hist)
 			return len(hist.Items) > 0 && hist.Items[0].Result == "SKIPPED"
 		})
-		var why struct {
-			Status   string
-			Blockers []struct{ Kind, Scope, Slot, Requested, Available, Message string }
-		}
+		var why v1.Why
 		if code := m.Do(alice, "GET", "/v1/sessions/"+s.ID+"/why", nil, &why); code != 200 {
 			t.Fatalf("why: %d", code)
 		}
@@ -283,7 +273,7 @@ func TestWhyQuota(t *testing.T) {
 		m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_slots": map[string]string{"cpu": "4"}}, nil)
 		waitStatus(t, m, alice, s.ID, "RUNNING")
 
-		var e apiErr
+		var e v1.ErrorResponse
 		if code := m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_slots": map[string]string{"gpu": "1"}}, &e); code != 400 || e.Error.Field != "max_slots.gpu" {
 			t.Errorf("policy with an unknown slot: %d %+v", code, e)
 		}
@@ -308,7 +298,7 @@ func TestPendingCap(t *testing.T) {
 			create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}})
 		}
 		before := stored(t, m)
-		var e apiErr
+		var e v1.ErrorResponse
 		code := m.Do(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}}, &e)
 		if code != http.StatusTooManyRequests || e.Error.Code != "resource_exhausted" || !strings.Contains(e.Error.Message, "max_pending_sessions 2") {
 			t.Errorf("third pending session: %d %+v", code, e)
@@ -356,7 +346,7 @@ func TestSessionList(t *testing.T) {
 	a := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}})
 	b := create(t, m, alice, map[string]any{"image": "sleep"})
 	waitStatus(t, m, alice, b.ID, "RUNNING")
-	var list struct{ Items []session }
+	var list struct{ Items []v1.Session }
 	for _, tc := range []struct {
 		query string
 		want  []string
@@ -380,7 +370,7 @@ func TestSessionList(t *testing.T) {
 		t.Errorf("listed session without its kernels: %+v", list.Items[0])
 	}
 	for _, q := range []string{"?status=NAPPING", "?limit=0", "?limit=x"} {
-		var e apiErr
+		var e v1.ErrorResponse
 		if code := m.Do(alice, "GET", "/v1/sessions"+q, nil, &e); code != 400 || e.Error.Field == "" {
 			t.Errorf("list%s: %d %+v", q, code, e)
 		}
@@ -463,20 +453,9 @@ func TestWhyProgress(t *testing.T) {
 	engines(t, func(t *testing.T, engine string) {
 		m := apitest.New(t, apitest.Options{Engine: engine})
 		alice := m.User("alice", "user", "p1")
-		type whyOut struct {
-			Status   string
-			Blockers []any
-			Progress *struct {
-				Since       time.Time
-				Bound       string
-				Deadline    *time.Time
-				WaitingFor  []string `json:"waiting_for"`
-				LastFailure string   `json:"last_failure"`
-			}
-		}
 		s := create(t, m, alice, map[string]any{"image": apitest.SlowPull, "cluster_size": 2, "cluster_mode": "multi-node"})
 		got := waitStatus(t, m, alice, s.ID, "PREPARING")
-		var why whyOut
+		var why v1.Why
 		if code := m.Do(alice, "GET", "/v1/sessions/"+s.ID+"/why", nil, &why); code != http.StatusOK {
 			t.Fatalf("why: %d", code)
 		}
@@ -503,7 +482,7 @@ func TestWhyProgress(t *testing.T) {
 		// A RUNNING session has nothing to explain.
 		run := create(t, m, alice, map[string]any{"image": "sleep"})
 		waitStatus(t, m, alice, run.ID, "RUNNING")
-		why = whyOut{}
+		why = v1.Why{}
 		if m.Do(alice, "GET", "/v1/sessions/"+run.ID+"/why", nil, &why); why.Progress != nil {
 			t.Errorf("why of a running session has progress %+v", why.Progress)
 		}
@@ -520,12 +499,7 @@ func TestWhyLastFailure(t *testing.T) {
 	if err := m.Coordinator.Cycle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var why struct {
-		Status   string
-		Progress *struct {
-			LastFailure string `json:"last_failure"`
-		}
-	}
+	var why v1.Why
 	m.Do(alice, "GET", "/v1/sessions/"+s.ID+"/why", nil, &why)
 	if why.Progress == nil || !strings.Contains(why.Progress.LastFailure, "attempt 1 of 3 failed") ||
 		!strings.Contains(why.Progress.LastFailure, "no-such-image") {

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sokovan-go/sokovan/internal/api"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/kernelstate"
@@ -173,10 +174,8 @@ func (w testWriter) Write(b []byte) (int, error) {
 // User creates a user through the API and returns its token.
 func (m *Manager) User(name, role, project string) string {
 	m.t.Helper()
-	var out struct {
-		Token string `json:"token"`
-	}
-	body := map[string]string{"name": name, "role": role, "project": project}
+	var out v1.NewUser
+	body := v1.CreateUserRequest{Name: name, Role: role, Project: project}
 	if code := m.Do(m.AdminToken, "POST", "/v1/users", body, &out); code != http.StatusCreated {
 		m.t.Fatalf("create user %s: status %d", name, code)
 	}

@@ -4,6 +4,7 @@
 // and the CLI's tests drive it over HTTP.
 //
 // It is imported only by tests. It may import everything a manager is
-// built from: internal/api, internal/coordinator, the store engines and
-// store/pgtest, internal/scheduler, internal/kernelstate, internal/domain.
+// built from: internal/api and its wire types (internal/api/v1),
+// internal/coordinator, the store engines and store/pgtest,
+// internal/scheduler, internal/kernelstate, internal/domain.
 package apitest

@@ -1,0 +1,93 @@
+package v1
+
+import "time"
+
+// Agent is an agent as GET /v1/agents and the cordon verbs show it.
+// Slots are slot name to quantity.
+type Agent struct {
+	ID            string `json:"id"`
+	ResourceGroup string `json:"resource_group"`
+	// Status is ALIVE, LOST or TERMINATED; Schedulable is false once
+	// cordoned or drained.
+	Status       string `json:"status"`
+	Schedulable  bool   `json:"schedulable"`
+	Architecture string `json:"architecture"`
+	// AvailableSlots is the agent's total capacity (Backend.AI's meaning),
+	// OccupiedSlots what its kernels reserve, FreeSlots the difference.
+	AvailableSlots map[string]string `json:"available_slots"`
+	OccupiedSlots  map[string]string `json:"occupied_slots"`
+	FreeSlots      map[string]string `json:"free_slots"`
+	KernelCount    int               `json:"kernel_count"`
+	// MaxKernels caps KernelCount; 0 is no cap.
+	MaxKernels int `json:"max_kernels"`
+	// LastHeartbeat is null until the agent's first heartbeat.
+	LastHeartbeat *time.Time `json:"last_heartbeat"`
+	// Address is the agent's RPC address, shown to admins only: anyone
+	// who can reach it can try the agent's own API. Empty for others.
+	Address string `json:"address"`
+	// Runtime is what runs its kernels: process, docker or sim.
+	Runtime string            `json:"runtime"`
+	Labels  map[string]string `json:"labels"`
+}
+
+// Group is a resource group with its settings in force.
+type Group struct {
+	Name string `json:"name"`
+	// State is ACTIVE, STOPPED or DRAINING.
+	State string `json:"state"`
+	// Sequencer orders the queue (fifo, lifo, drf); Selector picks agents
+	// (concentrated, dispersed, round-robin).
+	Sequencer string `json:"sequencer"`
+	Selector  string `json:"selector"`
+	// HeadOfLine is skip (later sessions may pass one that does not fit)
+	// or block.
+	HeadOfLine string `json:"head_of_line"`
+	// MaxRetries is how many failed attempts a phase gets before it gives
+	// up.
+	MaxRetries int `json:"max_retries"`
+	// AllowedTypes are the session types it runs; empty is all.
+	AllowedTypes []string `json:"allowed_types"`
+	Timeouts     Timeouts `json:"timeouts"`
+	// DefaultSlots and MinSlots are in force: the group's own values laid
+	// over the built-in defaults and floors.
+	DefaultSlots map[string]string `json:"default_slots"`
+	MinSlots     map[string]string `json:"min_slots"`
+}
+
+// Timeouts bound how long a session may stay in each status before it
+// expires, as durations; "0s" is no bound.
+type Timeouts struct {
+	Pending     string `json:"pending"`
+	Scheduled   string `json:"scheduled"`
+	Preparing   string `json:"preparing"`
+	Prepared    string `json:"prepared"`
+	Creating    string `json:"creating"`
+	Terminating string `json:"terminating"`
+}
+
+// GroupRequest is the body of PUT /v1/resource-groups/{name}. A nil
+// field keeps the current value (or the default, for a new group).
+type GroupRequest struct {
+	State        *string          `json:"state,omitempty"`
+	Sequencer    *string          `json:"sequencer,omitempty"`
+	Selector     *string          `json:"selector,omitempty"`
+	HeadOfLine   *string          `json:"head_of_line,omitempty"`
+	MaxRetries   *int             `json:"max_retries,omitempty"`
+	AllowedTypes *[]string        `json:"allowed_types,omitempty"`
+	Timeouts     *TimeoutsRequest `json:"timeouts,omitempty"`
+	// DefaultSlots and MinSlots replace the group's own values whole; {}
+	// goes back to the built-in ones.
+	DefaultSlots *map[string]string `json:"default_slots,omitempty"`
+	MinSlots     *map[string]string `json:"min_slots,omitempty"`
+}
+
+// TimeoutsRequest changes some of a group's timeouts; a nil one keeps its
+// value.
+type TimeoutsRequest struct {
+	Pending     *string `json:"pending,omitempty"`
+	Scheduled   *string `json:"scheduled,omitempty"`
+	Preparing   *string `json:"preparing,omitempty"`
+	Prepared    *string `json:"prepared,omitempty"`
+	Creating    *string `json:"creating,omitempty"`
+	Terminating *string `json:"terminating,omitempty"`
+}

@@ -1,0 +1,187 @@
+package v1
+
+import "time"
+
+// CreateSessionRequest is the body of POST /v1/sessions. Only image is
+// required; every other field left out takes the default named here.
+type CreateSessionRequest struct {
+	// Name is free text for people; sessions are known by ID.
+	Name string `json:"name,omitempty"`
+	// Type decides which resource groups may run it (default interactive).
+	Type  string `json:"type,omitempty" enum:"interactive,batch,inference"`
+	Image string `json:"image,omitempty"`
+	// Architecture is the kernels' CPU architecture (an addition to
+	// API.md; default the manager's, x86_64 unless configured).
+	Architecture string `json:"architecture,omitempty"`
+	// Resources are per kernel, slot name to quantity; slots left out get
+	// the resource group's default.
+	Resources map[string]string `json:"resources,omitempty"`
+	// ClusterMode says whether the kernels share one agent (single-node,
+	// the default) or may spread (multi-node).
+	ClusterMode string `json:"cluster_mode,omitempty" enum:"single-node,multi-node"`
+	// ClusterSize is the number of kernels (default 1).
+	ClusterSize *int `json:"cluster_size,omitempty"`
+	// Priority orders the queue, higher first (default 10).
+	Priority *int `json:"priority,omitempty"`
+	// ResourceGroup defaults to the manager's default group.
+	ResourceGroup string `json:"resource_group,omitempty"`
+	// DependsOn names sessions that must end successfully first.
+	DependsOn []string `json:"depends_on,omitempty"`
+	// StartsAt is the earliest start, RFC 3339.
+	StartsAt string `json:"starts_at,omitempty"`
+	// DesignatedAgents restricts placement to these agents, or with
+	// DesignatedStrict false only prefers them.
+	DesignatedAgents []string `json:"designated_agents,omitempty"`
+	// DesignatedStrict (an addition, default true): only the designated
+	// agents; false prefers them but may use others.
+	DesignatedStrict *bool `json:"designated_strict,omitempty"`
+	// Command replaces the image's command; Env is added to its
+	// environment.
+	Command []string          `json:"command,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// Session is a session with its kernels, as every session endpoint and
+// the event stream's snapshot show it.
+type Session struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Owner, Project and Domain are the submitting user's, charged for
+	// quotas.
+	Owner        string `json:"owner"`
+	Project      string `json:"project"`
+	Domain       string `json:"domain"`
+	Type         string `json:"type"`
+	Image        string `json:"image"`
+	Architecture string `json:"architecture"`
+	// Status is the lifecycle status (PENDING … RUNNING, TERMINATED,
+	// CANCELLED, ERROR); StatusReason says why it was entered, and
+	// StatusChangedAt when.
+	Status          string    `json:"status"`
+	StatusReason    string    `json:"status_reason"`
+	StatusChangedAt time.Time `json:"status_changed_at"`
+	CreatedAt       time.Time `json:"created_at"`
+	// StartsAt is the earliest start the request asked for; absent when
+	// none.
+	StartsAt      *time.Time `json:"starts_at,omitempty"`
+	ResourceGroup string     `json:"resource_group"`
+	Priority      int        `json:"priority"`
+	// RequestedSlots are per kernel, the request completed with the
+	// group's defaults.
+	RequestedSlots map[string]string `json:"requested_slots"`
+	ClusterMode    string            `json:"cluster_mode"`
+	ClusterSize    int               `json:"cluster_size"`
+	DependsOn      []string          `json:"depends_on"`
+	// DesignatedAgents and DesignatedStrict restrict or steer placement.
+	DesignatedAgents []string `json:"designated_agents"`
+	DesignatedStrict bool     `json:"designated_strict"`
+	// Outcome is set once the session ended: success, failure, cancelled.
+	Outcome string            `json:"outcome,omitempty"`
+	Command []string          `json:"command"`
+	Env     map[string]string `json:"env"`
+	Kernels []Kernel          `json:"kernels"`
+}
+
+// Kernel is one of a session's kernels: one process or container on one
+// agent.
+type Kernel struct {
+	ID string `json:"id"`
+	// Agent is where it was placed; empty until it is.
+	Agent           string    `json:"agent"`
+	Status          string    `json:"status"`
+	StatusReason    string    `json:"status_reason"`
+	StatusChangedAt time.Time `json:"status_changed_at"`
+	// ClusterRole is "main" or "sub"; ClusterIdx numbers the kernels
+	// from 0.
+	ClusterRole string `json:"cluster_role"`
+	ClusterIdx  int    `json:"cluster_idx"`
+	// ExitCode is set once the kernel exited; null before, or when it
+	// never ran.
+	ExitCode *int `json:"exit_code"`
+	// ContainerID is the runtime's handle (a process id, a container id);
+	// absent until it was created.
+	ContainerID string `json:"container_id,omitempty"`
+	Image       string `json:"image"`
+}
+
+// History is one handler outcome in a session's history.
+type History struct {
+	At time.Time `json:"at"`
+	// Handler is the coordinator's handler that acted, such as
+	// ScheduleNewSessions.
+	Handler string `json:"handler"`
+	Result  string `json:"result" enum:"SUCCESS,NEED_RETRY,EXPIRED,GIVE_UP,SKIPPED"`
+	// From and To are the statuses before and after; empty when the
+	// outcome moved nothing.
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Message string `json:"message"`
+	// Attempt counts identical consecutive outcomes, merged into one entry.
+	Attempt int `json:"attempt"`
+}
+
+// Why is the answer of GET /v1/sessions/{id}/why.
+type Why struct {
+	Status string `json:"status"`
+	// Blockers keep a PENDING session in the queue; empty when it would be
+	// placed now, and for every other status.
+	Blockers []Blocker `json:"blockers"`
+	// Progress explains a session that is placed but not yet running, or
+	// terminating; absent for PENDING, RUNNING and ended sessions.
+	Progress *Progress `json:"progress,omitempty"`
+}
+
+// Progress says what a placed session waits for: one line per kernel
+// that holds it back, when the status's bound will move it on, and the
+// last failed attempt in this status.
+type Progress struct {
+	// Since is when the session entered its status.
+	Since time.Time `json:"since"`
+	// Bound and Deadline are absent when the status is unbounded.
+	Bound       string     `json:"bound,omitempty"`
+	Deadline    *time.Time `json:"deadline,omitempty"`
+	WaitingFor  []string   `json:"waiting_for"`
+	LastFailure string     `json:"last_failure,omitempty"`
+}
+
+// Blocker is one reason a session is not placed, for people and tools:
+// requested, available and capacity are quantities of the slot (counts of
+// sessions for concurrency, of kernels for the "kernels" slot), empty
+// when the kind has none.
+type Blocker struct {
+	Kind string `json:"kind" enum:"quota,capacity,no_agents,architecture,dependency,start_time,queue_position,resource_group_state,gang,concurrency,session_type"`
+	// Scope is whose limit or what object it is: "user:alice",
+	// "project:p", "group:default", "session:<id>", "agents".
+	Scope      string `json:"scope"`
+	Slot       string `json:"slot"`
+	Requested  string `json:"requested"`
+	Available  string `json:"available"`
+	Capacity   string `json:"capacity,omitempty"`
+	Impossible bool   `json:"impossible,omitempty"`
+	// ExceedsCapacity: the request is larger than any eligible agent in
+	// total, so waiting alone will not help.
+	ExceedsCapacity bool   `json:"exceeds_capacity,omitempty"`
+	Detail          string `json:"detail,omitempty"`
+	// Message is the blocker in one sentence.
+	Message string `json:"message"`
+}
+
+// Change is the data of one event-stream event: a session's or a
+// kernel's status change.
+type Change struct {
+	// Seq is the change's position in the feed, also the event's id, from
+	// which a stream resumes.
+	Seq       int64  `json:"seq"`
+	Kind      string `json:"kind" enum:"session,kernel"`
+	SessionID string `json:"session_id"`
+	// KernelID, Agent and ExitCode are a kernel change's.
+	KernelID string `json:"kernel_id,omitempty"`
+	Owner    string `json:"owner"`
+	// From is empty for a session's or kernel's first status.
+	From     string    `json:"from"`
+	To       string    `json:"to"`
+	Reason   string    `json:"reason"`
+	Agent    string    `json:"agent,omitempty"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	At       time.Time `json:"at"`
+}

@@ -1,0 +1,53 @@
+package v1
+
+import "time"
+
+// CreateUserRequest is the body of POST /v1/users.
+type CreateUserRequest struct {
+	Name string `json:"name,omitempty"`
+	Role string `json:"role,omitempty" enum:"admin,user"`
+	// Project and Domain default to "default".
+	Project string `json:"project,omitempty"`
+	Domain  string `json:"domain,omitempty"`
+}
+
+// User is a user as the API shows it: never its token.
+type User struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	Project   string    `json:"project"`
+	Domain    string    `json:"domain"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// NewUser is the one answer that carries a token: only its hash is
+// stored, so it cannot be shown again.
+type NewUser struct {
+	User
+	Token string `json:"token"`
+}
+
+// PolicyRequest is the body of PUT /v1/policies/{scope}/{name}; it
+// replaces the policy whole.
+type PolicyRequest struct {
+	// MaxSlots limits what the scope holds at once, slot name to
+	// quantity; slots left out are unlimited.
+	MaxSlots map[string]string `json:"max_slots,omitempty"`
+	// MaxConcurrentSessions caps sessions holding resources at once,
+	// MaxPendingSessions PENDING ones (more are refused at submit); 0 is
+	// no limit.
+	MaxConcurrentSessions int `json:"max_concurrent_sessions,omitempty"`
+	MaxPendingSessions    int `json:"max_pending_sessions,omitempty"`
+}
+
+// Policy is the resource policy of a user, project or domain.
+type Policy struct {
+	// Scope is user, project or domain; Name is the user's name, or the
+	// project's or domain's.
+	Scope                 string            `json:"scope"`
+	Name                  string            `json:"name"`
+	MaxSlots              map[string]string `json:"max_slots"`
+	MaxConcurrentSessions int               `json:"max_concurrent_sessions"`
+	MaxPendingSessions    int               `json:"max_pending_sessions"`
+}
