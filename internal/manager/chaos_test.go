@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -112,9 +113,11 @@ func TestChaosManyManagers(t *testing.T) {
 			p.kill()
 		}
 	}()
-	// 128 cpu each: about a tenth of the sessions sleep for good (~220
-	// kernels), and they must all fit on the three agents left after one
-	// is lost, or some would rightly wait for capacity and never settle.
+	// About a tenth of the sessions sleep for good (~220 kernels of the
+	// default 2,000), and they must all fit on the three agents left after
+	// one is lost, or some would rightly wait for capacity and never settle:
+	// 128 cpu each, more for a larger -chaos.sessions (twice the need).
+	agentCPU := strconv.Itoa(max(128, *chaosSessions/15))
 	agentAddrs := map[domain.AgentID]string{}
 	for i := range 4 {
 		addr := freeAddr(t)
@@ -122,7 +125,7 @@ func TestChaosManyManagers(t *testing.T) {
 		agentAddrs[id] = "http://" + addr
 		f, _ := os.Create(filepath.Join(dir, fmt.Sprintf("agent-%d.log", i)))
 		a := &proc{name: string(id), log: f, args: []string{"agent", "run", "--runtime", "sim", "--id", string(id),
-			"--manager", strings.Join(urls, ","), "--token", "tok", "--listen", addr, "--cpu", "128", "--mem", "256g",
+			"--manager", strings.Join(urls, ","), "--token", "tok", "--listen", addr, "--cpu", agentCPU, "--mem", "4t",
 			"--heartbeat", "500ms", "--data-dir", filepath.Join(dir, string(id))}}
 		a.start(t, bin)
 		agents = append(agents, a)
