@@ -17,6 +17,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/docker"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -35,6 +36,21 @@ func TestNewFailsClearlyWithoutAnEngine(t *testing.T) {
 	}
 }
 
+// TestConformance runs the suite every runtime passes.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	needEngine(t) // before image() can name the registry
+	runtimetest.Run(t, runtimetest.Kit{
+		Open: func(t *testing.T, sink runtime.Sink) runtime.Runtime {
+			return newHarness(t, func(c *docker.Config) { c.Sink = sink }).rt
+		},
+		Sleep:    image("sleep"),
+		Exit:     image("exit3"),
+		ExitCode: 3,
+		Wait:     waitLimit,
+	})
+}
+
 func TestPullFromRegistry(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -45,9 +61,9 @@ func TestPullFromRegistry(t *testing.T) {
 		t.Fatalf("remove %s before the pull: %v", img, err)
 	}
 	h.pull(img)
-	h.rec.waitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
+	h.rec.WaitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
 	var kinds []runtime.EventKind
-	for _, e := range h.rec.all() {
+	for _, e := range h.rec.All() {
 		if e.Image != img {
 			t.Errorf("pull event for image %q, want %q", e.Image, img)
 		}
@@ -69,14 +85,14 @@ func TestPullFromRegistry(t *testing.T) {
 	if took := time.Since(began); took > time.Second {
 		t.Errorf("second Pull took %v", took)
 	}
-	if n := len(h.rec.all()); n != 2 {
+	if n := len(h.rec.All()); n != 2 {
 		t.Errorf("%d events after a second Pull, want still 2", n)
 	}
 
 	// A fresh runtime finds it on the engine without a registry pull.
 	again := newHarness(t)
 	again.pull(img)
-	fin := again.rec.waitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
+	fin := again.rec.WaitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
 	if !strings.Contains(fin.Message, "already present") {
 		t.Errorf("pull_finished of a present image says %q, want it to say the image was already present", fin.Message)
 	}
@@ -127,7 +143,7 @@ func TestPullFailures(t *testing.T) {
 					t.Errorf("Pull(%q) message %q does not say %q", tc.image, err, m)
 				}
 			}
-			failed := h.rec.waitFor(t, "pull_failed", func(e runtime.Event) bool {
+			failed := h.rec.WaitFor(t, "pull_failed", func(e runtime.Event) bool {
 				return e.Kind == runtime.PullFailed && e.Image == tc.image
 			})
 			if failed.Message != err.Error() {
@@ -150,10 +166,10 @@ func TestExitCodeIsReported(t *testing.T) {
 	h := newHarness(t)
 	s := h.spec("exit3")
 	h.start(s)
-	h.rec.waitFor(t, "kernel_started", func(e runtime.Event) bool {
+	h.rec.WaitFor(t, "kernel_started", func(e runtime.Event) bool {
 		return e.Kind == runtime.KernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
 	})
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.ExitCode != 3 || ev.Reason != runtime.ReasonExited || ev.Message != "exited with code 3" || ev.Session != s.Session {
 		t.Errorf("exit event = %+v, want code 3, reason exited, \"exited with code 3\"", ev)
 	}
@@ -178,11 +194,8 @@ func TestExitCodeIsReported(t *testing.T) {
 	if got := h.logs(s.Kernel); got != "exiting 3\n" {
 		t.Errorf("logs after Destroy = %q, want them kept", got)
 	}
-	if n := h.rec.count(isExit(s.Kernel)); n != 1 {
+	if n := h.rec.Count(runtimetest.IsExit(s.Kernel)); n != 1 {
 		t.Errorf("%d exit events, want 1: Destroy of an exited kernel reports nothing more", n)
-	}
-	if _, err := h.rt.Logs("no-such-kernel"); !notFound(err) {
-		t.Errorf("Logs of an unknown kernel = %v, want ErrNotFound", err)
 	}
 	if _, err := h.rt.Logs("../escape"); !errors.Is(err, runtime.ErrInvalidSpec) {
 		t.Errorf("Logs(../escape) = %v, want ErrInvalidSpec", err)
@@ -194,7 +207,7 @@ func TestLogsHoldStdoutAndStderr(t *testing.T) {
 	h := newHarness(t)
 	s := h.spec("output")
 	h.start(s)
-	h.rec.exit(t, s.Kernel)
+	h.rec.Exit(t, s.Kernel)
 	// The engine copies the two pipes separately, so it keeps the order
 	// within a stream but not between them.
 	got := h.logs(s.Kernel)
@@ -221,7 +234,7 @@ func TestDestroyStopsPolitely(t *testing.T) {
 		t.Errorf("Destroy took %v: the kernel exits on SIGTERM, so it should not wait out the grace", took)
 	}
 	// Destroy returns once the exit is recorded: the event is queued.
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 || ev.Message != "destroyed: exited with code 0" {
 		t.Errorf("exit event = %+v, want destroyed with code 0", ev)
 	}
@@ -246,7 +259,7 @@ func TestDestroyKillsAfterGrace(t *testing.T) {
 	if took := time.Since(began); took < grace {
 		t.Errorf("Destroy returned after %v, before the %v grace", took, grace)
 	}
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	want := "destroyed: killed by signal SIGKILL after the grace period"
 	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 137 || ev.Message != want {
 		t.Errorf("exit event = %+v, want destroyed, code 137, %q", ev, want)
@@ -268,11 +281,11 @@ func TestDestroyIsIdempotent(t *testing.T) {
 	wg.Wait()
 	h.destroy(s.Kernel, time.Second)
 	h.destroy("never-created", time.Second)
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.ExitCode != 137 || ev.Message != "destroyed: killed by signal SIGKILL" {
 		t.Errorf("exit event = %+v, want an immediate SIGKILL", ev)
 	}
-	if n := h.rec.count(isExit(s.Kernel)); n != 1 {
+	if n := h.rec.Count(runtimetest.IsExit(s.Kernel)); n != 1 {
 		t.Errorf("%d exit events for one kernel, want 1", n)
 	}
 }
@@ -296,7 +309,7 @@ func TestCancelledDestroyKillsAtOnce(t *testing.T) {
 	if took > 10*time.Second {
 		t.Errorf("Destroy took %v with a 300ms context and a minute's grace", took)
 	}
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.ExitCode != 137 || ev.Reason != runtime.ReasonDestroyed || ev.Message != "destroyed: killed by signal SIGKILL" {
 		t.Errorf("exit event = %+v, want destroyed by an immediate SIGKILL", ev)
 	}
@@ -315,7 +328,7 @@ func TestLimitsLabelsAndEnvironment(t *testing.T) {
 	s.Hostname = "main1"
 	s.Env = map[string]string{"FOO": "bar baz"}
 	h.start(s)
-	h.rec.exit(t, s.Kernel)
+	h.rec.Exit(t, s.Kernel)
 
 	c, ok := h.inspect(s.Kernel)
 	if !ok {
@@ -414,7 +427,7 @@ func TestClusterKernelsShareAnSSHKey(t *testing.T) {
 
 	var pubs []string
 	for i, s := range specs {
-		if ev := h.rec.exit(t, s.Kernel); ev.ExitCode != 0 {
+		if ev := h.rec.Exit(t, s.Kernel); ev.ExitCode != 0 {
 			t.Fatalf("report kernel %d: %+v; logs:\n%s", i, ev, h.logs(s.Kernel))
 		}
 		rep := parseReport(t, h.logs(s.Kernel))
@@ -476,7 +489,7 @@ func TestCreateIsIdempotent(t *testing.T) {
 	if cs := h.containers(context.Background()); len(cs) != 1 {
 		t.Errorf("%d containers for one kernel", len(cs))
 	}
-	if n := h.rec.count(func(e runtime.Event) bool { return e.Kind == runtime.KernelStarted }); n != 1 {
+	if n := h.rec.Count(func(e runtime.Event) bool { return e.Kind == runtime.KernelStarted }); n != 1 {
 		t.Errorf("%d kernel_started events, want 1", n)
 	}
 }
@@ -487,7 +500,7 @@ func TestCommandOverride(t *testing.T) {
 	s := h.spec("sleep")
 	s.Command = []string{"/kernel", "exit", "7"}
 	h.start(s)
-	if ev := h.rec.exit(t, s.Kernel); ev.ExitCode != 7 {
+	if ev := h.rec.Exit(t, s.Kernel); ev.ExitCode != 7 {
 		t.Errorf("exit event = %+v, want code 7 from the override", ev)
 	}
 	// A command the image cannot run fails Create, and leaves nothing.
@@ -512,7 +525,7 @@ func TestOOMKillIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.start(s)
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.Reason != runtime.ReasonOOMKilled || ev.ExitCode != 137 || !strings.Contains(ev.Message, "memory limit") {
 		t.Errorf("exit event = %+v, want oom-killed, code 137, a message naming the memory limit; logs:\n%s", ev, h.logs(s.Kernel))
 	}
@@ -536,7 +549,7 @@ func TestRecoverAfterRestart(t *testing.T) {
 	h.rt.Abandon()
 	rec := newRecorder()
 	cfg := h.cfg
-	cfg.Sink = rec.sink
+	cfg.Sink = rec.Sink
 	rt := h.open(cfg)
 	h.rt = rt // the harness closes the new one at cleanup
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
@@ -580,11 +593,11 @@ func TestRecoverAfterRestart(t *testing.T) {
 	if st.Running || st.ExitCode == nil || *st.ExitCode != 3 {
 		t.Errorf("recovered exited kernel = %+v, want exit code 3", st)
 	}
-	ev := rec.exit(t, exited.Kernel)
+	ev := rec.Exit(t, exited.Kernel)
 	if ev.ExitCode != 3 || ev.Reason != runtime.ReasonExited || ev.Session != exited.Session {
 		t.Errorf("exit reported by Recover = %+v, want code 3", ev)
 	}
-	if n := rec.count(isExit(exited.Kernel)); n != 1 {
+	if n := rec.Count(runtimetest.IsExit(exited.Kernel)); n != 1 {
 		t.Errorf("%d exit events for the exited kernel after two Recovers, want 1", n)
 	}
 
@@ -592,7 +605,7 @@ func TestRecoverAfterRestart(t *testing.T) {
 	if err := rt.Destroy(ctx, running.Kernel, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if ev := rec.exit(t, running.Kernel); ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 {
+	if ev := rec.Exit(t, running.Kernel); ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 {
 		t.Errorf("exit of the recovered kernel = %+v, want destroyed with code 0", ev)
 	}
 	if got := readLogs(t, rt, recreated.Kernel); !strings.Contains(got, "ready") {
@@ -610,7 +623,7 @@ func TestCloseRemovesContainers(t *testing.T) {
 		ids = append(ids, s.Kernel)
 	}
 	h.waitOutput(ids[1], "ready")
-	h.rec.exit(t, ids[2])
+	h.rec.Exit(t, ids[2])
 	if n := len(h.containers(context.Background())); n != 3 {
 		t.Fatalf("%d containers before Close, want 3", n)
 	}
@@ -628,7 +641,7 @@ func TestCloseRemovesContainers(t *testing.T) {
 	}
 	// Close delivers the exits it caused before returning.
 	for _, id := range ids {
-		if n := h.rec.count(isExit(id)); n != 1 {
+		if n := h.rec.Count(runtimetest.IsExit(id)); n != 1 {
 			t.Errorf("kernel %s: %d exit events, want 1", id, n)
 		}
 	}

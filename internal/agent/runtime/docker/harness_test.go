@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/docker"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -26,85 +25,12 @@ import (
 // under a second even on vfs, so hitting it means a bug, not a slow engine.
 const waitLimit = 30 * time.Second
 
-// recorder is a Sink that tests can wait on.
-type recorder struct {
-	mu      sync.Mutex
-	events  []runtime.Event
-	changed chan struct{}
-}
-
-func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
-
-func (r *recorder) sink(e runtime.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-	close(r.changed)
-	r.changed = make(chan struct{})
-}
-
-func (r *recorder) all() []runtime.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.events)
-}
-
-func (r *recorder) count(pred func(runtime.Event) bool) int {
-	n := 0
-	for _, e := range r.all() {
-		if pred(e) {
-			n++
-		}
-	}
-	return n
-}
-
-// waitFor returns the first event matching pred, waiting for it.
-func (r *recorder) waitFor(t *testing.T, what string, pred func(runtime.Event) bool) runtime.Event {
-	t.Helper()
-	deadline := time.NewTimer(waitLimit)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		for _, e := range r.events {
-			if pred(e) {
-				r.mu.Unlock()
-				return e
-			}
-		}
-		ch := r.changed
-		r.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("no %s event within %v; events: %+v", what, waitLimit, r.all())
-		}
-	}
-}
-
-func (r *recorder) exit(t *testing.T, id domain.KernelID) runtime.Event {
-	t.Helper()
-	return r.waitFor(t, "exit of "+string(id), func(e runtime.Event) bool {
-		return e.Kind == runtime.KernelExited && e.Kernel == id
-	})
-}
-
-func isExit(id domain.KernelID) func(runtime.Event) bool {
-	return func(e runtime.Event) bool { return e.Kind == runtime.KernelExited && e.Kernel == id }
-}
+func newRecorder() *runtimetest.Recorder { return runtimetest.NewRecorder(waitLimit) }
 
 // eventually polls cond until it holds or waitLimit passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, waitLimit)
-		}
-		<-tick.C
-	}
+	runtimetest.Eventually(t, waitLimit, 20*time.Millisecond, what, cond)
 }
 
 func randomHex(t *testing.T, n int) string {
@@ -121,7 +47,7 @@ type harness struct {
 	env *engineEnv
 	cfg docker.Config
 	rt  *docker.Runtime
-	rec *recorder
+	rec *runtimetest.Recorder
 
 	mu sync.Mutex
 	n  int
@@ -138,7 +64,7 @@ func newHarness(t *testing.T, opts ...func(*docker.Config)) *harness {
 		Host:       e.host,
 		AgentID:    "test-" + randomHex(t, 4),
 		DataDir:    t.TempDir(),
-		Sink:       rec.sink,
+		Sink:       rec.Sink,
 		CloseGrace: time.Second,
 	}
 	for _, o := range opts {
@@ -278,6 +204,3 @@ func (h *harness) inspect(id domain.KernelID) (container.InspectResponse, bool) 
 	}
 	return res.Container, true
 }
-
-// notFound reports whether err is the runtime's ErrNotFound.
-func notFound(err error) bool { return errors.Is(err, runtime.ErrNotFound) }

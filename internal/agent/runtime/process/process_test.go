@@ -24,6 +24,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -31,71 +32,12 @@ import (
 // milliseconds, so hitting it means a bug, not a slow machine.
 const waitLimit = 15 * time.Second
 
-// recorder is a Sink that tests can wait on.
-type recorder struct {
-	mu      sync.Mutex
-	events  []runtime.Event
-	changed chan struct{}
-}
-
-func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
-
-func (r *recorder) sink(e runtime.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-	close(r.changed)
-	r.changed = make(chan struct{})
-}
-
-func (r *recorder) all() []runtime.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.events)
-}
-
-// waitFor returns the first event matching pred, waiting for it.
-func (r *recorder) waitFor(t *testing.T, what string, pred func(runtime.Event) bool) runtime.Event {
-	t.Helper()
-	deadline := time.NewTimer(waitLimit)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		for _, e := range r.events {
-			if pred(e) {
-				r.mu.Unlock()
-				return e
-			}
-		}
-		ch := r.changed
-		r.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("no %s event within %v; events: %+v", what, waitLimit, r.all())
-		}
-	}
-}
-
-func (r *recorder) exit(t *testing.T, id domain.KernelID) runtime.Event {
-	t.Helper()
-	return r.waitFor(t, "exit of "+string(id), func(e runtime.Event) bool {
-		return e.Kind == runtime.KernelExited && e.Kernel == id
-	})
-}
+func newRecorder() *runtimetest.Recorder { return runtimetest.NewRecorder(waitLimit) }
 
 // eventually polls cond until it holds or waitLimit passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, waitLimit)
-		}
-		<-tick.C
-	}
+	runtimetest.Eventually(t, waitLimit, 10*time.Millisecond, what, cond)
 }
 
 type harness struct {
@@ -104,7 +46,7 @@ type harness struct {
 	// repeat.
 	prefix string
 	rt     *process.Runtime
-	rec    *recorder
+	rec    *runtimetest.Recorder
 	mu     sync.Mutex
 	ids    []domain.KernelID
 	n      int
@@ -172,7 +114,7 @@ func newHarness(t *testing.T, opts ...func(*process.Config)) *harness {
 	cfg := process.Config{
 		DataDir: t.TempDir(),
 		Catalog: testCatalog(selfExe(t)),
-		Sink:    rec.sink,
+		Sink:    rec.Sink,
 		BaseEnv: []string{"PATH=" + os.Getenv("PATH"), childEnv + "=1"},
 		Cgroups: process.CgroupConfig{Name: uniqueName(t)},
 	}
@@ -307,6 +249,21 @@ func settledProcs(t *testing.T, id domain.KernelID) []int {
 	return got
 }
 
+// TestConformance runs the suite every runtime passes.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	runtimetest.Run(t, runtimetest.Kit{
+		Open: func(t *testing.T, sink runtime.Sink) runtime.Runtime {
+			return newHarness(t, func(c *process.Config) { c.Sink = sink }).rt
+		},
+		Sleep:    "sleep",
+		Exit:     "exit:3",
+		ExitCode: 3,
+		Env:      map[string]string{"SOKOVAN_EXIT_AFTER": "0"},
+		Wait:     waitLimit,
+	})
+}
+
 func TestSleepRunsUntilDestroyed(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -320,7 +277,7 @@ func TestSleepRunsUntilDestroyed(t *testing.T) {
 	if got := settledProcs(t, s.Kernel); len(got) != 1 {
 		t.Fatalf("kernel processes = %v, want exactly one", got)
 	}
-	h.rec.waitFor(t, "kernel_started", func(e runtime.Event) bool {
+	h.rec.WaitFor(t, "kernel_started", func(e runtime.Event) bool {
 		return e.Kind == runtime.KernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
 	})
 
@@ -330,7 +287,7 @@ func TestSleepRunsUntilDestroyed(t *testing.T) {
 	if got := kernelProcs(t, s.Kernel); len(got) != 0 {
 		t.Fatalf("after Destroy, kernel processes = %v", got)
 	}
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 128+15 || !strings.Contains(ev.Message, "SIGTERM") {
 		t.Errorf("exit event = %+v, want reason destroyed, code 143, message naming SIGTERM", ev)
 	}
@@ -363,7 +320,7 @@ func TestExitImages(t *testing.T) {
 				s.Env["SOKOVAN_EXIT_AFTER"] = tc.exitAfter
 			}
 			h.start(s)
-			ev := h.rec.exit(t, s.Kernel)
+			ev := h.rec.Exit(t, s.Kernel)
 			if ev.ExitCode != tc.wantCode || ev.Reason != runtime.ReasonExited {
 				t.Fatalf("exit event = %+v, want code %d, reason exited", ev, tc.wantCode)
 			}
@@ -400,7 +357,7 @@ func TestUnknownImageFailsPull(t *testing.T) {
 			t.Errorf("Pull(%q) message:\n got %s\nwant %s", tc.image, err, tc.wantMsg)
 		}
 	}
-	failed := h.rec.waitFor(t, "pull_failed", func(e runtime.Event) bool { return e.Kind == runtime.PullFailed && e.Image == "foo" })
+	failed := h.rec.WaitFor(t, "pull_failed", func(e runtime.Event) bool { return e.Kind == runtime.PullFailed && e.Image == "foo" })
 	if !strings.Contains(failed.Message, "not in the catalog") {
 		t.Errorf("pull_failed message = %q", failed.Message)
 	}
@@ -432,7 +389,7 @@ func TestEnvCarriesClusterFacts(t *testing.T) {
 	s.Port = 8080
 	s.Env = map[string]string{"ENV_OUT": out, "FOO": "bar baz"}
 	h.start(s)
-	if ev := h.rec.exit(t, s.Kernel); ev.ExitCode != 0 {
+	if ev := h.rec.Exit(t, s.Kernel); ev.ExitCode != 0 {
 		t.Fatalf("env-dump exited %+v; logs:\n%s", ev, h.logs(s.Kernel))
 	}
 	data, err := os.ReadFile(out)
@@ -474,16 +431,13 @@ func TestLogsCaptureStdoutAndStderr(t *testing.T) {
 	h := newHarness(t)
 	s := h.spec("output")
 	h.start(s)
-	h.rec.exit(t, s.Kernel)
+	h.rec.Exit(t, s.Kernel)
 	if got := h.logs(s.Kernel); !strings.Contains(got, "to-stdout\n") || !strings.Contains(got, "to-stderr\n") {
 		t.Errorf("logs = %q, want both streams", got)
 	}
 	h.destroy(s.Kernel, time.Second)
 	if got := h.logs(s.Kernel); !strings.Contains(got, "to-stdout") {
 		t.Errorf("after Destroy, logs = %q, want them kept", got)
-	}
-	if _, err := h.rt.Logs("no-such-kernel"); !errors.Is(err, runtime.ErrNotFound) {
-		t.Errorf("Logs of an unknown kernel = %v, want ErrNotFound", err)
 	}
 	if _, err := h.rt.Logs("../escape"); !errors.Is(err, runtime.ErrInvalidSpec) {
 		t.Errorf("Logs(../escape) = %v, want ErrInvalidSpec", err)
@@ -503,48 +457,12 @@ func TestDestroyKillsAfterGrace(t *testing.T) {
 	if took := time.Since(began); took < grace {
 		t.Errorf("Destroy returned after %v, before the %v grace", took, grace)
 	}
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 128+9 || !strings.Contains(ev.Message, "SIGKILL") {
 		t.Errorf("exit event = %+v, want destroyed, code 137, message naming SIGKILL", ev)
 	}
 	if got := kernelProcs(t, s.Kernel); len(got) != 0 {
 		t.Errorf("after Destroy, processes %v remain (sleep child included)", got)
-	}
-}
-
-func TestDestroyIsIdempotent(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	s := h.spec("sleep")
-	h.start(s)
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Go(func() { h.destroy(s.Kernel, time.Second) })
-	}
-	wg.Wait()
-	h.destroy(s.Kernel, time.Second)
-	h.destroy("never-created", time.Second)
-
-	// Events are delivered asynchronously; once the first is in, a second
-	// would have been queued with it.
-	h.rec.exit(t, s.Kernel)
-	exits := 0
-	for _, e := range h.rec.all() {
-		if e.Kind == runtime.KernelExited && e.Kernel == s.Kernel {
-			exits++
-		}
-	}
-	if exits != 1 {
-		t.Errorf("%d exit events for one kernel, want 1", exits)
-	}
-
-	// A kernel that exited on its own is destroyed without a signal.
-	e := h.spec("exit:4")
-	h.start(e)
-	h.rec.exit(t, e.Kernel)
-	h.destroy(e.Kernel, time.Second)
-	if _, ok := h.live(e.Kernel); ok {
-		t.Errorf("exited kernel still listed after Destroy")
 	}
 }
 
@@ -604,7 +522,7 @@ func TestSignalDeathReportsTheSignal(t *testing.T) {
 	h := newHarness(t)
 	s := h.spec("self-signal")
 	h.start(s)
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.Reason != runtime.ReasonSignaled || ev.ExitCode != 128+10 || ev.Message != "killed by signal SIGUSR1" {
 		t.Errorf("exit event = %+v, want killed by signal SIGUSR1, code 138", ev)
 	}
@@ -656,7 +574,7 @@ func TestHTTPEchoAnswers(t *testing.T) {
 	}
 
 	h.destroy(s.Kernel, 5*time.Second)
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	// It shuts down cleanly on SIGTERM.
 	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 {
 		t.Errorf("exit event = %+v, want destroyed with code 0", ev)
@@ -677,7 +595,7 @@ func TestCommandOverride(t *testing.T) {
 	s = on.spec("sleep")
 	s.Command = []string{"sh", "-c", "exit 9"}
 	on.start(s)
-	if ev := on.rec.exit(t, s.Kernel); ev.ExitCode != 9 {
+	if ev := on.rec.Exit(t, s.Kernel); ev.ExitCode != 9 {
 		t.Errorf("exit event = %+v, want code 9 from the override", ev)
 	}
 }
@@ -733,7 +651,7 @@ func TestCloseLeavesNoProcesses(t *testing.T) {
 	}
 	// Close delivers the events it caused before returning.
 	exits := 0
-	for _, e := range rec.all() {
+	for _, e := range rec.All() {
 		if e.Kind == runtime.KernelExited {
 			exits++
 		}
