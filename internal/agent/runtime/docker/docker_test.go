@@ -60,7 +60,7 @@ func TestPullFromRegistry(t *testing.T) {
 	if _, err := h.env.cli.ImageRemove(context.Background(), img, client.ImageRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		t.Fatalf("remove %s before the pull: %v", img, err)
 	}
-	h.pull(img)
+	h.Pull(img)
 	h.rec.WaitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
 	var kinds []runtime.EventKind
 	for _, e := range h.rec.All() {
@@ -81,7 +81,7 @@ func TestPullFromRegistry(t *testing.T) {
 
 	// Pulled already: returns at once and reports nothing.
 	began := time.Now()
-	h.pull(img)
+	h.Pull(img)
 	if took := time.Since(began); took > time.Second {
 		t.Errorf("second Pull took %v", took)
 	}
@@ -91,7 +91,7 @@ func TestPullFromRegistry(t *testing.T) {
 
 	// A fresh runtime finds it on the engine without a registry pull.
 	again := newHarness(t)
-	again.pull(img)
+	again.Pull(img)
 	fin := again.rec.WaitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
 	if !strings.Contains(fin.Message, "already present") {
 		t.Errorf("pull_finished of a present image says %q, want it to say the image was already present", fin.Message)
@@ -165,7 +165,7 @@ func TestExitCodeIsReported(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("exit3")
-	h.start(s)
+	h.Start(s)
 	h.rec.WaitFor(t, "kernel_started", func(e runtime.Event) bool {
 		return e.Kind == runtime.KernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
 	})
@@ -180,10 +180,10 @@ func TestExitCodeIsReported(t *testing.T) {
 	if st.StartedAt.IsZero() || st.FinishedAt.Before(st.StartedAt) {
 		t.Errorf("times: started %v, finished %v", st.StartedAt, st.FinishedAt)
 	}
-	if got := h.logs(s.Kernel); got != "exiting 3\n" {
+	if got := h.Logs(s.Kernel); got != "exiting 3\n" {
 		t.Errorf("logs = %q, want %q", got, "exiting 3\n")
 	}
-	h.destroy(s.Kernel, time.Second)
+	h.Destroy(s.Kernel, time.Second)
 	if _, ok := h.inspect(s.Kernel); ok {
 		t.Errorf("container still exists after Destroy")
 	}
@@ -191,7 +191,7 @@ func TestExitCodeIsReported(t *testing.T) {
 		t.Errorf("destroyed kernel still listed by Live")
 	}
 	// The output outlives the container.
-	if got := h.logs(s.Kernel); got != "exiting 3\n" {
+	if got := h.Logs(s.Kernel); got != "exiting 3\n" {
 		t.Errorf("logs after Destroy = %q, want them kept", got)
 	}
 	if n := h.rec.Count(runtimetest.IsExit(s.Kernel)); n != 1 {
@@ -206,11 +206,11 @@ func TestLogsHoldStdoutAndStderr(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("output")
-	h.start(s)
+	h.Start(s)
 	h.rec.Exit(t, s.Kernel)
 	// The engine copies the two pipes separately, so it keeps the order
 	// within a stream but not between them.
-	got := h.logs(s.Kernel)
+	got := h.Logs(s.Kernel)
 	if len(got) != len("to-stdout\nto-stderr\n") || !strings.Contains(got, "to-stdout\n") || !strings.Contains(got, "to-stderr\n") {
 		t.Errorf("logs = %q, want one line from each stream", got)
 	}
@@ -220,7 +220,7 @@ func TestDestroyStopsPolitely(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("sleep")
-	h.start(s)
+	h.Start(s)
 	h.waitOutput(s.Kernel, "ready")
 	st, ok := liveState(h.rt, s.Kernel)
 	if !ok || !st.Running || st.ExitCode != nil {
@@ -229,7 +229,7 @@ func TestDestroyStopsPolitely(t *testing.T) {
 
 	const grace = 10 * time.Second
 	began := time.Now()
-	h.destroy(s.Kernel, grace)
+	h.Destroy(s.Kernel, grace)
 	if took := time.Since(began); took >= grace {
 		t.Errorf("Destroy took %v: the kernel exits on SIGTERM, so it should not wait out the grace", took)
 	}
@@ -241,7 +241,7 @@ func TestDestroyStopsPolitely(t *testing.T) {
 	if _, ok := h.inspect(s.Kernel); ok {
 		t.Errorf("container still exists after Destroy")
 	}
-	if got := h.logs(s.Kernel); !strings.Contains(got, "terminating") {
+	if got := h.Logs(s.Kernel); !strings.Contains(got, "terminating") {
 		t.Errorf("kept logs = %q, want the kernel's goodbye", got)
 	}
 }
@@ -250,12 +250,12 @@ func TestDestroyKillsAfterGrace(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("stubborn")
-	h.start(s)
+	h.Start(s)
 	h.waitOutput(s.Kernel, "ready")
 
 	const grace = time.Second
 	began := time.Now()
-	h.destroy(s.Kernel, grace)
+	h.Destroy(s.Kernel, grace)
 	if took := time.Since(began); took < grace {
 		t.Errorf("Destroy returned after %v, before the %v grace", took, grace)
 	}
@@ -273,14 +273,14 @@ func TestDestroyIsIdempotent(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("stubborn")
-	h.start(s)
+	h.Start(s)
 	var wg sync.WaitGroup
 	for range 3 {
-		wg.Go(func() { h.destroy(s.Kernel, 0) }) // zero grace: SIGKILL at once
+		wg.Go(func() { h.Destroy(s.Kernel, 0) }) // zero grace: SIGKILL at once
 	}
 	wg.Wait()
-	h.destroy(s.Kernel, time.Second)
-	h.destroy("never-created", time.Second)
+	h.Destroy(s.Kernel, time.Second)
+	h.Destroy("never-created", time.Second)
 	ev := h.rec.Exit(t, s.Kernel)
 	if ev.ExitCode != 137 || ev.Message != "destroyed: killed by signal SIGKILL" {
 		t.Errorf("exit event = %+v, want an immediate SIGKILL", ev)
@@ -294,7 +294,7 @@ func TestCancelledDestroyKillsAtOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("stubborn")
-	h.start(s)
+	h.Start(s)
 	h.waitOutput(s.Kernel, "ready")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -327,7 +327,7 @@ func TestLimitsLabelsAndEnvironment(t *testing.T) {
 	}
 	s.Hostname = "main1"
 	s.Env = map[string]string{"FOO": "bar baz"}
-	h.start(s)
+	h.Start(s)
 	h.rec.Exit(t, s.Kernel)
 
 	c, ok := h.inspect(s.Kernel)
@@ -355,7 +355,7 @@ func TestLimitsLabelsAndEnvironment(t *testing.T) {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 
-	rep := parseReport(t, h.logs(s.Kernel))
+	rep := parseReport(t, h.Logs(s.Kernel))
 	if rep.Hostname != "main1" {
 		t.Errorf("hostname %q, want main1", rep.Hostname)
 	}
@@ -410,7 +410,7 @@ func TestClusterKernelsShareAnSSHKey(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	hosts := []string{"main1", "sub1"}
-	session := domain.SessionID("cluster-" + randomHex(t, 3))
+	session := domain.SessionID("cluster-" + runtimetest.RandomHex(t, 3))
 	var specs []runtime.Spec
 	for i, role := range []string{domain.RoleMain, domain.RoleSub} {
 		s := h.spec("report")
@@ -421,16 +421,16 @@ func TestClusterKernelsShareAnSSHKey(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for _, s := range specs {
-		wg.Go(func() { h.start(s) })
+		wg.Go(func() { h.Start(s) })
 	}
 	wg.Wait()
 
 	var pubs []string
 	for i, s := range specs {
 		if ev := h.rec.Exit(t, s.Kernel); ev.ExitCode != 0 {
-			t.Fatalf("report kernel %d: %+v; logs:\n%s", i, ev, h.logs(s.Kernel))
+			t.Fatalf("report kernel %d: %+v; logs:\n%s", i, ev, h.Logs(s.Kernel))
 		}
-		rep := parseReport(t, h.logs(s.Kernel))
+		rep := parseReport(t, h.Logs(s.Kernel))
 		env := rep.env()
 		if rep.Hostname != hosts[i] || env["SOKOVAN_CLUSTER_HOSTS"] != "main1,sub1" || env["SOKOVAN_CLUSTER_SIZE"] != "2" ||
 			env["SOKOVAN_CLUSTER_ROLE"] != s.ClusterRole || env[docker.EnvClusterSSHDir] != docker.ClusterSSHDir {
@@ -466,7 +466,7 @@ func TestCreateIsIdempotent(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("sleep")
-	h.pull(s.Image)
+	h.Pull(s.Image)
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -499,7 +499,7 @@ func TestCommandOverride(t *testing.T) {
 	h := newHarness(t)
 	s := h.spec("sleep")
 	s.Command = []string{"/kernel", "exit", "7"}
-	h.start(s)
+	h.Start(s)
 	if ev := h.rec.Exit(t, s.Kernel); ev.ExitCode != 7 {
 		t.Errorf("exit event = %+v, want code 7 from the override", ev)
 	}
@@ -524,10 +524,10 @@ func TestOOMKillIsReported(t *testing.T) {
 	if s.Slots, err = s.Registry.ParseSlots(map[string]string{"mem": "32m"}); err != nil {
 		t.Fatal(err)
 	}
-	h.start(s)
+	h.Start(s)
 	ev := h.rec.Exit(t, s.Kernel)
 	if ev.Reason != runtime.ReasonOOMKilled || ev.ExitCode != 137 || !strings.Contains(ev.Message, "memory limit") {
-		t.Errorf("exit event = %+v, want oom-killed, code 137, a message naming the memory limit; logs:\n%s", ev, h.logs(s.Kernel))
+		t.Errorf("exit event = %+v, want oom-killed, code 137, a message naming the memory limit; logs:\n%s", ev, h.Logs(s.Kernel))
 	}
 }
 
@@ -536,10 +536,10 @@ func TestRecoverAfterRestart(t *testing.T) {
 	h := newHarness(t)
 	running, exited, stray, recreated := h.spec("sleep"), h.spec("exit3"), h.spec("sleep"), h.spec("sleep")
 	for _, s := range []runtime.Spec{running, exited, stray, recreated} {
-		h.start(s)
+		h.Start(s)
 	}
 	h.waitOutput(running.Kernel, "ready")
-	eventually(t, "kernel "+string(exited.Kernel)+" exited on the engine", func() bool {
+	runtimetest.Eventually(t, waitLimit, "kernel "+string(exited.Kernel)+" exited on the engine", func() bool {
 		c, ok := h.inspect(exited.Kernel)
 		return ok && !c.State.Running
 	})
@@ -547,11 +547,11 @@ func TestRecoverAfterRestart(t *testing.T) {
 
 	// The agent dies: no Close, its containers stay.
 	h.rt.Abandon()
-	rec := newRecorder()
+	rec := runtimetest.NewRecorder(waitLimit)
 	cfg := h.cfg
 	cfg.Sink = rec.Sink
 	rt := h.open(cfg)
-	h.rt = rt // the harness closes the new one at cleanup
+	h.rt, h.Runtime = rt, rt // the harness closes the new one at cleanup
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 
@@ -619,7 +619,7 @@ func TestCloseRemovesContainers(t *testing.T) {
 	var ids []domain.KernelID
 	for _, tag := range []string{"sleep", "stubborn", "exit3"} {
 		s := h.spec(tag)
-		h.start(s)
+		h.Start(s)
 		ids = append(ids, s.Kernel)
 	}
 	h.waitOutput(ids[1], "ready")
@@ -664,7 +664,7 @@ func TestRecoverLeavesOtherAgentsAlone(t *testing.T) {
 	t.Parallel()
 	mine, theirs := newHarness(t), newHarness(t)
 	s := theirs.spec("sleep")
-	theirs.start(s)
+	theirs.Start(s)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := mine.rt.Recover(ctx); err != nil {

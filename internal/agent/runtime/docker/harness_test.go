@@ -2,8 +2,6 @@ package docker_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
@@ -25,24 +23,8 @@ import (
 // under a second even on vfs, so hitting it means a bug, not a slow engine.
 const waitLimit = 30 * time.Second
 
-func newRecorder() *runtimetest.Recorder { return runtimetest.NewRecorder(waitLimit) }
-
-// eventually polls cond until it holds or waitLimit passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	runtimetest.Eventually(t, waitLimit, 20*time.Millisecond, what, cond)
-}
-
-func randomHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
 type harness struct {
+	runtimetest.Driver
 	t   *testing.T
 	env *engineEnv
 	cfg docker.Config
@@ -59,10 +41,10 @@ type harness struct {
 func newHarness(t *testing.T, opts ...func(*docker.Config)) *harness {
 	t.Helper()
 	e := needEngine(t)
-	rec := newRecorder()
+	rec := runtimetest.NewRecorder(waitLimit)
 	cfg := docker.Config{
 		Host:       e.host,
-		AgentID:    "test-" + randomHex(t, 4),
+		AgentID:    "test-" + runtimetest.RandomHex(t, 4),
 		DataDir:    t.TempDir(),
 		Sink:       rec.Sink,
 		CloseGrace: time.Second,
@@ -72,6 +54,7 @@ func newHarness(t *testing.T, opts ...func(*docker.Config)) *harness {
 	}
 	h := &harness{t: t, env: e, cfg: cfg, rec: rec}
 	h.rt = h.open(cfg)
+	h.Driver = runtimetest.Driver{T: t, Runtime: h.rt, Wait: waitLimit}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -120,37 +103,8 @@ func (h *harness) spec(tag string) runtime.Spec {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.n++
-	id := domain.KernelID(fmt.Sprintf("k%d-%s", h.n, randomHex(h.t, 3)))
+	id := domain.KernelID(fmt.Sprintf("k%d-%s", h.n, runtimetest.RandomHex(h.t, 3)))
 	return runtime.Spec{Kernel: id, Session: "sess-" + domain.SessionID(id), Image: image(tag)}
-}
-
-func (h *harness) pull(img string) {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := h.rt.Pull(ctx, img); err != nil {
-		h.t.Fatalf("Pull(%q): %v", img, err)
-	}
-}
-
-// start pulls and creates.
-func (h *harness) start(spec runtime.Spec) {
-	h.t.Helper()
-	h.pull(spec.Image)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := h.rt.Create(ctx, spec); err != nil {
-		h.t.Fatalf("Create(%s): %v", spec.Kernel, err)
-	}
-}
-
-func (h *harness) destroy(id domain.KernelID, grace time.Duration) {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := h.rt.Destroy(ctx, id, grace); err != nil {
-		h.t.Fatalf("Destroy(%s): %v", id, err)
-	}
 }
 
 func readLogs(t *testing.T, rt *docker.Runtime, id domain.KernelID) string {
@@ -167,16 +121,11 @@ func readLogs(t *testing.T, rt *docker.Runtime, id domain.KernelID) string {
 	return string(b)
 }
 
-func (h *harness) logs(id domain.KernelID) string {
-	h.t.Helper()
-	return readLogs(h.t, h.rt, id)
-}
-
 // waitOutput waits until the kernel has printed want.
 func (h *harness) waitOutput(id domain.KernelID, want string) {
 	h.t.Helper()
-	eventually(h.t, fmt.Sprintf("kernel %s prints %q", id, want), func() bool {
-		return strings.Contains(h.logs(id), want)
+	runtimetest.Eventually(h.t, waitLimit, fmt.Sprintf("kernel %s prints %q", id, want), func() bool {
+		return strings.Contains(h.Logs(id), want)
 	})
 }
 

@@ -90,12 +90,12 @@ func IsStart(id domain.KernelID) func(runtime.Event) bool {
 	return func(e runtime.Event) bool { return e.Kind == runtime.KernelStarted && e.Kernel == id }
 }
 
-// Eventually polls cond every tick until it holds, failing the test once
-// limit has passed.
-func Eventually(t testing.TB, limit, tick time.Duration, what string, cond func() bool) {
+// Eventually polls cond until it holds, failing the test once limit has
+// passed.
+func Eventually(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
-	ticker := time.NewTicker(tick)
+	ticker := time.NewTicker(10 * time.Millisecond)
 	defer ticker.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {

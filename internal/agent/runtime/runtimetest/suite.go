@@ -33,6 +33,14 @@ type Kit struct {
 	Wait time.Duration
 }
 
+// DevImages returns kit with the images the process and sim runtimes both
+// run as dev mode defines them: sleep, and exit:3 at once.
+func DevImages(kit Kit) Kit {
+	kit.Sleep, kit.Exit, kit.ExitCode = "sleep", "exit:3", 3
+	kit.Env = map[string]string{"SOKOVAN_EXIT_AFTER": "0"}
+	return kit
+}
+
 // Run runs the conformance suite against the runtime kit opens, each case
 // on a runtime of its own, in parallel.
 func Run(t *testing.T, kit Kit) {
@@ -54,8 +62,9 @@ func Run(t *testing.T, kit Kit) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rec := NewRecorder(kit.Wait)
-			s := &subject{t: t, kit: kit, rec: rec, prefix: randomHex(t, 3)}
+			s := &subject{t: t, kit: kit, rec: rec, prefix: RandomHex(t, 3)}
 			s.rt = kit.Open(t, rec.Sink)
+			s.Driver = Driver{T: t, Runtime: s.rt, Wait: kit.Wait}
 			t.Cleanup(func() { s.close() })
 			tc.run(s)
 		})
@@ -64,6 +73,7 @@ func Run(t *testing.T, kit Kit) {
 
 // subject is one case's runtime with its recorder.
 type subject struct {
+	Driver
 	t      *testing.T
 	kit    Kit
 	rt     runtime.Runtime
@@ -74,7 +84,9 @@ type subject struct {
 	n  int
 }
 
-func randomHex(t *testing.T, n int) string {
+// RandomHex returns n random bytes in hex, for names that must not clash
+// across tests and runs.
+func RandomHex(t testing.TB, n int) string {
 	t.Helper()
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
@@ -93,44 +105,6 @@ func (s *subject) spec(name, image string) runtime.Spec {
 	return runtime.Spec{Kernel: id, Session: "sess-" + domain.SessionID(id), Image: image, Env: maps.Clone(s.kit.Env)}
 }
 
-func (s *subject) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), s.kit.Wait)
-}
-
-func (s *subject) pull(image string) {
-	s.t.Helper()
-	ctx, cancel := s.ctx()
-	defer cancel()
-	if err := s.rt.Pull(ctx, image); err != nil {
-		s.t.Fatalf("Pull(%q): %v", image, err)
-	}
-}
-
-func (s *subject) create(spec runtime.Spec) {
-	s.t.Helper()
-	ctx, cancel := s.ctx()
-	defer cancel()
-	if err := s.rt.Create(ctx, spec); err != nil {
-		s.t.Fatalf("Create(%s): %v", spec.Kernel, err)
-	}
-}
-
-// start pulls and creates.
-func (s *subject) start(spec runtime.Spec) {
-	s.t.Helper()
-	s.pull(spec.Image)
-	s.create(spec)
-}
-
-func (s *subject) destroy(id domain.KernelID) {
-	s.t.Helper()
-	ctx, cancel := s.ctx()
-	defer cancel()
-	if err := s.rt.Destroy(ctx, id, time.Second); err != nil {
-		s.t.Errorf("Destroy(%s): %v", id, err)
-	}
-}
-
 // close closes the runtime, which delivers every event: counts taken after
 // it are final.
 func (s *subject) close() {
@@ -140,15 +114,6 @@ func (s *subject) close() {
 	if err := s.rt.Close(ctx); err != nil {
 		s.t.Errorf("Close: %v", err)
 	}
-}
-
-func (s *subject) live(id domain.KernelID) (runtime.KernelState, bool) {
-	for _, st := range s.rt.Live() {
-		if st.ID == id {
-			return st, true
-		}
-	}
-	return runtime.KernelState{}, false
 }
 
 // once checks that exactly one event of what matched pred.
@@ -163,19 +128,19 @@ func (s *subject) once(what string, pred func(runtime.Event) bool) {
 // nothing and succeeds.
 func createOnce(s *subject) {
 	run := s.spec("run", s.kit.Sleep)
-	s.start(run)
+	s.Start(run)
 	for range 3 {
-		s.create(run)
+		s.Create(run)
 	}
-	if st, ok := s.live(run.Kernel); !ok || !st.Running {
+	if st, ok := s.Live(run.Kernel); !ok || !st.Running {
 		s.t.Errorf("Live has %+v (listed %v), want the kernel running", st, ok)
 	}
 
 	done := s.spec("done", s.kit.Exit)
-	s.start(done)
+	s.Start(done)
 	s.rec.Exit(s.t, done.Kernel)
-	s.create(done)
-	if st, ok := s.live(done.Kernel); !ok || st.Running || st.ExitCode == nil || *st.ExitCode != s.kit.ExitCode {
+	s.Create(done)
+	if st, ok := s.Live(done.Kernel); !ok || st.Running || st.ExitCode == nil || *st.ExitCode != s.kit.ExitCode {
 		s.t.Errorf("Live has %+v (listed %v), want the kernel exited with %d", st, ok, s.kit.ExitCode)
 	}
 	if n := len(s.rt.Live()); n != 2 {
@@ -192,11 +157,11 @@ func createOnce(s *subject) {
 // one of them succeeds.
 func concurrentCreate(s *subject) {
 	spec := s.spec("race", s.kit.Sleep)
-	s.pull(spec.Image)
+	s.Pull(spec.Image)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			ctx, cancel := s.ctx()
+			ctx, cancel := context.WithTimeout(context.Background(), s.kit.Wait)
 			defer cancel()
 			if err := s.rt.Create(ctx, spec); err != nil {
 				s.t.Errorf("Create: %v", err)
@@ -215,20 +180,20 @@ func concurrentCreate(s *subject) {
 // no logs), and Destroys of one kernel, at once and after, end it once.
 func destroyIdempotent(s *subject) {
 	unknown := "never-created-" + domain.KernelID(s.prefix)
-	s.destroy(unknown)
+	s.Destroy(unknown, time.Second)
 	if _, err := s.rt.Logs(unknown); !errors.Is(err, runtime.ErrNotFound) {
 		s.t.Errorf("Logs of an unknown kernel = %v, want ErrNotFound", err)
 	}
 
 	spec := s.spec("victim", s.kit.Sleep)
-	s.start(spec)
+	s.Start(spec)
 	var wg sync.WaitGroup
 	for range 3 {
-		wg.Go(func() { s.destroy(spec.Kernel) })
+		wg.Go(func() { s.Destroy(spec.Kernel, time.Second) })
 	}
 	wg.Wait()
-	s.destroy(spec.Kernel)
-	if _, ok := s.live(spec.Kernel); ok {
+	s.Destroy(spec.Kernel, time.Second)
+	if _, ok := s.Live(spec.Kernel); ok {
 		s.t.Errorf("destroyed kernel still listed")
 	}
 	ev := s.rec.Exit(s.t, spec.Kernel)
@@ -241,11 +206,11 @@ func destroyIdempotent(s *subject) {
 
 // liveSorted: Live lists by id whatever the order of creation.
 func liveSorted(s *subject) {
-	s.pull(s.kit.Sleep)
+	s.Pull(s.kit.Sleep)
 	var want []domain.KernelID
 	for _, name := range []string{"c", "a", "b"} {
 		spec := s.spec(name, s.kit.Sleep)
-		s.create(spec)
+		s.Create(spec)
 		want = append(want, spec.Kernel)
 	}
 	slices.Sort(want)
@@ -263,12 +228,12 @@ func liveSorted(s *subject) {
 // nothing more.
 func exitOnce(s *subject) {
 	spec := s.spec("exits", s.kit.Exit)
-	s.start(spec)
+	s.Start(spec)
 	ev := s.rec.Exit(s.t, spec.Kernel)
 	if ev.ExitCode != s.kit.ExitCode || ev.Reason != runtime.ReasonExited || ev.Session != spec.Session {
 		s.t.Errorf("exit event = %+v, want code %d, reason %q, session %s", ev, s.kit.ExitCode, runtime.ReasonExited, spec.Session)
 	}
-	st, ok := s.live(spec.Kernel)
+	st, ok := s.Live(spec.Kernel)
 	switch {
 	case !ok:
 		s.t.Errorf("exited kernel not listed by Live")
@@ -280,13 +245,13 @@ func exitOnce(s *subject) {
 	// Live hands out copies.
 	if ok && st.ExitCode != nil {
 		*st.ExitCode = -100
-		if again, _ := s.live(spec.Kernel); again.ExitCode == nil || *again.ExitCode != s.kit.ExitCode {
+		if again, _ := s.Live(spec.Kernel); again.ExitCode == nil || *again.ExitCode != s.kit.ExitCode {
 			s.t.Errorf("writing through Live's ExitCode changed the runtime's state")
 		}
 	}
-	s.destroy(spec.Kernel)
-	s.destroy(spec.Kernel)
-	if _, ok := s.live(spec.Kernel); ok {
+	s.Destroy(spec.Kernel, time.Second)
+	s.Destroy(spec.Kernel, time.Second)
+	if _, ok := s.Live(spec.Kernel); ok {
 		s.t.Errorf("exited kernel still listed after Destroy")
 	}
 	s.close()
@@ -297,7 +262,7 @@ func exitOnce(s *subject) {
 // and Create fail with ErrClosed and Close succeeds again.
 func closeEnds(s *subject) {
 	spec := s.spec("left", s.kit.Sleep)
-	s.start(spec)
+	s.Start(spec)
 	s.close()
 	s.once("kernel_exited", IsExit(spec.Kernel))
 	if ev := s.rec.Exit(s.t, spec.Kernel); ev.Reason != runtime.ReasonDestroyed {
@@ -306,7 +271,7 @@ func closeEnds(s *subject) {
 	if live := s.rt.Live(); len(live) != 0 {
 		s.t.Errorf("Live after Close = %+v, want none", live)
 	}
-	ctx, cancel := s.ctx()
+	ctx, cancel := context.WithTimeout(context.Background(), s.kit.Wait)
 	defer cancel()
 	if err := s.rt.Pull(ctx, s.kit.Sleep); !errors.Is(err, runtime.ErrClosed) {
 		s.t.Errorf("Pull after Close = %v, want ErrClosed", err)

@@ -104,7 +104,7 @@ func spec(id string, image string) runtime.Spec {
 // with instant steps.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	runtimetest.Run(t, runtimetest.Kit{
+	runtimetest.Run(t, runtimetest.DevImages(runtimetest.Kit{
 		Open: func(t *testing.T, sink runtime.Sink) runtime.Runtime {
 			rt, err := sim.New(sim.Config{Sink: sink})
 			if err != nil {
@@ -112,12 +112,8 @@ func TestConformance(t *testing.T) {
 			}
 			return rt
 		},
-		Sleep:    "sleep",
-		Exit:     "exit:3",
-		ExitCode: 3,
-		Env:      map[string]string{"SOKOVAN_EXIT_AFTER": "0"},
-		Wait:     waitLimit,
-	})
+		Wait: waitLimit,
+	}))
 }
 
 func TestPullTakesItsDuration(t *testing.T) {
