@@ -5,9 +5,17 @@
 // non-blocking event delivery every runtime shares, and OpenLog for the
 // output log runtimes keep in a kernel's directory.
 //
+// It also owns the books every runtime keeps, so the interface's promises
+// are kept once: Table, the kernels by id (created once with later Creates
+// waiting for the first, started and exited each recorded and reported
+// once, listed by Live, removed by Destroy, refused after Close), and
+// Images, the pulled images (pulled once, concurrent pulls waiting for it).
+// A runtime keeps only what is its own: how a kernel starts and stops and
+// where its output goes.
+//
 // Implementations live in subpackages: process (real OS processes), docker
 // (containers on a Docker engine) and sim (timers only, for benchmarks and
-// simulations).
+// simulations); runtimetest holds the conformance suite each of them runs.
 //
 // It may import internal/domain and the standard library. Runtime packages
 // may also import well-kept libraries (golang.org/x/sys), but nothing from

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -123,39 +122,29 @@ type Runtime struct {
 	// keyMu serialises the cluster key files.
 	keyMu sync.Mutex
 
-	mu      sync.Mutex
-	closed  bool
-	pulled  map[string]bool
-	kernels map[domain.KernelID]*kernel
+	kernels *runtime.Table[box]
+	images  *runtime.Images
+
+	// mu guards box.polite.
+	mu sync.Mutex
 }
 
-// kernel is one kernel's bookkeeping. started is closed once Create (or an
-// adoption) has finished, successfully or with startErr; done is closed
-// once the container's exit has been recorded.
-type kernel struct {
-	id      domain.KernelID
-	session domain.SessionID
-	started chan struct{}
-	// startErr is written before started is closed and read after.
-	startErr error
-	done     chan struct{}
+// kernel is one kernel's entry in the runtime's table.
+type kernel = runtime.Kernel[box]
+
+// box is what the Docker runtime keeps of a kernel beside the table's
+// part: its container.
+type box struct {
+	// container is the engine's id, set before the kernel is listed.
+	container string
 
 	// removeMu makes concurrent Destroys remove the container once.
 	removeMu sync.Mutex
 	removed  bool
 
-	// Guarded by Runtime.mu.
-	container string
-	state     runtime.KernelState
-	listed    bool // started or adopted: Live shows it
-	// destroying: Destroy or Close is stopping it; polite: with a grace
-	// period (SIGTERM first), not an immediate SIGKILL.
-	destroying bool
-	polite     bool
-}
-
-func newKernel(id domain.KernelID, session domain.SessionID) *kernel {
-	return &kernel{id: id, session: session, started: make(chan struct{}), done: make(chan struct{})}
+	// polite: Destroy stops it with a grace period (SIGTERM first), not an
+	// immediate SIGKILL. Guarded by Runtime.mu.
+	polite bool
 }
 
 // New connects to the engine, negotiating the API version, and returns a
@@ -199,17 +188,17 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("docker runtime: engine at %s: %w", cli.DaemonHost(), err)
 	}
 	r := &Runtime{
-		cfg:     cfg,
-		cli:     cli,
-		now:     cfg.Now,
-		log:     cfg.Log,
-		out:     runtime.NewOutbox(cfg.Sink),
-		pulled:  make(map[string]bool),
-		kernels: make(map[domain.KernelID]*kernel),
+		cfg: cfg,
+		cli: cli,
+		now: cfg.Now,
+		log: cfg.Log,
+		out: runtime.NewOutbox(cfg.Sink),
 	}
 	if r.now == nil {
 		r.now = time.Now
 	}
+	r.kernels = runtime.NewTable[box](r.out, r.now)
+	r.images = runtime.NewImages(r.out, r.now)
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -257,42 +246,19 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // ContainerID returns the engine's id of a kernel's container.
 func (r *Runtime) ContainerID(id domain.KernelID) (string, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k := r.kernels[id]
-	if k == nil || !k.listed {
+	k, _, ok := r.kernels.Lookup(id)
+	if !ok {
 		return "", false
 	}
-	return k.container, true
+	return k.Own.container, true
 }
 
 // Images lists the images Pull (or Create) found available.
-func (r *Runtime) Images() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Sorted(maps.Keys(r.pulled))
-}
+func (r *Runtime) Images() []string { return r.images.List() }
 
 // Live lists the kernels that have started and were not destroyed,
 // including those Recover adopted.
-func (r *Runtime) Live() []runtime.KernelState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]runtime.KernelState, 0, len(r.kernels))
-	for _, k := range r.kernels {
-		if !k.listed {
-			continue
-		}
-		st := k.state
-		if st.ExitCode != nil {
-			c := *st.ExitCode
-			st.ExitCode = &c
-		}
-		out = append(out, st)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
+func (r *Runtime) Live() []runtime.KernelState { return r.kernels.Live() }
 
 // Create creates and starts a kernel's container and returns once the
 // engine has started it. When the engine already holds this agent's
@@ -303,73 +269,45 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return runtime.ErrClosed
-	}
-	if k, ok := r.kernels[spec.Kernel]; ok {
-		r.mu.Unlock()
-		select {
-		case <-k.started:
-			return k.startErr
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	k := newKernel(spec.Kernel, spec.Session)
-	r.kernels[spec.Kernel] = k
-	r.mu.Unlock()
-
-	ev, err := r.create(ctx, k, spec)
-	if err != nil {
-		err = fmt.Errorf("kernel %s: %w", spec.Kernel, err)
-		r.mu.Lock()
-		delete(r.kernels, spec.Kernel)
-		r.mu.Unlock()
-		k.startErr = err
-	}
-	close(k.started)
-	if ev != nil {
-		r.out.Emit(*ev)
-	}
-	return err
+	return r.kernels.Create(ctx, spec, nil, func(ctx context.Context, k *kernel) error {
+		return r.create(ctx, k, spec)
+	})
 }
 
-// create does Create's work for k, which is in the map but not started.
-// It returns the event to report: kernel_started, or kernel_exited for an
+// create does Create's work for k, which is in the table but not started.
+// It lists k and reports it: kernel_started, or kernel_exited for an
 // adopted container that had already exited.
-func (r *Runtime) create(ctx context.Context, k *kernel, spec runtime.Spec) (*runtime.Event, error) {
+func (r *Runtime) create(ctx context.Context, k *kernel, spec runtime.Spec) error {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	name := r.containerName(spec.Kernel)
-	ev, handled, err := r.takeOver(ctx, k, name)
+	handled, err := r.takeOver(ctx, k, name)
 	if handled || err != nil {
-		return ev, err
+		return err
 	}
 	if err := r.ensureImage(ctx, spec.Image); err != nil {
-		return nil, err
+		return err
 	}
 	sshDir, err := r.prepareKernelDir(spec)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cfg, host := r.containerConfig(spec, sshDir)
 	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: host})
 	if cerrdefs.IsConflict(err) {
 		// Another runtime with this agent id made it between our look and
 		// our create; take that one over rather than fail.
-		ev, handled, terr := r.takeOver(ctx, k, name)
+		handled, terr := r.takeOver(ctx, k, name)
 		if handled || terr != nil {
-			return ev, terr
+			return terr
 		}
 		_ = os.RemoveAll(r.kernelDir(spec.Kernel))
-		return nil, fmt.Errorf("%w: container %s was made by someone else and is gone again; try again: %w", runtime.ErrCreateFailed, name, err)
+		return fmt.Errorf("%w: container %s was made by someone else and is gone again; try again: %w", runtime.ErrCreateFailed, name, err)
 	}
 	if err != nil {
 		_ = os.RemoveAll(r.kernelDir(spec.Kernel))
-		return nil, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
 	// Taken before the start so that FinishedAt-StartedAt never
 	// understates how long the program ran.
@@ -379,59 +317,51 @@ func (r *Runtime) create(ctx context.Context, k *kernel, spec runtime.Spec) (*ru
 		// removal stops it too.
 		r.removeQuietly(ctx, created.ID)
 		_ = os.RemoveAll(r.kernelDir(spec.Kernel))
-		return nil, fmt.Errorf("%w: start: %w", runtime.ErrCreateFailed, err)
+		return fmt.Errorf("%w: start: %w", runtime.ErrCreateFailed, err)
 	}
-	r.mu.Lock()
-	k.container = created.ID
-	k.state = runtime.KernelState{
-		ID:        spec.Kernel,
-		Session:   spec.Session,
-		Image:     spec.Image,
-		Running:   true,
-		StartedAt: startedAt,
-	}
-	k.listed = true
-	r.mu.Unlock()
-	r.watch(k, created.ID)
-	return &runtime.Event{Kind: runtime.KernelStarted, At: startedAt, Kernel: spec.Kernel, Session: spec.Session}, nil
+	k.Own.container = created.ID
+	r.kernels.Start(k, startedAt)
+	r.watch(k)
+	return nil
 }
 
 // takeOver looks for an existing container named name and, when there is
-// one, adopts it into k. handled says the caller is done: k now stands for
-// that container (ev is what to report). A container that was created but
-// never started is removed and handled is false, so the caller creates a
-// fresh one.
-func (r *Runtime) takeOver(ctx context.Context, k *kernel, name string) (ev *runtime.Event, handled bool, err error) {
+// one, adopts it into k and reports what it found. handled says the caller
+// is done: k now stands for that container. A container that was created
+// but never started is removed and handled is false, so the caller creates
+// a fresh one.
+func (r *Runtime) takeOver(ctx context.Context, k *kernel, name string) (handled bool, err error) {
 	insp, err := r.cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
 	if cerrdefs.IsNotFound(err) {
-		return nil, false, nil
+		return false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: inspect %s: %w", runtime.ErrCreateFailed, name, err)
+		return false, fmt.Errorf("%w: inspect %s: %w", runtime.ErrCreateFailed, name, err)
 	}
 	kind, ev, err := r.adopt(k, insp.Container)
 	switch {
 	case err != nil:
-		return nil, false, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		return false, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	case kind == adoptedRunning, kind == adoptedExited:
-		return ev, true, nil
+		r.out.Emit(ev)
+		if kind == adoptedRunning {
+			r.watch(k)
+		}
+		return true, nil
 	case kind == notStarted:
 		if _, err := r.cli.ContainerRemove(ctx, insp.Container.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			return nil, false, fmt.Errorf("%w: remove a never-started container %s: %w", runtime.ErrCreateFailed, name, err)
+			return false, fmt.Errorf("%w: remove a never-started container %s: %w", runtime.ErrCreateFailed, name, err)
 		}
-		return nil, false, nil
+		return false, nil
 	default: // being removed by the engine
-		return nil, false, fmt.Errorf("%w: container %s is being removed; try again", runtime.ErrCreateFailed, name)
+		return false, fmt.Errorf("%w: container %s is being removed; try again", runtime.ErrCreateFailed, name)
 	}
 }
 
 // ensureImage checks that the engine holds image, which Pull (or anyone)
 // put there.
 func (r *Runtime) ensureImage(ctx context.Context, image string) error {
-	r.mu.Lock()
-	have := r.pulled[image]
-	r.mu.Unlock()
-	if have {
+	if r.images.Have(image) {
 		return nil
 	}
 	ok, err := r.imagePresent(ctx, image)
@@ -441,9 +371,7 @@ func (r *Runtime) ensureImage(ctx context.Context, image string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", runtime.ErrImageNotPulled, image)
 	}
-	r.mu.Lock()
-	r.pulled[image] = true
-	r.mu.Unlock()
+	r.images.Add(image)
 	return nil
 }
 
@@ -553,9 +481,7 @@ func (r *Runtime) Destroy(ctx context.Context, id domain.KernelID, grace time.Du
 	if runtime.ValidKernelID(id) != nil {
 		return nil // no kernel can have such an id
 	}
-	r.mu.Lock()
-	k := r.kernels[id]
-	r.mu.Unlock()
+	k := r.kernels.Get(id)
 	if k == nil {
 		var err error
 		if k, err = r.findUnknown(ctx, id); err != nil {
@@ -565,26 +491,16 @@ func (r *Runtime) Destroy(ctx context.Context, id domain.KernelID, grace time.Du
 			return nil
 		}
 	}
-	select {
-	case <-k.started:
-	case <-ctx.Done():
-		return fmt.Errorf("destroy kernel %s: %w", id, ctx.Err())
+	err := r.kernels.Destroy(ctx, k, func(ctx context.Context, k *kernel) error {
+		if err := r.stop(ctx, k, grace); err != nil {
+			return err
+		}
+		return r.remove(ctx, k)
+	})
+	if err != nil || k.Err() != nil {
+		return err
 	}
-	if k.startErr != nil {
-		return nil // it never ran
-	}
-	if err := r.stop(ctx, k, grace); err != nil {
-		return fmt.Errorf("destroy kernel %s: %w", id, err)
-	}
-	if err := r.remove(ctx, k); err != nil {
-		return fmt.Errorf("destroy kernel %s: %w", id, err)
-	}
-	r.mu.Lock()
-	if r.kernels[id] == k {
-		delete(r.kernels, id)
-	}
-	r.mu.Unlock()
-	r.dropSessionKeyIfUnused(k.session)
+	r.dropSessionKeyIfUnused(k.Session)
 	return nil
 }
 
@@ -606,17 +522,15 @@ func (r *Runtime) findUnknown(ctx context.Context, id domain.KernelID) (*kernel,
 // stop stops a started kernel's container and waits until its exit has
 // been recorded.
 func (r *Runtime) stop(ctx context.Context, k *kernel, grace time.Duration) error {
+	// Before the mark, so that the exit the mark lets be recorded as
+	// destroyed never misses it.
 	r.mu.Lock()
-	select {
-	case <-k.done:
-		r.mu.Unlock()
-		return nil
-	default:
-	}
-	k.destroying = true
-	k.polite = grace > 0
-	cid := k.container
+	k.Own.polite = grace > 0
 	r.mu.Unlock()
+	if running, _ := r.kernels.Destroying(k); !running {
+		return nil
+	}
+	cid := k.Own.container
 
 	var err error
 	if grace > 0 {
@@ -634,7 +548,7 @@ func (r *Runtime) stop(ctx context.Context, k *kernel, grace time.Duration) erro
 		return r.forceStop(ctx, k, cid)
 	}
 	select {
-	case <-k.done:
+	case <-k.Done():
 		return nil
 	case <-ctx.Done():
 		return r.forceStop(ctx, k, cid)
@@ -645,17 +559,17 @@ func (r *Runtime) stop(ctx context.Context, k *kernel, grace time.Duration) erro
 // bounded time for its exit to be recorded.
 func (r *Runtime) forceStop(ctx context.Context, k *kernel, cid string) error {
 	r.mu.Lock()
-	k.polite = false // killed because the caller stopped waiting, not after the grace
+	k.Own.polite = false // killed because the caller stopped waiting, not after the grace
 	r.mu.Unlock()
 	dctx, cancel := detached(ctx)
 	defer cancel()
 	if _, err := r.cli.ContainerKill(dctx, cid, client.ContainerKillOptions{Signal: "KILL"}); err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
-		r.log.Warn("docker runtime: could not kill a kernel", "kernel", k.id, "err", err)
+		r.log.Warn("docker runtime: could not kill a kernel", "kernel", k.ID, "err", err)
 	}
 	t := time.NewTimer(killWait)
 	defer t.Stop()
 	select {
-	case <-k.done:
+	case <-k.Done():
 		return nil
 	case <-t.C:
 		return ctx.Err()
@@ -665,17 +579,16 @@ func (r *Runtime) forceStop(ctx context.Context, k *kernel, cid string) error {
 // remove keeps the end of a stopped kernel's output, then removes its
 // container and SSH files.
 func (r *Runtime) remove(ctx context.Context, k *kernel) error {
-	k.removeMu.Lock()
-	defer k.removeMu.Unlock()
-	if k.removed {
+	b := &k.Own
+	b.removeMu.Lock()
+	defer b.removeMu.Unlock()
+	if b.removed {
 		return nil
 	}
-	r.mu.Lock()
-	cid := k.container
-	r.mu.Unlock()
+	cid := b.container
 	if r.cfg.KeepLogBytes > 0 {
-		if err := r.keepLogs(ctx, k.id, cid); err != nil {
-			r.log.Warn("docker runtime: could not keep a kernel's output", "kernel", k.id, "err", err)
+		if err := r.keepLogs(ctx, k.ID, cid); err != nil {
+			r.log.Warn("docker runtime: could not keep a kernel's output", "kernel", k.ID, "err", err)
 		}
 	}
 	if _, err := r.cli.ContainerRemove(ctx, cid, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
@@ -683,14 +596,14 @@ func (r *Runtime) remove(ctx context.Context, k *kernel) error {
 	}
 	// With output kept, the directory stays for Logs, like the process
 	// runtime's logs, until the data dir's owner cleans it.
-	leftover := r.kernelDir(k.id)
+	leftover := r.kernelDir(k.ID)
 	if r.cfg.KeepLogBytes > 0 {
 		leftover = filepath.Join(leftover, "ssh")
 	}
 	if err := os.RemoveAll(leftover); err != nil {
-		r.log.Warn("docker runtime: could not remove a kernel's files", "kernel", k.id, "err", err)
+		r.log.Warn("docker runtime: could not remove a kernel's files", "kernel", k.ID, "err", err)
 	}
-	k.removed = true
+	b.removed = true
 	return nil
 }
 
@@ -725,13 +638,8 @@ func (r *Runtime) Logs(id domain.KernelID) (io.ReadCloser, error) {
 	if err := runtime.ValidKernelID(id); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	cid := ""
-	if k := r.kernels[id]; k != nil && k.listed {
-		cid = k.container
-	}
-	r.mu.Unlock()
-	if cid != "" {
+	if k, _, ok := r.kernels.Lookup(id); ok {
+		cid := k.Own.container
 		// bg, not a caller's context: the interface gives Logs none, and
 		// the stream must outlive this call until the reader is closed.
 		rc, err := r.cli.ContainerLogs(r.bg, cid, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
@@ -749,30 +657,17 @@ func (r *Runtime) Logs(id domain.KernelID) (io.ReadCloser, error) {
 // removed), stops the watchers, delivers the remaining events and closes
 // the engine connection.
 func (r *Runtime) Close(ctx context.Context) error {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	r.images.Close()
+	first, err := r.kernels.CloseAll(ctx, func(ctx context.Context, k *kernel) error {
+		if err := r.Destroy(ctx, k.ID, r.cfg.CloseGrace); err != nil {
+			return fmt.Errorf("close: %w", err)
+		}
+		return nil
+	})
+	if !first {
 		return nil
 	}
-	r.closed = true
-	ks := slices.Collect(maps.Values(r.kernels))
-	r.mu.Unlock()
-
-	var (
-		wg   sync.WaitGroup
-		emu  sync.Mutex
-		errs []error
-	)
-	for _, k := range ks {
-		wg.Go(func() {
-			if err := r.Destroy(ctx, k.id, r.cfg.CloseGrace); err != nil {
-				emu.Lock()
-				errs = append(errs, fmt.Errorf("close: %w", err))
-				emu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	errs := []error{err}
 	r.cancelBG()
 	r.watchers.Wait()
 	if err := r.out.Flush(ctx); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/docker"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -35,6 +36,21 @@ func TestNewFailsClearlyWithoutAnEngine(t *testing.T) {
 	}
 }
 
+// TestConformance runs the suite every runtime passes.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	needEngine(t) // before image() can name the registry
+	runtimetest.Run(t, runtimetest.Kit{
+		Open: func(t *testing.T, sink runtime.Sink) runtime.Runtime {
+			return newHarness(t, func(c *docker.Config) { c.Sink = sink }).rt
+		},
+		Sleep:    image("sleep"),
+		Exit:     image("exit3"),
+		ExitCode: 3,
+		Wait:     waitLimit,
+	})
+}
+
 func TestPullFromRegistry(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -44,10 +60,10 @@ func TestPullFromRegistry(t *testing.T) {
 	if _, err := h.env.cli.ImageRemove(context.Background(), img, client.ImageRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		t.Fatalf("remove %s before the pull: %v", img, err)
 	}
-	h.pull(img)
-	h.rec.waitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
+	h.Pull(img)
+	h.rec.WaitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
 	var kinds []runtime.EventKind
-	for _, e := range h.rec.all() {
+	for _, e := range h.rec.All() {
 		if e.Image != img {
 			t.Errorf("pull event for image %q, want %q", e.Image, img)
 		}
@@ -65,18 +81,18 @@ func TestPullFromRegistry(t *testing.T) {
 
 	// Pulled already: returns at once and reports nothing.
 	began := time.Now()
-	h.pull(img)
+	h.Pull(img)
 	if took := time.Since(began); took > time.Second {
 		t.Errorf("second Pull took %v", took)
 	}
-	if n := len(h.rec.all()); n != 2 {
+	if n := len(h.rec.All()); n != 2 {
 		t.Errorf("%d events after a second Pull, want still 2", n)
 	}
 
 	// A fresh runtime finds it on the engine without a registry pull.
 	again := newHarness(t)
-	again.pull(img)
-	fin := again.rec.waitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
+	again.Pull(img)
+	fin := again.rec.WaitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
 	if !strings.Contains(fin.Message, "already present") {
 		t.Errorf("pull_finished of a present image says %q, want it to say the image was already present", fin.Message)
 	}
@@ -127,7 +143,7 @@ func TestPullFailures(t *testing.T) {
 					t.Errorf("Pull(%q) message %q does not say %q", tc.image, err, m)
 				}
 			}
-			failed := h.rec.waitFor(t, "pull_failed", func(e runtime.Event) bool {
+			failed := h.rec.WaitFor(t, "pull_failed", func(e runtime.Event) bool {
 				return e.Kind == runtime.PullFailed && e.Image == tc.image
 			})
 			if failed.Message != err.Error() {
@@ -149,11 +165,11 @@ func TestExitCodeIsReported(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("exit3")
-	h.start(s)
-	h.rec.waitFor(t, "kernel_started", func(e runtime.Event) bool {
+	h.Start(s)
+	h.rec.WaitFor(t, "kernel_started", func(e runtime.Event) bool {
 		return e.Kind == runtime.KernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
 	})
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.ExitCode != 3 || ev.Reason != runtime.ReasonExited || ev.Message != "exited with code 3" || ev.Session != s.Session {
 		t.Errorf("exit event = %+v, want code 3, reason exited, \"exited with code 3\"", ev)
 	}
@@ -164,10 +180,10 @@ func TestExitCodeIsReported(t *testing.T) {
 	if st.StartedAt.IsZero() || st.FinishedAt.Before(st.StartedAt) {
 		t.Errorf("times: started %v, finished %v", st.StartedAt, st.FinishedAt)
 	}
-	if got := h.logs(s.Kernel); got != "exiting 3\n" {
+	if got := h.Logs(s.Kernel); got != "exiting 3\n" {
 		t.Errorf("logs = %q, want %q", got, "exiting 3\n")
 	}
-	h.destroy(s.Kernel, time.Second)
+	h.Destroy(s.Kernel, time.Second)
 	if _, ok := h.inspect(s.Kernel); ok {
 		t.Errorf("container still exists after Destroy")
 	}
@@ -175,14 +191,11 @@ func TestExitCodeIsReported(t *testing.T) {
 		t.Errorf("destroyed kernel still listed by Live")
 	}
 	// The output outlives the container.
-	if got := h.logs(s.Kernel); got != "exiting 3\n" {
+	if got := h.Logs(s.Kernel); got != "exiting 3\n" {
 		t.Errorf("logs after Destroy = %q, want them kept", got)
 	}
-	if n := h.rec.count(isExit(s.Kernel)); n != 1 {
+	if n := h.rec.Count(runtimetest.IsExit(s.Kernel)); n != 1 {
 		t.Errorf("%d exit events, want 1: Destroy of an exited kernel reports nothing more", n)
-	}
-	if _, err := h.rt.Logs("no-such-kernel"); !notFound(err) {
-		t.Errorf("Logs of an unknown kernel = %v, want ErrNotFound", err)
 	}
 	if _, err := h.rt.Logs("../escape"); !errors.Is(err, runtime.ErrInvalidSpec) {
 		t.Errorf("Logs(../escape) = %v, want ErrInvalidSpec", err)
@@ -193,11 +206,11 @@ func TestLogsHoldStdoutAndStderr(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("output")
-	h.start(s)
-	h.rec.exit(t, s.Kernel)
+	h.Start(s)
+	h.rec.Exit(t, s.Kernel)
 	// The engine copies the two pipes separately, so it keeps the order
 	// within a stream but not between them.
-	got := h.logs(s.Kernel)
+	got := h.Logs(s.Kernel)
 	if len(got) != len("to-stdout\nto-stderr\n") || !strings.Contains(got, "to-stdout\n") || !strings.Contains(got, "to-stderr\n") {
 		t.Errorf("logs = %q, want one line from each stream", got)
 	}
@@ -207,7 +220,7 @@ func TestDestroyStopsPolitely(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("sleep")
-	h.start(s)
+	h.Start(s)
 	h.waitOutput(s.Kernel, "ready")
 	st, ok := liveState(h.rt, s.Kernel)
 	if !ok || !st.Running || st.ExitCode != nil {
@@ -216,19 +229,19 @@ func TestDestroyStopsPolitely(t *testing.T) {
 
 	const grace = 10 * time.Second
 	began := time.Now()
-	h.destroy(s.Kernel, grace)
+	h.Destroy(s.Kernel, grace)
 	if took := time.Since(began); took >= grace {
 		t.Errorf("Destroy took %v: the kernel exits on SIGTERM, so it should not wait out the grace", took)
 	}
 	// Destroy returns once the exit is recorded: the event is queued.
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 || ev.Message != "destroyed: exited with code 0" {
 		t.Errorf("exit event = %+v, want destroyed with code 0", ev)
 	}
 	if _, ok := h.inspect(s.Kernel); ok {
 		t.Errorf("container still exists after Destroy")
 	}
-	if got := h.logs(s.Kernel); !strings.Contains(got, "terminating") {
+	if got := h.Logs(s.Kernel); !strings.Contains(got, "terminating") {
 		t.Errorf("kept logs = %q, want the kernel's goodbye", got)
 	}
 }
@@ -237,16 +250,16 @@ func TestDestroyKillsAfterGrace(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("stubborn")
-	h.start(s)
+	h.Start(s)
 	h.waitOutput(s.Kernel, "ready")
 
 	const grace = time.Second
 	began := time.Now()
-	h.destroy(s.Kernel, grace)
+	h.Destroy(s.Kernel, grace)
 	if took := time.Since(began); took < grace {
 		t.Errorf("Destroy returned after %v, before the %v grace", took, grace)
 	}
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	want := "destroyed: killed by signal SIGKILL after the grace period"
 	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 137 || ev.Message != want {
 		t.Errorf("exit event = %+v, want destroyed, code 137, %q", ev, want)
@@ -260,19 +273,19 @@ func TestDestroyIsIdempotent(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("stubborn")
-	h.start(s)
+	h.Start(s)
 	var wg sync.WaitGroup
 	for range 3 {
-		wg.Go(func() { h.destroy(s.Kernel, 0) }) // zero grace: SIGKILL at once
+		wg.Go(func() { h.Destroy(s.Kernel, 0) }) // zero grace: SIGKILL at once
 	}
 	wg.Wait()
-	h.destroy(s.Kernel, time.Second)
-	h.destroy("never-created", time.Second)
-	ev := h.rec.exit(t, s.Kernel)
+	h.Destroy(s.Kernel, time.Second)
+	h.Destroy("never-created", time.Second)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.ExitCode != 137 || ev.Message != "destroyed: killed by signal SIGKILL" {
 		t.Errorf("exit event = %+v, want an immediate SIGKILL", ev)
 	}
-	if n := h.rec.count(isExit(s.Kernel)); n != 1 {
+	if n := h.rec.Count(runtimetest.IsExit(s.Kernel)); n != 1 {
 		t.Errorf("%d exit events for one kernel, want 1", n)
 	}
 }
@@ -281,7 +294,7 @@ func TestCancelledDestroyKillsAtOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("stubborn")
-	h.start(s)
+	h.Start(s)
 	h.waitOutput(s.Kernel, "ready")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -296,7 +309,7 @@ func TestCancelledDestroyKillsAtOnce(t *testing.T) {
 	if took > 10*time.Second {
 		t.Errorf("Destroy took %v with a 300ms context and a minute's grace", took)
 	}
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.ExitCode != 137 || ev.Reason != runtime.ReasonDestroyed || ev.Message != "destroyed: killed by signal SIGKILL" {
 		t.Errorf("exit event = %+v, want destroyed by an immediate SIGKILL", ev)
 	}
@@ -314,8 +327,8 @@ func TestLimitsLabelsAndEnvironment(t *testing.T) {
 	}
 	s.Hostname = "main1"
 	s.Env = map[string]string{"FOO": "bar baz"}
-	h.start(s)
-	h.rec.exit(t, s.Kernel)
+	h.Start(s)
+	h.rec.Exit(t, s.Kernel)
 
 	c, ok := h.inspect(s.Kernel)
 	if !ok {
@@ -342,7 +355,7 @@ func TestLimitsLabelsAndEnvironment(t *testing.T) {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 
-	rep := parseReport(t, h.logs(s.Kernel))
+	rep := parseReport(t, h.Logs(s.Kernel))
 	if rep.Hostname != "main1" {
 		t.Errorf("hostname %q, want main1", rep.Hostname)
 	}
@@ -397,7 +410,7 @@ func TestClusterKernelsShareAnSSHKey(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	hosts := []string{"main1", "sub1"}
-	session := domain.SessionID("cluster-" + randomHex(t, 3))
+	session := domain.SessionID("cluster-" + runtimetest.RandomHex(t, 3))
 	var specs []runtime.Spec
 	for i, role := range []string{domain.RoleMain, domain.RoleSub} {
 		s := h.spec("report")
@@ -408,16 +421,16 @@ func TestClusterKernelsShareAnSSHKey(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for _, s := range specs {
-		wg.Go(func() { h.start(s) })
+		wg.Go(func() { h.Start(s) })
 	}
 	wg.Wait()
 
 	var pubs []string
 	for i, s := range specs {
-		if ev := h.rec.exit(t, s.Kernel); ev.ExitCode != 0 {
-			t.Fatalf("report kernel %d: %+v; logs:\n%s", i, ev, h.logs(s.Kernel))
+		if ev := h.rec.Exit(t, s.Kernel); ev.ExitCode != 0 {
+			t.Fatalf("report kernel %d: %+v; logs:\n%s", i, ev, h.Logs(s.Kernel))
 		}
-		rep := parseReport(t, h.logs(s.Kernel))
+		rep := parseReport(t, h.Logs(s.Kernel))
 		env := rep.env()
 		if rep.Hostname != hosts[i] || env["SOKOVAN_CLUSTER_HOSTS"] != "main1,sub1" || env["SOKOVAN_CLUSTER_SIZE"] != "2" ||
 			env["SOKOVAN_CLUSTER_ROLE"] != s.ClusterRole || env[docker.EnvClusterSSHDir] != docker.ClusterSSHDir {
@@ -453,7 +466,7 @@ func TestCreateIsIdempotent(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("sleep")
-	h.pull(s.Image)
+	h.Pull(s.Image)
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -476,7 +489,7 @@ func TestCreateIsIdempotent(t *testing.T) {
 	if cs := h.containers(context.Background()); len(cs) != 1 {
 		t.Errorf("%d containers for one kernel", len(cs))
 	}
-	if n := h.rec.count(func(e runtime.Event) bool { return e.Kind == runtime.KernelStarted }); n != 1 {
+	if n := h.rec.Count(func(e runtime.Event) bool { return e.Kind == runtime.KernelStarted }); n != 1 {
 		t.Errorf("%d kernel_started events, want 1", n)
 	}
 }
@@ -486,8 +499,8 @@ func TestCommandOverride(t *testing.T) {
 	h := newHarness(t)
 	s := h.spec("sleep")
 	s.Command = []string{"/kernel", "exit", "7"}
-	h.start(s)
-	if ev := h.rec.exit(t, s.Kernel); ev.ExitCode != 7 {
+	h.Start(s)
+	if ev := h.rec.Exit(t, s.Kernel); ev.ExitCode != 7 {
 		t.Errorf("exit event = %+v, want code 7 from the override", ev)
 	}
 	// A command the image cannot run fails Create, and leaves nothing.
@@ -511,10 +524,10 @@ func TestOOMKillIsReported(t *testing.T) {
 	if s.Slots, err = s.Registry.ParseSlots(map[string]string{"mem": "32m"}); err != nil {
 		t.Fatal(err)
 	}
-	h.start(s)
-	ev := h.rec.exit(t, s.Kernel)
+	h.Start(s)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.Reason != runtime.ReasonOOMKilled || ev.ExitCode != 137 || !strings.Contains(ev.Message, "memory limit") {
-		t.Errorf("exit event = %+v, want oom-killed, code 137, a message naming the memory limit; logs:\n%s", ev, h.logs(s.Kernel))
+		t.Errorf("exit event = %+v, want oom-killed, code 137, a message naming the memory limit; logs:\n%s", ev, h.Logs(s.Kernel))
 	}
 }
 
@@ -523,10 +536,10 @@ func TestRecoverAfterRestart(t *testing.T) {
 	h := newHarness(t)
 	running, exited, stray, recreated := h.spec("sleep"), h.spec("exit3"), h.spec("sleep"), h.spec("sleep")
 	for _, s := range []runtime.Spec{running, exited, stray, recreated} {
-		h.start(s)
+		h.Start(s)
 	}
 	h.waitOutput(running.Kernel, "ready")
-	eventually(t, "kernel "+string(exited.Kernel)+" exited on the engine", func() bool {
+	runtimetest.Eventually(t, waitLimit, "kernel "+string(exited.Kernel)+" exited on the engine", func() bool {
 		c, ok := h.inspect(exited.Kernel)
 		return ok && !c.State.Running
 	})
@@ -534,11 +547,11 @@ func TestRecoverAfterRestart(t *testing.T) {
 
 	// The agent dies: no Close, its containers stay.
 	h.rt.Abandon()
-	rec := newRecorder()
+	rec := runtimetest.NewRecorder(waitLimit)
 	cfg := h.cfg
-	cfg.Sink = rec.sink
+	cfg.Sink = rec.Sink
 	rt := h.open(cfg)
-	h.rt = rt // the harness closes the new one at cleanup
+	h.rt, h.Runtime = rt, rt // the harness closes the new one at cleanup
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 
@@ -580,11 +593,11 @@ func TestRecoverAfterRestart(t *testing.T) {
 	if st.Running || st.ExitCode == nil || *st.ExitCode != 3 {
 		t.Errorf("recovered exited kernel = %+v, want exit code 3", st)
 	}
-	ev := rec.exit(t, exited.Kernel)
+	ev := rec.Exit(t, exited.Kernel)
 	if ev.ExitCode != 3 || ev.Reason != runtime.ReasonExited || ev.Session != exited.Session {
 		t.Errorf("exit reported by Recover = %+v, want code 3", ev)
 	}
-	if n := rec.count(isExit(exited.Kernel)); n != 1 {
+	if n := rec.Count(runtimetest.IsExit(exited.Kernel)); n != 1 {
 		t.Errorf("%d exit events for the exited kernel after two Recovers, want 1", n)
 	}
 
@@ -592,7 +605,7 @@ func TestRecoverAfterRestart(t *testing.T) {
 	if err := rt.Destroy(ctx, running.Kernel, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if ev := rec.exit(t, running.Kernel); ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 {
+	if ev := rec.Exit(t, running.Kernel); ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 {
 		t.Errorf("exit of the recovered kernel = %+v, want destroyed with code 0", ev)
 	}
 	if got := readLogs(t, rt, recreated.Kernel); !strings.Contains(got, "ready") {
@@ -606,11 +619,11 @@ func TestCloseRemovesContainers(t *testing.T) {
 	var ids []domain.KernelID
 	for _, tag := range []string{"sleep", "stubborn", "exit3"} {
 		s := h.spec(tag)
-		h.start(s)
+		h.Start(s)
 		ids = append(ids, s.Kernel)
 	}
 	h.waitOutput(ids[1], "ready")
-	h.rec.exit(t, ids[2])
+	h.rec.Exit(t, ids[2])
 	if n := len(h.containers(context.Background())); n != 3 {
 		t.Fatalf("%d containers before Close, want 3", n)
 	}
@@ -628,7 +641,7 @@ func TestCloseRemovesContainers(t *testing.T) {
 	}
 	// Close delivers the exits it caused before returning.
 	for _, id := range ids {
-		if n := h.rec.count(isExit(id)); n != 1 {
+		if n := h.rec.Count(runtimetest.IsExit(id)); n != 1 {
 			t.Errorf("kernel %s: %d exit events, want 1", id, n)
 		}
 	}
@@ -651,7 +664,7 @@ func TestRecoverLeavesOtherAgentsAlone(t *testing.T) {
 	t.Parallel()
 	mine, theirs := newHarness(t), newHarness(t)
 	s := theirs.spec("sleep")
-	theirs.start(s)
+	theirs.Start(s)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := mine.rt.Recover(ctx); err != nil {

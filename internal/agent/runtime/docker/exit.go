@@ -18,8 +18,8 @@ import (
 type adoption int
 
 const (
-	// adoptedRunning: running (or paused or restarting); a watcher now
-	// waits for its exit.
+	// adoptedRunning: running (or paused or restarting); the caller
+	// watches for its exit.
 	adoptedRunning adoption = iota
 	// adoptedExited: it had exited; its state is recorded and done closed.
 	adoptedExited
@@ -36,63 +36,62 @@ func labelOf(c container.InspectResponse, key string) string {
 	return c.Config.Labels[key]
 }
 
-// adopt fills k, which is in the map and not yet started, from an
-// existing container of this agent. It returns the event that tells what
-// was found: kernel_started for a running container, kernel_exited for an
-// exited one.
-func (r *Runtime) adopt(k *kernel, c container.InspectResponse) (adoption, *runtime.Event, error) {
+// adopt fills k, which is in the table and not yet started, from an
+// existing container of this agent and lists it. It returns the event that
+// tells what was found, kernel_started for a running container and
+// kernel_exited for an exited one, for the caller to report if that is
+// news, and then to watch a running one.
+func (r *Runtime) adopt(k *kernel, c container.InspectResponse) (adoption, runtime.Event, error) {
 	if got := labelOf(c, LabelAgent); got != r.cfg.AgentID {
-		return 0, nil, fmt.Errorf("container %s belongs to agent %q, not %q", c.Name, got, r.cfg.AgentID)
+		return 0, runtime.Event{}, fmt.Errorf("container %s belongs to agent %q, not %q", c.Name, got, r.cfg.AgentID)
 	}
-	if got := labelOf(c, LabelKernel); got != string(k.id) {
-		return 0, nil, fmt.Errorf("container %s is labelled kernel %q, not %q", c.Name, got, k.id)
+	if got := labelOf(c, LabelKernel); got != string(k.ID) {
+		return 0, runtime.Event{}, fmt.Errorf("container %s is labelled kernel %q, not %q", c.Name, got, k.ID)
 	}
 	if c.State == nil {
-		return 0, nil, fmt.Errorf("container %s: the engine reported no state", c.Name)
+		return 0, runtime.Event{}, fmt.Errorf("container %s: the engine reported no state", c.Name)
 	}
 	st := runtime.KernelState{
-		ID:        k.id,
+		ID:        k.ID,
 		Session:   domain.SessionID(labelOf(c, LabelSession)),
 		Image:     labelOf(c, LabelImage),
 		StartedAt: engineTime(c.State.StartedAt),
 	}
+	kind := adoptedRunning
 	switch c.State.Status {
 	case container.StateCreated:
-		return notStarted, nil, nil
+		return notStarted, runtime.Event{}, nil
 	case container.StateRemoving:
-		return beingRemoved, nil, nil
+		return beingRemoved, runtime.Event{}, nil
 	case container.StateRunning, container.StatePaused, container.StateRestarting:
 		st.Running = true
-		r.mu.Lock()
-		k.container, k.state, k.listed = c.ID, st, true
-		r.mu.Unlock()
-		r.watch(k, c.ID)
-		ev := runtime.Event{Kind: runtime.KernelStarted, At: st.StartedAt, Kernel: st.ID, Session: st.Session}
-		return adoptedRunning, &ev, nil
 	default: // exited, dead
-		r.mu.Lock()
-		k.container, k.state, k.listed = c.ID, st, true
-		ev := r.recordExitLocked(k, c.State)
-		r.mu.Unlock()
-		return adoptedExited, &ev, nil
+		kind = adoptedExited
+		e := exitOf(c.State, false, false)
+		st.ExitCode, st.Reason, st.Message, st.FinishedAt = &e.Code, e.Reason, e.Message, e.At
 	}
+	k.Own.container = c.ID
+	ev, _ := r.kernels.Adopt(k, st)
+	return kind, ev, nil
 }
 
 // watch starts the goroutine that waits for the container to stop and
 // records its exit.
-func (r *Runtime) watch(k *kernel, cid string) {
+func (r *Runtime) watch(k *kernel) {
 	r.watchers.Add(1)
 	go func() {
 		defer r.watchers.Done()
-		st, ok := r.awaitExit(cid)
+		st, ok := r.awaitExit(k.Own.container)
 		if !ok {
 			return // closing
 		}
 		r.mu.Lock()
-		ev := r.recordExitLocked(k, st)
+		polite := k.Own.polite
 		r.mu.Unlock()
-		// Emitted once the container has stopped: its resources are free.
-		r.out.Emit(ev)
+		// Recorded once the container has stopped: its resources are free.
+		r.kernels.Exited(k, func(destroying bool) runtime.Exit {
+			return exitOf(st, destroying, polite)
+		})
 	}()
 }
 
@@ -138,28 +137,16 @@ func (r *Runtime) awaitExit(cid string) (st *container.State, ok bool) {
 	}
 }
 
-// recordExitLocked writes the exit into k's state, closes done and returns
-// the event to report. st nil means the container vanished. Runtime.mu is
-// held.
-func (r *Runtime) recordExitLocked(k *kernel, st *container.State) runtime.Event {
-	code, reason, msg := describeExit(st, k.destroying, k.polite)
-	s := &k.state
-	s.Running = false
-	s.ExitCode = &code
-	s.Reason = reason
-	s.Message = msg
-	s.FinishedAt = time.Time{}
+// exitOf is how the container whose final state is st ended, at the
+// engine's time of its end (zero, for the table to stamp, where the engine
+// kept none). st nil means the container vanished.
+func exitOf(st *container.State, destroying, polite bool) runtime.Exit {
+	code, reason, msg := describeExit(st, destroying, polite)
+	e := runtime.Exit{Code: code, Reason: reason, Message: msg}
 	if st != nil {
-		s.FinishedAt = engineTime(st.FinishedAt)
+		e.At = engineTime(st.FinishedAt)
 	}
-	if s.FinishedAt.IsZero() {
-		s.FinishedAt = r.now()
-	}
-	close(k.done)
-	return runtime.Event{
-		Kind: runtime.KernelExited, At: s.FinishedAt, Kernel: s.ID, Session: s.Session,
-		ExitCode: code, Reason: reason, Message: msg,
-	}
+	return e
 }
 
 // describeExit turns the engine's final state of a container into the

@@ -4,9 +4,8 @@ package docker
 // without touching a container: what a crash of the agent leaves behind,
 // for the tests of Recover.
 func (r *Runtime) Abandon() {
-	r.mu.Lock()
-	r.closed = true
-	r.mu.Unlock()
+	r.images.Close()
+	r.kernels.Close()
 	r.cancelBG()
 	r.watchers.Wait()
 	_ = r.cli.Close()

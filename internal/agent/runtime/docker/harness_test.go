@@ -2,12 +2,8 @@ package docker_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +15,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/docker"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -26,102 +23,13 @@ import (
 // under a second even on vfs, so hitting it means a bug, not a slow engine.
 const waitLimit = 30 * time.Second
 
-// recorder is a Sink that tests can wait on.
-type recorder struct {
-	mu      sync.Mutex
-	events  []runtime.Event
-	changed chan struct{}
-}
-
-func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
-
-func (r *recorder) sink(e runtime.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-	close(r.changed)
-	r.changed = make(chan struct{})
-}
-
-func (r *recorder) all() []runtime.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.events)
-}
-
-func (r *recorder) count(pred func(runtime.Event) bool) int {
-	n := 0
-	for _, e := range r.all() {
-		if pred(e) {
-			n++
-		}
-	}
-	return n
-}
-
-// waitFor returns the first event matching pred, waiting for it.
-func (r *recorder) waitFor(t *testing.T, what string, pred func(runtime.Event) bool) runtime.Event {
-	t.Helper()
-	deadline := time.NewTimer(waitLimit)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		for _, e := range r.events {
-			if pred(e) {
-				r.mu.Unlock()
-				return e
-			}
-		}
-		ch := r.changed
-		r.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("no %s event within %v; events: %+v", what, waitLimit, r.all())
-		}
-	}
-}
-
-func (r *recorder) exit(t *testing.T, id domain.KernelID) runtime.Event {
-	t.Helper()
-	return r.waitFor(t, "exit of "+string(id), func(e runtime.Event) bool {
-		return e.Kind == runtime.KernelExited && e.Kernel == id
-	})
-}
-
-func isExit(id domain.KernelID) func(runtime.Event) bool {
-	return func(e runtime.Event) bool { return e.Kind == runtime.KernelExited && e.Kernel == id }
-}
-
-// eventually polls cond until it holds or waitLimit passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, waitLimit)
-		}
-		<-tick.C
-	}
-}
-
-func randomHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
 type harness struct {
+	runtimetest.Driver
 	t   *testing.T
 	env *engineEnv
 	cfg docker.Config
 	rt  *docker.Runtime
-	rec *recorder
+	rec *runtimetest.Recorder
 
 	mu sync.Mutex
 	n  int
@@ -133,12 +41,12 @@ type harness struct {
 func newHarness(t *testing.T, opts ...func(*docker.Config)) *harness {
 	t.Helper()
 	e := needEngine(t)
-	rec := newRecorder()
+	rec := runtimetest.NewRecorder(waitLimit)
 	cfg := docker.Config{
 		Host:       e.host,
-		AgentID:    "test-" + randomHex(t, 4),
+		AgentID:    "test-" + runtimetest.RandomHex(t, 4),
 		DataDir:    t.TempDir(),
-		Sink:       rec.sink,
+		Sink:       rec.Sink,
 		CloseGrace: time.Second,
 	}
 	for _, o := range opts {
@@ -146,6 +54,7 @@ func newHarness(t *testing.T, opts ...func(*docker.Config)) *harness {
 	}
 	h := &harness{t: t, env: e, cfg: cfg, rec: rec}
 	h.rt = h.open(cfg)
+	h.Driver = runtimetest.Driver{T: t, Runtime: h.rt, Wait: waitLimit}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -194,37 +103,8 @@ func (h *harness) spec(tag string) runtime.Spec {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.n++
-	id := domain.KernelID(fmt.Sprintf("k%d-%s", h.n, randomHex(h.t, 3)))
+	id := domain.KernelID(fmt.Sprintf("k%d-%s", h.n, runtimetest.RandomHex(h.t, 3)))
 	return runtime.Spec{Kernel: id, Session: "sess-" + domain.SessionID(id), Image: image(tag)}
-}
-
-func (h *harness) pull(img string) {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := h.rt.Pull(ctx, img); err != nil {
-		h.t.Fatalf("Pull(%q): %v", img, err)
-	}
-}
-
-// start pulls and creates.
-func (h *harness) start(spec runtime.Spec) {
-	h.t.Helper()
-	h.pull(spec.Image)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := h.rt.Create(ctx, spec); err != nil {
-		h.t.Fatalf("Create(%s): %v", spec.Kernel, err)
-	}
-}
-
-func (h *harness) destroy(id domain.KernelID, grace time.Duration) {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := h.rt.Destroy(ctx, id, grace); err != nil {
-		h.t.Fatalf("Destroy(%s): %v", id, err)
-	}
 }
 
 func readLogs(t *testing.T, rt *docker.Runtime, id domain.KernelID) string {
@@ -241,16 +121,11 @@ func readLogs(t *testing.T, rt *docker.Runtime, id domain.KernelID) string {
 	return string(b)
 }
 
-func (h *harness) logs(id domain.KernelID) string {
-	h.t.Helper()
-	return readLogs(h.t, h.rt, id)
-}
-
 // waitOutput waits until the kernel has printed want.
 func (h *harness) waitOutput(id domain.KernelID, want string) {
 	h.t.Helper()
-	eventually(h.t, fmt.Sprintf("kernel %s prints %q", id, want), func() bool {
-		return strings.Contains(h.logs(id), want)
+	runtimetest.Eventually(h.t, waitLimit, fmt.Sprintf("kernel %s prints %q", id, want), func() bool {
+		return strings.Contains(h.Logs(id), want)
 	})
 }
 
@@ -278,6 +153,3 @@ func (h *harness) inspect(id domain.KernelID) (container.InspectResponse, bool) 
 	}
 	return res.Container, true
 }
-
-// notFound reports whether err is the runtime's ErrNotFound.
-func notFound(err error) bool { return errors.Is(err, runtime.ErrNotFound) }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
@@ -167,7 +168,10 @@ func TestClassifyPull(t *testing.T) {
 func TestClusterKeys(t *testing.T) {
 	t.Parallel()
 	newRT := func(secret []byte) *Runtime {
-		return &Runtime{cfg: Config{DataDir: t.TempDir(), ClusterKeySecret: secret}}
+		return &Runtime{
+			cfg:     Config{DataDir: t.TempDir(), ClusterKeySecret: secret},
+			kernels: runtime.NewTable[box](runtime.NewOutbox(nil), time.Now),
+		}
 	}
 	t.Run("stored per session and reused", func(t *testing.T) {
 		r := newRT(nil)

@@ -71,30 +71,9 @@ func classifyPull(ctx context.Context, image string, err error) *PullError {
 // pull_started, then pull_finished or pull_failed; later ones of an image
 // already pulled return at once. The pull runs as long as ctx allows.
 func (r *Runtime) Pull(ctx context.Context, image string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return runtime.ErrClosed
-	}
-	have := r.pulled[image]
-	r.mu.Unlock()
-	if have {
-		return nil
-	}
-	r.out.Emit(runtime.Event{Kind: runtime.PullStarted, At: r.now(), Image: image})
-	msg, err := r.pull(ctx, image)
-	if err != nil {
-		r.out.Emit(runtime.Event{Kind: runtime.PullFailed, At: r.now(), Image: image, Message: err.Error()})
-		return err
-	}
-	r.mu.Lock()
-	r.pulled[image] = true
-	r.mu.Unlock()
-	r.out.Emit(runtime.Event{Kind: runtime.PullFinished, At: r.now(), Image: image, Message: msg})
-	return nil
+	return r.images.Pull(ctx, image, func(ctx context.Context) (string, error) {
+		return r.pull(ctx, image)
+	})
 }
 
 // pull does Pull's engine work; msg tells how the image came to be there.

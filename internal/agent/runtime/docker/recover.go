@@ -24,10 +24,7 @@ import (
 // Kernels the runtime already knows are left alone, so calling Recover
 // again is harmless.
 func (r *Runtime) Recover(ctx context.Context) error {
-	r.mu.Lock()
-	closed := r.closed
-	r.mu.Unlock()
-	if closed {
+	if r.kernels.Closed() {
 		return runtime.ErrClosed
 	}
 	list, err := r.cli.ContainerList(ctx, client.ContainerListOptions{
@@ -69,38 +66,31 @@ func (r *Runtime) recoverOne(ctx context.Context, id domain.KernelID, cid string
 // or being removed) is removed, and the kernel is nil. report says whether
 // to report an exited container's exit again.
 func (r *Runtime) adoptExisting(ctx context.Context, id domain.KernelID, c container.InspectResponse, report bool) (*kernel, error) {
-	k := newKernel(id, domain.SessionID(labelOf(c, LabelSession)))
-	r.mu.Lock()
-	if have := r.kernels[id]; have != nil {
-		r.mu.Unlock()
-		return have, nil
+	k, fresh := r.kernels.Hold(id, domain.SessionID(labelOf(c, LabelSession)))
+	if !fresh {
+		return k, nil
 	}
-	r.kernels[id] = k
-	r.mu.Unlock()
-
 	kind, ev, err := r.adopt(k, c)
 	if err == nil && (kind == notStarted || kind == beingRemoved) {
 		if _, rerr := r.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); rerr != nil && !cerrdefs.IsNotFound(rerr) {
 			err = fmt.Errorf("remove a never-started container: %w", rerr)
 		}
-		k.startErr = errNeverStarted
+		if err == nil {
+			r.kernels.Fail(k, errNeverStarted)
+			return nil, nil
+		}
 	}
 	if err != nil {
-		k.startErr = err
+		r.kernels.Fail(k, err)
+		return nil, err
 	}
-	if k.startErr != nil {
-		r.mu.Lock()
-		delete(r.kernels, id)
-		r.mu.Unlock()
-	}
-	close(k.started)
 	// A running container's start was reported by the runtime that
 	// started it; only an exit may have been missed.
-	if report && ev != nil && ev.Kind == runtime.KernelExited {
-		r.out.Emit(*ev)
+	if report && kind == adoptedExited {
+		r.out.Emit(ev)
 	}
-	if k.startErr != nil {
-		return nil, err
+	if kind == adoptedRunning {
+		r.watch(k)
 	}
 	return k, nil
 }

@@ -144,14 +144,9 @@ func (r *Runtime) dropSessionKeyIfUnused(s domain.SessionID) {
 	}
 	r.keyMu.Lock()
 	defer r.keyMu.Unlock()
-	r.mu.Lock()
-	for _, k := range r.kernels {
-		if k.session == s {
-			r.mu.Unlock()
-			return
-		}
+	if r.kernels.HasSession(s) {
+		return
 	}
-	r.mu.Unlock()
 	if err := os.RemoveAll(r.sessionDir(s)); err != nil {
 		r.log.Warn("docker runtime: could not remove a session's cluster key", "session", s, "err", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -62,14 +63,14 @@ func TestCgroupLimitsAreSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.start(s)
+	h.Start(s)
 	pid, ok := h.rt.PID(s.Kernel)
 	if !ok {
 		t.Fatal("kernel not running")
 	}
 	// The gate was released into the cgroup and execs the program, which
 	// keeps the membership.
-	eventually(t, "the gate execs sleep", func() bool {
+	runtimetest.Eventually(t, waitLimit, "the gate execs sleep", func() bool {
 		return readTrim(t, fmt.Sprintf("/proc/%d/comm", pid)) == "sleep"
 	})
 
@@ -105,7 +106,7 @@ func TestCgroupLimitsAreSet(t *testing.T) {
 		t.Errorf("pids.max = %s, want 32", got)
 	}
 
-	h.destroy(s.Kernel, time.Second)
+	h.Destroy(s.Kernel, time.Second)
 	for ctl, dir := range dirs {
 		if fileExists(dir) {
 			t.Errorf("%s cgroup %s still exists after Destroy", ctl, dir)
@@ -118,7 +119,7 @@ func TestPidsMaxDefault(t *testing.T) {
 	h := newHarness(t, func(c *process.Config) { c.Cgroups.PidsMax = 50 })
 	requireLimits(t, h.rt, "pids")
 	s := h.spec("sleep")
-	h.start(s)
+	h.Start(s)
 	pid, _ := h.rt.PID(s.Kernel)
 	dir, err := process.CgroupDirOf(pid, "pids")
 	if err != nil {
@@ -136,10 +137,10 @@ func TestOOMKillIsReported(t *testing.T) {
 	s := h.spec("alloc")
 	s.Registry = domain.DefaultRegistry()
 	s.Slots, _ = s.Registry.ParseSlots(map[string]string{"mem": "32m"})
-	h.start(s)
-	ev := h.rec.exit(t, s.Kernel)
+	h.Start(s)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.Reason != runtime.ReasonOOMKilled || ev.ExitCode != 128+9 {
-		t.Errorf("exit event = %+v, want oom-killed with code 137; logs:\n%s", ev, h.logs(s.Kernel))
+		t.Errorf("exit event = %+v, want oom-killed with code 137; logs:\n%s", ev, h.Logs(s.Kernel))
 	}
 }
 

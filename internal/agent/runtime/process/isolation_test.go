@@ -68,7 +68,7 @@ echo "uid=$(id -u) gid=$(id -g) groups=$(id -G)"`}, nil
 		}}
 	})
 	victim := h.spec("sleep")
-	h.start(victim)
+	h.Start(victim)
 	vpid, ok := h.rt.PID(victim.Kernel)
 	if !ok {
 		t.Fatal("the victim kernel is not running")
@@ -81,11 +81,11 @@ echo "uid=$(id -u) gid=$(id -g) groups=$(id -G)"`}, nil
 	attacker := h.spec("signal")
 	attacker.Env["VICTIM"] = strconv.Itoa(vpid)
 	attacker.Env["AGENT"] = strconv.Itoa(os.Getpid())
-	h.start(attacker)
-	if ev := h.rec.exit(t, attacker.Kernel); ev.ExitCode != 0 {
-		t.Fatalf("attacker exited %+v; logs:\n%s", ev, h.logs(attacker.Kernel))
+	h.Start(attacker)
+	if ev := h.rec.Exit(t, attacker.Kernel); ev.ExitCode != 0 {
+		t.Fatalf("attacker exited %+v; logs:\n%s", ev, h.Logs(attacker.Kernel))
 	}
-	out := h.logs(attacker.Kernel)
+	out := h.Logs(attacker.Kernel)
 	if !strings.Contains(out, "victim=1") || !strings.Contains(out, "agent=1") {
 		t.Errorf("a kernel could signal another kernel or the agent; its output:\n%s", out)
 	}
@@ -99,7 +99,7 @@ echo "uid=$(id -u) gid=$(id -g) groups=$(id -G)"`}, nil
 			t.Errorf("attacker kept the agent's group 0: %s", out)
 		}
 	}
-	if _, ok := h.live(victim.Kernel); !ok || procUID(t, vpid) != vuid {
+	if _, ok := h.Live(victim.Kernel); !ok || procUID(t, vpid) != vuid {
 		t.Errorf("the victim did not survive the attempt")
 	}
 }
@@ -110,7 +110,7 @@ echo "uid=$(id -u) gid=$(id -g) groups=$(id -G)"`}, nil
 func TestReservedEnvIsRefused(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.pull("sleep")
+	h.Pull("sleep")
 	for _, name := range []string{"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "BASH_ENV", "ENV", "IFS", runtime.EnvKernelID} {
 		s := h.spec("sleep")
 		s.Env[name] = "/tmp/evil"
@@ -118,7 +118,7 @@ func TestReservedEnvIsRefused(t *testing.T) {
 		if !errors.Is(err, runtime.ErrInvalidSpec) {
 			t.Errorf("env %s: Create = %v, want ErrInvalidSpec", name, err)
 		}
-		if _, ok := h.live(s.Kernel); ok {
+		if _, ok := h.Live(s.Kernel); ok {
 			t.Errorf("env %s: the kernel runs", name)
 		}
 	}
@@ -137,11 +137,11 @@ func TestKernelWorkDirBelongsToItsUser(t *testing.T) {
 		}}
 	})
 	s := h.spec("writer")
-	h.start(s)
-	if ev := h.rec.exit(t, s.Kernel); ev.ExitCode != 0 {
-		t.Fatalf("writer exited %+v; logs:\n%s", ev, h.logs(s.Kernel))
+	h.Start(s)
+	if ev := h.rec.Exit(t, s.Kernel); ev.ExitCode != 0 {
+		t.Fatalf("writer exited %+v; logs:\n%s", ev, h.Logs(s.Kernel))
 	}
-	out := h.logs(s.Kernel)
+	out := h.Logs(s.Kernel)
 	if !strings.Contains(out, "wrote") || !strings.Contains(out, "read-log=1") {
 		t.Errorf("want the work dir writable and the log unreadable by path; output:\n%s", out)
 	}
@@ -169,7 +169,7 @@ func TestThousandsOfKernelsHoldNoThreads(t *testing.T) {
 		c.Cgroups.Disable = true
 		c.CloseGrace = time.Second
 	})
-	h.pull("sleep")
+	h.Pull("sleep")
 	specs := make([]runtime.Spec, n)
 	for i := range specs {
 		specs[i] = h.spec("sleep")
@@ -214,7 +214,7 @@ func TestThousandsOfKernelsHoldNoThreads(t *testing.T) {
 		ids = append(ids, s.Kernel)
 	}
 	for _, id := range ids {
-		if ev := h.rec.exit(t, id); ev.ExitCode != 128+9 {
+		if ev := h.rec.Exit(t, id); ev.ExitCode != 128+9 {
 			t.Fatalf("kernel %s: exit %+v, want killed by SIGKILL", id, ev)
 		}
 	}

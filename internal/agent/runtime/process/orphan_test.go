@@ -15,6 +15,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 )
 
 // agentArg makes the test binary a stand-in agent for the orphan test: it
@@ -111,7 +112,7 @@ func TestKernelGrandchildrenDieWithTheAgent(t *testing.T) {
 			}
 			kpid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "kernel ")))
 			var sleepers []int
-			eventually(t, "the kernel's sleep to start", func() bool {
+			runtimetest.Eventually(t, waitLimit, "the kernel's sleep to start", func() bool {
 				sleepers = children(kpid)
 				return len(sleepers) > 0
 			})

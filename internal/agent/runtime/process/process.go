@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -124,10 +123,12 @@ type Runtime struct {
 	// dog kills what kernels leave behind if the agent dies unclosed.
 	dog *watchdog
 
-	mu      sync.Mutex
-	closed  bool
-	pulled  map[string]bool
-	kernels map[domain.KernelID]*kernel
+	kernels *runtime.Table[proc]
+	images  *runtime.Images
+
+	// mu guards what of a kernel is the process runtime's own (proc's
+	// killed and reaping) and the uids.
+	mu sync.Mutex
 	// uids maps the uids of live kernels to them; a uid is free again once
 	// its kernel has been reaped and its cgroup swept. uidNext is where
 	// takeUID looks first, as an offset into KernelUIDs.
@@ -135,15 +136,16 @@ type Runtime struct {
 	uidNext int
 }
 
-// kernel is one kernel's bookkeeping. started is closed once Create has
-// finished, successfully (cmd set) or not (startErr set); done is closed
-// once the process has been reaped and its state recorded.
-type kernel struct {
-	spec     runtime.Spec
-	started  chan struct{}
-	startErr error
-	done     chan struct{}
+// kernel is one kernel's entry in the runtime's table.
+type kernel = runtime.Kernel[proc]
 
+// proc is what the process runtime keeps of a kernel beside the table's
+// part: its process. Start sets everything but killed and reaping before
+// the kernel is listed, and nothing changes it after.
+type proc struct {
+	cmd *exec.Cmd
+	pid int
+	cg  *kernelCgroup
 	// pidfd is readable once the process has exited; nil where the kernel
 	// offers no pidfds.
 	pidfd *os.File
@@ -151,11 +153,6 @@ type kernel struct {
 	uid int
 
 	// Guarded by Runtime.mu.
-	cmd        *exec.Cmd
-	pid        int
-	cg         *kernelCgroup
-	state      runtime.KernelState
-	destroying bool
 	// killed: Destroy escalated to SIGKILL.
 	killed bool
 	// reaping: the process has exited and is about to be reaped, after
@@ -222,18 +219,18 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.BaseEnv = []string{"PATH=" + path}
 	}
 	r := &Runtime{
-		cfg:     cfg,
-		now:     cfg.Now,
-		log:     cfg.Log,
-		out:     runtime.NewOutbox(cfg.Sink),
-		pulled:  make(map[string]bool),
-		kernels: make(map[domain.KernelID]*kernel),
-		uids:    make(map[int]domain.KernelID),
-		asUser:  os.Geteuid() == 0 && !cfg.RunAsAgentUser,
+		cfg:    cfg,
+		now:    cfg.Now,
+		log:    cfg.Log,
+		out:    runtime.NewOutbox(cfg.Sink),
+		uids:   make(map[int]domain.KernelID),
+		asUser: os.Geteuid() == 0 && !cfg.RunAsAgentUser,
 	}
 	if r.now == nil {
 		r.now = time.Now
 	}
+	r.kernels = runtime.NewTable[proc](r.out, r.now)
+	r.images = runtime.NewImages(r.out, r.now)
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -263,37 +260,13 @@ func (r *Runtime) Enforcement() []LimitStatus { return slices.Clone(r.enforcemen
 // Pull checks that the image is in the catalog and its program can be
 // found.
 func (r *Runtime) Pull(ctx context.Context, image string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return runtime.ErrClosed
-	}
-	have := r.pulled[image]
-	r.mu.Unlock()
-	if have {
-		return nil
-	}
-	r.out.Emit(runtime.Event{Kind: runtime.PullStarted, At: r.now(), Image: image})
-	if err := r.cfg.Catalog.check(image); err != nil {
-		r.out.Emit(runtime.Event{Kind: runtime.PullFailed, At: r.now(), Image: image, Message: err.Error()})
-		return err
-	}
-	r.mu.Lock()
-	r.pulled[image] = true
-	r.mu.Unlock()
-	r.out.Emit(runtime.Event{Kind: runtime.PullFinished, At: r.now(), Image: image})
-	return nil
+	return r.images.Pull(ctx, image, func(context.Context) (string, error) {
+		return "", r.cfg.Catalog.check(image)
+	})
 }
 
 // Images lists the pulled images.
-func (r *Runtime) Images() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Sorted(maps.Keys(r.pulled))
-}
+func (r *Runtime) Images() []string { return r.images.List() }
 
 // Create starts a kernel's process and returns once it has started. With
 // cgroups, that is once the start gate is in the kernel's cgroup and has
@@ -302,99 +275,73 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return runtime.ErrClosed
-	}
-	if k, ok := r.kernels[spec.Kernel]; ok {
-		r.mu.Unlock()
-		select {
-		case <-k.started:
-			return k.startErr
-		case <-ctx.Done():
-			return ctx.Err()
+	admit := func() error {
+		if !r.images.Have(spec.Image) {
+			return fmt.Errorf("kernel %s: %w: %q", spec.Kernel, runtime.ErrImageNotPulled, spec.Image)
 		}
+		return nil
 	}
-	if !r.pulled[spec.Image] {
-		r.mu.Unlock()
-		return fmt.Errorf("kernel %s: %w: %q", spec.Kernel, runtime.ErrImageNotPulled, spec.Image)
-	}
-	k := &kernel{spec: spec, started: make(chan struct{}), done: make(chan struct{})}
-	r.kernels[spec.Kernel] = k
-	r.mu.Unlock()
-
-	startedAt, err := r.start(ctx, k)
-	if err != nil {
-		err = fmt.Errorf("kernel %s: %w", spec.Kernel, err)
-		r.mu.Lock()
-		delete(r.kernels, spec.Kernel)
-		r.mu.Unlock()
-		k.startErr = err
-	}
-	close(k.started)
-	if err == nil {
-		r.out.Emit(runtime.Event{Kind: runtime.KernelStarted, At: startedAt, Kernel: spec.Kernel, Session: spec.Session})
-	}
-	return err
+	return r.kernels.Create(ctx, spec, admit, func(ctx context.Context, k *kernel) error {
+		return r.start(ctx, k, spec)
+	})
 }
 
 // start runs the kernel's process. On success the process is running its
-// program, a waiter goroutine owns it, and start returns when it started.
-func (r *Runtime) start(ctx context.Context, k *kernel) (_ time.Time, err error) {
+// program, the kernel is listed as started, and a waiter goroutine owns
+// the process.
+func (r *Runtime) start(ctx context.Context, k *kernel, spec runtime.Spec) (err error) {
 	if err := ctx.Err(); err != nil {
-		return time.Time{}, err
+		return err
 	}
-	spec := k.spec
 	argv, err := r.argv(spec)
 	if err != nil {
-		return time.Time{}, err
+		return err
 	}
 	prog, err := exec.LookPath(argv[0])
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
 	if prog, err = filepath.Abs(prog); err != nil {
-		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
 	// Private to the agent's user: logs and work files may hold secrets.
 	dir := filepath.Join(r.cfg.DataDir, string(spec.Kernel))
 	work := filepath.Join(dir, "work")
 	if err := os.MkdirAll(work, 0o700); err != nil {
-		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
-	k.uid = -1
+	k.Own.uid = -1
 	if r.asUser {
-		if k.uid, err = r.takeUID(spec.Kernel); err != nil {
-			return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		if k.Own.uid, err = r.takeUID(spec.Kernel); err != nil {
+			return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 		}
 		defer func() {
 			if err != nil {
-				r.releaseUID(k.uid)
+				r.releaseUID(k.Own.uid)
 			}
 		}()
 		// The kernel's own user owns its work dir; the directory above it
 		// stays the agent's, so the log beside it is out of the kernel's
 		// reach but for the descriptor it writes through.
-		if err := chownTree(work, k.uid); err != nil {
-			return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		if err := chownTree(work, k.Own.uid); err != nil {
+			return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 		}
 	}
 	logf, err := os.OpenFile(filepath.Join(dir, runtime.LogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
 	// The child holds its own copy of the descriptor once started.
 	defer logf.Close()
 	gateR, gateW, err := os.Pipe()
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
 	defer gateR.Close()
 	defer gateW.Close() // a gate that reads nothing exits without running the program
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
 	defer statusR.Close()
 	defer statusW.Close()
@@ -424,7 +371,7 @@ func (r *Runtime) start(ctx context.Context, k *kernel) (_ time.Time, err error)
 	if r.cg != nil {
 		kc, err = r.cg.create(string(spec.Kernel), r.limits(spec))
 		if err != nil {
-			return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+			return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 		}
 	}
 	// Taken before the start so that FinishedAt-StartedAt never
@@ -434,7 +381,7 @@ func (r *Runtime) start(ctx context.Context, k *kernel) (_ time.Time, err error)
 		if kc != nil {
 			kc.remove()
 		}
-		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
 	pid := cmd.Process.Pid
 	// Before the program can run, so nothing it starts goes unwatched.
@@ -456,7 +403,7 @@ func (r *Runtime) start(ctx context.Context, k *kernel) (_ time.Time, err error)
 			_ = unix.Close(pidfd)
 		}
 	}
-	order := gateOrder{Path: prog, Argv: argv, Env: r.environ(spec), UID: k.uid, GID: k.uid, Parent: os.Getpid()}
+	order := gateOrder{Path: prog, Argv: argv, Env: r.environ(spec), UID: k.Own.uid, GID: k.Own.uid, Parent: os.Getpid()}
 	if kc != nil {
 		err = kc.join(pid)
 	}
@@ -479,22 +426,14 @@ func (r *Runtime) start(ctx context.Context, k *kernel) (_ time.Time, err error)
 			kc.remove()
 		}
 		r.dog.forget(pid)
-		return time.Time{}, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
+		return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
 
-	r.mu.Lock()
-	k.cmd, k.pid, k.cg, k.pidfd = cmd, pid, kc, pf
-	k.state = runtime.KernelState{
-		ID:        spec.Kernel,
-		Session:   spec.Session,
-		Image:     spec.Image,
-		Running:   true,
-		StartedAt: startedAt,
-	}
-	r.mu.Unlock()
+	k.Own.cmd, k.Own.pid, k.Own.cg, k.Own.pidfd = cmd, pid, kc, pf
+	r.kernels.Start(k, startedAt)
 	r.waiters.Add(1)
 	go r.wait(k)
-	return startedAt, nil
+	return nil
 }
 
 // gateStarted reads the gate's status pipe to its end: nothing means the
@@ -611,32 +550,33 @@ func (r *Runtime) limits(spec runtime.Spec) limits {
 // wait owns a kernel's process from start to reaping.
 func (r *Runtime) wait(k *kernel) {
 	defer r.waiters.Done()
-	err := awaitExit(k)
+	p := &k.Own
+	err := awaitExit(p)
 	r.mu.Lock()
-	k.reaping = true
+	p.reaping = true
 	r.mu.Unlock()
 	oom := false
 	// Only while the zombie pins the pid; a failed wait pins nothing.
 	if err == nil {
-		_ = syscall.Kill(-k.pid, syscall.SIGKILL) // children left in the group
-		if k.cg != nil {
-			k.cg.killAll(k.pid)
-			oom = k.cg.oomKilled()
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL) // children left in the group
+		if p.cg != nil {
+			p.cg.killAll(p.pid)
+			oom = p.cg.oomKilled()
 		}
 	}
-	werr := k.cmd.Wait()
-	if k.pidfd != nil {
-		k.pidfd.Close()
+	werr := p.cmd.Wait()
+	if p.pidfd != nil {
+		p.pidfd.Close()
 	}
-	if k.cg != nil {
-		k.cg.remove()
+	if p.cg != nil {
+		p.cg.remove()
 	}
 	// Only now is nothing of the kernel left that its uid could reach.
-	r.releaseUID(k.uid)
-	r.dog.forget(k.pid)
+	r.releaseUID(p.uid)
+	r.dog.forget(p.pid)
 
 	code, sig := -1, syscall.Signal(0)
-	if ps := k.cmd.ProcessState; ps != nil {
+	if ps := p.cmd.ProcessState; ps != nil {
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			sig = ws.Signal()
 			code = 128 + int(sig)
@@ -645,43 +585,31 @@ func (r *Runtime) wait(k *kernel) {
 		}
 	}
 	how := describeExit(code, sig)
-	if k.cmd.ProcessState == nil {
+	if p.cmd.ProcessState == nil {
 		how = fmt.Sprintf("lost track of the process: %v", werr)
 	}
 
 	r.mu.Lock()
-	var reason runtime.Reason
-	msg := how
-	switch {
-	case k.destroying:
-		reason = runtime.ReasonDestroyed
-		msg = "destroyed: " + how
-		if k.killed {
-			msg += " after the grace period"
-		}
-	case oom:
-		reason = runtime.ReasonOOMKilled
-		msg = how + ": the memory limit was hit and the OOM killer ended a process of the kernel"
-	case sig != 0:
-		reason = runtime.ReasonSignaled
-	default:
-		reason = runtime.ReasonExited
-	}
-	st := &k.state
-	st.Running = false
-	st.ExitCode = &code
-	st.Reason = reason
-	st.Message = msg
-	st.FinishedAt = r.now()
-	ev := runtime.Event{
-		Kind: runtime.KernelExited, At: st.FinishedAt, Kernel: st.ID, Session: st.Session,
-		ExitCode: code, Reason: reason, Message: msg,
-	}
-	close(k.done)
+	killed := p.killed
 	r.mu.Unlock()
-	// Emitted after the cgroup is gone: an exit means the kernel's
-	// resources are free.
-	r.out.Emit(ev)
+	// Recorded, and reported, only now that the cgroup is gone: an exit
+	// means the kernel's resources are free.
+	r.kernels.Exited(k, func(destroying bool) runtime.Exit {
+		switch {
+		case destroying:
+			msg := "destroyed: " + how
+			if killed {
+				msg += " after the grace period"
+			}
+			return runtime.Exit{Code: code, Reason: runtime.ReasonDestroyed, Message: msg}
+		case oom:
+			return runtime.Exit{Code: code, Reason: runtime.ReasonOOMKilled, Message: how + ": the memory limit was hit and the OOM killer ended a process of the kernel"}
+		case sig != 0:
+			return runtime.Exit{Code: code, Reason: runtime.ReasonSignaled, Message: how}
+		default:
+			return runtime.Exit{Code: code, Reason: runtime.ReasonExited, Message: how}
+		}
+	})
 }
 
 // awaitExit returns once the kernel's main process has exited, without
@@ -690,9 +618,9 @@ func (r *Runtime) wait(k *kernel) {
 // swept safely. With a pidfd the wait is parked on the runtime's poller,
 // holding no OS thread, so thousands of kernels cost no thousands of
 // threads; a blocking waitid, which holds one, is the fallback.
-func awaitExit(k *kernel) error {
-	if k.pidfd != nil {
-		if rc, err := k.pidfd.SyscallConn(); err == nil {
+func awaitExit(p *proc) error {
+	if p.pidfd != nil {
+		if rc, err := p.pidfd.SyscallConn(); err == nil {
 			_ = rc.Read(func(fd uintptr) bool {
 				fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 				n, err := unix.Poll(fds, 0)
@@ -703,7 +631,7 @@ func awaitExit(k *kernel) error {
 	// At once after the poll above; the wait itself where there was none.
 	var info unix.Siginfo
 	for {
-		err := unix.Waitid(unix.P_PID, k.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
 		if !errors.Is(err, unix.EINTR) {
 			return err
 		}
@@ -724,104 +652,60 @@ func describeExit(code int, sig syscall.Signal) string {
 // Destroy stops a kernel: SIGTERM to its process group, SIGKILL once grace
 // has passed (at once when grace is zero or ctx ends).
 func (r *Runtime) Destroy(ctx context.Context, id domain.KernelID, grace time.Duration) error {
-	r.mu.Lock()
-	k := r.kernels[id]
-	r.mu.Unlock()
-	if k == nil {
-		return nil
-	}
-	select {
-	case <-k.started:
-	case <-ctx.Done():
-		return fmt.Errorf("destroy kernel %s: %w", id, ctx.Err())
-	}
-	if k.startErr != nil {
-		return nil // it never ran
-	}
-	if err := r.stop(ctx, k, grace); err != nil {
-		return fmt.Errorf("destroy kernel %s: %w", id, err)
-	}
-	r.mu.Lock()
-	if r.kernels[id] == k {
-		delete(r.kernels, id)
-	}
-	r.mu.Unlock()
-	return nil
+	return r.kernels.Destroy(ctx, r.kernels.Get(id), func(ctx context.Context, k *kernel) error {
+		return r.stop(ctx, k, grace)
+	})
 }
 
 // stop signals a started kernel and waits until it has been reaped.
 func (r *Runtime) stop(ctx context.Context, k *kernel, grace time.Duration) error {
-	r.mu.Lock()
-	select {
-	case <-k.done:
-		r.mu.Unlock()
+	if running, _ := r.kernels.Destroying(k); !running {
 		return nil
-	default:
 	}
-	k.destroying = true
 	if grace > 0 {
-		r.signalLocked(k, syscall.SIGTERM)
-	}
-	r.mu.Unlock()
-
-	if grace > 0 {
+		r.signal(k, syscall.SIGTERM, false)
 		t := time.NewTimer(grace)
 		defer t.Stop()
 		select {
-		case <-k.done:
+		case <-k.Done():
 			return nil
 		case <-t.C:
 		case <-ctx.Done():
 		}
 	}
-	r.mu.Lock()
-	k.killed = true
-	r.signalLocked(k, syscall.SIGKILL)
-	r.mu.Unlock()
+	r.signal(k, syscall.SIGKILL, true)
 	select {
-	case <-k.done:
+	case <-k.Done():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-func (r *Runtime) signalLocked(k *kernel, sig syscall.Signal) {
-	if k.reaping {
+// signal sends sig to the kernel's process group unless the process is
+// being reaped; kill records that Destroy escalated.
+func (r *Runtime) signal(k *kernel, sig syscall.Signal, kill bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if kill {
+		k.Own.killed = true
+	}
+	if k.Own.reaping {
 		return
 	}
-	_ = syscall.Kill(-k.pid, sig)
+	_ = syscall.Kill(-k.Own.pid, sig)
 }
 
 // Live lists the kernels that have started and were not destroyed.
-func (r *Runtime) Live() []runtime.KernelState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]runtime.KernelState, 0, len(r.kernels))
-	for _, k := range r.kernels {
-		if k.cmd == nil {
-			continue
-		}
-		st := k.state
-		if st.ExitCode != nil {
-			c := *st.ExitCode
-			st.ExitCode = &c
-		}
-		out = append(out, st)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
+func (r *Runtime) Live() []runtime.KernelState { return r.kernels.Live() }
 
 // PID returns the process id of a running kernel's main process.
 func (r *Runtime) PID(id domain.KernelID) (int, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k := r.kernels[id]
-	if k == nil || k.cmd == nil || !k.state.Running {
+	k, st, ok := r.kernels.Lookup(id)
+	if !ok || !st.Running {
 		return 0, false
 	}
-	return k.pid, true
+	return k.Own.pid, true
 }
 
 // Logs opens the kernel's output log from its beginning. The log outlives
@@ -839,20 +723,15 @@ func (r *Runtime) Logs(id domain.KernelID) (io.ReadCloser, error) {
 // When ctx ends first, the kernels still alive are SIGKILLed and Close waits
 // a bounded time more for them, so it does not return with kernels running.
 func (r *Runtime) Close(ctx context.Context) error {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	r.images.Close()
+	// A Destroy that fails has had its ctx end; the wait for the waiters
+	// below is what bounds Close then.
+	first, _ := r.kernels.CloseAll(ctx, func(ctx context.Context, k *kernel) error {
+		return r.Destroy(ctx, k.ID, r.cfg.CloseGrace)
+	})
+	if !first {
 		return nil
 	}
-	r.closed = true
-	ks := slices.Collect(maps.Values(r.kernels))
-	r.mu.Unlock()
-
-	var wg sync.WaitGroup
-	for _, k := range ks {
-		wg.Go(func() { _ = r.Destroy(ctx, k.spec.Kernel, r.cfg.CloseGrace) })
-	}
-	wg.Wait()
 
 	waited := make(chan struct{})
 	go func() {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -31,80 +32,14 @@ import (
 // milliseconds, so hitting it means a bug, not a slow machine.
 const waitLimit = 15 * time.Second
 
-// recorder is a Sink that tests can wait on.
-type recorder struct {
-	mu      sync.Mutex
-	events  []runtime.Event
-	changed chan struct{}
-}
-
-func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
-
-func (r *recorder) sink(e runtime.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-	close(r.changed)
-	r.changed = make(chan struct{})
-}
-
-func (r *recorder) all() []runtime.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.events)
-}
-
-// waitFor returns the first event matching pred, waiting for it.
-func (r *recorder) waitFor(t *testing.T, what string, pred func(runtime.Event) bool) runtime.Event {
-	t.Helper()
-	deadline := time.NewTimer(waitLimit)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		for _, e := range r.events {
-			if pred(e) {
-				r.mu.Unlock()
-				return e
-			}
-		}
-		ch := r.changed
-		r.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("no %s event within %v; events: %+v", what, waitLimit, r.all())
-		}
-	}
-}
-
-func (r *recorder) exit(t *testing.T, id domain.KernelID) runtime.Event {
-	t.Helper()
-	return r.waitFor(t, "exit of "+string(id), func(e runtime.Event) bool {
-		return e.Kind == runtime.KernelExited && e.Kernel == id
-	})
-}
-
-// eventually polls cond until it holds or waitLimit passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, waitLimit)
-		}
-		<-tick.C
-	}
-}
-
 type harness struct {
+	runtimetest.Driver
 	t *testing.T
 	// prefix keeps kernel ids apart across -count runs, whose test names
 	// repeat.
 	prefix string
 	rt     *process.Runtime
-	rec    *recorder
+	rec    *runtimetest.Recorder
 	mu     sync.Mutex
 	ids    []domain.KernelID
 	n      int
@@ -168,11 +103,11 @@ func uniqueName(t *testing.T) string {
 // succeed and leave no process of any kernel the test created.
 func newHarness(t *testing.T, opts ...func(*process.Config)) *harness {
 	t.Helper()
-	rec := newRecorder()
+	rec := runtimetest.NewRecorder(waitLimit)
 	cfg := process.Config{
 		DataDir: t.TempDir(),
 		Catalog: testCatalog(selfExe(t)),
-		Sink:    rec.sink,
+		Sink:    rec.Sink,
 		BaseEnv: []string{"PATH=" + os.Getenv("PATH"), childEnv + "=1"},
 		Cgroups: process.CgroupConfig{Name: uniqueName(t)},
 	}
@@ -184,6 +119,7 @@ func newHarness(t *testing.T, opts ...func(*process.Config)) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, rt: rt, rec: rec, prefix: uniqueName(t)[len("sokovan-test-"):]}
+	h.Driver = runtimetest.Driver{T: t, Runtime: rt, Wait: waitLimit}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -211,54 +147,6 @@ func (h *harness) spec(image string) runtime.Spec {
 	id := domain.KernelID(fmt.Sprintf("%s-%s-%d", name, h.prefix, h.n))
 	h.ids = append(h.ids, id)
 	return runtime.Spec{Kernel: id, Session: "sess-" + domain.SessionID(id), Image: image, Env: map[string]string{"SOKOVAN_EXIT_AFTER": "0"}}
-}
-
-func (h *harness) pull(image string) {
-	h.t.Helper()
-	if err := h.rt.Pull(context.Background(), image); err != nil {
-		h.t.Fatalf("Pull(%q): %v", image, err)
-	}
-}
-
-// start pulls and creates.
-func (h *harness) start(spec runtime.Spec) {
-	h.t.Helper()
-	h.pull(spec.Image)
-	if err := h.rt.Create(context.Background(), spec); err != nil {
-		h.t.Fatalf("Create(%s): %v", spec.Kernel, err)
-	}
-}
-
-func (h *harness) destroy(id domain.KernelID, grace time.Duration) {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := h.rt.Destroy(ctx, id, grace); err != nil {
-		h.t.Fatalf("Destroy(%s): %v", id, err)
-	}
-}
-
-func (h *harness) logs(id domain.KernelID) string {
-	h.t.Helper()
-	rc, err := h.rt.Logs(id)
-	if err != nil {
-		h.t.Fatalf("Logs(%s): %v", id, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return string(b)
-}
-
-func (h *harness) live(id domain.KernelID) (runtime.KernelState, bool) {
-	for _, st := range h.rt.Live() {
-		if st.ID == id {
-			return st, true
-		}
-	}
-	return runtime.KernelState{}, false
 }
 
 // kernelProcs finds live processes whose environment names one of ids: the
@@ -300,41 +188,52 @@ func kernelProcs(t *testing.T, ids ...domain.KernelID) []int {
 func settledProcs(t *testing.T, id domain.KernelID) []int {
 	t.Helper()
 	var got []int
-	eventually(t, "kernel "+string(id)+" visible in /proc", func() bool {
+	runtimetest.Eventually(t, waitLimit, "kernel "+string(id)+" visible in /proc", func() bool {
 		got = kernelProcs(t, id)
 		return len(got) > 0
 	})
 	return got
 }
 
+// TestConformance runs the suite every runtime passes.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	runtimetest.Run(t, runtimetest.DevImages(runtimetest.Kit{
+		Open: func(t *testing.T, sink runtime.Sink) runtime.Runtime {
+			return newHarness(t, func(c *process.Config) { c.Sink = sink }).rt
+		},
+		Wait: waitLimit,
+	}))
+}
+
 func TestSleepRunsUntilDestroyed(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("sleep")
-	h.start(s)
+	h.Start(s)
 
-	st, ok := h.live(s.Kernel)
+	st, ok := h.Live(s.Kernel)
 	if !ok || !st.Running || st.ExitCode != nil {
 		t.Fatalf("after Create, Live has %+v (listed %v), want it running", st, ok)
 	}
 	if got := settledProcs(t, s.Kernel); len(got) != 1 {
 		t.Fatalf("kernel processes = %v, want exactly one", got)
 	}
-	h.rec.waitFor(t, "kernel_started", func(e runtime.Event) bool {
+	h.rec.WaitFor(t, "kernel_started", func(e runtime.Event) bool {
 		return e.Kind == runtime.KernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
 	})
 
-	h.destroy(s.Kernel, 5*time.Second)
+	h.Destroy(s.Kernel, 5*time.Second)
 	// Destroy returns only once the kernel has stopped, so the event and
 	// the process table agree at once.
 	if got := kernelProcs(t, s.Kernel); len(got) != 0 {
 		t.Fatalf("after Destroy, kernel processes = %v", got)
 	}
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 128+15 || !strings.Contains(ev.Message, "SIGTERM") {
 		t.Errorf("exit event = %+v, want reason destroyed, code 143, message naming SIGTERM", ev)
 	}
-	if _, ok := h.live(s.Kernel); ok {
+	if _, ok := h.Live(s.Kernel); ok {
 		t.Errorf("destroyed kernel still listed by Live")
 	}
 }
@@ -362,12 +261,12 @@ func TestExitImages(t *testing.T) {
 			if tc.exitAfter != "" {
 				s.Env["SOKOVAN_EXIT_AFTER"] = tc.exitAfter
 			}
-			h.start(s)
-			ev := h.rec.exit(t, s.Kernel)
+			h.Start(s)
+			ev := h.rec.Exit(t, s.Kernel)
 			if ev.ExitCode != tc.wantCode || ev.Reason != runtime.ReasonExited {
 				t.Fatalf("exit event = %+v, want code %d, reason exited", ev, tc.wantCode)
 			}
-			st, ok := h.live(s.Kernel)
+			st, ok := h.Live(s.Kernel)
 			if !ok || st.Running || st.ExitCode == nil || *st.ExitCode != tc.wantCode {
 				t.Fatalf("Live = %+v (listed %v), want exited with %d", st, ok, tc.wantCode)
 			}
@@ -400,7 +299,7 @@ func TestUnknownImageFailsPull(t *testing.T) {
 			t.Errorf("Pull(%q) message:\n got %s\nwant %s", tc.image, err, tc.wantMsg)
 		}
 	}
-	failed := h.rec.waitFor(t, "pull_failed", func(e runtime.Event) bool { return e.Kind == runtime.PullFailed && e.Image == "foo" })
+	failed := h.rec.WaitFor(t, "pull_failed", func(e runtime.Event) bool { return e.Kind == runtime.PullFailed && e.Image == "foo" })
 	if !strings.Contains(failed.Message, "not in the catalog") {
 		t.Errorf("pull_failed message = %q", failed.Message)
 	}
@@ -414,8 +313,8 @@ func TestUnknownImageFailsPull(t *testing.T) {
 			t.Errorf("Create(%q) without Pull = %v, want ErrImageNotPulled", image, err)
 		}
 	}
-	h.pull("exit:0")
-	h.pull("exit:0") // a second pull is a no-op
+	h.Pull("exit:0")
+	h.Pull("exit:0") // a second pull is a no-op
 	if diff := cmp.Diff([]string{"exit:0"}, h.rt.Images()); diff != "" {
 		t.Errorf("Images() (-want +got):\n%s", diff)
 	}
@@ -431,9 +330,9 @@ func TestEnvCarriesClusterFacts(t *testing.T) {
 	s.Hostname = "sub2"
 	s.Port = 8080
 	s.Env = map[string]string{"ENV_OUT": out, "FOO": "bar baz"}
-	h.start(s)
-	if ev := h.rec.exit(t, s.Kernel); ev.ExitCode != 0 {
-		t.Fatalf("env-dump exited %+v; logs:\n%s", ev, h.logs(s.Kernel))
+	h.Start(s)
+	if ev := h.rec.Exit(t, s.Kernel); ev.ExitCode != 0 {
+		t.Fatalf("env-dump exited %+v; logs:\n%s", ev, h.Logs(s.Kernel))
 	}
 	data, err := os.ReadFile(out)
 	if err != nil {
@@ -473,17 +372,14 @@ func TestLogsCaptureStdoutAndStderr(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("output")
-	h.start(s)
-	h.rec.exit(t, s.Kernel)
-	if got := h.logs(s.Kernel); !strings.Contains(got, "to-stdout\n") || !strings.Contains(got, "to-stderr\n") {
+	h.Start(s)
+	h.rec.Exit(t, s.Kernel)
+	if got := h.Logs(s.Kernel); !strings.Contains(got, "to-stdout\n") || !strings.Contains(got, "to-stderr\n") {
 		t.Errorf("logs = %q, want both streams", got)
 	}
-	h.destroy(s.Kernel, time.Second)
-	if got := h.logs(s.Kernel); !strings.Contains(got, "to-stdout") {
+	h.Destroy(s.Kernel, time.Second)
+	if got := h.Logs(s.Kernel); !strings.Contains(got, "to-stdout") {
 		t.Errorf("after Destroy, logs = %q, want them kept", got)
-	}
-	if _, err := h.rt.Logs("no-such-kernel"); !errors.Is(err, runtime.ErrNotFound) {
-		t.Errorf("Logs of an unknown kernel = %v, want ErrNotFound", err)
 	}
 	if _, err := h.rt.Logs("../escape"); !errors.Is(err, runtime.ErrInvalidSpec) {
 		t.Errorf("Logs(../escape) = %v, want ErrInvalidSpec", err)
@@ -494,16 +390,16 @@ func TestDestroyKillsAfterGrace(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("stubborn")
-	h.start(s)
-	eventually(t, "stubborn kernel has set its trap", func() bool { return strings.Contains(h.logs(s.Kernel), "ready") })
+	h.Start(s)
+	runtimetest.Eventually(t, waitLimit, "stubborn kernel has set its trap", func() bool { return strings.Contains(h.Logs(s.Kernel), "ready") })
 
 	const grace = 300 * time.Millisecond
 	began := time.Now()
-	h.destroy(s.Kernel, grace)
+	h.Destroy(s.Kernel, grace)
 	if took := time.Since(began); took < grace {
 		t.Errorf("Destroy returned after %v, before the %v grace", took, grace)
 	}
-	ev := h.rec.exit(t, s.Kernel)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 128+9 || !strings.Contains(ev.Message, "SIGKILL") {
 		t.Errorf("exit event = %+v, want destroyed, code 137, message naming SIGKILL", ev)
 	}
@@ -512,47 +408,11 @@ func TestDestroyKillsAfterGrace(t *testing.T) {
 	}
 }
 
-func TestDestroyIsIdempotent(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	s := h.spec("sleep")
-	h.start(s)
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Go(func() { h.destroy(s.Kernel, time.Second) })
-	}
-	wg.Wait()
-	h.destroy(s.Kernel, time.Second)
-	h.destroy("never-created", time.Second)
-
-	// Events are delivered asynchronously; once the first is in, a second
-	// would have been queued with it.
-	h.rec.exit(t, s.Kernel)
-	exits := 0
-	for _, e := range h.rec.all() {
-		if e.Kind == runtime.KernelExited && e.Kernel == s.Kernel {
-			exits++
-		}
-	}
-	if exits != 1 {
-		t.Errorf("%d exit events for one kernel, want 1", exits)
-	}
-
-	// A kernel that exited on its own is destroyed without a signal.
-	e := h.spec("exit:4")
-	h.start(e)
-	h.rec.exit(t, e.Kernel)
-	h.destroy(e.Kernel, time.Second)
-	if _, ok := h.live(e.Kernel); ok {
-		t.Errorf("exited kernel still listed after Destroy")
-	}
-}
-
 func TestCreateIsIdempotent(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("sleep")
-	h.start(s)
+	h.Start(s)
 	pid, ok := h.rt.PID(s.Kernel)
 	if !ok {
 		t.Fatal("no pid for a running kernel")
@@ -584,7 +444,7 @@ func TestConcurrentFirstCreatesStartOneProcess(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("sleep")
-	h.pull("sleep")
+	h.Pull("sleep")
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -603,8 +463,8 @@ func TestSignalDeathReportsTheSignal(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	s := h.spec("self-signal")
-	h.start(s)
-	ev := h.rec.exit(t, s.Kernel)
+	h.Start(s)
+	ev := h.rec.Exit(t, s.Kernel)
 	if ev.Reason != runtime.ReasonSignaled || ev.ExitCode != 128+10 || ev.Message != "killed by signal SIGUSR1" {
 		t.Errorf("exit event = %+v, want killed by signal SIGUSR1, code 138", ev)
 	}
@@ -631,12 +491,12 @@ func TestHTTPEchoAnswers(t *testing.T) {
 		t.Fatalf("Create(http-echo) without a port = %v, want ErrInvalidSpec", err)
 	}
 	s.Port = freePort(t)
-	h.start(s)
+	h.Start(s)
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/hello?x=1", s.Port)
 	client := &http.Client{Timeout: 2 * time.Second}
 	var body []byte
-	eventually(t, "http-echo answers", func() bool {
+	runtimetest.Eventually(t, waitLimit, "http-echo answers", func() bool {
 		resp, err := client.Post(url, "text/plain", strings.NewReader("ping"))
 		if err != nil {
 			return false
@@ -655,8 +515,8 @@ func TestHTTPEchoAnswers(t *testing.T) {
 		t.Errorf("echo = %+v", got)
 	}
 
-	h.destroy(s.Kernel, 5*time.Second)
-	ev := h.rec.exit(t, s.Kernel)
+	h.Destroy(s.Kernel, 5*time.Second)
+	ev := h.rec.Exit(t, s.Kernel)
 	// It shuts down cleanly on SIGTERM.
 	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 {
 		t.Errorf("exit event = %+v, want destroyed with code 0", ev)
@@ -668,7 +528,7 @@ func TestCommandOverride(t *testing.T) {
 	off := newHarness(t)
 	s := off.spec("sleep")
 	s.Command = []string{"sh", "-c", "exit 9"}
-	off.pull("sleep")
+	off.Pull("sleep")
 	if err := off.rt.Create(context.Background(), s); !errors.Is(err, runtime.ErrInvalidSpec) {
 		t.Fatalf("Create with a command on a runtime that forbids it = %v, want ErrInvalidSpec", err)
 	}
@@ -676,8 +536,8 @@ func TestCommandOverride(t *testing.T) {
 	on := newHarness(t, func(c *process.Config) { c.AllowCommand = true })
 	s = on.spec("sleep")
 	s.Command = []string{"sh", "-c", "exit 9"}
-	on.start(s)
-	if ev := on.rec.exit(t, s.Kernel); ev.ExitCode != 9 {
+	on.Start(s)
+	if ev := on.rec.Exit(t, s.Kernel); ev.ExitCode != 9 {
 		t.Errorf("exit event = %+v, want code 9 from the override", ev)
 	}
 }
@@ -696,11 +556,11 @@ func TestWithoutCgroupsCreateStillWorks(t *testing.T) {
 	s := h.spec("sleep")
 	s.Registry = domain.DefaultRegistry()
 	s.Slots, _ = s.Registry.ParseSlots(map[string]string{"mem": "64m", "cpu": "0.5"})
-	h.start(s)
-	if _, ok := h.live(s.Kernel); !ok {
+	h.Start(s)
+	if _, ok := h.Live(s.Kernel); !ok {
 		t.Fatal("kernel not running")
 	}
-	h.destroy(s.Kernel, time.Second)
+	h.Destroy(s.Kernel, time.Second)
 }
 
 func TestCloseLeavesNoProcesses(t *testing.T) {
@@ -710,15 +570,15 @@ func TestCloseLeavesNoProcesses(t *testing.T) {
 	var ids []domain.KernelID
 	for _, image := range []string{"sleep", "stubborn", "forker", "sleep"} {
 		s := h.spec(image)
-		h.start(s)
+		h.Start(s)
 		ids = append(ids, s.Kernel)
 	}
 	for _, id := range ids[1:3] {
-		eventually(t, string(id)+" ready", func() bool { return strings.Contains(h.logs(id), "ready") })
+		runtimetest.Eventually(t, waitLimit, string(id)+" ready", func() bool { return strings.Contains(h.Logs(id), "ready") })
 	}
 	// sleep 1, stubborn 2, forker 3, sleep 1; children fork and exec on
 	// their own time.
-	eventually(t, "all 7 kernel processes visible", func() bool { return len(kernelProcs(t, ids...)) == 7 })
+	runtimetest.Eventually(t, waitLimit, "all 7 kernel processes visible", func() bool { return len(kernelProcs(t, ids...)) == 7 })
 
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
@@ -733,7 +593,7 @@ func TestCloseLeavesNoProcesses(t *testing.T) {
 	}
 	// Close delivers the events it caused before returning.
 	exits := 0
-	for _, e := range rec.all() {
+	for _, e := range rec.All() {
 		if e.Kind == runtime.KernelExited {
 			exits++
 		}
@@ -762,7 +622,7 @@ func TestRuntimesOnOneMachineKeepTheirKernels(t *testing.T) {
 	defaultName := func(c *process.Config) { c.Cgroups.Name = "" }
 	first := newHarness(t, defaultName)
 	s := first.spec("sleep")
-	first.start(s)
+	first.Start(s)
 	if len(settledProcs(t, s.Kernel)) != 1 {
 		t.Fatal("the first runtime's kernel did not start")
 	}
@@ -771,8 +631,8 @@ func TestRuntimesOnOneMachineKeepTheirKernels(t *testing.T) {
 		t.Fatalf("two runtimes share a parent cgroup: %s", first.rt.Enforcement()[0].Detail)
 	}
 	time.Sleep(200 * time.Millisecond) // a kill by the second New would land within this
-	if st, ok := first.live(s.Kernel); !ok || !st.Running || len(kernelProcs(t, s.Kernel)) != 1 {
+	if st, ok := first.Live(s.Kernel); !ok || !st.Running || len(kernelProcs(t, s.Kernel)) != 1 {
 		t.Fatalf("the first runtime's kernel died when a second runtime started: %+v", st)
 	}
-	first.destroy(s.Kernel, time.Second)
+	first.Destroy(s.Kernel, time.Second)
 }

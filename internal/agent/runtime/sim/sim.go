@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -119,39 +118,24 @@ type Runtime struct {
 	clock Clock
 	out   *runtime.Outbox
 
+	// mu orders everything the runtime does: every draw from rng, every
+	// timer and every event happen under it, which is what makes a seed
+	// replay. The books below take their own locks inside it.
 	mu      sync.Mutex
 	rng     *rand.Rand
-	closed  bool
-	pulled  map[string]bool
-	pulls   map[string]*pull
-	kernels map[domain.KernelID]*kernel
+	kernels *runtime.Table[simKernel]
+	images  *runtime.Images
+	// pullTimers are the pending pulls' timers, by image.
+	pullTimers map[string]Timer
 }
 
-type pull struct {
-	done  chan struct{}
-	err   error
-	timer Timer
-}
+type kernel = runtime.Kernel[simKernel]
 
-type phase uint8
-
-const (
-	creating phase = iota
-	running
-	exited
-)
-
-type kernel struct {
-	spec     runtime.Spec
-	phase    phase
-	started  chan struct{} // closed when creation ends, either way
-	startErr error
-	done     chan struct{} // closed on exit
-	timer    Timer         // the pending create, run or destroy step
-	// destroying: a Destroy is waiting for the stop to finish.
-	destroying bool
-	state      runtime.KernelState
-	log        []string
+// simKernel is what the sim runtime keeps of a kernel beside the table's
+// part. Guarded by Runtime.mu.
+type simKernel struct {
+	timer Timer // the pending create, run or destroy step
+	log   []string
 }
 
 // New returns a sim runtime.
@@ -163,15 +147,16 @@ func New(cfg Config) (*Runtime, error) {
 	if clock == nil {
 		clock = RealClock()
 	}
+	out := runtime.NewOutbox(cfg.Sink)
 	return &Runtime{
 		cfg:   cfg,
 		clock: clock,
-		out:   runtime.NewOutbox(cfg.Sink),
+		out:   out,
 		// The second PCG word is fixed: one seed is all a replay needs.
-		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x736f6b6f76616e)),
-		pulled:  make(map[string]bool),
-		pulls:   make(map[string]*pull),
-		kernels: make(map[domain.KernelID]*kernel),
+		rng:        rand.New(rand.NewPCG(cfg.Seed, 0x736f6b6f76616e)),
+		kernels:    runtime.NewTable[simKernel](out, clock.Now),
+		images:     runtime.NewImages(out, clock.Now),
+		pullTimers: make(map[string]Timer),
 	}, nil
 }
 
@@ -209,69 +194,44 @@ func (r *Runtime) Pull(ctx context.Context, image string) error {
 		return err
 	}
 	r.mu.Lock()
-	if r.closed {
+	p, first, err := r.images.Begin(image)
+	if err != nil || p == nil {
 		r.mu.Unlock()
-		return runtime.ErrClosed
+		return err
 	}
-	if r.pulled[image] {
-		r.mu.Unlock()
-		return nil
-	}
-	p := r.pulls[image]
-	if p == nil {
-		now := r.clock.Now()
-		r.out.Emit(runtime.Event{Kind: runtime.PullStarted, At: now, Image: image})
+	if first {
 		if err := r.known(image); err != nil {
-			r.out.Emit(runtime.Event{Kind: runtime.PullFailed, At: now, Image: image, Message: err.Error()})
+			r.images.Finish(p, "", err)
 			r.mu.Unlock()
 			return err
 		}
 		fail := r.rng.Float64() < r.cfg.PullFailureRate
 		d := r.cfg.PullDuration.draw(r.rng)
-		p = &pull{done: make(chan struct{})}
-		r.pulls[image] = p
-		finish := func() {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.finishPullLocked(image, p, fail)
-		}
 		if d == 0 {
 			r.finishPullLocked(image, p, fail)
 		} else {
-			p.timer = r.clock.AfterFunc(d, finish)
+			r.pullTimers[image] = r.clock.AfterFunc(d, func() {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				r.finishPullLocked(image, p, fail)
+			})
 		}
 	}
 	r.mu.Unlock()
-	select {
-	case <-p.done:
-		return p.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return p.Wait(ctx)
 }
 
-func (r *Runtime) finishPullLocked(image string, p *pull, fail bool) {
-	if r.pulls[image] != p {
-		return // Close ended it first
-	}
-	delete(r.pulls, image)
-	now := r.clock.Now()
+func (r *Runtime) finishPullLocked(image string, p *runtime.Pull, fail bool) {
+	delete(r.pullTimers, image)
+	var err error
 	if fail {
-		p.err = fmt.Errorf("%w: image %q: simulated failure", runtime.ErrPullFailed, image)
-		r.out.Emit(runtime.Event{Kind: runtime.PullFailed, At: now, Image: image, Message: p.err.Error()})
-	} else {
-		r.pulled[image] = true
-		r.out.Emit(runtime.Event{Kind: runtime.PullFinished, At: now, Image: image})
+		err = fmt.Errorf("%w: image %q: simulated failure", runtime.ErrPullFailed, image)
 	}
-	close(p.done)
+	r.images.Finish(p, "", err) // ignored when Close ended it first
 }
 
 // Images lists the pulled images.
-func (r *Runtime) Images() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Sorted(maps.Keys(r.pulled))
-}
+func (r *Runtime) Images() []string { return r.images.List() }
 
 // Create takes CreateDuration and fails with CreateFailureRate; a kernel
 // that starts then runs for RunDuration and exits with a code drawn from
@@ -282,16 +242,17 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
 		return err
 	}
 	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return runtime.ErrClosed
-	}
-	k := r.kernels[spec.Kernel]
-	if k == nil {
-		if !r.pulled[spec.Image] {
-			r.mu.Unlock()
+	k, fresh, err := r.kernels.Claim(spec.Kernel, spec.Session, spec.Image, func() error {
+		if !r.images.Have(spec.Image) {
 			return fmt.Errorf("kernel %s: %w: %q", spec.Kernel, runtime.ErrImageNotPulled, spec.Image)
 		}
+		return nil
+	})
+	if err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	if fresh {
 		// Every draw happens here, in a fixed order, whatever the outcome,
 		// so one kernel's fate never shifts another's.
 		fail := r.rng.Float64() < r.cfg.CreateFailureRate
@@ -300,9 +261,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
 		code := r.drawExitCode()
 		runFor, code, forever := r.imageBehaviour(spec, runFor, code)
 
-		k = &kernel{spec: spec, phase: creating, started: make(chan struct{}), done: make(chan struct{})}
-		r.kernels[spec.Kernel] = k
-		k.logf(r.clock.Now(), "creating kernel %s of session %s from image %s", spec.Kernel, spec.Session, spec.Image)
+		logf(k, r.clock.Now(), "creating kernel %s of session %s from image %s", spec.Kernel, spec.Session, spec.Image)
 		finish := func() {
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -311,23 +270,23 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
 		if createFor == 0 {
 			r.finishCreateLocked(k, fail, runFor, code, forever)
 		} else {
-			k.timer = r.clock.AfterFunc(createFor, finish)
+			k.Own.timer = r.clock.AfterFunc(createFor, finish)
 		}
 	}
 	r.mu.Unlock()
 
 	select {
-	case <-k.started:
-		return k.startErr
+	case <-k.Started():
+		return k.Err()
 	case <-ctx.Done():
 	}
 	r.mu.Lock()
-	if k.phase == creating && k.timer.Stop() {
-		r.endCreateLocked(k, fmt.Errorf("kernel %s: create abandoned: %w", spec.Kernel, ctx.Err()))
+	if r.kernels.Creating(k) && k.Own.timer.Stop() {
+		r.kernels.Fail(k, fmt.Errorf("kernel %s: create abandoned: %w", spec.Kernel, ctx.Err()))
 	}
 	r.mu.Unlock()
-	<-k.started
-	return k.startErr
+	<-k.Started()
+	return k.Err()
 }
 
 // imageBehaviour applies the dev-mode meanings of sleep and exit:N.
@@ -365,91 +324,63 @@ func (r *Runtime) drawExitCode() int {
 	return r.cfg.ExitCodes[len(r.cfg.ExitCodes)-1].Code // rounding left x at the top
 }
 
-// endCreateLocked ends a creation that did not start a kernel.
-func (r *Runtime) endCreateLocked(k *kernel, err error) {
-	delete(r.kernels, k.spec.Kernel)
-	k.phase = exited
-	k.startErr = err
-	close(k.started)
-	close(k.done)
-}
-
 func (r *Runtime) finishCreateLocked(k *kernel, fail bool, runFor time.Duration, code int, forever bool) {
-	if k.phase != creating {
+	if !r.kernels.Creating(k) {
 		return
 	}
 	if fail {
-		r.endCreateLocked(k, fmt.Errorf("kernel %s: %w: simulated failure", k.spec.Kernel, runtime.ErrCreateFailed))
+		r.kernels.Fail(k, fmt.Errorf("kernel %s: %w: simulated failure", k.ID, runtime.ErrCreateFailed))
 		return
 	}
 	now := r.clock.Now()
-	k.phase = running
-	k.state = runtime.KernelState{ID: k.spec.Kernel, Session: k.spec.Session, Image: k.spec.Image, Running: true, StartedAt: now}
-	k.logf(now, "started")
-	r.out.Emit(runtime.Event{Kind: runtime.KernelStarted, At: now, Kernel: k.spec.Kernel, Session: k.spec.Session})
-	k.timer = nil
+	logf(k, now, "started")
+	r.kernels.Start(k, now)
+	k.Own.timer = nil
 	if !forever {
 		exit := func() {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			if k.phase == running && !k.destroying {
-				r.exitLocked(k, code, runtime.ReasonExited, fmt.Sprintf("exited with code %d", code))
+			if r.kernels.Stopping(k) {
+				return // the pending destroy ends it
 			}
+			r.exitLocked(k, code, runtime.ReasonExited, fmt.Sprintf("exited with code %d", code))
 		}
 		// Even a zero run goes through the clock: exiting inline would
 		// report the exit before Create has returned.
-		k.timer = r.clock.AfterFunc(runFor, exit)
+		k.Own.timer = r.clock.AfterFunc(runFor, exit)
 	}
-	close(k.started)
 }
 
 func (r *Runtime) exitLocked(k *kernel, code int, reason runtime.Reason, msg string) {
-	if k.phase != running {
-		return
-	}
-	now := r.clock.Now()
-	k.phase = exited
-	k.state.Running = false
-	k.state.ExitCode = &code
-	k.state.Reason = reason
-	k.state.Message = msg
-	k.state.FinishedAt = now
-	k.timer = nil
-	k.logf(now, "%s", msg)
-	r.out.Emit(runtime.Event{
-		Kind: runtime.KernelExited, At: now, Kernel: k.spec.Kernel, Session: k.spec.Session,
-		ExitCode: code, Reason: reason, Message: msg,
+	recorded := r.kernels.Exited(k, func(bool) runtime.Exit {
+		return runtime.Exit{Code: code, Reason: reason, Message: msg}
 	})
-	close(k.done)
+	if recorded {
+		k.Own.timer = nil
+		logf(k, r.clock.Now(), "%s", msg)
+	}
 }
 
-func (k *kernel) logf(at time.Time, format string, args ...any) {
-	k.log = append(k.log, at.UTC().Format(time.RFC3339Nano)+" "+fmt.Sprintf(format, args...))
+func logf(k *kernel, at time.Time, format string, args ...any) {
+	k.Own.log = append(k.Own.log, at.UTC().Format(time.RFC3339Nano)+" "+fmt.Sprintf(format, args...))
 }
 
 // Destroy takes DestroyDuration, cut short at grace: a kernel that stops
 // within the grace ends as SIGTERM would (143), one that does not as SIGKILL
 // would (137). A cancelled ctx forces the stop at once.
 func (r *Runtime) Destroy(ctx context.Context, id domain.KernelID, grace time.Duration) error {
-	r.mu.Lock()
-	k := r.kernels[id]
-	r.mu.Unlock()
-	if k == nil {
+	return r.kernels.Destroy(ctx, r.kernels.Get(id), func(ctx context.Context, k *kernel) error {
+		r.stop(ctx, k, grace)
 		return nil
-	}
-	select {
-	case <-k.started:
-	case <-ctx.Done():
-		return fmt.Errorf("destroy kernel %s: %w", id, ctx.Err())
-	}
-	if k.startErr != nil {
-		return nil
-	}
+	})
+}
+
+// stop ends a started kernel, on the clock, and returns once it has.
+func (r *Runtime) stop(ctx context.Context, k *kernel, grace time.Duration) {
 	r.mu.Lock()
-	if k.phase == running && !k.destroying {
-		k.destroying = true
-		if k.timer != nil {
-			k.timer.Stop()
+	if running, first := r.kernels.Destroying(k); running && first {
+		if k.Own.timer != nil {
+			k.Own.timer.Stop()
 		}
 		d := r.cfg.DestroyDuration.draw(r.rng)
 		code, msg := 128+15, "destroyed: killed by signal SIGTERM"
@@ -464,48 +395,25 @@ func (r *Runtime) Destroy(ctx context.Context, id domain.KernelID, grace time.Du
 		if d == 0 {
 			r.exitLocked(k, code, runtime.ReasonDestroyed, msg)
 		} else {
-			k.timer = r.clock.AfterFunc(d, stop)
+			k.Own.timer = r.clock.AfterFunc(d, stop)
 		}
 	}
 	r.mu.Unlock()
 
 	select {
-	case <-k.done:
+	case <-k.Done():
 	case <-ctx.Done():
 		r.mu.Lock()
-		if k.timer != nil {
-			k.timer.Stop()
+		if k.Own.timer != nil {
+			k.Own.timer.Stop()
 		}
 		r.exitLocked(k, 128+9, runtime.ReasonDestroyed, "destroyed: killed by signal SIGKILL when the destroy was cancelled")
 		r.mu.Unlock()
 	}
-	r.mu.Lock()
-	if r.kernels[id] == k {
-		delete(r.kernels, id)
-	}
-	r.mu.Unlock()
-	return nil
 }
 
 // Live lists started kernels that were not destroyed.
-func (r *Runtime) Live() []runtime.KernelState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]runtime.KernelState, 0, len(r.kernels))
-	for _, k := range r.kernels {
-		if k.phase == creating {
-			continue
-		}
-		st := k.state
-		if st.ExitCode != nil {
-			c := *st.ExitCode
-			st.ExitCode = &c
-		}
-		out = append(out, st)
-	}
-	slices.SortFunc(out, func(a, b runtime.KernelState) int { return strings.Compare(string(a.ID), string(b.ID)) })
-	return out
-}
+func (r *Runtime) Live() []runtime.KernelState { return r.kernels.Live() }
 
 // Logs returns the kernel's simulated lifecycle lines. Unlike the process
 // runtime's, they go with the kernel when it is destroyed, so a long
@@ -513,11 +421,11 @@ func (r *Runtime) Live() []runtime.KernelState {
 func (r *Runtime) Logs(id domain.KernelID) (io.ReadCloser, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := r.kernels[id]
+	k := r.kernels.Get(id)
 	if k == nil {
 		return nil, fmt.Errorf("logs of %s: %w", id, runtime.ErrNotFound)
 	}
-	return io.NopCloser(strings.NewReader(strings.Join(k.log, "\n") + "\n")), nil
+	return io.NopCloser(strings.NewReader(strings.Join(k.Own.log, "\n") + "\n")), nil
 }
 
 // Close ends everything at once: pending pulls and creations fail with
@@ -525,29 +433,22 @@ func (r *Runtime) Logs(id domain.KernelID) (io.ReadCloser, error) {
 // the events this causes are delivered before Close returns.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
-	if !r.closed {
-		r.closed = true
-		for _, image := range slices.Sorted(maps.Keys(r.pulls)) {
-			p := r.pulls[image]
-			if p.timer != nil {
-				p.timer.Stop()
+	if ks, first := r.kernels.Close(); first {
+		r.images.Close()
+		for _, image := range r.images.Cancel() {
+			if t := r.pullTimers[image]; t != nil {
+				t.Stop()
 			}
-			delete(r.pulls, image)
-			p.err = fmt.Errorf("pull %q: %w", image, runtime.ErrClosed)
-			close(p.done)
+			delete(r.pullTimers, image)
 		}
-		for _, id := range slices.Sorted(maps.Keys(r.kernels)) {
-			k := r.kernels[id]
-			if k.timer != nil {
-				k.timer.Stop()
+		for _, k := range ks {
+			if k.Own.timer != nil {
+				k.Own.timer.Stop()
 			}
-			switch k.phase {
-			case creating:
-				r.endCreateLocked(k, fmt.Errorf("kernel %s: %w", id, runtime.ErrClosed))
-			case running:
+			if !r.kernels.Fail(k, fmt.Errorf("kernel %s: %w", k.ID, runtime.ErrClosed)) {
 				r.exitLocked(k, 128+15, runtime.ReasonDestroyed, "destroyed: runtime closed")
 			}
-			delete(r.kernels, id)
+			r.kernels.Remove(k)
 		}
 	}
 	r.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
@@ -23,28 +24,17 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const waitLimit = 10 * time.Second
 
-type recorder struct {
-	mu     sync.Mutex
-	events []runtime.Event
-}
-
-func (r *recorder) sink(e runtime.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
-
 type harness struct {
 	t     *testing.T
 	rt    *sim.Runtime
 	clock *sim.ManualClock
-	rec   *recorder
+	rec   *runtimetest.Recorder
 }
 
 func newHarness(t *testing.T, cfg sim.Config) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: sim.NewManualClock(epoch), rec: &recorder{}}
-	cfg.Clock, cfg.Sink = h.clock, h.rec.sink
+	h := &harness{t: t, clock: sim.NewManualClock(epoch), rec: runtimetest.NewRecorder(waitLimit)}
+	cfg.Clock, cfg.Sink = h.clock, h.rec.Sink
 	rt, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -67,9 +57,7 @@ func (h *harness) events() []runtime.Event {
 	if err := h.rt.Close(ctx); err != nil { // Close also flushes
 		h.t.Fatal(err)
 	}
-	h.rec.mu.Lock()
-	defer h.rec.mu.Unlock()
-	return append([]runtime.Event(nil), h.rec.events...)
+	return h.rec.All()
 }
 
 // async runs fn in a goroutine and hands back its result.
@@ -110,6 +98,22 @@ func pending(ch <-chan error) bool {
 
 func spec(id string, image string) runtime.Spec {
 	return runtime.Spec{Kernel: domain.KernelID(id), Session: domain.SessionID("s-" + id), Image: image}
+}
+
+// TestConformance runs the suite every runtime passes, on the real clock
+// with instant steps.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	runtimetest.Run(t, runtimetest.DevImages(runtimetest.Kit{
+		Open: func(t *testing.T, sink runtime.Sink) runtime.Runtime {
+			rt, err := sim.New(sim.Config{Sink: sink})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rt
+		},
+		Wait: waitLimit,
+	}))
 }
 
 func TestPullTakesItsDuration(t *testing.T) {
