@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -347,6 +348,41 @@ func TestPendingCap(t *testing.T) {
 			t.Errorf("project cap: %d %+v", code, e)
 		}
 	})
+}
+
+// TestPendingCapAcrossManagers: two managers (two API servers, each over
+// its own store instance) on one PostgreSQL database admit, between them,
+// exactly a cap's worth of concurrent submits.
+func TestPendingCapAcrossManagers(t *testing.T) {
+	t.Parallel()
+	m1 := apitest.New(t, apitest.Options{Engine: "postgres", Manual: true})
+	m2 := apitest.New(t, apitest.Options{Engine: "postgres", Manual: true, Share: m1})
+	carol := m1.User("carol", "user", "p2")
+	m2.Do(m2.AdminToken, "PUT", "/v1/policies/user/carol", map[string]any{"max_slots": map[string]string{"cpu": "0"}, "max_pending_sessions": 3}, nil)
+	const submits = 20
+	codes := make([]int, submits)
+	refusals := make([]apiErr, submits)
+	var wg sync.WaitGroup
+	for i, m := range slices.Repeat([]*apitest.Manager{m1, m2}, submits/2) {
+		wg.Go(func() {
+			codes[i] = m.Do(carol, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}}, &refusals[i])
+		})
+	}
+	wg.Wait()
+	count := map[int]int{}
+	for i, c := range codes {
+		count[c]++
+		if c == http.StatusTooManyRequests && !strings.Contains(refusals[i].Error.Message, "user carol already has 3 PENDING sessions") {
+			t.Errorf("refusal %d: %+v", i, refusals[i])
+		}
+	}
+	if count[http.StatusCreated] != 3 || count[http.StatusTooManyRequests] != submits-3 {
+		t.Errorf("%d concurrent submits through two managers under a cap of 3: %v", submits, count)
+	}
+	pending, err := m1.Store.ListSessions(t.Context(), store.SessionFilter{User: "carol", Statuses: []domain.SessionStatus{domain.SessionPending}})
+	if err != nil || len(pending) != 3 {
+		t.Errorf("carol's pending sessions: %d, %v", len(pending), err)
+	}
 }
 
 func TestSessionList(t *testing.T) {

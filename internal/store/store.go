@@ -40,8 +40,11 @@ type Store interface {
 
 	// CreateSession stores a new PENDING session with its PENDING kernels
 	// and its dependencies, all or nothing. s.CreatedAt is the creation
-	// (and status change) time.
-	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel) error
+	// (and status change) time. Each limit is checked in the same
+	// transaction, serialised with every other creation that checks the
+	// same limit, whichever store instance makes it; one already reached
+	// refuses the session with a *LimitError.
+	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel, limits ...PendingLimit) error
 	GetSession(ctx context.Context, id domain.SessionID) (SessionWithKernels, error)
 	// ListSessions returns sessions oldest first.
 	ListSessions(ctx context.Context, f SessionFilter) ([]domain.Session, error)
@@ -135,6 +138,15 @@ type SessionFilter struct {
 	Group    string
 	// Limit caps the number returned; zero means no cap.
 	Limit int
+}
+
+// PendingLimit caps the PENDING sessions of one user, project or domain
+// (Name, by Scope): a session is refused when Max of them are already
+// PENDING. Max is at least 1.
+type PendingLimit struct {
+	Scope domain.PolicyScope
+	Name  string
+	Max   int
 }
 
 // KernelFilter selects kernels; zero fields select everything.

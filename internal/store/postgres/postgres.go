@@ -182,6 +182,11 @@ func (e *engine) Close() error {
 	return nil
 }
 
+// KeyLock locks key, scoped to the schema, until the transaction ends.
+func (e *engine) KeyLock(key string) sqlstore.Stmt {
+	return sqlstore.Stmt{SQL: `SELECT pg_advisory_xact_lock($1)`, Args: []any{lockID("key "+key, e.schema)}}
+}
+
 // Rows get their feed position after they commit (see the migration
 // 00002_status_changes.sql for why seq cannot be the position). One reader
 // at a time, under a transaction-scoped advisory lock, numbers every

@@ -78,6 +78,14 @@ WHERE ({empty $1} OR session_id {in $1})
   AND ({empty $3} OR status {in $3})
   AND ({empty $4} OR id {in $4})
 ORDER BY session_id, cluster_idx`
+	// A limit counts no further than its maximum ($2), so a large
+	// project's or domain's queue is not walked to the end.
+	countPendingOfUser = `SELECT COUNT(*) FROM (SELECT 1 FROM sessions
+WHERE status = 'PENDING' AND owner_user = $1 LIMIT $2) p`
+	countPendingOfProject = `SELECT COUNT(*) FROM (SELECT 1 FROM sessions
+WHERE status = 'PENDING' AND owner_project = $1 LIMIT $2) p`
+	countPendingOfDomain = `SELECT COUNT(*) FROM (SELECT 1 FROM sessions
+WHERE status = 'PENDING' AND owner_domain = $1 LIMIT $2) p`
 	selectKernel      = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE id = $1`
 	lockAvoidAgents   = `SELECT avoid_agents FROM sessions WHERE id = $1 {lock}`
 	updateAvoidAgents = `UPDATE sessions SET avoid_agents = $1 WHERE id = $2`

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -223,5 +224,71 @@ func testAvoidAgents(t *testing.T, e Engine) {
 		t.Errorf("after concurrent additions: %v, want 9 agents", got)
 	}
 	wantErr(t, f.s.AvoidAgents(f.ctx, "ghost", []domain.AgentID{"a1"}), store.ErrNotFound, "unknown session")
+	f.invariant()
+}
+
+// testPendingLimit: a limit is exact while two store instances (two
+// managers) create sessions under it at once.
+func testPendingLimit(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	stores := []store.Store{f.s, f.open(Options{Registry: f.reg})}
+	const submits, max = 24, 5
+	// Alice's project is the tighter limit; her own is not reached first.
+	limits := []store.PendingLimit{
+		{Scope: domain.ScopeUser, Name: "alice", Max: 100},
+		{Scope: domain.ScopeProject, Name: "p-alice", Max: max},
+	}
+	errs := make([]error, submits)
+	var wg sync.WaitGroup
+	for i := range submits {
+		s, ks := f.build(fmt.Sprintf("s%02d", i), "g", "alice", 2, []string{"cpu", "1"})
+		wg.Go(func() { errs[i] = stores[i%2].CreateSession(f.ctx, s, ks, limits...) })
+	}
+	wg.Wait()
+	created, refused := 0, 0
+	for i, err := range errs {
+		var le *store.LimitError
+		switch {
+		case err == nil:
+			created++
+		case errors.As(err, &le) && errors.Is(err, store.ErrLimitReached):
+			refused++
+			if le.Limit != limits[1] || le.Pending != max {
+				t.Errorf("submit %d refused with %+v, want project p-alice's limit with %d pending", i, le, max)
+			}
+		default:
+			t.Fatalf("submit %d: %v", i, err)
+		}
+	}
+	if created != max || refused != submits-max {
+		t.Errorf("%d concurrent submits under a limit of %d: %d created, %d refused", submits, max, created, refused)
+	}
+	pending, err := f.s.ListSessions(f.ctx, store.SessionFilter{Project: "p-alice", Statuses: []domain.SessionStatus{domain.SessionPending}})
+	f.must(err, "list pending")
+	kernels, err := f.s.ListKernels(f.ctx, store.KernelFilter{})
+	f.must(err, "list kernels")
+	if len(pending) != max || len(kernels) != 2*max {
+		t.Errorf("stored %d pending sessions and %d kernels, want %d and %d", len(pending), len(kernels), max, 2*max)
+	}
+
+	// Others are not capped by it; a session that leaves PENDING frees its
+	// place.
+	s, ks := f.build("bob-1", "g", "bob", 1, nil)
+	f.must(f.s.CreateSession(f.ctx, s, ks, store.PendingLimit{Scope: domain.ScopeProject, Name: "p-bob", Max: 1}), "bob's first")
+	_, err = f.s.TransitionSessions(f.ctx, []domain.SessionID{pending[0].ID}, []domain.SessionStatus{domain.SessionPending},
+		domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}, "cancelled", at(5))
+	f.must(err, "cancel one")
+	s, ks = f.build("after-cancel", "g", "alice", 1, nil)
+	f.must(f.s.CreateSession(f.ctx, s, ks, limits...), "a submit after one was cancelled")
+
+	for _, bad := range []store.PendingLimit{
+		{Scope: "team", Name: "x", Max: 1},
+		{Scope: domain.ScopeUser, Name: "", Max: 1},
+		{Scope: domain.ScopeUser, Name: "alice", Max: 0},
+	} {
+		s, ks := f.build("bad", "g", "alice", 1, nil)
+		wantErr(t, f.s.CreateSession(f.ctx, s, ks, bad), store.ErrInvalid, fmt.Sprintf("limit %+v", bad))
+	}
 	f.invariant()
 }

@@ -40,6 +40,7 @@ func Run(t *testing.T, e Engine) {
 		{"SessionRoundTrip", testSessionRoundTrip},
 		{"ListSessionsAndKernels", testListSessionsAndKernels},
 		{"CreateSessionErrors", testCreateSessionErrors},
+		{"PendingLimit", testPendingLimit},
 		{"AvoidAgents", testAvoidAgents},
 		{"Users", testUsers},
 		{"Policies", testPolicies},
