@@ -434,6 +434,12 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		}
 		f.Limit = n
 	}
+	if v := q.Get("after"); v != "" {
+		if !validID(v) {
+			return invalid("after", "must be a session id, as a page's next gives it")
+		}
+		f.After = domain.SessionID(v)
+	}
 	f.User = q.Get("owner")
 	if !isAdmin(u) {
 		if f.User != "" && f.User != u.Name {
@@ -459,12 +465,24 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 			byS[k.SessionID] = append(byS[k.SessionID], k)
 		}
 	}
-	out := listJSON[sessionJSON]{Items: make([]sessionJSON, len(sessions))}
+	out := sessionPageJSON{Items: make([]sessionJSON, len(sessions))}
 	for i, ss := range sessions {
 		out.Items[i] = s.sessionOut(store.SessionWithKernels{Session: ss, Kernels: byS[ss.ID]})
 	}
+	if len(sessions) == f.Limit {
+		// A full page may have more behind it; a short one is the last.
+		out.Next = string(sessions[len(sessions)-1].ID)
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// sessionPageJSON is one page of a session listing. Its sessions carry no
+// command or env (they can be large; GET /v1/sessions/{id} has them).
+// Next, when set, is the after= that reads the following page.
+type sessionPageJSON struct {
+	Items []sessionJSON `json:"items"`
+	Next  string        `json:"next,omitempty"`
 }
 
 func (s *Server) sessionHistory(w http.ResponseWriter, r *http.Request) error {

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -382,6 +385,68 @@ func TestPendingCapAcrossManagers(t *testing.T) {
 	pending, err := m1.Store.ListSessions(t.Context(), store.SessionFilter{User: "carol", Statuses: []domain.SessionStatus{domain.SessionPending}})
 	if err != nil || len(pending) != 3 {
 		t.Errorf("carol's pending sessions: %d, %v", len(pending), err)
+	}
+}
+
+// TestSessionListPages: a listing is read page by page with after= and
+// next, and leaves out what may be large (command, env), which showing
+// the one session still has.
+func TestSessionListPages(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	alice := m.User("alice", "user", "p1")
+	var want []string
+	for range 5 {
+		s := create(t, m, alice, map[string]any{"image": "sleep", "command": []string{"sleep", "9"}, "env": map[string]string{"A": "b"}})
+		want = append(want, s.ID)
+	}
+	type page struct {
+		Items []struct {
+			ID      string            `json:"id"`
+			Command []string          `json:"command"`
+			Env     map[string]string `json:"env"`
+		} `json:"items"`
+		Next *string `json:"next"`
+	}
+	var got []string
+	path := "/v1/sessions?limit=2"
+	for pages := 0; ; pages++ {
+		var p page
+		if code, raw := m.Raw(alice, "GET", path, nil); code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, code, raw)
+		} else if err := json.Unmarshal(raw, &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range p.Items {
+			got = append(got, s.ID)
+			if len(s.Command) != 0 || len(s.Env) != 0 {
+				t.Errorf("listed session %s carries command %q and env %v", s.ID, s.Command, s.Env)
+			}
+		}
+		// 5 sessions at 2 a page: two full pages with a next, then one of 1
+		// without.
+		if full := len(p.Items) == 2; full != (p.Next != nil) || pages > 2 {
+			t.Fatalf("page %d: %d items, next %v", pages, len(p.Items), p.Next)
+		}
+		if p.Next == nil {
+			break
+		}
+		path = "/v1/sessions?limit=2&after=" + url.QueryEscape(*p.Next)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sessions page by page (-want +got):\n%s", diff)
+	}
+	var shown struct {
+		Command []string          `json:"command"`
+		Env     map[string]string `json:"env"`
+	}
+	if code := m.Do(alice, "GET", "/v1/sessions/"+want[0], nil, &shown); code != http.StatusOK ||
+		!slices.Equal(shown.Command, []string{"sleep", "9"}) || shown.Env["A"] != "b" {
+		t.Errorf("GET one session: %d, command %q, env %v", code, shown.Command, shown.Env)
+	}
+	var e apiErr
+	if code := m.Do(alice, "GET", "/v1/sessions?after=a%20b", nil, &e); code != http.StatusBadRequest || e.Error.Field != "after" {
+		t.Errorf("after with a space: %d %+v", code, e)
 	}
 }
 

@@ -54,12 +54,13 @@ ORDER BY id`
 )
 
 const (
-	insertSession = `INSERT INTO sessions (` + codec.SessionColumns + `)
+	insertSession = `INSERT INTO sessions (` + codec.SessionSpecColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`
 	insertKernel = `INSERT INTO kernels (` + codec.KernelColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 	insertDependency = `INSERT INTO session_dependencies (session_id, depends_on) VALUES ($1, $2)`
-	selectSession    = `SELECT ` + codec.SessionColumns + ` FROM sessions WHERE id = $1`
+	selectSession    = `SELECT ` + codec.SessionSpecColumns + ` FROM sessions WHERE id = $1`
+	selectSpecs      = `SELECT ` + codec.SpecColumns + ` FROM sessions WHERE id {in $1}`
 	selectSessions   = `SELECT ` + codec.SessionColumns + ` FROM sessions
 WHERE ({empty $1} OR status {in $1})
   AND ($2 = '' OR owner_user = $2)
@@ -67,6 +68,7 @@ WHERE ({empty $1} OR status {in $1})
   AND ($4 = '' OR owner_domain = $4)
   AND ($5 = '' OR resource_group = $5)
   AND ({empty $7} OR id {in $7})
+  AND ($8 = '' OR (created_at, id) > (SELECT created_at, id FROM sessions WHERE id = $8))
 ORDER BY created_at, id
 LIMIT $6`
 	selectDependencies = `SELECT session_id, depends_on FROM session_dependencies

@@ -107,7 +107,7 @@ func (s *Store) GetSession(ctx context.Context, id domain.SessionID) (store.Sess
 	var out store.SessionWithKernels
 	err := s.read(ctx, "get session "+string(id), func(tx txn) error {
 		var err error
-		out.Session, err = codec.ScanSession(s.reg, tx.queryRow(ctx, selectSession, string(id)))
+		out.Session, err = codec.ScanSessionSpec(s.reg, tx.queryRow(ctx, selectSession, string(id)))
 		if err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]doma
 	var out []domain.Session
 	err := s.read(ctx, "list sessions", func(tx txn) error {
 		args := []any{List(codec.StatusNames(f.Statuses)), f.User, f.Project, f.Domain, f.Group, limit(f.Limit),
-			List(codec.Strings(f.IDs))}
+			List(codec.Strings(f.IDs)), string(f.After)}
 		var ids []string
 		err := tx.query(ctx, selectSessions, args, func(sc codec.Scanner) error {
 			sess, err := codec.ScanSession(s.reg, sc)
@@ -149,6 +149,23 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]doma
 			out[i].DependsOn = deps[out[i].ID]
 		}
 		return nil
+	})
+	return out, err
+}
+
+// SessionSpecs returns the command and environment of the sessions of
+// ids that exist, in one query.
+func (s *Store) SessionSpecs(ctx context.Context, ids []domain.SessionID) (map[domain.SessionID]store.SessionSpec, error) {
+	out := make(map[domain.SessionID]store.SessionSpec, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := s.read(ctx, "read session specs", func(tx txn) error {
+		return tx.query(ctx, selectSpecs, []any{List(codec.Strings(ids))}, func(sc codec.Scanner) error {
+			id, spec, err := codec.ScanSpec(sc)
+			out[id] = spec
+			return err
+		})
 	})
 	return out, err
 }

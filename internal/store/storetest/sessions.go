@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -291,4 +292,83 @@ func testPendingLimit(t *testing.T, e Engine) {
 		wantErr(t, f.s.CreateSession(f.ctx, s, ks, bad), store.ErrInvalid, fmt.Sprintf("limit %+v", bad))
 	}
 	f.invariant()
+}
+
+// testSessionSpecs: a session's command and environment are read where
+// kernels are created (SessionSpecs) and where one session is shown
+// (GetSession), never by listings or the scheduler's snapshot.
+func testSessionSpecs(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	big := map[string]string{}
+	for i := range 16 {
+		big[fmt.Sprintf("VAR_%02d", i)] = strings.Repeat("x", 4<<10)
+	}
+	want := store.SessionSpec{Command: []string{"python", "-m", "train"}, Env: big}
+	f.session("with", "g", "alice", 2, []string{"cpu", "1"}, func(s *domain.Session) {
+		s.Command, s.Env = want.Command, want.Env
+	})
+	f.session("without", "g", "alice", 1, []string{"cpu", "1"})
+
+	listed, err := f.s.ListSessions(f.ctx, store.SessionFilter{})
+	f.must(err, "list sessions")
+	snap, err := f.s.LoadSnapshot(f.ctx, "g", at(2))
+	f.must(err, "load snapshot")
+	for _, p := range snap.Pending {
+		listed = append(listed, p.Session)
+	}
+	if len(listed) != 4 {
+		t.Fatalf("listed and snapshot hold %d sessions, want 4", len(listed))
+	}
+	for _, s := range listed {
+		if s.Command != nil || s.Env != nil {
+			t.Errorf("session %s was read with its command %q and %d environment variables", s.ID, s.Command, len(s.Env))
+		}
+	}
+
+	got := f.get("with").Session
+	if diff := cmp.Diff(want, store.SessionSpec{Command: got.Command, Env: got.Env}); diff != "" {
+		t.Errorf("GetSession's command and env (-want +got):\n%s", diff)
+	}
+	specs, err := f.s.SessionSpecs(f.ctx, []domain.SessionID{"with", "without", "missing"})
+	f.must(err, "session specs")
+	if diff := cmp.Diff(map[domain.SessionID]store.SessionSpec{"with": want, "without": {}}, specs); diff != "" {
+		t.Errorf("SessionSpecs (-want +got):\n%s", diff)
+	}
+	specs, err = f.s.SessionSpecs(f.ctx, nil)
+	if err != nil || len(specs) != 0 {
+		t.Errorf("SessionSpecs of no sessions: %v, %v", specs, err)
+	}
+}
+
+// testListSessionsPages: After pages a listing in its order, ties in
+// creation time broken by id, and keeps the other filters.
+func testListSessionsPages(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	for i, id := range []string{"e", "b", "d", "a", "c", "f"} {
+		created := at(10 + i/2) // two at each time: ties
+		f.session(id, "g", "alice", 1, []string{"cpu", "1"}, func(s *domain.Session) { s.CreatedAt = created })
+	}
+	f.session("bob", "g", "bob", 1, []string{"cpu", "1"}, func(s *domain.Session) { s.CreatedAt = at(11) })
+	var got []domain.SessionID
+	after := domain.SessionID("")
+	for page := 0; ; page++ {
+		list, err := f.s.ListSessions(f.ctx, store.SessionFilter{User: "alice", After: after, Limit: 4 - page%2*2})
+		f.must(err, "page %d", page)
+		if len(list) == 0 {
+			break
+		}
+		for _, s := range list {
+			got = append(got, s.ID)
+		}
+		after = list[len(list)-1].ID
+	}
+	if diff := cmp.Diff([]domain.SessionID{"b", "e", "a", "d", "c", "f"}, got); diff != "" {
+		t.Errorf("alice's sessions page by page (-want +got):\n%s", diff)
+	}
+	list, err := f.s.ListSessions(f.ctx, store.SessionFilter{After: "missing"})
+	if err != nil || len(list) != 0 {
+		t.Errorf("after a session that does not exist: %d sessions, %v", len(list), err)
+	}
 }

@@ -41,6 +41,8 @@ func Run(t *testing.T, e Engine) {
 		{"ListSessionsAndKernels", testListSessionsAndKernels},
 		{"CreateSessionErrors", testCreateSessionErrors},
 		{"PendingLimit", testPendingLimit},
+		{"SessionSpecs", testSessionSpecs},
+		{"ListSessionsPages", testListSessionsPages},
 		{"AvoidAgents", testAvoidAgents},
 		{"Users", testUsers},
 		{"Policies", testPolicies},
