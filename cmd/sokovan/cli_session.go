@@ -33,7 +33,7 @@ func newSessionCmd() *cobra.Command {
 }
 
 func listSessionIDs(ctx context.Context, c *client) ([]string, error) {
-	var list v1.List[v1.Session]
+	var list v1.SessionPage
 	if _, err := c.do(ctx, "GET", "/v1/sessions?limit=200", nil, &list); err != nil {
 		return nil, err
 	}
@@ -289,7 +289,7 @@ func newSessionListCmd(o *output) *cobra.Command {
 			if len(q) > 0 {
 				path += "?" + q.Encode()
 			}
-			var list v1.List[v1.Session]
+			var list v1.SessionPage
 			raw, err := c.do(cmd.Context(), "GET", path, nil, &list)
 			if err != nil {
 				return err

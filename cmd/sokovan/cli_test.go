@@ -157,7 +157,7 @@ func TestCLIListShowAndRemove(t *testing.T) {
 	c := newCLI(t, m)
 	alice := m.User("alice", "user", "p1")
 	id := strings.Fields(c.ok(alice, "session", "create", "--image", "sleep", "--slot", "cpu=0.5", "--slot", "mem=256m"))[0]
-	var list v1.List[v1.Session]
+	var list v1.SessionPage
 	out := c.ok(alice, "session", "ls", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("ls -o json is not JSON: %v\n%s", err, out)

@@ -94,7 +94,7 @@ func TestCLIAgainstDevMode(t *testing.T) {
 		t.Fatal("create huge failed")
 	}
 	out, code := run("session", "ls", "-o", "json")
-	var list v1.List[v1.Session]
+	var list v1.SessionPage
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Items) != 4 {
 		t.Fatalf("ls -o json: exit %d\n%s", code, out)
 	}

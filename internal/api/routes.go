@@ -80,12 +80,15 @@ func (s *Server) table() []route {
 				"429 when the caller's user, project or domain already has max_pending_sessions PENDING sessions.",
 			body: v1.CreateSessionRequest{}, status: http.StatusCreated, resp: v1.Session{}, handle: s.createSession},
 		{method: "GET", path: "/v1/sessions", access: user, summary: "List sessions, oldest first",
-			desc: "Users see their own sessions; admins see everyone's and may filter by owner.",
+			desc: "Users see their own sessions; admins see everyone's and may filter by owner. " +
+				"A full page has next: pass it as after= for the following one. Listed sessions leave " +
+				"command and env empty; GET /v1/sessions/{id} has them.",
 			query: []param{statusParam,
 				{name: "limit", typ: "integer", desc: "at most this many (1 to 10000, default 1000)"},
+				{name: "after", typ: "string", desc: "the next of the previous page: only sessions after that one"},
 				{name: "owner", typ: "string", desc: "admins: only this user's sessions"},
 				{name: "resource_group", typ: "string", desc: "only sessions of this resource group"}},
-			status: http.StatusOK, resp: v1.List[v1.Session]{}, handle: s.listSessions},
+			status: http.StatusOK, resp: v1.SessionPage{}, handle: s.listSessions},
 		{method: "GET", path: "/v1/sessions/{id}", access: user, summary: "One session with its kernels",
 			status: http.StatusOK, resp: v1.Session{}, handle: s.getSession},
 		{method: "GET", path: "/v1/sessions/{id}/history", access: user, summary: "The session's handler outcomes, oldest first",

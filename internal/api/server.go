@@ -29,7 +29,7 @@ type Store interface {
 	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
 	ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.Agent, error)
 	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error
-	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel) error
+	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel, limits ...store.PendingLimit) error
 	GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error)
 	ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error)
 	ListKernels(ctx context.Context, f store.KernelFilter) ([]domain.Kernel, error)
@@ -170,13 +170,6 @@ type Server struct {
 	mux     *http.ServeMux
 	routes  []route
 	openapi []byte
-	// submit serialises the pending-cap count with the session's creation
-	// within this process when a cap applies, so two quick submits cannot
-	// both take the last place. (Replicas sharing a database can still
-	// each admit one: the cap is exact for one manager, approximate for
-	// several.)
-	submit sync.Mutex
-
 	// feed is the change-feed reader the event streams share; streams
 	// counts each user's open streams.
 	feed      *feed

@@ -54,17 +54,16 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if len(caps) > 0 {
-		// Count and create under one lock, so two quick submits in this
-		// process cannot both take the last place under a cap. Submits no
-		// cap applies to do not wait for it.
-		s.submit.Lock()
-		defer s.submit.Unlock()
-		if err := s.checkPendingCaps(ctx, caps); err != nil {
-			return err
+	// The store counts and creates in one transaction, serialised per cap
+	// across every manager of the database, so no two submits can both
+	// take the last place.
+	if err := s.store.CreateSession(ctx, sess, kernels, caps...); err != nil {
+		var full *store.LimitError
+		if errors.As(err, &full) {
+			return &apiError{Status: http.StatusTooManyRequests, Code: codeExhausted, Message: fmt.Sprintf(
+				"%s %s already has %d PENDING sessions, the most its policy allows (max_pending_sessions %d); "+
+					"wait for one to start, or end one", full.Limit.Scope, full.Limit.Name, full.Pending, full.Limit.Max)}
 		}
-	}
-	if err := s.store.CreateSession(ctx, sess, kernels); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			// What it refers to was checked a moment ago; nothing is ever
 			// deleted, so this is a store fault, not the client's.
@@ -354,25 +353,17 @@ func (s *Server) checkDesignated(ctx context.Context, group string, ids []string
 	return want, nil
 }
 
-// pendingCap is a max_pending_sessions that applies to a submit: the
-// policy's scope and name, and the sessions it counts.
-type pendingCap struct {
-	policy domain.Policy
-	count  store.SessionFilter
-}
-
-// pendingCaps finds the owner's user, project and domain policies that cap
-// PENDING sessions.
-func (s *Server) pendingCaps(ctx context.Context, o domain.Owner) ([]pendingCap, error) {
-	var caps []pendingCap
+// pendingCaps returns the max_pending_sessions of the owner's user,
+// project and domain policies, as limits for the store to keep.
+func (s *Server) pendingCaps(ctx context.Context, o domain.Owner) ([]store.PendingLimit, error) {
+	var caps []store.PendingLimit
 	for _, c := range []struct {
 		scope domain.PolicyScope
 		name  string
-		f     store.SessionFilter
 	}{
-		{domain.ScopeUser, o.User, store.SessionFilter{User: o.User}},
-		{domain.ScopeProject, o.Project, store.SessionFilter{Project: o.Project}},
-		{domain.ScopeDomain, o.Domain, store.SessionFilter{Domain: o.Domain}},
+		{domain.ScopeUser, o.User},
+		{domain.ScopeProject, o.Project},
+		{domain.ScopeDomain, o.Domain},
 	} {
 		if c.name == "" {
 			continue
@@ -385,28 +376,10 @@ func (s *Server) pendingCaps(ctx context.Context, o domain.Owner) ([]pendingCap,
 			return nil, err
 		}
 		if p.MaxPendingSessions > 0 {
-			c.f.Statuses = []domain.SessionStatus{domain.SessionPending}
-			c.f.Limit = p.MaxPendingSessions
-			caps = append(caps, pendingCap{policy: p, count: c.f})
+			caps = append(caps, store.PendingLimit{Scope: p.Scope, Name: p.Name, Max: p.MaxPendingSessions})
 		}
 	}
 	return caps, nil
-}
-
-// checkPendingCaps refuses a submit that would exceed a cap.
-func (s *Server) checkPendingCaps(ctx context.Context, caps []pendingCap) error {
-	for _, c := range caps {
-		pending, err := s.store.ListSessions(ctx, c.count)
-		if err != nil {
-			return err
-		}
-		if limit := c.policy.MaxPendingSessions; len(pending) >= limit {
-			return &apiError{Status: http.StatusTooManyRequests, Code: codeExhausted, Message: fmt.Sprintf(
-				"%s %s already has %d PENDING sessions, the most its policy allows (max_pending_sessions %d); "+
-					"wait for one to start, or end one", c.policy.Scope, c.policy.Name, len(pending), limit)}
-		}
-	}
-	return nil
 }
 
 // visibleSession loads the session named in the path if the caller may
@@ -462,6 +435,12 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		}
 		f.Limit = n
 	}
+	if v := q.Get("after"); v != "" {
+		if !validID(v) {
+			return invalid("after", "must be a session id, as a page's next gives it")
+		}
+		f.After = domain.SessionID(v)
+	}
 	f.User = q.Get("owner")
 	if !isAdmin(u) {
 		if f.User != "" && f.User != u.Name {
@@ -487,9 +466,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 			byS[k.SessionID] = append(byS[k.SessionID], k)
 		}
 	}
-	out := v1.List[v1.Session]{Items: make([]v1.Session, len(sessions))}
+	out := v1.SessionPage{Items: make([]v1.Session, len(sessions))}
 	for i, ss := range sessions {
 		out.Items[i] = s.sessionOut(store.SessionWithKernels{Session: ss, Kernels: byS[ss.ID]})
+	}
+	if len(sessions) == f.Limit {
+		// A full page may have more behind it; a short one is the last.
+		out.Next = string(sessions[len(sessions)-1].ID)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
@@ -337,6 +341,103 @@ func TestPendingCap(t *testing.T) {
 			t.Errorf("project cap: %d %+v", code, e)
 		}
 	})
+}
+
+// TestPendingCapAcrossManagers: two managers (two API servers, each over
+// its own store instance) on one PostgreSQL database admit, between them,
+// exactly a cap's worth of concurrent submits.
+func TestPendingCapAcrossManagers(t *testing.T) {
+	t.Parallel()
+	m1 := apitest.New(t, apitest.Options{Engine: "postgres", Manual: true})
+	m2 := apitest.New(t, apitest.Options{Engine: "postgres", Manual: true, Share: m1})
+	carol := m1.User("carol", "user", "p2")
+	m2.Do(m2.AdminToken, "PUT", "/v1/policies/user/carol", map[string]any{"max_slots": map[string]string{"cpu": "0"}, "max_pending_sessions": 3}, nil)
+	const submits = 20
+	codes := make([]int, submits)
+	refusals := make([]v1.ErrorResponse, submits)
+	var wg sync.WaitGroup
+	for i, m := range slices.Repeat([]*apitest.Manager{m1, m2}, submits/2) {
+		wg.Go(func() {
+			codes[i] = m.Do(carol, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}}, &refusals[i])
+		})
+	}
+	wg.Wait()
+	count := map[int]int{}
+	for i, c := range codes {
+		count[c]++
+		if c == http.StatusTooManyRequests && !strings.Contains(refusals[i].Error.Message, "user carol already has 3 PENDING sessions") {
+			t.Errorf("refusal %d: %+v", i, refusals[i])
+		}
+	}
+	if count[http.StatusCreated] != 3 || count[http.StatusTooManyRequests] != submits-3 {
+		t.Errorf("%d concurrent submits through two managers under a cap of 3: %v", submits, count)
+	}
+	pending, err := m1.Store.ListSessions(t.Context(), store.SessionFilter{User: "carol", Statuses: []domain.SessionStatus{domain.SessionPending}})
+	if err != nil || len(pending) != 3 {
+		t.Errorf("carol's pending sessions: %d, %v", len(pending), err)
+	}
+}
+
+// TestSessionListPages: a listing is read page by page with after= and
+// next, and leaves out what may be large (command, env), which showing
+// the one session still has.
+func TestSessionListPages(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	alice := m.User("alice", "user", "p1")
+	var want []string
+	for range 5 {
+		s := create(t, m, alice, map[string]any{"image": "sleep", "command": []string{"sleep", "9"}, "env": map[string]string{"A": "b"}})
+		want = append(want, s.ID)
+	}
+	type page struct {
+		Items []struct {
+			ID      string            `json:"id"`
+			Command []string          `json:"command"`
+			Env     map[string]string `json:"env"`
+		} `json:"items"`
+		Next *string `json:"next"`
+	}
+	var got []string
+	path := "/v1/sessions?limit=2"
+	for pages := 0; ; pages++ {
+		var p page
+		if code, raw := m.Raw(alice, "GET", path, nil); code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, code, raw)
+		} else if err := json.Unmarshal(raw, &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range p.Items {
+			got = append(got, s.ID)
+			if len(s.Command) != 0 || len(s.Env) != 0 {
+				t.Errorf("listed session %s carries command %q and env %v", s.ID, s.Command, s.Env)
+			}
+		}
+		// 5 sessions at 2 a page: two full pages with a next, then one of 1
+		// without.
+		if full := len(p.Items) == 2; full != (p.Next != nil) || pages > 2 {
+			t.Fatalf("page %d: %d items, next %v", pages, len(p.Items), p.Next)
+		}
+		if p.Next == nil {
+			break
+		}
+		path = "/v1/sessions?limit=2&after=" + url.QueryEscape(*p.Next)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sessions page by page (-want +got):\n%s", diff)
+	}
+	var shown struct {
+		Command []string          `json:"command"`
+		Env     map[string]string `json:"env"`
+	}
+	if code := m.Do(alice, "GET", "/v1/sessions/"+want[0], nil, &shown); code != http.StatusOK ||
+		!slices.Equal(shown.Command, []string{"sleep", "9"}) || shown.Env["A"] != "b" {
+		t.Errorf("GET one session: %d, command %q, env %v", code, shown.Command, shown.Env)
+	}
+	var e v1.ErrorResponse
+	if code := m.Do(alice, "GET", "/v1/sessions?after=a%20b", nil, &e); code != http.StatusBadRequest || e.Error.Field != "after" {
+		t.Errorf("after with a space: %d %+v", code, e)
+	}
 }
 
 func TestSessionList(t *testing.T) {

@@ -51,6 +51,8 @@ type fakeAgents struct {
 	forced []domain.KernelID
 	// hang makes every call to these agents block until its deadline.
 	hang map[domain.AgentID]bool
+	// specs holds what each kernel was created with, as the agent got it.
+	specs map[domain.KernelID]coordinator.KernelSpec
 }
 
 type fakeKernel struct {
@@ -64,7 +66,7 @@ func newFakeAgents(seed uint64, now func() time.Time) *fakeAgents {
 		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: now,
 		pulled: map[domain.AgentID]map[string]bool{}, kernels: map[domain.KernelID]*fakeKernel{},
 		epochs: map[domain.AgentID]int64{}, down: map[domain.AgentID]bool{}, hang: map[domain.AgentID]bool{},
-		refuseCreate: map[domain.AgentID]bool{},
+		refuseCreate: map[domain.AgentID]bool{}, specs: map[domain.KernelID]coordinator.KernelSpec{},
 	}
 }
 
@@ -161,6 +163,7 @@ func (f *fakeAgents) CreateKernels(ctx context.Context, agent domain.AgentID, sp
 			continue // idempotent
 		}
 		f.kernels[s.Kernel] = &fakeKernel{agent: agent, image: s.Image, running: true}
+		f.specs[s.Kernel] = s
 		f.emit(kernelstate.Event{Kind: kernelstate.KernelCreating, Agent: agent, Kernel: s.Kernel})
 		f.emit(kernelstate.Event{Kind: kernelstate.KernelStarted, Agent: agent, Kernel: s.Kernel, ContainerID: "c-" + string(s.Kernel)})
 	}

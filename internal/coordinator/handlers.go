@@ -281,17 +281,31 @@ func (c *Coordinator) StartSessions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A PREPARED session is always attempted, even with no PREPARED kernel
+	// left: its kernels were created by an attempt whose success was never
+	// recorded (the manager died, or the agent's answer was lost, after the
+	// agent had acted), and the attempt now has nothing to create — it
+	// succeeds, and the promotions carry the session on.
+	var attempt []domain.SessionID
+	attempted := make([]bool, len(targets))
+	for i, t := range targets {
+		if works(h, t) || t.Session.Status == domain.SessionPrepared {
+			attempt = append(attempt, t.Session.ID)
+			attempted[i] = true
+		}
+	}
+	// Targets come from a listing, which leaves out the sessions' command
+	// and environment; only the sessions started now read theirs.
+	specs, err := c.store.SessionSpecs(ctx, attempt)
+	if err != nil {
+		return fmt.Errorf("%s: read session specs: %w", h.Name, err)
+	}
 	var res Result
-	for _, t := range targets {
-		// A PREPARED session is always attempted, even with no PREPARED
-		// kernel left: its kernels were created by an attempt whose success
-		// was never recorded (the manager died, or the agent's answer was
-		// lost, after the agent had acted), and the attempt now has nothing
-		// to create — it succeeds, and the promotions carry the session on.
-		if !works(h, t) && t.Session.Status != domain.SessionPrepared {
+	for i, t := range targets {
+		if !attempted[i] {
 			continue
 		}
-		if err := c.createKernels(ctx, t); err != nil {
+		if err := c.createKernels(ctx, t, specs[t.Session.ID]); err != nil {
 			res.Failures = append(res.Failures, Note{Session: t.Session.ID, Message: err.Error()})
 			continue
 		}
@@ -300,7 +314,7 @@ func (c *Coordinator) StartSessions(ctx context.Context) error {
 	return c.apply(ctx, h, handlerPolicy{}, targets, res, gs)
 }
 
-func (c *Coordinator) createKernels(ctx context.Context, t store.SessionWithKernels) error {
+func (c *Coordinator) createKernels(ctx context.Context, t store.SessionWithKernels, spec store.SessionSpec) error {
 	hosts := make([]string, len(t.Kernels))
 	for i, k := range t.Kernels {
 		hosts[i] = fmt.Sprintf("%s%d", k.ClusterRole, k.ClusterIdx)
@@ -313,7 +327,7 @@ func (c *Coordinator) createKernels(ctx context.Context, t store.SessionWithKern
 		byAgent[k.Agent] = append(byAgent[k.Agent], KernelSpec{
 			Kernel: k.ID, Session: t.Session.ID, Image: k.Image, Slots: c.slots.FormatSlots(k.Requested),
 			ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: len(t.Kernels), ClusterHosts: hosts,
-			Command: t.Session.Command, Env: t.Session.Env,
+			Command: spec.Command, Env: spec.Env,
 		})
 	}
 	for _, agent := range sortedAgents(byAgent) {

@@ -101,6 +101,13 @@ func newHarness(t testing.TB, engine string, agents int, group func(*domain.Reso
 // submit creates a PENDING session of n kernels asking cpu each.
 func (h *harness) submit(image, cpu string, n int, mode domain.ClusterMode, deps ...domain.SessionID) domain.SessionID {
 	h.t.Helper()
+	return h.submitWith(nil, image, cpu, n, mode, deps...)
+}
+
+// submitWith is submit with mod applied to the session before it is
+// stored.
+func (h *harness) submitWith(mod func(*domain.Session), image, cpu string, n int, mode domain.ClusterMode, deps ...domain.SessionID) domain.SessionID {
+	h.t.Helper()
 	h.n++
 	id := domain.SessionID(fmt.Sprintf("s-%04d", h.n))
 	req, err := h.reg.ParseSlots(map[string]string{"cpu": cpu, "mem": "1g"})
@@ -110,6 +117,9 @@ func (h *harness) submit(image, cpu string, n int, mode domain.ClusterMode, deps
 	s := domain.Session{ID: id, Name: string(id), Owner: domain.Owner{User: "alice", Project: "p", Domain: "d"},
 		Type: domain.TypeBatch, Image: image, Architecture: "x86_64", ResourceGroup: "default", ClusterMode: mode,
 		ClusterSize: n, Requested: req, Status: domain.SessionPending, CreatedAt: h.clock.Now(), DependsOn: deps}
+	if mod != nil {
+		mod(&s)
+	}
 	kernels := make([]domain.Kernel, n)
 	for i := range kernels {
 		role := domain.RoleSub

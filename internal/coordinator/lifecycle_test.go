@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -39,6 +40,32 @@ func TestSessionRunsAndTerminates(t *testing.T) {
 		h.until(id, domain.SessionTerminated)
 		if len(h.agents.running()) != 0 {
 			t.Fatalf("kernels still run on agents: %v", h.agents.running())
+		}
+	})
+}
+
+// The scheduler and the handlers' listings read sessions without their
+// command and environment; every kernel created still gets them.
+func TestKernelsStartWithTheSessionsCommandAndEnv(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 2, nil)
+		command := []string{"python", "-c", "print(1)"}
+		env := map[string]string{"MODEL": "resnet", "BIG": strings.Repeat("v", 32<<10)}
+		id := h.submitWith(func(s *domain.Session) { s.Command, s.Env = command, env }, "sleep", "6", 2, domain.MultiNode)
+		plain := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.until(id, domain.SessionRunning)
+		h.until(plain, domain.SessionRunning)
+		for _, k := range append(h.session(id).Kernels, h.session(plain).Kernels...) {
+			got, ok := h.agents.specs[k.ID]
+			wantCommand, wantEnv := command, env
+			if k.SessionID == plain {
+				wantCommand, wantEnv = nil, nil
+			}
+			if !ok || !slices.Equal(got.Command, wantCommand) || !maps.Equal(got.Env, wantEnv) {
+				t.Errorf("kernel %s created with command %q and %d environment variables, want %q and %d",
+					k.ID, got.Command, len(got.Env), wantCommand, len(wantEnv))
+			}
 		}
 	})
 }

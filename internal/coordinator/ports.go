@@ -18,6 +18,7 @@ type Store interface {
 	SetAgentStatus(ctx context.Context, id domain.AgentID, status domain.AgentStatus) error
 	GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error)
 	ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error)
+	SessionSpecs(ctx context.Context, ids []domain.SessionID) (map[domain.SessionID]store.SessionSpec, error)
 	ListKernels(ctx context.Context, f store.KernelFilter) ([]domain.Kernel, error)
 	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
 	ApplyPlan(ctx context.Context, plan framework.Plan, now time.Time) (store.ApplyResult, error)

@@ -71,7 +71,7 @@ type Manager struct {
 	Parts
 	bus    *events.Redis
 	gw     *agentrpc.Gateway
-	lease  *pgLease
+	lease  *loggedLease
 	source config.Source
 	etcd   *config.Etcd
 	leader *config.Leader
@@ -103,7 +103,7 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	plugins := scheduler.NewRegistry()
 	agents := agentrpc.NewAgentClient(st, cfg.AgentToken)
-	var lease *pgLease
+	var lease *loggedLease
 	deps := coordinator.Deps{Store: st, Agents: agents, Scheduler: scheduler.New(plugins), Slots: slots,
 		Metrics: coordinator.NewMetrics(reg), Log: cfg.Log}
 	source, etcd, err := openSource(cfg.Config, cfg.Log)
@@ -118,10 +118,10 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		// an etcd keep apart.
 		leader = etcd.Elect(etcd.Key()+"/leader", fmt.Sprintf("%s-%d", host, os.Getpid()), 5)
 		deps.Lease = leader
-	} else if isPostgres(cfg.DB) {
-		// Several managers may share this database: one at a time runs
-		// the handlers.
-		lease = newPGLease(cfg.DB, cfg.Log)
+	} else if pg, ok := st.(*postgres.Store); ok {
+		// Several managers may share this schema: one at a time runs the
+		// handlers.
+		lease = &loggedLease{Lease: pg.Lease("coordinator", time.Second), log: cfg.Log}
 		deps.Lease = lease
 	}
 	coord := coordinator.New(deps, cfg.Coordinator)

@@ -15,9 +15,13 @@
 //   - every status change of a session or kernel lands in the change feed
 //     (Changes) in its own transaction, and a reader that has passed a
 //     position has seen every change before it;
+//   - a PendingLimit given to CreateSession is exact however many store
+//     instances create sessions at once: the count and the insert are one
+//     transaction, serialised per limit;
 //   - no driver error leaks upward: callers see ErrNotFound, ErrConflict,
-//     ErrGuardFailed, ErrInvalid, ErrCorrupt (a *CorruptRowError naming the
-//     row) or ErrUnavailable, and context errors as they are.
+//     ErrGuardFailed, ErrInvalid, ErrLimitReached (a *LimitError),
+//     ErrCorrupt (a *CorruptRowError naming the row) or ErrUnavailable,
+//     and context errors as they are.
 //
 // Callers above the store (coordinator, API) declare their own small
 // interfaces, which the concrete engine types satisfy.

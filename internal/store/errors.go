@@ -19,6 +19,9 @@ var (
 	ErrInvalid = errors.New("invalid")
 	// ErrCorrupt: a stored row cannot be read back; see CorruptRowError.
 	ErrCorrupt = errors.New("corrupt row")
+	// ErrLimitReached: a limit the caller asked the store to keep would be
+	// exceeded; see LimitError.
+	ErrLimitReached = errors.New("limit reached")
 	// ErrUnavailable: the database failed or was busy for too long; the same
 	// call may succeed later.
 	ErrUnavailable = errors.New("store unavailable")
@@ -42,3 +45,18 @@ func (e *CorruptRowError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrCorrupt) hold for every corrupt-row error.
 func (e *CorruptRowError) Is(target error) bool { return target == ErrCorrupt }
+
+// LimitError reports a PendingLimit already reached: Pending sessions of
+// the limit's owner are PENDING (counted no further than its Max).
+type LimitError struct {
+	Limit   PendingLimit
+	Pending int
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s %s already has %d PENDING sessions (at most %d)",
+		e.Limit.Scope, e.Limit.Name, e.Pending, e.Limit.Max)
+}
+
+// Is makes errors.Is(err, ErrLimitReached) hold for every limit error.
+func (e *LimitError) Is(target error) bool { return target == ErrLimitReached }

@@ -40,11 +40,20 @@ type Store interface {
 
 	// CreateSession stores a new PENDING session with its PENDING kernels
 	// and its dependencies, all or nothing. s.CreatedAt is the creation
-	// (and status change) time.
-	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel) error
+	// (and status change) time. Each limit is checked in the same
+	// transaction, serialised with every other creation that checks the
+	// same limit, whichever store instance makes it; one already reached
+	// refuses the session with a *LimitError.
+	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel, limits ...PendingLimit) error
+	// GetSession returns the session whole, its command and environment
+	// included.
 	GetSession(ctx context.Context, id domain.SessionID) (SessionWithKernels, error)
-	// ListSessions returns sessions oldest first.
+	// ListSessions returns sessions oldest first, without their command
+	// and environment (see SessionSpec).
 	ListSessions(ctx context.Context, f SessionFilter) ([]domain.Session, error)
+	// SessionSpecs returns the command and environment of those of ids
+	// that exist.
+	SessionSpecs(ctx context.Context, ids []domain.SessionID) (map[domain.SessionID]SessionSpec, error)
 	// AvoidAgents adds agents the session failed on to its avoid list
 	// (kept in order, each once), so placement tries other agents first.
 	AvoidAgents(ctx context.Context, id domain.SessionID, agents []domain.AgentID) error
@@ -61,7 +70,8 @@ type Store interface {
 	GetPolicy(ctx context.Context, scope domain.PolicyScope, name string) (domain.Policy, error)
 
 	// LoadSnapshot reads, in one consistent read, everything one scheduling
-	// round of the group needs.
+	// round of the group needs; its sessions leave out their command and
+	// environment, as ListSessions' do.
 	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
 	// ApplyPlan re-checks and applies a plan's placements in order, in one
 	// transaction: each is applied whole or reported back in Rejected, never
@@ -133,8 +143,21 @@ type SessionFilter struct {
 	Project  string
 	Domain   string
 	Group    string
+	// After, when set, pages a listing: only the sessions after this one
+	// in listing order (oldest first) are returned, none when it does not
+	// exist.
+	After domain.SessionID
 	// Limit caps the number returned; zero means no cap.
 	Limit int
+}
+
+// PendingLimit caps the PENDING sessions of one user, project or domain
+// (Name, by Scope): a session is refused when Max of them are already
+// PENDING. Max is at least 1.
+type PendingLimit struct {
+	Scope domain.PolicyScope
+	Name  string
+	Max   int
 }
 
 // KernelFilter selects kernels; zero fields select everything.
@@ -183,6 +206,16 @@ type Change struct {
 	Agent    domain.AgentID
 	ExitCode *int
 	At       time.Time
+}
+
+// SessionSpec is what a session's kernels start with beyond their own
+// rows: the user's command and environment. Each may run to tens of
+// kilobytes, so only GetSession and SessionSpecs read them: a scheduling
+// cycle or a listing that read them for every session would spend its time
+// decoding them.
+type SessionSpec struct {
+	Command []string
+	Env     map[string]string
 }
 
 // SessionWithKernels is a session with its kernels in cluster index order.

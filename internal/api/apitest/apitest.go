@@ -51,6 +51,10 @@ type Options struct {
 	API api.Config
 	// Logs, when set, serves GET /v1/sessions/{id}/logs.
 	Logs api.LogsFunc
+	// Share, when set, makes this manager a second replica of that
+	// PostgreSQL one: it opens a store instance of its own on the same
+	// database, and the same admin token and users are valid on both.
+	Share *Manager
 }
 
 // Manager is one running manager.
@@ -63,6 +67,8 @@ type Manager struct {
 	Slots       *domain.Registry
 	Server      *api.Server
 	t           testing.TB
+	// db is the store's database, which Options.Share hands on.
+	db string
 }
 
 // New starts a manager and stops it when the test ends.
@@ -79,7 +85,16 @@ func New(t testing.TB, opts Options) *Manager {
 	}
 	ctx := context.Background()
 	reg := domain.DefaultRegistry()
-	st := Open(t, opts.Engine, reg)
+	db := ""
+	if opts.Share != nil {
+		if opts.Engine != "postgres" || opts.Share.db == "" {
+			t.Fatal("apitest: only a PostgreSQL manager can be shared")
+		}
+		db = opts.Share.db
+	} else if opts.Engine == "postgres" {
+		db = pgtest.NewDatabase(t)
+	}
+	st := open(t, opts.Engine, db, reg)
 	if err := st.PutResourceGroup(ctx, domain.ResourceGroup{Name: "default", State: domain.GroupActive,
 		Sequencer: "fifo", Selector: "dispersed", HeadOfLine: domain.HOLSkip, MaxRetries: 3,
 		Timeouts: domain.DefaultTimeouts()}); err != nil {
@@ -112,6 +127,9 @@ func New(t testing.TB, opts Options) *Manager {
 		}),
 		Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	admin := api.NewToken()
+	if opts.Share != nil {
+		admin = opts.Share.AdminToken
+	}
 	if err := api.EnsureAdmin(ctx, st, admin); err != nil {
 		t.Fatal(err)
 	}
@@ -138,13 +156,24 @@ func New(t testing.TB, opts Options) *Manager {
 	hs.Config.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	hs.Start()
 	t.Cleanup(func() { endStreams(); hs.Close() })
-	return &Manager{URL: hs.URL, AdminToken: admin, Store: st, Coordinator: co, Agents: agents, Slots: reg, Server: srv, t: t}
+	return &Manager{URL: hs.URL, AdminToken: admin, Store: st, Coordinator: co, Agents: agents, Slots: reg, Server: srv, t: t, db: db}
 }
 
 // Open opens a fresh store of the engine, closed when the test ends.
 // PostgreSQL tests are skipped where no server is reachable (failed under
 // CI=true; see pgtest).
 func Open(t testing.TB, engine string, reg *domain.Registry) store.Store {
+	t.Helper()
+	db := ""
+	if engine == "postgres" {
+		db = pgtest.NewDatabase(t)
+	}
+	return open(t, engine, db, reg)
+}
+
+// open opens a store of the engine: on PostgreSQL database db, on SQLite
+// a new file.
+func open(t testing.TB, engine, db string, reg *domain.Registry) store.Store {
 	t.Helper()
 	ctx := context.Background()
 	var st store.Store
@@ -153,7 +182,7 @@ func Open(t testing.TB, engine string, reg *domain.Registry) store.Store {
 	case "sqlite":
 		st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "sokovan.db"), sqlite.Options{Registry: reg})
 	case "postgres":
-		st, err = postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{Registry: reg, MaxConns: 4})
+		st, err = postgres.Open(ctx, db, postgres.Options{Registry: reg, MaxConns: 4})
 	default:
 		t.Fatalf("unknown engine %q", engine)
 	}

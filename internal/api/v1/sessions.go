@@ -76,9 +76,11 @@ type Session struct {
 	DesignatedAgents []string `json:"designated_agents"`
 	DesignatedStrict bool     `json:"designated_strict"`
 	// Outcome is set once the session ended: success, failure, cancelled.
-	Outcome string            `json:"outcome,omitempty"`
-	Command []string          `json:"command"`
-	Env     map[string]string `json:"env"`
+	Outcome string `json:"outcome,omitempty"`
+	// Command and Env are in GET /v1/sessions/{id} only: listings leave
+	// them out, as they can be large.
+	Command []string          `json:"command,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
 	Kernels []Kernel          `json:"kernels"`
 }
 

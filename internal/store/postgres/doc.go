@@ -14,6 +14,10 @@
 // unnest'ed together; batches go in one round trip. Transactions that
 // still lose a serialization or deadlock race are retried a few times. The
 // change feed's rows get their position after commit (NumberChanges).
+// Creations under a PENDING limit queue on a transaction-scoped advisory
+// lock (KeyLock), and Store.Lease is the leader lease several managers
+// elect through; like the migration lock, every advisory key is scoped to
+// the schema, so installations sharing a database never contend.
 //
 // It may import internal/store (and its internal packages),
 // internal/store/sqlstore, internal/domain, pgx, goose and the standard

@@ -48,13 +48,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	e.schema = schema
 	e.changesLock = lockID("status_changes", schema)
-	return &Store{sqlstore.New(opts.Registry, e, dialect, opts.Fault)}, nil
+	return &Store{Store: sqlstore.New(opts.Registry, e, dialect, opts.Fault), eng: e}, nil
 }
 
 // Store is a store.Store over a PostgreSQL database.
 type Store struct {
 	*sqlstore.Store
+	eng *engine
 }
 
 // Options configure Open.
@@ -74,6 +76,9 @@ type Options struct {
 // one snapshot.
 type engine struct {
 	pool *pgxpool.Pool
+	// schema is the one the store lives in; every advisory lock it takes
+	// is scoped to it (lockID).
+	schema string
 	// changesLock is the advisory lock that numbers the change feed,
 	// scoped to the schema like the migration lock.
 	changesLock int64
@@ -175,6 +180,11 @@ func (e *engine) Retryable(err error) bool {
 func (e *engine) Close() error {
 	e.pool.Close()
 	return nil
+}
+
+// KeyLock locks key, scoped to the schema, until the transaction ends.
+func (e *engine) KeyLock(key string) sqlstore.Stmt {
+	return sqlstore.Stmt{SQL: `SELECT pg_advisory_xact_lock($1)`, Args: []any{lockID("key "+key, e.schema)}}
 }
 
 // Rows get their feed position after they commit (see the migration

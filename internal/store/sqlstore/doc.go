@@ -15,6 +15,9 @@
 //     losses; SQLite waits out a busy database in the driver instead).
 //   - ChangeNumberer, implemented by PostgreSQL only: its change feed rows
 //     get their position after commit, under an advisory lock.
+//   - KeyLocker, implemented by PostgreSQL only: a lock on a key (an
+//     advisory lock of the schema) that creations counting the same
+//     PENDING limit queue on; SQLite's one writer serialises them anyway.
 //   - Dialect: fragments of query text.
 //
 // Query text is written once, in PostgreSQL's SQL with numbered $n

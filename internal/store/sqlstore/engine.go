@@ -33,6 +33,16 @@ type ChangeNumberer interface {
 	NumberChanges(ctx context.Context, tx Tx) error
 }
 
+// KeyLocker is an Engine whose write transactions exclude each other only
+// where they lock the same rows. KeyLock returns a statement, in the
+// store's query text, that locks key until the transaction ends, so writers
+// that decide on a count of rows no one locks (rows that may yet be
+// inserted) can queue on it. An engine without it runs one write
+// transaction at a time, which excludes them already.
+type KeyLocker interface {
+	KeyLock(key string) Stmt
+}
+
 // Access says what a transaction may do.
 type Access int
 

@@ -54,12 +54,13 @@ ORDER BY id`
 )
 
 const (
-	insertSession = `INSERT INTO sessions (` + codec.SessionColumns + `)
+	insertSession = `INSERT INTO sessions (` + codec.SessionSpecColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`
 	insertKernel = `INSERT INTO kernels (` + codec.KernelColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 	insertDependency = `INSERT INTO session_dependencies (session_id, depends_on) VALUES ($1, $2)`
-	selectSession    = `SELECT ` + codec.SessionColumns + ` FROM sessions WHERE id = $1`
+	selectSession    = `SELECT ` + codec.SessionSpecColumns + ` FROM sessions WHERE id = $1`
+	selectSpecs      = `SELECT ` + codec.SpecColumns + ` FROM sessions WHERE id {in $1}`
 	selectSessions   = `SELECT ` + codec.SessionColumns + ` FROM sessions
 WHERE ({empty $1} OR status {in $1})
   AND ($2 = '' OR owner_user = $2)
@@ -67,6 +68,7 @@ WHERE ({empty $1} OR status {in $1})
   AND ($4 = '' OR owner_domain = $4)
   AND ($5 = '' OR resource_group = $5)
   AND ({empty $7} OR id {in $7})
+  AND ($8 = '' OR (created_at, id) > (SELECT created_at, id FROM sessions WHERE id = $8))
 ORDER BY created_at, id
 LIMIT $6`
 	selectDependencies = `SELECT session_id, depends_on FROM session_dependencies
@@ -78,6 +80,14 @@ WHERE ({empty $1} OR session_id {in $1})
   AND ({empty $3} OR status {in $3})
   AND ({empty $4} OR id {in $4})
 ORDER BY session_id, cluster_idx`
+	// A limit counts no further than its maximum ($2), so a large
+	// project's or domain's queue is not walked to the end.
+	countPendingOfUser = `SELECT COUNT(*) FROM (SELECT 1 FROM sessions
+WHERE status = 'PENDING' AND owner_user = $1 LIMIT $2) p`
+	countPendingOfProject = `SELECT COUNT(*) FROM (SELECT 1 FROM sessions
+WHERE status = 'PENDING' AND owner_project = $1 LIMIT $2) p`
+	countPendingOfDomain = `SELECT COUNT(*) FROM (SELECT 1 FROM sessions
+WHERE status = 'PENDING' AND owner_domain = $1 LIMIT $2) p`
 	selectKernel      = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE id = $1`
 	lockAvoidAgents   = `SELECT avoid_agents FROM sessions WHERE id = $1 {lock}`
 	updateAvoidAgents = `UPDATE sessions SET avoid_agents = $1 WHERE id = $2`

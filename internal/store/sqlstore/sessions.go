@@ -1,7 +1,10 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"slices"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -9,9 +12,14 @@ import (
 )
 
 // CreateSession stores a new PENDING session with its kernels and
-// dependencies, all or nothing, in one batch.
-func (s *Store) CreateSession(ctx context.Context, sess domain.Session, kernels []domain.Kernel) error {
+// dependencies, all or nothing, in one batch; limits add one batch before
+// it that counts under their locks.
+func (s *Store) CreateSession(ctx context.Context, sess domain.Session, kernels []domain.Kernel, limits ...store.PendingLimit) error {
 	kernels, err := codec.NewSession(sess, kernels)
+	if err != nil {
+		return err
+	}
+	limits, err = lockOrder(limits)
 	if err != nil {
 		return err
 	}
@@ -32,8 +40,66 @@ func (s *Store) CreateSession(ctx context.Context, sess domain.Session, kernels 
 		stmts = append(stmts, Stmt{SQL: insertDependency, Args: []any{string(sess.ID), string(d)}})
 	}
 	return s.write(ctx, "create session "+string(sess.ID), func(tx txn) error {
+		if err := s.checkLimits(ctx, tx, limits); err != nil {
+			return err
+		}
 		return tx.batch(ctx, stmts...)
 	})
+}
+
+// countPending is the count of each scope's limit.
+var countPending = map[domain.PolicyScope]string{
+	domain.ScopeUser:    countPendingOfUser,
+	domain.ScopeProject: countPendingOfProject,
+	domain.ScopeDomain:  countPendingOfDomain,
+}
+
+// lockOrder checks limits and sorts them by scope, then name: every
+// creation takes the locks of its limits in this one order, so two never
+// wait for each other in a circle.
+func lockOrder(limits []store.PendingLimit) ([]store.PendingLimit, error) {
+	rank := map[domain.PolicyScope]int{domain.ScopeUser: 0, domain.ScopeProject: 1, domain.ScopeDomain: 2}
+	for _, l := range limits {
+		if _, ok := rank[l.Scope]; !ok || l.Name == "" || l.Max < 1 {
+			return nil, fmt.Errorf("%w: pending limit %+v: want a scope, a name and a maximum of at least 1",
+				store.ErrInvalid, l)
+		}
+	}
+	limits = slices.Clone(limits)
+	slices.SortFunc(limits, func(a, b store.PendingLimit) int {
+		return cmp.Or(cmp.Compare(rank[a.Scope], rank[b.Scope]), cmp.Compare(a.Name, b.Name))
+	})
+	return limits, nil
+}
+
+// checkLimits counts, under each limit's lock, the sessions it caps, and
+// refuses when one is reached. The lock is held until the transaction
+// ends, so the next creation under the same limit counts after this one's
+// session is committed (or rolled back); PostgreSQL's READ COMMITTED gives
+// each count a snapshot taken after its lock was granted.
+func (s *Store) checkLimits(ctx context.Context, tx txn, limits []store.PendingLimit) error {
+	if len(limits) == 0 {
+		return nil
+	}
+	locker, _ := s.eng.(KeyLocker)
+	counts := make([]int64, len(limits))
+	stmts := make([]Stmt, 0, 2*len(limits))
+	for i, l := range limits {
+		if locker != nil {
+			stmts = append(stmts, locker.KeyLock("pending "+string(l.Scope)+" "+l.Name))
+		}
+		stmts = append(stmts, Stmt{SQL: countPending[l.Scope], Args: []any{l.Name, int64(l.Max)},
+			Row: func(sc codec.Scanner) error { return sc.Scan(&counts[i]) }})
+	}
+	if err := tx.batch(ctx, stmts...); err != nil {
+		return err
+	}
+	for i, l := range limits {
+		if counts[i] >= int64(l.Max) {
+			return &store.LimitError{Limit: l, Pending: int(counts[i])}
+		}
+	}
+	return nil
 }
 
 // GetSession returns a session with its kernels in cluster index order.
@@ -41,7 +107,7 @@ func (s *Store) GetSession(ctx context.Context, id domain.SessionID) (store.Sess
 	var out store.SessionWithKernels
 	err := s.read(ctx, "get session "+string(id), func(tx txn) error {
 		var err error
-		out.Session, err = codec.ScanSession(s.reg, tx.queryRow(ctx, selectSession, string(id)))
+		out.Session, err = codec.ScanSessionSpec(s.reg, tx.queryRow(ctx, selectSession, string(id)))
 		if err != nil {
 			return err
 		}
@@ -64,7 +130,7 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]doma
 	var out []domain.Session
 	err := s.read(ctx, "list sessions", func(tx txn) error {
 		args := []any{List(codec.StatusNames(f.Statuses)), f.User, f.Project, f.Domain, f.Group, limit(f.Limit),
-			List(codec.Strings(f.IDs))}
+			List(codec.Strings(f.IDs)), string(f.After)}
 		var ids []string
 		err := tx.query(ctx, selectSessions, args, func(sc codec.Scanner) error {
 			sess, err := codec.ScanSession(s.reg, sc)
@@ -83,6 +149,23 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]doma
 			out[i].DependsOn = deps[out[i].ID]
 		}
 		return nil
+	})
+	return out, err
+}
+
+// SessionSpecs returns the command and environment of the sessions of
+// ids that exist, in one query.
+func (s *Store) SessionSpecs(ctx context.Context, ids []domain.SessionID) (map[domain.SessionID]store.SessionSpec, error) {
+	out := make(map[domain.SessionID]store.SessionSpec, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := s.read(ctx, "read session specs", func(tx txn) error {
+		return tx.query(ctx, selectSpecs, []any{List(codec.Strings(ids))}, func(sc codec.Scanner) error {
+			id, spec, err := codec.ScanSpec(sc)
+			out[id] = spec
+			return err
+		})
 	})
 	return out, err
 }

@@ -93,7 +93,7 @@ func (s *Store) classify(ctx context.Context, op string, err error) error {
 		return nil
 	}
 	for _, known := range []error{store.ErrNotFound, store.ErrConflict, store.ErrGuardFailed,
-		store.ErrInvalid, store.ErrCorrupt, store.ErrUnavailable, context.Canceled, context.DeadlineExceeded} {
+		store.ErrInvalid, store.ErrCorrupt, store.ErrLimitReached, store.ErrUnavailable, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, known) {
 			return fmt.Errorf("%s: %w", op, err)
 		}

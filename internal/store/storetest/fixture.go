@@ -104,6 +104,14 @@ func (f *fixture) agent(id, group string, capacity []string, mods ...func(*domai
 // given pairs.
 func (f *fixture) session(id, group, user string, n int, request []string, mods ...func(*domain.Session)) store.SessionWithKernels {
 	f.t.Helper()
+	s, kernels := f.build(id, group, user, n, request, mods...)
+	f.must(f.s.CreateSession(f.ctx, s, kernels), "create session %s", id)
+	return f.get(s.ID)
+}
+
+// build is session's session and kernels, not stored.
+func (f *fixture) build(id, group, user string, n int, request []string, mods ...func(*domain.Session)) (domain.Session, []domain.Kernel) {
+	f.t.Helper()
 	s := domain.Session{
 		ID: domain.SessionID(id), Name: id, Owner: domain.Owner{User: user, Project: "p-" + user, Domain: "default"},
 		Type: domain.TypeBatch, Image: "sleep", Architecture: "x86_64", ResourceGroup: group,
@@ -126,8 +134,7 @@ func (f *fixture) session(id, group, user string, n int, request []string, mods 
 			Image: s.Image, Architecture: s.Architecture, Requested: s.Requested.Clone(),
 		})
 	}
-	f.must(f.s.CreateSession(f.ctx, s, kernels), "create session %s", id)
-	return f.get(s.ID)
+	return s, kernels
 }
 
 func (f *fixture) get(id domain.SessionID) store.SessionWithKernels {

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -224,4 +226,149 @@ func testAvoidAgents(t *testing.T, e Engine) {
 	}
 	wantErr(t, f.s.AvoidAgents(f.ctx, "ghost", []domain.AgentID{"a1"}), store.ErrNotFound, "unknown session")
 	f.invariant()
+}
+
+// testPendingLimit: a limit is exact while two store instances (two
+// managers) create sessions under it at once.
+func testPendingLimit(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	stores := []store.Store{f.s, f.open(Options{Registry: f.reg})}
+	const submits, max = 24, 5
+	// Alice's project is the tighter limit; her own is not reached first.
+	limits := []store.PendingLimit{
+		{Scope: domain.ScopeUser, Name: "alice", Max: 100},
+		{Scope: domain.ScopeProject, Name: "p-alice", Max: max},
+	}
+	errs := make([]error, submits)
+	var wg sync.WaitGroup
+	for i := range submits {
+		s, ks := f.build(fmt.Sprintf("s%02d", i), "g", "alice", 2, []string{"cpu", "1"})
+		wg.Go(func() { errs[i] = stores[i%2].CreateSession(f.ctx, s, ks, limits...) })
+	}
+	wg.Wait()
+	created, refused := 0, 0
+	for i, err := range errs {
+		var le *store.LimitError
+		switch {
+		case err == nil:
+			created++
+		case errors.As(err, &le) && errors.Is(err, store.ErrLimitReached):
+			refused++
+			if le.Limit != limits[1] || le.Pending != max {
+				t.Errorf("submit %d refused with %+v, want project p-alice's limit with %d pending", i, le, max)
+			}
+		default:
+			t.Fatalf("submit %d: %v", i, err)
+		}
+	}
+	if created != max || refused != submits-max {
+		t.Errorf("%d concurrent submits under a limit of %d: %d created, %d refused", submits, max, created, refused)
+	}
+	pending, err := f.s.ListSessions(f.ctx, store.SessionFilter{Project: "p-alice", Statuses: []domain.SessionStatus{domain.SessionPending}})
+	f.must(err, "list pending")
+	kernels, err := f.s.ListKernels(f.ctx, store.KernelFilter{})
+	f.must(err, "list kernels")
+	if len(pending) != max || len(kernels) != 2*max {
+		t.Errorf("stored %d pending sessions and %d kernels, want %d and %d", len(pending), len(kernels), max, 2*max)
+	}
+
+	// Others are not capped by it; a session that leaves PENDING frees its
+	// place.
+	s, ks := f.build("bob-1", "g", "bob", 1, nil)
+	f.must(f.s.CreateSession(f.ctx, s, ks, store.PendingLimit{Scope: domain.ScopeProject, Name: "p-bob", Max: 1}), "bob's first")
+	_, err = f.s.TransitionSessions(f.ctx, []domain.SessionID{pending[0].ID}, []domain.SessionStatus{domain.SessionPending},
+		domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}, "cancelled", at(5))
+	f.must(err, "cancel one")
+	s, ks = f.build("after-cancel", "g", "alice", 1, nil)
+	f.must(f.s.CreateSession(f.ctx, s, ks, limits...), "a submit after one was cancelled")
+
+	for _, bad := range []store.PendingLimit{
+		{Scope: "team", Name: "x", Max: 1},
+		{Scope: domain.ScopeUser, Name: "", Max: 1},
+		{Scope: domain.ScopeUser, Name: "alice", Max: 0},
+	} {
+		s, ks := f.build("bad", "g", "alice", 1, nil)
+		wantErr(t, f.s.CreateSession(f.ctx, s, ks, bad), store.ErrInvalid, fmt.Sprintf("limit %+v", bad))
+	}
+	f.invariant()
+}
+
+// testSessionSpecs: a session's command and environment are read where
+// kernels are created (SessionSpecs) and where one session is shown
+// (GetSession), never by listings or the scheduler's snapshot.
+func testSessionSpecs(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	big := map[string]string{}
+	for i := range 16 {
+		big[fmt.Sprintf("VAR_%02d", i)] = strings.Repeat("x", 4<<10)
+	}
+	want := store.SessionSpec{Command: []string{"python", "-m", "train"}, Env: big}
+	f.session("with", "g", "alice", 2, []string{"cpu", "1"}, func(s *domain.Session) {
+		s.Command, s.Env = want.Command, want.Env
+	})
+	f.session("without", "g", "alice", 1, []string{"cpu", "1"})
+
+	listed, err := f.s.ListSessions(f.ctx, store.SessionFilter{})
+	f.must(err, "list sessions")
+	snap, err := f.s.LoadSnapshot(f.ctx, "g", at(2))
+	f.must(err, "load snapshot")
+	for _, p := range snap.Pending {
+		listed = append(listed, p.Session)
+	}
+	if len(listed) != 4 {
+		t.Fatalf("listed and snapshot hold %d sessions, want 4", len(listed))
+	}
+	for _, s := range listed {
+		if s.Command != nil || s.Env != nil {
+			t.Errorf("session %s was read with its command %q and %d environment variables", s.ID, s.Command, len(s.Env))
+		}
+	}
+
+	got := f.get("with").Session
+	if diff := cmp.Diff(want, store.SessionSpec{Command: got.Command, Env: got.Env}); diff != "" {
+		t.Errorf("GetSession's command and env (-want +got):\n%s", diff)
+	}
+	specs, err := f.s.SessionSpecs(f.ctx, []domain.SessionID{"with", "without", "missing"})
+	f.must(err, "session specs")
+	if diff := cmp.Diff(map[domain.SessionID]store.SessionSpec{"with": want, "without": {}}, specs); diff != "" {
+		t.Errorf("SessionSpecs (-want +got):\n%s", diff)
+	}
+	specs, err = f.s.SessionSpecs(f.ctx, nil)
+	if err != nil || len(specs) != 0 {
+		t.Errorf("SessionSpecs of no sessions: %v, %v", specs, err)
+	}
+}
+
+// testListSessionsPages: After pages a listing in its order, ties in
+// creation time broken by id, and keeps the other filters.
+func testListSessionsPages(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	for i, id := range []string{"e", "b", "d", "a", "c", "f"} {
+		created := at(10 + i/2) // two at each time: ties
+		f.session(id, "g", "alice", 1, []string{"cpu", "1"}, func(s *domain.Session) { s.CreatedAt = created })
+	}
+	f.session("bob", "g", "bob", 1, []string{"cpu", "1"}, func(s *domain.Session) { s.CreatedAt = at(11) })
+	var got []domain.SessionID
+	after := domain.SessionID("")
+	for page := 0; ; page++ {
+		list, err := f.s.ListSessions(f.ctx, store.SessionFilter{User: "alice", After: after, Limit: 4 - page%2*2})
+		f.must(err, "page %d", page)
+		if len(list) == 0 {
+			break
+		}
+		for _, s := range list {
+			got = append(got, s.ID)
+		}
+		after = list[len(list)-1].ID
+	}
+	if diff := cmp.Diff([]domain.SessionID{"b", "e", "a", "d", "c", "f"}, got); diff != "" {
+		t.Errorf("alice's sessions page by page (-want +got):\n%s", diff)
+	}
+	list, err := f.s.ListSessions(f.ctx, store.SessionFilter{After: "missing"})
+	if err != nil || len(list) != 0 {
+		t.Errorf("after a session that does not exist: %d sessions, %v", len(list), err)
+	}
 }

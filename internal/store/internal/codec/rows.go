@@ -17,11 +17,17 @@ const (
 		creating_timeout_ns, terminating_timeout_ns, allowed_types, default_slots, min_slots`
 	AgentColumns = `id, resource_group, address, architecture, runtime, status, schedulable,
 		capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels`
+	// SessionColumns leave out a session's command and environment: they
+	// may run to tens of kilobytes each, and only kernel creation and
+	// showing the one session need them, while schedulers and listings
+	// read every session they select, every cycle. SessionSpecColumns add
+	// them.
 	SessionColumns = `id, name, owner_user, owner_project, owner_domain, type, image, architecture,
 		resource_group, cluster_mode, cluster_size, priority, requested, status, status_reason,
 		status_changed_at, created_at, starts_at, designated_agents, designated_strict, avoid_agents,
-		outcome, command, env`
-	KernelColumns = `id, session_id, cluster_role, cluster_idx, image, architecture, requested,
+		outcome`
+	SessionSpecColumns = SessionColumns + `, command, env`
+	KernelColumns      = `id, session_id, cluster_role, cluster_idx, image, architecture, requested,
 		agent_id, status, status_reason, status_changed_at, container_id, exit_code`
 	PolicyColumns  = `scope, name, max_slots, max_concurrent_sessions, max_pending_sessions`
 	UserColumns    = `id, name, role, project, domain, created_at`
@@ -130,7 +136,7 @@ func ScanAgent(reg *domain.Registry, sc Scanner) (domain.Agent, error) {
 	return a, e.err
 }
 
-// SessionArgs returns a new session's values in SessionColumns order, as
+// SessionArgs returns a new session's values in SessionSpecColumns order, as
 // PENDING since its creation time.
 func SessionArgs(reg *domain.Registry, s domain.Session, ts TimeParam) ([]any, error) {
 	requested, err := EncodeSlots(reg, s.Requested)
@@ -146,9 +152,19 @@ func SessionArgs(reg *domain.Registry, s domain.Session, ts TimeParam) ([]any, e
 	}, nil
 }
 
-// ScanSession reads SessionColumns; DependsOn is left for the caller, who
-// reads session_dependencies.
+// ScanSession reads SessionColumns, leaving Command and Env empty;
+// DependsOn is left for the caller, who reads session_dependencies.
 func ScanSession(reg *domain.Registry, sc Scanner) (domain.Session, error) {
+	return scanSession(reg, sc, false)
+}
+
+// ScanSessionSpec reads SessionSpecColumns: the whole session but its
+// dependencies.
+func ScanSessionSpec(reg *domain.Registry, sc Scanner) (domain.Session, error) {
+	return scanSession(reg, sc, true)
+}
+
+func scanSession(reg *domain.Registry, sc Scanner, spec bool) (domain.Session, error) {
 	var (
 		s                                domain.Session
 		id, typ, mode, requested, status string
@@ -156,10 +172,13 @@ func ScanSession(reg *domain.Registry, sc Scanner) (domain.Session, error) {
 		command, env                     string
 		changed, created, starts         rawTime
 	)
-	if err := sc.Scan(&id, &s.Name, &s.Owner.User, &s.Owner.Project, &s.Owner.Domain, &typ, &s.Image,
+	dest := []any{&id, &s.Name, &s.Owner.User, &s.Owner.Project, &s.Owner.Domain, &typ, &s.Image,
 		&s.Architecture, &s.ResourceGroup, &mode, &s.ClusterSize, &s.Priority, &requested, &status,
-		&s.StatusReason, &changed, &created, &starts, &designated, &s.DesignatedStrict, &avoid,
-		&outcome, &command, &env); err != nil {
+		&s.StatusReason, &changed, &created, &starts, &designated, &s.DesignatedStrict, &avoid, &outcome}
+	if spec {
+		dest = append(dest, &command, &env)
+	}
+	if err := sc.Scan(dest...); err != nil {
 		return s, err
 	}
 	s.ID = domain.SessionID(id)
@@ -181,8 +200,10 @@ func ScanSession(reg *domain.Registry, sc Scanner) (domain.Session, error) {
 	e.json("avoid_agents", avoid, &s.AvoidAgents)
 	s.Outcome, err = domain.ParseOutcome(outcome)
 	e.fail("outcome", err)
-	e.json("command", command, &s.Command)
-	e.json("env", env, &s.Env)
+	if spec {
+		e.json("command", command, &s.Command)
+		e.json("env", env, &s.Env)
+	}
 	if len(s.DesignatedAgents) == 0 {
 		s.DesignatedAgents = nil
 	}
@@ -196,6 +217,30 @@ func ScanSession(reg *domain.Registry, sc Scanner) (domain.Session, error) {
 		s.Env = nil
 	}
 	return s, e.err
+}
+
+// SpecColumns are what ScanSpec reads.
+const SpecColumns = `id, command, env`
+
+// ScanSpec reads SpecColumns.
+func ScanSpec(sc Scanner) (domain.SessionID, store.SessionSpec, error) {
+	var (
+		spec             store.SessionSpec
+		id, command, env string
+	)
+	if err := sc.Scan(&id, &command, &env); err != nil {
+		return "", spec, err
+	}
+	e := rowErr{table: "sessions", id: id}
+	e.json("command", command, &spec.Command)
+	e.json("env", env, &spec.Env)
+	if len(spec.Command) == 0 {
+		spec.Command = nil
+	}
+	if len(spec.Env) == 0 {
+		spec.Env = nil
+	}
+	return domain.SessionID(id), spec, e.err
 }
 
 // KernelArgs returns a new kernel's values in KernelColumns order: PENDING,
