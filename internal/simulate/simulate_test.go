@@ -130,3 +130,28 @@ func TestDeterministicReport(t *testing.T) {
 		t.Fatalf("two runs of the same inputs differ:\n%s", cmp.Diff(string(first), string(second)))
 	}
 }
+
+func TestTimeLimitAndRefusals(t *testing.T) {
+	t.Parallel()
+	w := workload(t, `{"id":"long","submit_s":0,"user":"u1","resources":{"cpu":"1"},"duration_s":100,"time_limit_s":30}
+{"id":"chat","submit_s":0,"user":"u2","type":"interactive","resources":{"cpu":"1"},"duration_s":10}
+{"id":"after","submit_s":1,"user":"u2","resources":{"cpu":"1"},"duration_s":10,"depends_on":["chat"]}
+{"id":"fails","submit_s":2,"user":"u3","resources":{"cpu":"1"},"duration_s":10,"exit_code":3}
+{"id":"next","submit_s":3,"user":"u3","resources":{"cpu":"1"},"duration_s":10,"depends_on":["fails"]}
+`)
+	v := run(t, w, cluster(t, "agents=1,cpu=8,mem=16g"), setting(t, "group.allowed_types=batch"))
+	// long: stopped by its limit at 30 s; chat: refused (the group runs
+	// batch only), so after is refused too (its dependency does not
+	// exist); fails ends TERMINATED with a failure, so next is cancelled.
+	want := map[string]int{"TERMINATED": 2, "REJECTED": 2, "CANCELLED": 1}
+	if diff := cmp.Diff(want, v.Status); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	if v.TimeLimited != 1 {
+		t.Errorf("time limited %d, want 1", v.TimeLimited)
+	}
+	// long holds 30 s, fails 10 s: the run spans 0–30 s.
+	if v.MakespanS != 30 {
+		t.Errorf("makespan %v, want 30 (long stopped at its limit)", v.MakespanS)
+	}
+}
