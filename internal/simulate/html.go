@@ -124,10 +124,16 @@ func plot(w io.Writer, title, xlabel, ylabel string, ss []series, xmax, ymax flo
 			padL, padL+innerW, y(v), y(v), padL-4, y(v)+4, 100*v)
 	}
 	if logX {
-		for d := 0.0; d <= xmax; d++ {
-			secs := math.Pow(10, d) - 1
+		// Ticks at 0 and at powers of ten seconds, placed on the
+		// log10(1+s) axis the lines use.
+		for d := -1.0; d < xmax; d++ {
+			secs := 0.0
+			if d >= 0 {
+				secs = math.Pow(10, d)
+			}
+			at := math.Log10(1 + secs)
 			fmt.Fprintf(w, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#e0e0e0\"/><text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
-				x(d), x(d), padT, padT+innerH, x(d), padT+innerH+14, fmtSeconds(math.Round(secs)))
+				x(at), x(at), padT, padT+innerH, x(at), padT+innerH+14, fmtSeconds(secs))
 		}
 	} else {
 		step := niceStep(xmax / 6)

@@ -39,8 +39,8 @@ func setting(t *testing.T, s string) simulate.Setting {
 	return x
 }
 
-// waits reads each session's wait back from the report's CDF is not
-// possible, so the small cases check the per-class maxima and means.
+// run simulates with a small utilisation series; the small cases read
+// each session's wait back from the CDF's distinct points.
 func run(t *testing.T, w simulate.Workload, cl simulate.Cluster, settings ...simulate.Setting) simulate.Variant {
 	t.Helper()
 	v, err := simulate.Run(context.Background(), w, cl, settings, simulate.Options{TempDir: t.TempDir(), Samples: 10})
@@ -57,7 +57,7 @@ const threeWhole = `{"id":"a","submit_s":0,"user":"u1","resources":{"cpu":"4","m
 {"id":"c","submit_s":20,"user":"u3","resources":{"cpu":"4","mem":"8g"},"duration_s":50}
 `
 
-func TestExactWaits(t *testing.T) {
+func TestSimulateExactWaits(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
@@ -101,7 +101,7 @@ func TestExactWaits(t *testing.T) {
 	}
 }
 
-func TestDeterministicReport(t *testing.T) {
+func TestSimulateDeterministicReport(t *testing.T) {
 	t.Parallel()
 	reg := domain.DefaultRegistry()
 	cl := cluster(t, "agents=4,cpu=32,mem=128g,cuda.shares=8")
@@ -131,7 +131,7 @@ func TestDeterministicReport(t *testing.T) {
 	}
 }
 
-func TestTimeLimitAndRefusals(t *testing.T) {
+func TestSimulateTimeLimitAndRefusals(t *testing.T) {
 	t.Parallel()
 	w := workload(t, `{"id":"long","submit_s":0,"user":"u1","resources":{"cpu":"1"},"duration_s":100,"time_limit_s":30}
 {"id":"chat","submit_s":0,"user":"u2","type":"interactive","resources":{"cpu":"1"},"duration_s":10}
