@@ -38,6 +38,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newVersionCmd(), newDevCmd(), newServerCmd())
+	root.AddCommand(newSimulateCmd())
 	addClientCommands(root)
 	return root
 }

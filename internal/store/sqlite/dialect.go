@@ -45,10 +45,19 @@ func rowSet(first int, alias string, cols []sqlstore.Column) string {
 }
 
 // liteTx is a sqlstore.Tx over database/sql.
-type liteTx struct{ tx *sql.Tx }
+type liteTx struct {
+	tx    *sql.Tx
+	stmts *stmtCache
+}
 
 func (t liteTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := t.tx.ExecContext(ctx, query, encode(args)...)
+	var res sql.Result
+	var err error
+	if st := t.stmts.get(query); st != nil {
+		res, err = t.tx.StmtContext(ctx, st).ExecContext(ctx, encode(args)...)
+	} else {
+		res, err = t.tx.ExecContext(ctx, query, encode(args)...)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -56,7 +65,13 @@ func (t liteTx) Exec(ctx context.Context, query string, args ...any) (int64, err
 }
 
 func (t liteTx) Query(ctx context.Context, query string, args []any, row func(codec.Scanner) error) error {
-	rows, err := t.tx.QueryContext(ctx, query, encode(args)...)
+	var rows *sql.Rows
+	var err error
+	if st := t.stmts.get(query); st != nil {
+		rows, err = t.tx.StmtContext(ctx, st).QueryContext(ctx, encode(args)...)
+	} else {
+		rows, err = t.tx.QueryContext(ctx, query, encode(args)...)
+	}
 	if err != nil {
 		return err
 	}
@@ -70,6 +85,9 @@ func (t liteTx) Query(ctx context.Context, query string, args []any, row func(co
 }
 
 func (t liteTx) QueryRow(ctx context.Context, query string, args ...any) codec.Scanner {
+	if st := t.stmts.get(query); st != nil {
+		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, encode(args)...)
+	}
 	return t.tx.QueryRowContext(ctx, query, encode(args)...)
 }
 

@@ -69,7 +69,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
-	return &Store{sqlstore.New(opts.Registry, &engine{w: w, r: r}, dialect, opts.Fault)}, nil
+	e := &engine{w: w, r: r, wc: newStmtCache(w), rc: newStmtCache(r)}
+	return &Store{sqlstore.New(opts.Registry, e, dialect, opts.Fault)}, nil
 }
 
 //go:embed migrations/*.sql
@@ -98,22 +99,28 @@ type Store struct {
 type engine struct {
 	w *sql.DB // exactly one connection; every transaction is BEGIN IMMEDIATE
 	r *sql.DB // query_only connections; transactions are plain BEGIN
+	// wc and rc are their prepared statements.
+	wc, rc *stmtCache
 }
 
 // Begin starts a transaction. database/sql rolls it back if ctx ends
 // first.
 func (e *engine) Begin(ctx context.Context, access sqlstore.Access) (sqlstore.Tx, error) {
 	if access == sqlstore.Write {
-		return begun(e.w.BeginTx(ctx, nil))
+		e.wc.prepare(ctx)
+		return begun(e.w.BeginTx(ctx, nil))(e.wc)
 	}
-	return begun(e.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}))
+	e.rc.prepare(ctx)
+	return begun(e.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}))(e.rc)
 }
 
-func begun(tx *sql.Tx, err error) (sqlstore.Tx, error) {
-	if err != nil {
-		return nil, err
+func begun(tx *sql.Tx, err error) func(*stmtCache) (sqlstore.Tx, error) {
+	return func(c *stmtCache) (sqlstore.Tx, error) {
+		if err != nil {
+			return nil, err
+		}
+		return liteTx{tx: tx, stmts: c}, nil
 	}
-	return liteTx{tx}, nil
 }
 
 // Classify names the constraint failures; anything else, SQLITE_BUSY after
@@ -142,6 +149,8 @@ func (e *engine) Retryable(error) bool { return false }
 
 // Close closes both connection pools.
 func (e *engine) Close() error {
+	e.rc.close()
+	e.wc.close()
 	return errors.Join(e.r.Close(), e.w.Close())
 }
 

@@ -96,6 +96,18 @@ func (c *ManualClock) Pending() int {
 	return len(c.timers)
 }
 
+// Next reports when the earliest pending timer falls due; false when none
+// is set. A simulation that jumps from event to event advances to it
+// instead of stepping through idle time.
+func (c *ManualClock) Next() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.timers) == 0 {
+		return time.Time{}, false
+	}
+	return c.timers[0].when, true
+}
+
 // WaitTimers blocks until at least n timers are pending or ctx ends. Tests
 // use it to know that a call blocked on the clock has set its timer before
 // they advance.

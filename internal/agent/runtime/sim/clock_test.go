@@ -76,3 +76,20 @@ func TestManualClockWaits(t *testing.T) {
 		t.Errorf("Pending = %d, want only the 1s timer", c.Pending())
 	}
 }
+
+func TestManualClockNext(t *testing.T) {
+	t.Parallel()
+	c := sim.NewManualClock(epoch)
+	if _, ok := c.Next(); ok {
+		t.Fatal("Next reported a timer on a fresh clock")
+	}
+	c.AfterFunc(3*time.Second, func() {})
+	early := c.AfterFunc(time.Second, func() {})
+	if got, ok := c.Next(); !ok || !got.Equal(epoch.Add(time.Second)) {
+		t.Fatalf("Next = %v, %v; want epoch+1s", got, ok)
+	}
+	early.Stop()
+	if got, _ := c.Next(); !got.Equal(epoch.Add(3 * time.Second)) {
+		t.Fatalf("Next after Stop = %v, want epoch+3s", got)
+	}
+}

@@ -428,6 +428,14 @@ func (r *Runtime) Logs(id domain.KernelID) (io.ReadCloser, error) {
 	return io.NopCloser(strings.NewReader(strings.Join(k.Own.log, "\n") + "\n")), nil
 }
 
+// Flush waits until every event emitted so far has been handed to the
+// sink, or ctx ends. A simulation driving runtimes from one goroutine
+// calls it after each step, so events reach it in a deterministic order
+// instead of whenever the delivery goroutine runs.
+func (r *Runtime) Flush(ctx context.Context) error {
+	return r.out.Flush(ctx)
+}
+
 // Close ends everything at once: pending pulls and creations fail with
 // ErrClosed, running kernels are destroyed without simulated delay, and
 // the events this causes are delivered before Close returns.

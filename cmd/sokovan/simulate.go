@@ -1,0 +1,205 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/simulate"
+)
+
+func newSimulateCmd() *cobra.Command {
+	var (
+		workloadFile, generate, importSpec, clusterSpec string
+		outJSON, outHTML, saveWorkload, cpuProfile      string
+		sets, compare                                   []string
+		seed                                            uint64
+		horizon                                         time.Duration
+		samples                                         int
+		progress                                        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Replay a workload through the scheduler faster than real time",
+		Long: "Runs the production coordinator, scheduler and store (SQLite in a temporary directory) against\n" +
+			"simulated agents on a virtual clock, and reports waits, utilisation and fairness.\n" +
+			"The workload format and the generator are described in docs/SIMULATION.md.",
+		Example: "  sokovan simulate --generate sessions=2000,users=20,seed=1 --cluster agents=50,cpu=64,mem=256g,cuda.shares=8 -o r.json --html r.html\n" +
+			"  sokovan simulate --workload w.jsonl --cluster cluster.json --compare group.sequencer=fifo,lifo,drf",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			reg := domain.DefaultRegistry()
+			sources := 0
+			for _, s := range []string{workloadFile, generate, importSpec} {
+				if s != "" {
+					sources++
+				}
+			}
+			if sources != 1 {
+				return errors.New("give one of --workload, --generate or --import")
+			}
+			if clusterSpec == "" {
+				return errors.New("--cluster is required")
+			}
+			cl, err := simulate.ParseCluster(clusterSpec, reg)
+			if err != nil {
+				return err
+			}
+			var base []simulate.Setting
+			for _, s := range sets {
+				x, err := simulate.ParseSetting(s)
+				if err != nil {
+					return err
+				}
+				base = append(base, x)
+			}
+			variants, err := simulate.Variants(base, compare)
+			if err != nil {
+				return err
+			}
+			w, source, err := loadWorkload(reg, cl, workloadFile, generate, importSpec, seed, cmd.Flags().Changed("seed"), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if saveWorkload != "" {
+				if err := writeFile(saveWorkload, w.WriteJSONL); err != nil {
+					return err
+				}
+			}
+			opt := simulate.Options{Seed: seed, Horizon: horizon, Samples: samples}
+			if progress || isTerminal(os.Stderr) {
+				opt.Progress = cmd.ErrOrStderr()
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
+			start := time.Now()
+			vs, err := simulate.Compare(cmd.Context(), w, cl, variants, opt)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "simulate: %d sessions × %d variants in %.1fs wall time\n",
+				len(w.Sessions), len(vs), time.Since(start).Seconds())
+			rep := simulate.NewReport(source, w, cl, vs)
+			if err := rep.WriteTable(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if outJSON != "" {
+				if err := writeFile(outJSON, rep.WriteJSON); err != nil {
+					return err
+				}
+			}
+			if outHTML != "" {
+				if err := writeFile(outHTML, rep.WriteHTML); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&workloadFile, "workload", "", "JSONL workload file, one session per line (docs/SIMULATION.md)")
+	f.StringVar(&generate, "generate", "", "generate a workload: sessions=N,users=N,seed=N,load=0.8,… (docs/SIMULATION.md)")
+	f.StringVar(&importSpec, "import", "", "import a public trace: openb:FILE (Alibaba cluster-trace-gpu-v2023 pod list) or helios:FILE")
+	f.StringVar(&clusterSpec, "cluster", "", "agents=N,cpu=64,mem=256g,cuda.shares=8[,max_kernels=N], or a JSON file")
+	f.StringArrayVar(&sets, "set", nil, "KEY=VALUE: group.sequencer=drf, group.selector=dispersed, user.max_slots.cuda.shares=8, … (repeatable)")
+	f.StringArrayVar(&compare, "compare", nil, "KEY=V1,V2,…: run each value on the same workload (repeatable: cross product)")
+	f.Uint64Var(&seed, "seed", 1, "seed of the sim agents, and of --generate unless it names seed=")
+	f.DurationVar(&horizon, "horizon", 0, "stop at this virtual time (0: when every session has ended)")
+	f.IntVar(&samples, "samples", 200, "points of the utilisation series")
+	f.StringVarP(&outJSON, "output", "o", "", "write the JSON report here")
+	f.StringVar(&outHTML, "html", "", "write a self-contained HTML report here")
+	f.StringVar(&saveWorkload, "save-workload", "", "write the workload run (generated or imported) as JSONL here")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the simulation here")
+	f.BoolVar(&progress, "progress", false, "print progress on stderr even when it is not a terminal")
+	return cmd
+}
+
+func loadWorkload(reg *domain.Registry, cl simulate.Cluster, file, generate, importSpec string, seed uint64, seedSet bool,
+	stderr io.Writer) (simulate.Workload, string, error) {
+	switch {
+	case file != "":
+		f, err := os.Open(file)
+		if err != nil {
+			return simulate.Workload{}, "", err
+		}
+		defer f.Close()
+		w, err := simulate.ReadWorkload(f, reg)
+		if err != nil {
+			return simulate.Workload{}, "", fmt.Errorf("%s: %w", file, err)
+		}
+		return w, file, nil
+	case generate != "":
+		g, err := simulate.ParseGenSpec(generate)
+		if err != nil {
+			return simulate.Workload{}, "", err
+		}
+		if seedSet && !strings.Contains(generate, "seed=") {
+			g.Seed = seed
+		}
+		w, err := simulate.Generate(g, cl, reg)
+		return w, "generated: " + generate, err
+	default:
+		format, file, ok := strings.Cut(importSpec, ":")
+		if !ok {
+			return simulate.Workload{}, "", fmt.Errorf("--import %q: want FORMAT:FILE", importSpec)
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			return simulate.Workload{}, "", err
+		}
+		defer f.Close()
+		var w simulate.Workload
+		var st simulate.ImportStats
+		switch format {
+		case "openb":
+			w, st, err = simulate.ImportOpenB(f, reg, "cuda.shares")
+		case "helios":
+			w, st, err = simulate.ImportHelios(f, reg, "cuda.shares")
+		default:
+			return simulate.Workload{}, "", fmt.Errorf("--import: unknown format %q (openb or helios)", format)
+		}
+		if err != nil {
+			return simulate.Workload{}, "", fmt.Errorf("%s: %w", file, err)
+		}
+		fmt.Fprintf(stderr, "simulate: imported %d of %d rows (dropped: %v)\n", st.Kept, st.Rows, st.Dropped)
+		return w, importSpec, nil
+	}
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	if path == "-" {
+		return write(os.Stdout)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// isTerminal reports whether f is a character device, which is what a
+// terminal is; good enough to decide whether a \r progress line helps.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSimulateBadWorkloadLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "w.jsonl")
+	lines := `{"submit_s":0,"user":"u","duration_s":5}
+{"submit_s":1,"user":"u","duration_s":5,"resources":{"cpu":"many"}}
+`
+	if err := os.WriteFile(wl, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newCLI(t, nil).run("", "simulate", "--workload", wl, "--cluster", "agents=1,cpu=4,mem=8g")
+	if r.code == 0 {
+		t.Fatalf("exit 0 on a bad workload; stdout %q", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "line 2: field resources.cpu") {
+		t.Errorf("stderr %q does not name line 2 and resources.cpu", r.stderr)
+	}
+}
+
+func TestSimulateCompareWritesEveryVariant(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, page := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
+	r := newCLI(t, nil).run("", "simulate", "--generate", "sessions=40,users=4,seed=2",
+		"--cluster", "agents=2,cpu=64,mem=256g,cuda.shares=8", "--compare", "group.sequencer=fifo,lifo",
+		"-o", out, "--html", page)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, v := range []string{"group.sequencer=fifo", "group.sequencer=lifo"} {
+		if !strings.Contains(r.stdout, v) {
+			t.Errorf("table lacks %s:\n%s", v, r.stdout)
+		}
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Variants []struct {
+			Name   string         `json:"name"`
+			Status map[string]int `json:"status"`
+		} `json:"variants"`
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Variants) != 2 || rep.Variants[1].Name != "group.sequencer=lifo" {
+		t.Fatalf("report variants %+v, want fifo then lifo", rep.Variants)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(html); !strings.Contains(s, "<svg") || strings.Contains(s, "<script") || strings.Contains(s, "http://") && !strings.Contains(s, "http://www.w3.org/2000/svg") {
+		t.Error("the HTML report is not a self-contained page of inline SVG")
+	}
+}

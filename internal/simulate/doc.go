@@ -1,0 +1,21 @@
+// Package simulate replays a workload through the production scheduling
+// path faster than real time: the real coordinator (its Cycle and Sweep,
+// handlers and applier, driven with an injected clock), the real
+// scheduler and a real SQLite store in a temporary directory, against sim
+// runtime agents called in-process, on a virtual clock that jumps from one
+// due event to the next without sleeping.
+//
+// It owns the workload format (JSONL, docs/SIMULATION.md), the seeded
+// workload generator, importers of public trace layouts, the simulation
+// loop, the report (wait percentiles per size class, utilisation over
+// time, Jain's fairness, bounded slowdown, gang waits, makespan) and its
+// JSON, table and HTML renderings, and what-if comparison of settings.
+//
+// agents.go is the one file that speaks the coordinator's agent port and
+// the runtimes' and kernel state engine's event types.
+//
+// It may import internal/coordinator, internal/scheduler, internal/store
+// (and store/sqlite), internal/agent/runtime (and runtime/sim),
+// internal/kernelstate and internal/domain. Nothing imports it except
+// cmd/sokovan.
+package simulate

@@ -1,0 +1,548 @@
+package simulate
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// SlowdownThreshold is the bounded slowdown's floor on run time: a session
+// shorter than this counts as this long, so a 1-second job that waited a
+// minute does not dominate the mean (Feitelson's bounded slowdown).
+const SlowdownThreshold = 10 * time.Second
+
+// Report is what `sokovan simulate` writes: the inputs' shape and one
+// Variant per setting combination, all on the same workload.
+type Report struct {
+	Workload WorkloadSummary `json:"workload"`
+	Cluster  ClusterSummary  `json:"cluster"`
+	Variants []Variant       `json:"variants"`
+}
+
+// WorkloadSummary describes the workload run.
+type WorkloadSummary struct {
+	Source   string  `json:"source"`
+	Sessions int     `json:"sessions"`
+	SpanS    float64 `json:"submission_span_s"`
+}
+
+// ClusterSummary describes the cluster run.
+type ClusterSummary struct {
+	Agents   int               `json:"agents"`
+	Capacity map[string]string `json:"capacity"`
+}
+
+// Variant is one run's measurements. Times are seconds of virtual time.
+type Variant struct {
+	Name     string   `json:"name"`
+	Settings []string `json:"settings"`
+	// Status counts sessions by how they ended: the store's terminal
+	// statuses, REJECTED (refused at submit, as the API would with 400
+	// or 429), UNFINISHED (still live when the run stopped) and
+	// NOT_SUBMITTED (after the horizon).
+	Status      map[string]int `json:"status"`
+	TimeLimited int            `json:"time_limited"`
+	MakespanS   float64        `json:"makespan_s"`
+	// Cycles is how many coordinator cycles the run took.
+	Cycles      int         `json:"cycles"`
+	Classes     []Class     `json:"classes"`
+	Utilisation Utilisation `json:"utilisation"`
+	Fairness    Fairness    `json:"fairness"`
+	Slowdown    Slowdown    `json:"bounded_slowdown"`
+	BiggestGang *Gang       `json:"biggest_gang,omitempty"`
+}
+
+// Class is the wait (submit to RUNNING) of one size class.
+type Class struct {
+	Name     string      `json:"name"`
+	Sessions int         `json:"sessions"`
+	Started  int         `json:"started"`
+	Wait     Percentiles `json:"wait_s"`
+	// CDF is the wait distribution of started sessions, at most 101
+	// points (wait, fraction at or below it).
+	CDF [][2]float64 `json:"wait_cdf"`
+}
+
+// Percentiles summarise a distribution.
+type Percentiles struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// Utilisation is the share of each slot held by kernels (reserved on an
+// agent: SCHEDULED through TERMINATING), averaged over each interval.
+type Utilisation struct {
+	IntervalS float64      `json:"interval_s"`
+	Slots     []SlotSeries `json:"slots"`
+}
+
+// SlotSeries is one slot's utilisation over time, 0 to 1.
+type SlotSeries struct {
+	Slot     string    `json:"slot"`
+	Capacity string    `json:"capacity"`
+	Mean     float64   `json:"mean"`
+	Series   []float64 `json:"series"`
+}
+
+// Fairness is Jain's index, (Σx)²/(n·Σx²), over users' dominant shares
+// (a user's largest share of any slot of the cluster): 1 when all are
+// equal, 1/n when one user has everything.
+type Fairness struct {
+	// Overall takes each user's dominant share of the whole run's
+	// slot-seconds, over every user who submitted.
+	Overall float64 `json:"jain_overall"`
+	// OverTime averages, over the sample instants, the index among the
+	// users with a session live (pending or running) then.
+	OverTime float64 `json:"jain_over_time"`
+	Users    int     `json:"users"`
+}
+
+// Slowdown is bounded slowdown, max(1, (wait+run)/max(run, threshold)),
+// over sessions that ran.
+type Slowdown struct {
+	ThresholdS float64 `json:"threshold_s"`
+	Percentiles
+}
+
+// Gang is how the largest multi-node sessions fared.
+type Gang struct {
+	ClusterSize int     `json:"cluster_size"`
+	Sessions    int     `json:"sessions"`
+	Started     int     `json:"started"`
+	WorstWaitS  float64 `json:"worst_wait_s"`
+}
+
+// sizeClasses name sessions by the GPUs they ask for in all.
+var sizeClasses = []struct {
+	name string
+	max  float64 // inclusive upper bound of GPUs
+}{{"cpu-only", 0}, {"<=1 GPU", 1}, {"2-4 GPUs", 4}, {"5-8 GPUs", 8}, {">8 GPUs", math.Inf(1)}}
+
+func (r *runner) report(cl Cluster, settings []Setting) Variant {
+	v := Variant{Name: variantName(settings), Settings: []string{}, Status: map[string]int{}, Cycles: r.cycles}
+	for _, s := range settings {
+		v.Settings = append(v.Settings, s.String())
+	}
+	gpu := cl.gpuSlot(r.reg)
+	capacity := cl.capacity(r.reg)
+	end := r.clock.Now().Sub(Origin)
+
+	classWaits := make([][]float64, len(sizeClasses))
+	classes := make([]Class, len(sizeClasses))
+	for i, c := range sizeClasses {
+		classes[i].Name = c.name
+	}
+	var slow []float64
+	var first, last time.Duration = -1, 0
+	gang := Gang{}
+	for i, rec := range r.tr.recs {
+		s := r.w.Sessions[i]
+		switch {
+		case !rec.submitted:
+			v.Status["NOT_SUBMITTED"]++
+			continue
+		case rec.rejected != "":
+			v.Status["REJECTED"]++
+			continue
+		case rec.end < 0:
+			v.Status["UNFINISHED"]++
+		default:
+			v.Status[rec.status]++
+			last = max(last, rec.end)
+		}
+		if rec.limitHit {
+			v.TimeLimited++
+		}
+		submit := seconds(s.Submit)
+		if first < 0 {
+			first = submit
+		}
+		ci := classOf(units(r.reg, gpu, rec.total.At(gpu)))
+		classes[ci].Sessions++
+		if s.ClusterSize > 1 && s.ClusterSize >= gang.ClusterSize {
+			if s.ClusterSize > gang.ClusterSize {
+				gang = Gang{ClusterSize: s.ClusterSize}
+			}
+			gang.Sessions++
+		}
+		if rec.start < 0 {
+			continue
+		}
+		wait := (rec.start - submit).Seconds()
+		classes[ci].Started++
+		classWaits[ci] = append(classWaits[ci], wait)
+		if s.ClusterSize == gang.ClusterSize && s.ClusterSize > 1 {
+			gang.Started++
+			gang.WorstWaitS = max(gang.WorstWaitS, wait)
+		}
+		if rec.end >= 0 {
+			run := rec.end - rec.start
+			slow = append(slow, max(1, (rec.start-submit+run).Seconds()/max(run, SlowdownThreshold).Seconds()))
+		}
+	}
+	for i := range classes {
+		classes[i].Wait = percentiles(classWaits[i])
+		classes[i].CDF = cdf(classWaits[i])
+	}
+	var all []float64
+	for _, w := range classWaits {
+		all = append(all, w...)
+	}
+	allClass := Class{Name: "all", Started: len(all), Wait: percentiles(all), CDF: cdf(all)}
+	for _, c := range classes {
+		allClass.Sessions += c.Sessions
+	}
+	v.Classes = append([]Class{allClass}, slices.DeleteFunc(classes, func(c Class) bool { return c.Sessions == 0 })...)
+	if first >= 0 && last > 0 {
+		v.MakespanS = round3((last - first).Seconds())
+	}
+	v.Slowdown = Slowdown{ThresholdS: SlowdownThreshold.Seconds(), Percentiles: percentiles(slow)}
+	if gang.ClusterSize > 1 {
+		gang.WorstWaitS = round3(gang.WorstWaitS)
+		v.BiggestGang = &gang
+	}
+	v.Utilisation, v.Fairness = r.timeSeries(capacity, end)
+	return v
+}
+
+func classOf(gpus float64) int {
+	for i, c := range sizeClasses {
+		if gpus <= c.max {
+			return i
+		}
+	}
+	return len(sizeClasses) - 1
+}
+
+// timeSeries integrates the kernels' holdings over time: utilisation per
+// interval, and the fairness indexes.
+func (r *runner) timeSeries(capacity domain.Vec, end time.Duration) (Utilisation, Fairness) {
+	samples := r.opt.Samples
+	if samples <= 0 {
+		samples = 200
+	}
+	if end <= 0 {
+		end = time.Second
+	}
+	width := end / time.Duration(samples)
+	if width <= 0 {
+		width = 1
+	}
+	nslots := r.reg.Len()
+	area := make([][]float64, nslots)
+	for i := range area {
+		area[i] = make([]float64, samples+1)
+	}
+	held := make([]float64, nslots)
+
+	userIdx := map[string]int{}
+	var users []string
+	for _, s := range r.w.Sessions {
+		if _, ok := userIdx[s.User]; !ok {
+			userIdx[s.User] = len(users)
+			users = append(users, s.User)
+		}
+	}
+	userHeld := make([][]float64, len(users))
+	userArea := make([][]float64, len(users))
+	for i := range users {
+		userHeld[i] = make([]float64, nslots)
+		userArea[i] = make([]float64, nslots)
+	}
+	// Live sessions per user, from submission to end, for OverTime.
+	type liveChange struct {
+		at    time.Duration
+		user  int
+		delta int
+	}
+	var lives []liveChange
+	for i, rec := range r.tr.recs {
+		if !rec.submitted || rec.rejected != "" {
+			continue
+		}
+		u := userIdx[r.w.Sessions[i].User]
+		lives = append(lives, liveChange{at: seconds(r.w.Sessions[i].Submit), user: u, delta: 1})
+		if rec.end >= 0 {
+			lives = append(lives, liveChange{at: rec.end, user: u, delta: -1})
+		}
+	}
+	slices.SortStableFunc(lives, func(a, b liveChange) int { return cmpDur(a.at, b.at) })
+	live := make([]int, len(users))
+	li := 0
+
+	var jainSum float64
+	var jainN int
+	sample := func(at time.Duration) {
+		for li < len(lives) && lives[li].at <= at {
+			live[lives[li].user] += lives[li].delta
+			li++
+		}
+		var xs []float64
+		for u := range users {
+			if live[u] > 0 {
+				xs = append(xs, dominant(userHeld[u], capacity, r.reg))
+			}
+		}
+		if j, ok := jain(xs); ok {
+			jainSum += j
+			jainN++
+		}
+	}
+
+	t := time.Duration(0)
+	nextSample := width / 2 // the middle of each interval
+	advance := func(to time.Duration) {
+		for t < to {
+			if nextSample <= to && nextSample >= t {
+				r.integrate(area, held, userArea, userHeld, t, nextSample, width, samples)
+				t = nextSample
+				sample(t)
+				nextSample += width
+				continue
+			}
+			r.integrate(area, held, userArea, userHeld, t, to, width, samples)
+			t = to
+		}
+	}
+	for _, h := range r.tr.holds {
+		advance(h.at)
+		s := r.w.Sessions[h.sess]
+		u := userIdx[s.User]
+		req := r.tr.recs[h.sess].req
+		for k := range nslots {
+			q := units(r.reg, domain.SlotID(k), req.At(domain.SlotID(k))) * float64(h.delta)
+			held[k] += q
+			userHeld[u][k] += q
+		}
+	}
+	advance(end)
+
+	var util Utilisation
+	util.IntervalS = round3(width.Seconds())
+	for k := range nslots {
+		c := units(r.reg, domain.SlotID(k), capacity.At(domain.SlotID(k)))
+		if c <= 0 {
+			continue
+		}
+		ser := SlotSeries{Slot: r.reg.Type(domain.SlotID(k)).Name, Capacity: r.reg.Format(domain.SlotID(k), capacity.At(domain.SlotID(k)))}
+		total := 0.0
+		for b := range samples {
+			x := area[k][b] / (width.Seconds() * c)
+			ser.Series = append(ser.Series, round4(x))
+			total += area[k][b]
+		}
+		ser.Mean = round4(total / (float64(samples) * width.Seconds() * c))
+		util.Slots = append(util.Slots, ser)
+	}
+	var xs []float64
+	span := float64(samples) * width.Seconds()
+	for u := range users {
+		d := 0.0
+		for k := range nslots {
+			if c := units(r.reg, domain.SlotID(k), capacity.At(domain.SlotID(k))); c > 0 {
+				d = max(d, userArea[u][k]/(c*span))
+			}
+		}
+		xs = append(xs, d)
+	}
+	f := Fairness{Users: len(users)}
+	if j, ok := jain(xs); ok {
+		f.Overall = round4(j)
+	}
+	if jainN > 0 {
+		f.OverTime = round4(jainSum / float64(jainN))
+	}
+	return util, f
+}
+
+// integrate adds holdings × time over [from, to) to the interval areas.
+func (r *runner) integrate(area [][]float64, held []float64, userArea, userHeld [][]float64, from, to, width time.Duration, samples int) {
+	if to <= from {
+		return
+	}
+	for from < to {
+		b := int(from / width)
+		segEnd := min(to, time.Duration(b+1)*width)
+		if b >= samples {
+			b, segEnd = samples, to // past the last interval: kept out of the series
+		}
+		d := (segEnd - from).Seconds()
+		for k, h := range held {
+			if h != 0 {
+				area[k][b] += h * d
+			}
+		}
+		for u := range userHeld {
+			for k, h := range userHeld[u] {
+				if h != 0 {
+					userArea[u][k] += h * d
+				}
+			}
+		}
+		from = segEnd
+	}
+}
+
+func dominant(held []float64, capacity domain.Vec, reg *domain.Registry) float64 {
+	d := 0.0
+	for k, h := range held {
+		if c := units(reg, domain.SlotID(k), capacity.At(domain.SlotID(k))); c > 0 {
+			d = max(d, h/c)
+		}
+	}
+	return d
+}
+
+// jain is Jain's fairness index; false when it is undefined (nobody holds
+// anything).
+func jain(xs []float64) (float64, bool) {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += x
+		sq += x * x
+	}
+	if len(xs) == 0 || sq == 0 {
+		return 0, false
+	}
+	return sum * sum / (float64(len(xs)) * sq), true
+}
+
+func percentiles(xs []float64) Percentiles {
+	if len(xs) == 0 {
+		return Percentiles{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	sum := 0.0
+	for _, x := range s {
+		sum += x
+	}
+	return Percentiles{Mean: round3(sum / float64(len(s))), P50: round3(quantile(s, 0.5)), P95: round3(quantile(s, 0.95)),
+		P99: round3(quantile(s, 0.99)), Max: round3(s[len(s)-1])}
+}
+
+// quantile is the nearest-rank quantile of sorted s.
+func quantile(s []float64, p float64) float64 {
+	i := int(math.Ceil(p*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func cdf(xs []float64) [][2]float64 {
+	out := [][2]float64{}
+	if len(xs) == 0 {
+		return out
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	for i := 0; i <= 100; i++ {
+		p := float64(i) / 100
+		out = append(out, [2]float64{round3(quantile(s, max(p, 1/float64(len(s))))), p})
+	}
+	return out
+}
+
+func cmpDur(a, b time.Duration) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+func round4(x float64) float64 { return math.Round(x*10000) / 10000 }
+
+func variantName(settings []Setting) string {
+	if len(settings) == 0 {
+		return "defaults"
+	}
+	parts := make([]string, len(settings))
+	for i, s := range settings {
+		parts[i] = s.String()
+	}
+	return strings.Join(parts, " ")
+}
+
+// WriteJSON writes the report, indented; the same report gives the same
+// bytes.
+func (rep Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// WriteTable prints the variants side by side.
+func (rep Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tutil\twait p50\tp95\tp99\tmax\tjain\tjain(t)\tbsld mean\tgang worst\tmakespan\tended\tunfinished\t")
+	for _, v := range rep.Variants {
+		util := "-"
+		for _, s := range v.Utilisation.Slots {
+			if strings.HasPrefix(s.Slot, "cuda.") {
+				util = fmt.Sprintf("%.1f%%", 100*s.Mean)
+			}
+		}
+		if util == "-" && len(v.Utilisation.Slots) > 0 {
+			util = fmt.Sprintf("%.1f%% %s", 100*v.Utilisation.Slots[0].Mean, v.Utilisation.Slots[0].Slot)
+		}
+		all := v.Classes[0].Wait
+		gang := "-"
+		if v.BiggestGang != nil {
+			gang = fmtSeconds(v.BiggestGang.WorstWaitS)
+		}
+		ended := 0
+		for k, n := range v.Status {
+			if k != "UNFINISHED" && k != "NOT_SUBMITTED" {
+				ended += n
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.2f\t%s\t%s\t%d\t%d\t\n", v.Name, util,
+			fmtSeconds(all.P50), fmtSeconds(all.P95), fmtSeconds(all.P99), fmtSeconds(all.Max),
+			v.Fairness.Overall, v.Fairness.OverTime, v.Slowdown.Mean, gang, fmtSeconds(v.MakespanS),
+			ended, v.Status["UNFINISHED"]+v.Status["NOT_SUBMITTED"])
+	}
+	return tw.Flush()
+}
+
+// fmtSeconds prints a span of seconds compactly: 0.5s, 42s, 3.2m, 5.1h, 2.3d.
+func fmtSeconds(s float64) string {
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%.3gs", s)
+	case s < 3600:
+		return fmt.Sprintf("%.1fm", s/60)
+	case s < 86400:
+		return fmt.Sprintf("%.1fh", s/3600)
+	}
+	return fmt.Sprintf("%.1fd", s/86400)
+}
+
+// NewReport puts variants run on w and cl together with the inputs' shape.
+func NewReport(source string, w Workload, cl Cluster, variants []Variant) Report {
+	reg := domain.DefaultRegistry()
+	capacity := map[string]string{}
+	c := cl.capacity(reg)
+	for k := range reg.Len() {
+		if q := c.At(domain.SlotID(k)); q > 0 {
+			capacity[reg.Type(domain.SlotID(k)).Name] = reg.Format(domain.SlotID(k), q)
+		}
+	}
+	span := 0.0
+	if n := len(w.Sessions); n > 0 {
+		span = w.Sessions[n-1].Submit - w.Sessions[0].Submit
+	}
+	return Report{Workload: WorkloadSummary{Source: source, Sessions: len(w.Sessions), SpanS: round3(span)},
+		Cluster: ClusterSummary{Agents: cl.Agents(), Capacity: capacity}, Variants: variants}
+}

@@ -1,0 +1,376 @@
+package simulate
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
+	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler"
+	"github.com/sokovan-go/sokovan/internal/store"
+	"github.com/sokovan-go/sokovan/internal/store/sqlite"
+)
+
+// Origin is virtual time zero. A fixed instant, not the wall clock, so a
+// report does not depend on when it was made.
+var Origin = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+
+// sweepEvery is how often, in virtual time, the coordinator's sweep runs.
+// Its agent-loss half finds nothing (sim agents do not fail, see
+// heartbeatNever); it still prunes the change feed and refreshes gauges,
+// and hourly keeps its cost small against the cycles.
+const sweepEvery = time.Hour
+
+// heartbeatNever is the coordinator's heartbeat timeout in a simulation:
+// agents are called in-process and never fall silent, and sending 1,000
+// agents' heartbeats every few virtual seconds would cost more than the
+// scheduling being measured.
+const heartbeatNever = 100 * 365 * 24 * time.Hour
+
+// maxSettle bounds the cycles run at one virtual instant; a run that
+// keeps changing state without time passing is a livelock to report.
+const maxSettle = 10_000
+
+// Options are a run's knobs that are not the workload, cluster or settings.
+type Options struct {
+	// Seed seeds the sim runtimes (their draws only matter for outcomes
+	// the workload does not fix).
+	Seed uint64
+	// Horizon stops the run at that virtual time; zero runs until every
+	// session has ended or nothing more can happen.
+	Horizon time.Duration
+	// Samples is the number of points of the utilisation series; zero
+	// means 200.
+	Samples int
+	// Progress, when set, receives a progress line now and then.
+	Progress io.Writer
+	// TempDir holds the run's SQLite database; empty means /dev/shm where
+	// it exists (a simulation needs no durability, and memory spares the
+	// fsync each commit makes), else the system's temporary directory.
+	TempDir string
+}
+
+// Run replays w on cl under the given settings through the production
+// coordinator, scheduler and SQLite store, and returns its report.
+func Run(ctx context.Context, w Workload, cl Cluster, settings []Setting, opt Options) (Variant, error) {
+	reg := domain.DefaultRegistry()
+	su, err := newSetup(settings, w, reg)
+	if err != nil {
+		return Variant{}, err
+	}
+	dir := opt.TempDir
+	if dir == "" {
+		if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+			dir = "/dev/shm"
+		}
+	}
+	tmp, err := os.MkdirTemp(dir, "sokovan-simulate-")
+	if err != nil {
+		return Variant{}, err
+	}
+	defer os.RemoveAll(tmp)
+	st, err := sqlite.Open(ctx, filepath.Join(tmp, "sim.db"), sqlite.Options{Registry: reg})
+	if err != nil {
+		return Variant{}, err
+	}
+	defer st.Close()
+
+	r := &runner{w: w, reg: reg, st: st, su: su, clock: sim.NewManualClock(Origin), fleet: newFleet(reg),
+		tr: newTracker(Origin, len(w.Sessions)), opt: opt}
+	if err := r.setUp(ctx, cl); err != nil {
+		return Variant{}, err
+	}
+	if err := r.loop(ctx); err != nil {
+		return Variant{}, err
+	}
+	return r.report(cl, settings), nil
+}
+
+type runner struct {
+	w     Workload
+	reg   *domain.Registry
+	st    store.Store
+	su    setup
+	clock *sim.ManualClock
+	fleet *fleet
+	c     *coordinator.Coordinator
+	tr    *tracker
+	opt   Options
+
+	next      int // the next session to submit
+	deadlines deadlineHeap
+	cycles    int
+	lastSweep time.Time
+	progress  time.Time
+}
+
+func (r *runner) setUp(ctx context.Context, cl Cluster) error {
+	if err := r.st.PutResourceGroup(ctx, r.su.group); err != nil {
+		return err
+	}
+	for _, p := range r.su.policies {
+		if err := r.st.PutPolicy(ctx, p); err != nil {
+			return err
+		}
+	}
+	n := 0
+	for _, p := range cl.Pools {
+		capacity, _ := r.reg.ParseSlots(p.Resources) // validated
+		for range p.Count {
+			n++
+			a, err := r.st.RegisterAgent(ctx, domain.Agent{ID: domain.AgentID(fmt.Sprintf("agent-%05d", n)),
+				ResourceGroup: GroupName, Address: "sim", Architecture: "x86_64", Runtime: "sim",
+				Status: domain.AgentAlive, Schedulable: true, Capacity: capacity, MaxKernels: p.MaxKernels}, r.clock.Now())
+			if err != nil {
+				return err
+			}
+			if err := r.fleet.add(a.ID, a.Epoch, r.clock, r.opt.Seed^uint64(n)*0x9e3779b97f4a7c15); err != nil {
+				return err
+			}
+		}
+	}
+	r.c = coordinator.New(coordinator.Deps{Store: r.st, Agents: r.fleet, Scheduler: scheduler.New(scheduler.NewRegistry()),
+		Slots: r.reg, Clock: r.clock}, coordinator.Config{HeartbeatTimeout: heartbeatNever})
+	r.lastSweep = r.clock.Now()
+	for i, s := range r.w.Sessions {
+		r.tr.idx[domain.SessionID(s.ID)] = i
+	}
+	return nil
+}
+
+// loop is the simulation: at each virtual instant submit what is due, stop
+// what ran out of time, run the coordinator until nothing changes, then
+// jump to the next instant anything is due.
+func (r *runner) loop(ctx context.Context) error {
+	for {
+		now := r.clock.Now()
+		for r.next < len(r.w.Sessions) && !Origin.Add(seconds(r.w.Sessions[r.next].Submit)).After(now) {
+			if err := r.submit(ctx, r.next, now); err != nil {
+				return err
+			}
+			r.next++
+		}
+		for len(r.deadlines) > 0 && !r.deadlines[0].at.After(now) {
+			d := heap.Pop(&r.deadlines).(deadline)
+			if r.tr.recs[d.sess].end >= 0 {
+				continue
+			}
+			r.tr.recs[d.sess].limitHit = true
+			if _, err := r.c.Terminate(ctx, domain.SessionID(r.w.Sessions[d.sess].ID), "time limit reached", false); err != nil {
+				return fmt.Errorf("time limit of %s: %w", r.w.Sessions[d.sess].ID, err)
+			}
+		}
+		if now.Sub(r.lastSweep) >= sweepEvery {
+			r.lastSweep = now
+			if err := r.c.Sweep(ctx); err != nil {
+				return fmt.Errorf("sweep at %v: %w", now.Sub(Origin), err)
+			}
+		}
+		if err := r.settle(ctx); err != nil {
+			return fmt.Errorf("at %v: %w", now.Sub(Origin), err)
+		}
+		r.report1(false)
+		if r.next == len(r.w.Sessions) && r.tr.ended == len(r.w.Sessions) {
+			break
+		}
+		wake, ok := r.wake()
+		if !ok || r.opt.Horizon > 0 && wake.Sub(Origin) > r.opt.Horizon {
+			break // nothing more can happen, or past the horizon
+		}
+		r.clock.Advance(wake.Sub(now))
+	}
+	r.report1(true)
+	return nil
+}
+
+// wake is the next instant something is due: a submission, a sim timer (a
+// kernel's exit), a time limit, or — while sessions are live — a sweep.
+func (r *runner) wake() (time.Time, bool) {
+	var at time.Time
+	ok := false
+	consider := func(t time.Time) {
+		if !ok || t.Before(at) {
+			at, ok = t, true
+		}
+	}
+	if r.next < len(r.w.Sessions) {
+		consider(Origin.Add(seconds(r.w.Sessions[r.next].Submit)))
+	}
+	if t, has := r.clock.Next(); has {
+		consider(t)
+	}
+	if len(r.deadlines) > 0 {
+		consider(r.deadlines[0].at)
+	}
+	if ok {
+		// A sweep alone never wakes the run: with nothing else due, it
+		// could not unblock anything.
+		if t := r.lastSweep.Add(sweepEvery); t.Before(at) {
+			at = t
+		}
+	}
+	return at, ok
+}
+
+// settle delivers agent events and runs cycles until one changes nothing.
+// The production loop cycles on every mark and every second; at one
+// virtual instant, cycling until the change feed stands still is what
+// those would converge to.
+func (r *runner) settle(ctx context.Context) error {
+	for range maxSettle {
+		if _, err := r.fleet.deliver(ctx, r.c); err != nil {
+			return fmt.Errorf("deliver agent events: %w", err)
+		}
+		r.cycles++
+		if err := r.c.Cycle(ctx); err != nil {
+			return fmt.Errorf("cycle: %w", err)
+		}
+		if err := r.fleet.collect(ctx); err != nil {
+			return err
+		}
+		n, err := r.tr.read(ctx, r.st, r.owner)
+		if err != nil {
+			return err
+		}
+		for _, i := range r.tr.started {
+			if lim := r.w.Sessions[i].TimeLimit; lim > 0 {
+				heap.Push(&r.deadlines, deadline{at: Origin.Add(r.tr.recs[i].start + seconds(lim)), sess: i})
+			}
+		}
+		r.tr.started = r.tr.started[:0]
+		if n == 0 && len(r.fleet.events) == 0 {
+			return nil
+		}
+	}
+	return errors.New("the coordinator kept changing state without time passing")
+}
+
+func (r *runner) owner(i int) domain.Owner {
+	s := r.w.Sessions[i]
+	return domain.Owner{User: s.User, Project: s.Project, Domain: "default"}
+}
+
+// submit creates a session as POST /v1/sessions does: the same defaults
+// and the same refusals (type not run by the group, below the group's
+// minimum, unknown dependency, max_pending_sessions), then the store's
+// CreateSession. A refused session is counted, not an error: the API
+// would have answered 400 or 429 and the user gone away.
+func (r *runner) submit(ctx context.Context, i int, now time.Time) error {
+	s := r.w.Sessions[i]
+	rec := &r.tr.recs[i]
+	rec.submitted = true
+	refuse := func(why string) error {
+		rec.rejected, rec.status, rec.end = why, "REJECTED", now.Sub(Origin)
+		r.tr.ended++
+		return nil
+	}
+	g := r.su.group
+	typ := domain.SessionType(s.Type)
+	if !g.Allows(typ) {
+		return refuse("type: the group does not run " + s.Type + " sessions")
+	}
+	req, _ := r.reg.ParseSlots(s.Resources) // validated with the workload
+	full, below := g.CompleteRequest(r.reg, req, func(id domain.SlotID) bool {
+		_, named := s.Resources[r.reg.Type(id).Name]
+		return named
+	})
+	if below != nil {
+		return refuse("resources." + r.reg.Type(below.Slot).Name + ": below the group's minimum")
+	}
+	deps := make([]domain.SessionID, len(s.DependsOn))
+	for j, d := range s.DependsOn {
+		if r.tr.recs[r.tr.idx[domain.SessionID(d)]].rejected != "" {
+			return refuse("depends_on: no such session " + d)
+		}
+		deps[j] = domain.SessionID(d)
+	}
+	owner := r.owner(i)
+	keys := ownerKeys(owner)
+	for _, p := range r.su.policies {
+		if p.MaxPendingSessions == 0 {
+			continue
+		}
+		k := string(p.Scope) + "/" + p.Name
+		if (k == keys[0] || k == keys[1] || k == keys[2]) && r.tr.pending[k] >= p.MaxPendingSessions {
+			return refuse("max_pending_sessions of " + k)
+		}
+	}
+	rec.req, rec.total = full, full.Scale(s.ClusterSize)
+	id := domain.SessionID(s.ID)
+	image := "exit:" + strconv.Itoa(s.ExitCode)
+	sess := domain.Session{ID: id, Name: s.ID, Owner: owner, Type: typ, Image: image, Architecture: "x86_64",
+		ResourceGroup: GroupName, ClusterMode: domain.ClusterMode(s.ClusterMode), ClusterSize: s.ClusterSize,
+		Priority: *s.Priority, Requested: full, Status: domain.SessionPending, CreatedAt: now, StatusChangedAt: now,
+		DependsOn: deps, Env: map[string]string{"SOKOVAN_EXIT_AFTER": strconv.FormatFloat(seconds(s.Duration).Seconds(), 'f', -1, 64)}}
+	kernels := make([]domain.Kernel, s.ClusterSize)
+	for k := range kernels {
+		role := domain.RoleSub
+		if k == 0 {
+			role = domain.RoleMain
+		}
+		kernels[k] = domain.Kernel{ID: domain.KernelID(fmt.Sprintf("%s-k%d", id, k)), SessionID: id, ClusterRole: role,
+			ClusterIdx: k, Image: image, Architecture: "x86_64", Requested: full.Clone(), Status: domain.KernelPending,
+			StatusChangedAt: now}
+	}
+	if err := r.st.CreateSession(ctx, sess, kernels); err != nil {
+		return fmt.Errorf("submit %s: %w", s.ID, err)
+	}
+	r.c.Mark()
+	return nil
+}
+
+// report1 writes a progress line at most once a wall-clock second (the
+// wall clock only paces the line; nothing measured reads it).
+func (r *runner) report1(last bool) {
+	if r.opt.Progress == nil {
+		return
+	}
+	if t := time.Now(); last || t.Sub(r.progress) >= time.Second {
+		r.progress = t
+		end := "\r"
+		if last {
+			end = "\n"
+		}
+		fmt.Fprintf(r.opt.Progress, "simulate: %d/%d sessions ended, virtual time %s%s",
+			r.tr.ended, len(r.w.Sessions), fmtVirtual(r.clock.Now().Sub(Origin)), end)
+	}
+}
+
+func fmtVirtual(d time.Duration) string {
+	days := d / (24 * time.Hour)
+	d -= days * 24 * time.Hour
+	return fmt.Sprintf("%dd%02dh%02dm%02ds", days, d/time.Hour, d%time.Hour/time.Minute, d%time.Minute/time.Second)
+}
+
+type deadline struct {
+	at   time.Time
+	sess int
+}
+
+// deadlineHeap orders time limits by instant, then by session, so two due
+// at once are stopped in the same order every run.
+type deadlineHeap []deadline
+
+func (h deadlineHeap) Len() int { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
+	}
+	return h[i].sess < h[j].sess
+}
+func (h deadlineHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *deadlineHeap) Push(x any)   { *h = append(*h, x.(deadline)) }
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,157 @@
+package simulate_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/simulate"
+)
+
+func workload(t *testing.T, jsonl string) simulate.Workload {
+	t.Helper()
+	w, err := simulate.ReadWorkload(strings.NewReader(jsonl), domain.DefaultRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func cluster(t *testing.T, spec string) simulate.Cluster {
+	t.Helper()
+	cl, err := simulate.ParseCluster(spec, domain.DefaultRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func setting(t *testing.T, s string) simulate.Setting {
+	t.Helper()
+	x, err := simulate.ParseSetting(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// run simulates with a small utilisation series; the small cases read
+// each session's wait back from the CDF's distinct points.
+func run(t *testing.T, w simulate.Workload, cl simulate.Cluster, settings ...simulate.Setting) simulate.Variant {
+	t.Helper()
+	v, err := simulate.Run(context.Background(), w, cl, settings, simulate.Options{TempDir: t.TempDir(), Samples: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Three sessions that each need the whole agent: a runs 0–100 s; b (at
+// 10 s) and c (at 20 s) wait for it.
+const threeWhole = `{"id":"a","submit_s":0,"user":"u1","resources":{"cpu":"4","mem":"8g"},"duration_s":100}
+{"id":"b","submit_s":10,"user":"u2","resources":{"cpu":"4","mem":"8g"},"duration_s":100}
+{"id":"c","submit_s":20,"user":"u3","resources":{"cpu":"4","mem":"8g"},"duration_s":50}
+`
+
+func TestSimulateExactWaits(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		sequencer string
+		// waits sorted, as the CDF lists them.
+		wantWaits []float64
+		makespan  float64
+	}{
+		// FIFO: b starts at 100 (waited 90), c at 200 (waited 180).
+		{"fifo", "fifo", []float64{0, 90, 180}, 250},
+		// LIFO: at 100 c is the newest, starts (waited 80); b at 150
+		// (waited 140).
+		{"lifo", "lifo", []float64{0, 80, 140}, 250},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := run(t, workload(t, threeWhole), cluster(t, "agents=1,cpu=4,mem=16g"), setting(t, "group.sequencer="+tt.sequencer))
+			all := v.Classes[0]
+			if all.Started != 3 {
+				t.Fatalf("started %d of 3; status %v", all.Started, v.Status)
+			}
+			var got []float64
+			seen := map[float64]bool{}
+			for _, p := range all.CDF {
+				if !seen[p[0]] {
+					seen[p[0]] = true
+					got = append(got, p[0])
+				}
+			}
+			if diff := cmp.Diff(tt.wantWaits, got); diff != "" {
+				t.Errorf("waits (-want +got):\n%s", diff)
+			}
+			if v.MakespanS != tt.makespan {
+				t.Errorf("makespan %v, want %v", v.MakespanS, tt.makespan)
+			}
+			if diff := cmp.Diff(map[string]int{"TERMINATED": 3}, v.Status); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSimulateDeterministicReport(t *testing.T) {
+	t.Parallel()
+	reg := domain.DefaultRegistry()
+	cl := cluster(t, "agents=4,cpu=32,mem=128g,cuda.shares=8")
+	g, err := simulate.ParseGenSpec("sessions=150,users=6,seed=7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := simulate.Generate(g, cl, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	once := func() []byte {
+		vs, err := simulate.Compare(context.Background(), w, cl, [][]simulate.Setting{{setting(t, "group.sequencer=drf")}},
+			simulate.Options{Samples: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := (simulate.Report{Variants: vs}).WriteJSON(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	first, second := once(), once()
+	if !bytes.Equal(first, second) {
+		t.Fatalf("two runs of the same inputs differ:\n%s", cmp.Diff(string(first), string(second)))
+	}
+}
+
+func TestSimulateTimeLimitAndRefusals(t *testing.T) {
+	t.Parallel()
+	w := workload(t, `{"id":"long","submit_s":0,"user":"u1","resources":{"cpu":"1"},"duration_s":100,"time_limit_s":30}
+{"id":"chat","submit_s":0,"user":"u2","type":"interactive","resources":{"cpu":"1"},"duration_s":10}
+{"id":"after","submit_s":1,"user":"u2","resources":{"cpu":"1"},"duration_s":10,"depends_on":["chat"]}
+{"id":"fails","submit_s":2,"user":"u3","resources":{"cpu":"1"},"duration_s":10,"exit_code":3}
+{"id":"next","submit_s":3,"user":"u3","resources":{"cpu":"1"},"duration_s":10,"depends_on":["fails"]}
+`)
+	v := run(t, w, cluster(t, "agents=1,cpu=8,mem=16g"), setting(t, "group.allowed_types=batch"))
+	// long: stopped by its limit at 30 s; chat: refused (the group runs
+	// batch only), so after is refused too (its dependency does not
+	// exist); fails ends TERMINATED with a failure, so next is cancelled.
+	want := map[string]int{"TERMINATED": 2, "REJECTED": 2, "CANCELLED": 1}
+	if diff := cmp.Diff(want, v.Status); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	if v.TimeLimited != 1 {
+		t.Errorf("time limited %d, want 1", v.TimeLimited)
+	}
+	// long holds 30 s, fails 10 s: the run spans 0–30 s.
+	if v.MakespanS != 30 {
+		t.Errorf("makespan %v, want 30 (long stopped at its limit)", v.MakespanS)
+	}
+}

@@ -1,0 +1,113 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// record is what happened to one session of the workload.
+type record struct {
+	// req is one kernel's request after the group's defaults; total is
+	// the session's whole request.
+	req, total domain.Vec
+	submitted  bool
+	rejected   string
+	start, end time.Duration // since the simulation began; -1 when not (yet)
+	status     string
+	limitHit   bool
+}
+
+// holdChange is a kernel taking (+1) or giving back (-1) its slots.
+type holdChange struct {
+	at    time.Duration
+	sess  int32
+	delta int8
+}
+
+// tracker follows the store's change feed — the record every status
+// change leaves in the transaction that makes it — so what the report
+// measures is what the production code wrote, not what the simulator
+// believes it asked for.
+type tracker struct {
+	origin  time.Time
+	idx     map[domain.SessionID]int
+	recs    []record
+	holds   []holdChange
+	lastPos int64
+	// ended counts sessions that reached an end (or were refused).
+	ended int
+	// started lists sessions that just reached RUNNING, for time limits.
+	started []int
+	// pending counts PENDING sessions by owner, for max_pending_sessions.
+	pending map[string]int
+}
+
+func newTracker(origin time.Time, n int) *tracker {
+	t := &tracker{origin: origin, idx: make(map[domain.SessionID]int, n), recs: make([]record, n),
+		pending: map[string]int{}}
+	for i := range t.recs {
+		t.recs[i].start, t.recs[i].end = -1, -1
+	}
+	return t
+}
+
+func ownerKeys(o domain.Owner) [3]string {
+	return [3]string{"user/" + o.User, "project/" + o.Project, "domain/" + o.Domain}
+}
+
+// read takes the changes made since the last read and reports how many.
+func (t *tracker) read(ctx context.Context, st store.Store, owners func(int) domain.Owner) (int, error) {
+	changes, err := st.Changes(ctx, store.ChangeFilter{After: t.lastPos})
+	if err != nil {
+		return 0, fmt.Errorf("read the change feed: %w", err)
+	}
+	for _, ch := range changes {
+		t.lastPos = ch.Pos
+		i, ok := t.idx[ch.Session]
+		if !ok {
+			return 0, fmt.Errorf("change %d names session %s, which the simulation did not submit", ch.Pos, ch.Session)
+		}
+		r := &t.recs[i]
+		at := ch.At.Sub(t.origin)
+		if ch.Kind == store.ChangeKernel {
+			from, to := holds(ch.From), holds(ch.To)
+			switch {
+			case !from && to:
+				t.holds = append(t.holds, holdChange{at: at, sess: int32(i), delta: 1})
+			case from && !to:
+				t.holds = append(t.holds, holdChange{at: at, sess: int32(i), delta: -1})
+			}
+			continue
+		}
+		if ch.From == domain.SessionPending.String() {
+			for _, k := range ownerKeys(owners(i)) {
+				t.pending[k]--
+			}
+		}
+		switch ch.To {
+		case domain.SessionPending.String():
+			for _, k := range ownerKeys(owners(i)) {
+				t.pending[k]++
+			}
+		case domain.SessionRunning.String():
+			if r.start < 0 {
+				r.start = at
+				t.started = append(t.started, i)
+			}
+		}
+		if s, err := domain.ParseSessionStatus(ch.To); err == nil && s.Terminal() && r.end < 0 {
+			r.end, r.status = at, ch.To
+			t.ended++
+		}
+	}
+	return len(changes), nil
+}
+
+func holds(status string) bool {
+	s, err := domain.ParseKernelStatus(status)
+	return err == nil && s.HoldsResources()
+}
