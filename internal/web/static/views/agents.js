@@ -1,0 +1,103 @@
+// Agents: each agent's capacity against occupancy per slot, status and
+// last heartbeat; admins get cordon, uncordon and drain. Redrawn on
+// kernel events (occupancy moves with them) and every five seconds, so
+// "last heartbeat" stays honest.
+
+import { call, follow, get } from '../api.js';
+import { fill, h, labelled, select } from '../dom.js';
+import { meter } from '../charts.js';
+import { amount, ago, isBytes, pct, quantity, time } from '../format.js';
+import { badge, banner, reloader, section } from './common.js';
+
+export function render(ctx) {
+  const { main, admin } = ctx;
+  let all = [];
+  const fGroup = select([['', 'any group']], '');
+  const fText = h('input', { type: 'search', placeholder: 'agent id' });
+  const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter agents' },
+    labelled('a-group', 'Resource group', fGroup), labelled('a-text', 'Search', fText));
+  filters.addEventListener('submit', (e) => e.preventDefault());
+  fGroup.addEventListener('change', () => draw());
+  fText.addEventListener('input', () => draw());
+  const error = h('div');
+  const tbody = h('tbody', { id: 'agent-rows' });
+  const count = h('p', { class: 'muted', 'aria-live': 'polite' });
+  main.append(h('h1', null, 'Agents'), error, section('Agents', filters, count, h('div', { class: 'scroll' },
+    h('table', { class: 'list', id: 'agents' },
+      h('thead', null, h('tr', null, ...['Agent', 'Group', 'Status', 'Placement', 'Slots (occupied / capacity)', 'Kernels',
+        'Last heartbeat'].map((t) => h('th', null, t)), admin ? h('th', null, 'Actions') : null)),
+      tbody))));
+
+  function draw() {
+    const group = fGroup.value;
+    const text = fText.value.trim().toLowerCase();
+    const now = Date.now();
+    const rows = all.filter((a) => (!group || a.resource_group === group) && (!text || a.id.toLowerCase().includes(text)))
+      .map((a) => row(a, now));
+    fill(tbody, rows);
+    count.textContent = `${rows.length} of ${all.length} agents`;
+  }
+
+  function row(a, now) {
+    const slots = Object.keys(a.available_slots || {}).sort().map((slot) => {
+      const cap = a.available_slots[slot];
+      const used = (a.occupied_slots || {})[slot] || '0';
+      const b = isBytes(slot, [cap, used]);
+      const uq = quantity(used);
+      const cq = quantity(cap);
+      return h('div', { class: 'cap-row small', dataset: { slot } }, h('span', { class: 'cap-slot' }, slot),
+        meter(uq, cq, `${amount(uq, b)} / ${amount(cq, b)} (${pct(uq, cq)}%)`, `${a.id} ${slot}`));
+    });
+    const placement = a.schedulable ? h('span', { class: 'badge ok' }, 'schedulable')
+      : h('span', { class: 'badge warn' }, a.kernel_count > 0 ? 'cordoned (draining)' : 'cordoned');
+    const actions = admin ? h('td', { class: 'actions' },
+      a.schedulable ? act('Cordon', 'cordon', a) : act('Uncordon', 'uncordon', a),
+      a.schedulable ? act('Drain', 'drain', a) : null) : null;
+    return h('tr', { dataset: { id: a.id, status: a.status, schedulable: String(a.schedulable) } },
+      h('td', { class: 'mono' }, a.id, h('div', { class: 'muted small' }, `${a.architecture} · ${a.runtime || '—'}`)),
+      h('td', null, a.resource_group), h('td', null, badge(a.status)), h('td', { class: 'placement' }, placement),
+      h('td', { class: 'slots' }, slots),
+      h('td', null, a.max_kernels ? `${a.kernel_count} / ${a.max_kernels}` : String(a.kernel_count)),
+      h('td', null, h('time', { datetime: a.last_heartbeat || '', title: time(a.last_heartbeat) }, ago(a.last_heartbeat, now))),
+      actions);
+  }
+
+  function act(label, verb, a) {
+    const b = h('button', { type: 'button', class: verb === 'uncordon' ? 'small' : 'small warn', dataset: { verb },
+      'aria-label': `${label} ${a.id}` }, label);
+    b.addEventListener('click', async () => {
+      b.disabled = true;
+      try {
+        await call('POST', `/v1/agents/${encodeURIComponent(a.id)}/${verb}`);
+        error.replaceChildren();
+      } catch (err) {
+        fill(error, banner(err));
+      }
+      poke();
+    });
+    return b;
+  }
+
+  const load = async () => {
+    try {
+      const list = await get('/v1/agents');
+      all = list.items || [];
+      const groups = [...new Set(all.map((a) => a.resource_group))].sort();
+      if (fGroup.options.length !== groups.length + 1) {
+        const cur = fGroup.value;
+        fGroup.replaceChildren(h('option', { value: '' }, 'any group'), ...groups.map((g) => h('option', { value: g }, g)));
+        fGroup.value = cur;
+      }
+      error.replaceChildren();
+    } catch (err) {
+      fill(error, banner(err));
+    }
+    draw();
+  };
+  const poke = reloader(load, 500);
+  ctx.onLeave(poke.stop);
+  load();
+  const tick = setInterval(poke, 5000);
+  ctx.onLeave(() => clearInterval(tick));
+  ctx.onLeave(follow('', (event) => { if (event === 'kernel') poke(); }, ctx.setLive));
+}
