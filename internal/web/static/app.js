@@ -104,6 +104,7 @@ function route(main) {
     else a.removeAttribute('aria-current');
   }
   main.replaceChildren();
+  for (const k of Object.keys(main.dataset)) delete main.dataset[k];
   if (!rt) {
     main.append(h('h1', null, 'Not found'), h('p', null, 'No page here. ', h('a', { href: '#/' }, 'Back to the overview.')));
     return;

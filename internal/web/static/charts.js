@@ -77,7 +77,10 @@ export function swimlanes(items, { now = Date.now(), ended = false, created = ''
   const span = t1 - t0;
   const x = (t) => left + ((width - left - right) * (t - t0)) / span;
   const height = top + lanes.length * laneH + 4;
-  const svg = s('svg', { class: 'swimlanes', viewBox: `0 0 ${width} ${height}`, role: 'img',
+  // Drawn at its pixel width (the caller passes the container's), so
+  // labels keep their size on a phone instead of shrinking with a
+  // scaled viewBox.
+  const svg = s('svg', { class: 'swimlanes', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img',
     'aria-label': `Status timeline over ${duration(span)}` });
   svg.append(s('text', { x: left, y: 12, class: 'axis' }, clock(new Date(t0).toISOString())),
     s('text', { x: width - right, y: 12, class: 'axis', 'text-anchor': 'end' }, clock(new Date(t1).toISOString())));

@@ -7,18 +7,25 @@ import { call, follow, get } from '../api.js';
 import { fill, h, labelled, select } from '../dom.js';
 import { meter } from '../charts.js';
 import { amount, ago, isBytes, pct, quantity, time } from '../format.js';
-import { badge, banner, reloader, section } from './common.js';
+import { badge, banner, reloader, section, timed } from './common.js';
+
+// PAGE bounds the rows drawn at once: a thousand rows of bars take the
+// browser most of a second to lay out, and nobody reads them all.
+const PAGE = 200;
 
 export function render(ctx) {
   const { main, admin } = ctx;
   let all = [];
+  let shown = PAGE;
   const fGroup = select([['', 'any group']], '');
   const fText = h('input', { type: 'search', placeholder: 'agent id' });
   const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter agents' },
     labelled('a-group', 'Resource group', fGroup), labelled('a-text', 'Search', fText));
   filters.addEventListener('submit', (e) => e.preventDefault());
-  fGroup.addEventListener('change', () => draw());
-  fText.addEventListener('input', () => draw());
+  fGroup.addEventListener('change', () => { shown = PAGE; draw(); });
+  fText.addEventListener('input', () => { shown = PAGE; draw(); });
+  const more = h('button', { type: 'button', hidden: true }, 'Show more');
+  more.addEventListener('click', () => { shown += PAGE; draw(); });
   const error = h('div');
   const tbody = h('tbody', { id: 'agent-rows' });
   const count = h('p', { class: 'muted', 'aria-live': 'polite' });
@@ -26,16 +33,16 @@ export function render(ctx) {
     h('table', { class: 'list', id: 'agents' },
       h('thead', null, h('tr', null, ...['Agent', 'Group', 'Status', 'Placement', 'Slots (occupied / capacity)', 'Kernels',
         'Last heartbeat'].map((t) => h('th', null, t)), admin ? h('th', null, 'Actions') : null)),
-      tbody))));
+      tbody)), more));
 
   function draw() {
     const group = fGroup.value;
     const text = fText.value.trim().toLowerCase();
     const now = Date.now();
-    const rows = all.filter((a) => (!group || a.resource_group === group) && (!text || a.id.toLowerCase().includes(text)))
-      .map((a) => row(a, now));
-    fill(tbody, rows);
-    count.textContent = `${rows.length} of ${all.length} agents`;
+    const match = all.filter((a) => (!group || a.resource_group === group) && (!text || a.id.toLowerCase().includes(text)));
+    fill(tbody, match.slice(0, shown).map((a) => row(a, now)));
+    count.textContent = match.length > shown ? `${shown} of ${match.length} agents` : `${match.length} agents`;
+    more.hidden = match.length <= shown;
   }
 
   function row(a, now) {
@@ -80,19 +87,20 @@ export function render(ctx) {
 
   const load = async () => {
     try {
-      const list = await get('/v1/agents');
-      all = list.items || [];
-      const groups = [...new Set(all.map((a) => a.resource_group))].sort();
-      if (fGroup.options.length !== groups.length + 1) {
-        const cur = fGroup.value;
-        fGroup.replaceChildren(h('option', { value: '' }, 'any group'), ...groups.map((g) => h('option', { value: g }, g)));
-        fGroup.value = cur;
-      }
-      error.replaceChildren();
+      await timed(main, () => get('/v1/agents'), (list) => {
+        all = list.items || [];
+        const groups = [...new Set(all.map((a) => a.resource_group))].sort();
+        if (fGroup.options.length !== groups.length + 1) {
+          const cur = fGroup.value;
+          fGroup.replaceChildren(h('option', { value: '' }, 'any group'), ...groups.map((g) => h('option', { value: g }, g)));
+          fGroup.value = cur;
+        }
+        error.replaceChildren();
+        draw();
+      });
     } catch (err) {
       fill(error, banner(err));
     }
-    draw();
   };
   const poke = reloader(load, 500);
   ctx.onLeave(poke.stop);

@@ -43,3 +43,15 @@ export function reloader(load, minGap = 300) {
 export function section(title, ...children) {
   return h('section', { class: 'card' }, h('h2', null, title), children);
 }
+
+// timed runs a view's load and records in the main element's dataset how
+// long the API took and how long drawing took, which the scale test reads.
+export async function timed(main, fetchAll, draw) {
+  const t0 = performance.now();
+  const data = await fetchAll();
+  const t1 = performance.now();
+  draw(data);
+  const t2 = performance.now();
+  main.dataset.loadMs = String(Math.round(t1 - t0));
+  main.dataset.drawMs = String(Math.round(t2 - t1));
+}

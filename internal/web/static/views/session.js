@@ -48,7 +48,7 @@ export function render(ctx) {
     drawKernels(se);
     drawWhy(w, se);
     const ended = !LIVE.has(se.status);
-    fill(timeline, swimlanes(hist.items || [], { ended, created: se.created_at }));
+    fill(timeline, swimlanes(hist.items || [], { ended, created: se.created_at, width: Math.max(560, timeline.clientWidth || 900) }));
     drawHistory(hist.items || []);
     logs.setKernels(se.kernels || []);
   };

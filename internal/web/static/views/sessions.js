@@ -5,7 +5,7 @@
 import { APIError, call, follow, get } from '../api.js';
 import { fieldError, fill, h, labelled, select } from '../dom.js';
 import { LIVE, STATUSES, ago, short, slotsText, time } from '../format.js';
-import { badge, banner, reloader, section } from './common.js';
+import { badge, banner, reloader, section, timed } from './common.js';
 
 // PAGE bounds the rows drawn at once: the filter narrows 10,000 sessions
 // faster than a browser lays out 10,000 table rows.
@@ -103,20 +103,21 @@ export function render(ctx) {
 
   const load = async () => {
     try {
-      const [list, groups] = await Promise.all([get('/v1/sessions?limit=10000'), get('/v1/resource-groups')]);
-      all = list.items || [];
-      const names = (groups.items || []).map((g) => g.name);
-      if (fGroup.options.length !== names.length + 1) {
-        const cur = fGroup.value;
-        fGroup.replaceChildren(h('option', { value: '' }, 'any group'), ...names.map((n) => h('option', { value: n }, n)));
-        fGroup.value = cur;
-        form.setGroups(names);
-      }
-      error.replaceChildren();
+      await timed(main, () => Promise.all([get('/v1/sessions?limit=10000'), get('/v1/resource-groups')]), ([list, groups]) => {
+        all = list.items || [];
+        const names = (groups.items || []).map((g) => g.name);
+        if (fGroup.options.length !== names.length + 1) {
+          const cur = fGroup.value;
+          fGroup.replaceChildren(h('option', { value: '' }, 'any group'), ...names.map((n) => h('option', { value: n }, n)));
+          fGroup.value = cur;
+          form.setGroups(names);
+        }
+        error.replaceChildren();
+        draw();
+      });
     } catch (err) {
       fill(error, banner(err));
     }
-    draw();
   };
   const poke = reloader(load, 300);
   ctx.onLeave(poke.stop);
