@@ -20,7 +20,6 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/sokovan-go/sokovan/internal/api"
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -81,14 +80,12 @@ type browser struct {
 	problems []string
 }
 
-var allocOnce sync.Mutex
-
 func newBrowser(t *testing.T, exe string) *browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
 		chromedp.WindowSize(1280, 800), chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	ctx, cancelTab := chromedp.NewContext(actx)
 	b := &browser{ctx: ctx}
 	// The first call starts chromium; it must have no deadline of its own,
 	// which would end the browser with it.
@@ -447,5 +444,4 @@ func TestDashboardAdmin(t *testing.T) {
 		d.Do(d.AdminToken, "GET", "/v1/resource-groups/default", nil, &g)
 		return g.Sequencer == "lifo" && g.Timeouts.Pending == "600s"
 	})
-	_ = api.TokenPrefix
 }
