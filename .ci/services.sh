@@ -4,7 +4,8 @@
 #   - PostgreSQL on 127.0.0.1:5432 (trust auth, database "test");
 #   - Redis on 127.0.0.1:6379 and etcd on 127.0.0.1:2379;
 #   - a Docker engine of our own on unix:///tmp/sokovan-docker/docker.sock,
-#     for internal/agent/runtime/docker's tests.
+#     for internal/agent/runtime/docker's tests;
+#   - chromium, which internal/web's browser tests drive (nothing to start).
 # Installs the packages when they are missing.
 set -euo pipefail
 
@@ -101,12 +102,19 @@ start_docker() {
   fi
 }
 
+install_chromium() {
+  if command -v chromium >/dev/null 2>&1; then return; fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 chromium
+}
+
 case "${1:-start}" in
   start)
     start_postgres
     start_redis
     start_etcd
     start_docker
+    install_chromium
     ;;
   *) echo "usage: $0 start" >&2; exit 2 ;;
 esac

@@ -37,8 +37,8 @@ Ctrl-C stops it; a restart on the same directory carries every session on.`,
 			cfg.UserAPI = userAPI
 			out := cmd.OutOrStdout()
 			return manager.RunDev(cmd.Context(), cfg, func(info manager.DevInfo) {
-				fmt.Fprintf(out, "Sokovan-Go dev mode\n  API:         %s\n  admin token: %s\n  agents:      %s\n  data dir:    %s\n",
-					info.URL, info.AdminToken, strings.Join(agentNames(info), ", "), cfg.DataDir)
+				fmt.Fprintf(out, "Sokovan-Go dev mode\n  API:         %s\n  dashboard:   %s/\n  admin token: %s\n  agents:      %s\n  data dir:    %s\n",
+					info.URL, info.URL, info.AdminToken, strings.Join(agentNames(info), ", "), cfg.DataDir)
 				fmt.Fprintf(out, "\n  export SOKOVAN_ADDR=%s SOKOVAN_TOKEN=%s\n", info.URL, info.AdminToken)
 			})
 		},

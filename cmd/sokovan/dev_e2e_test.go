@@ -65,6 +65,17 @@ func TestCLIAgainstDevMode(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+	// The dashboard is mounted in front of the API.
+	if resp, err := http.Get(url + "/"); err != nil {
+		t.Fatalf("dashboard: %v", err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+			resp.Header.Get("Content-Security-Policy") == "" {
+			t.Errorf("GET / = %d %q, CSP %q; want the dashboard's page with its CSP", resp.StatusCode,
+				resp.Header.Get("Content-Type"), resp.Header.Get("Content-Security-Policy"))
+		}
+	}
 	run := func(args ...string) (string, int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()

@@ -8,12 +8,14 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/api"
 	"github.com/sokovan-go/sokovan/internal/manager"
+	"github.com/sokovan-go/sokovan/internal/web"
 )
 
 type httpHandler = http.Handler
 
-// userAPI builds the REST API over a manager's parts, creating the admin
-// user from adminToken when one is given.
+// userAPI builds the REST API over a manager's parts, with the web
+// dashboard in front of it at "/", creating the admin user from
+// adminToken when one is given.
 func userAPI(p manager.Parts, adminToken string) (http.Handler, error) {
 	if adminToken != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -22,12 +24,12 @@ func userAPI(p manager.Parts, adminToken string) (http.Handler, error) {
 			return nil, fmt.Errorf("admin token: %w", err)
 		}
 	}
-	return api.New(api.Config{}, api.Deps{
+	return web.Mount(api.New(api.Config{}, api.Deps{
 		Store: p.Store, Sessions: p.Coordinator, Slots: p.Slots, Plugins: p.Plugins,
 		AgentRPC: p.Gateway, AgentToken: p.AgentToken, Logs: p.Agents.Logs, Gatherer: p.Gatherer, Registerer: p.Registerer,
 		Ready: func(ctx context.Context) error {
 			_, err := p.Store.ListResourceGroups(ctx)
 			return err
 		},
-	}), nil
+	})), nil
 }

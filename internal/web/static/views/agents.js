@@ -1,0 +1,111 @@
+// Agents: each agent's capacity against occupancy per slot, status and
+// last heartbeat; admins get cordon, uncordon and drain. Redrawn on
+// kernel events (occupancy moves with them) and every five seconds, so
+// "last heartbeat" stays honest.
+
+import { call, follow, get } from '../api.js';
+import { fill, h, labelled, select } from '../dom.js';
+import { meter } from '../charts.js';
+import { amount, ago, isBytes, pct, quantity, time } from '../format.js';
+import { badge, banner, reloader, section, timed } from './common.js';
+
+// PAGE bounds the rows drawn at once: a thousand rows of bars take the
+// browser most of a second to lay out, and nobody reads them all.
+const PAGE = 200;
+
+export function render(ctx) {
+  const { main, admin } = ctx;
+  let all = [];
+  let shown = PAGE;
+  const fGroup = select([['', 'any group']], '');
+  const fText = h('input', { type: 'search', placeholder: 'agent id' });
+  const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter agents' },
+    labelled('a-group', 'Resource group', fGroup), labelled('a-text', 'Search', fText));
+  filters.addEventListener('submit', (e) => e.preventDefault());
+  fGroup.addEventListener('change', () => { shown = PAGE; draw(); });
+  fText.addEventListener('input', () => { shown = PAGE; draw(); });
+  const more = h('button', { type: 'button', hidden: true }, 'Show more');
+  more.addEventListener('click', () => { shown += PAGE; draw(); });
+  const error = h('div');
+  const tbody = h('tbody', { id: 'agent-rows' });
+  const count = h('p', { class: 'muted', 'aria-live': 'polite' });
+  main.append(h('h1', null, 'Agents'), error, section('Agents', filters, count, h('div', { class: 'scroll' },
+    h('table', { class: 'list', id: 'agents' },
+      h('thead', null, h('tr', null, ...['Agent', 'Group', 'Status', 'Placement', 'Slots (occupied / capacity)', 'Kernels',
+        'Last heartbeat'].map((t) => h('th', null, t)), admin ? h('th', null, 'Actions') : null)),
+      tbody)), more));
+
+  function draw() {
+    const group = fGroup.value;
+    const text = fText.value.trim().toLowerCase();
+    const now = Date.now();
+    const match = all.filter((a) => (!group || a.resource_group === group) && (!text || a.id.toLowerCase().includes(text)));
+    fill(tbody, match.slice(0, shown).map((a) => row(a, now)));
+    count.textContent = match.length > shown ? `${shown} of ${match.length} agents` : `${match.length} agents`;
+    more.hidden = match.length <= shown;
+  }
+
+  function row(a, now) {
+    const slots = Object.keys(a.available_slots || {}).sort().map((slot) => {
+      const cap = a.available_slots[slot];
+      const used = (a.occupied_slots || {})[slot] || '0';
+      const b = isBytes(slot, [cap, used]);
+      const uq = quantity(used);
+      const cq = quantity(cap);
+      return h('div', { class: 'cap-row small', dataset: { slot } }, h('span', { class: 'cap-slot' }, slot),
+        meter(uq, cq, `${amount(uq, b)} / ${amount(cq, b)} (${pct(uq, cq)}%)`, `${a.id} ${slot}`));
+    });
+    const placement = a.schedulable ? h('span', { class: 'badge ok' }, 'schedulable')
+      : h('span', { class: 'badge warn' }, a.kernel_count > 0 ? 'cordoned (draining)' : 'cordoned');
+    const actions = admin ? h('td', { class: 'actions' },
+      a.schedulable ? act('Cordon', 'cordon', a) : act('Uncordon', 'uncordon', a),
+      a.schedulable ? act('Drain', 'drain', a) : null) : null;
+    return h('tr', { dataset: { id: a.id, status: a.status, schedulable: String(a.schedulable) } },
+      h('td', { class: 'mono' }, a.id, h('div', { class: 'muted small' }, `${a.architecture} · ${a.runtime || '—'}`)),
+      h('td', null, a.resource_group), h('td', null, badge(a.status)), h('td', { class: 'placement' }, placement),
+      h('td', { class: 'slots' }, slots),
+      h('td', null, a.max_kernels ? `${a.kernel_count} / ${a.max_kernels}` : String(a.kernel_count)),
+      h('td', null, h('time', { datetime: a.last_heartbeat || '', title: time(a.last_heartbeat) }, ago(a.last_heartbeat, now))),
+      actions);
+  }
+
+  function act(label, verb, a) {
+    const b = h('button', { type: 'button', class: verb === 'uncordon' ? 'small' : 'small warn', dataset: { verb },
+      'aria-label': `${label} ${a.id}` }, label);
+    b.addEventListener('click', async () => {
+      b.disabled = true;
+      try {
+        await call('POST', `/v1/agents/${encodeURIComponent(a.id)}/${verb}`);
+        error.replaceChildren();
+      } catch (err) {
+        fill(error, banner(err));
+      }
+      poke();
+    });
+    return b;
+  }
+
+  const load = async () => {
+    try {
+      await timed(main, () => get('/v1/agents'), (list) => {
+        all = list.items || [];
+        const groups = [...new Set(all.map((a) => a.resource_group))].sort();
+        if (fGroup.options.length !== groups.length + 1) {
+          const cur = fGroup.value;
+          fGroup.replaceChildren(h('option', { value: '' }, 'any group'), ...groups.map((g) => h('option', { value: g }, g)));
+          fGroup.value = cur;
+        }
+        error.replaceChildren();
+        draw();
+      });
+    } catch (err) {
+      fill(error, banner(err));
+    }
+  };
+  const poke = reloader(load, 500);
+  ctx.onLeave(poke.stop);
+  load();
+  const tick = setInterval(poke, 5000);
+  ctx.onLeave(() => clearInterval(tick));
+  ctx.onLeave(follow('', (event) => { if (event === 'kernel') poke(); }, ctx.setLive));
+}

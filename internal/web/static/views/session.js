@@ -1,0 +1,235 @@
+// One session: its facts and kernels, why it waits, the timeline of its
+// status history as swimlanes, and its logs. It follows the session's own
+// event stream (?session=) and redraws from the API when it changes.
+
+import { APIError, call, follow, get, token } from '../api.js';
+import { fill, h, labelled, select } from '../dom.js';
+import { swimlanes } from '../charts.js';
+import { LIVE, ago, short, slotsText, time } from '../format.js';
+import { badge, banner, reloader, section } from './common.js';
+
+const LOG_MAX = 256 * 1024;
+
+export function render(ctx) {
+  const { main, params } = ctx;
+  const id = params[0];
+  const path = '/v1/sessions/' + encodeURIComponent(id);
+  const title = h('h1', null, 'Session ', h('span', { class: 'mono' }, short(id)));
+  const head = h('div', { class: 'session-head' });
+  const error = h('div');
+  const facts = h('dl', { class: 'facts', id: 'facts' });
+  const kernels = h('div', { id: 'kernels' });
+  const why = h('div', { id: 'why' });
+  const timeline = h('div', { id: 'timeline', class: 'scroll' });
+  const history = h('div', { id: 'history' });
+  const logs = logsPanel(path);
+  main.append(h('p', null, h('a', { href: '#/sessions' }, '← Sessions')), title, head, error,
+    h('div', { class: 'grid' }, section('Details', facts), section('Why', why)),
+    section('Kernels', kernels),
+    section('Timeline', timeline, h('details', null, h('summary', null, 'History entries'), history)),
+    section('Logs', logs.el));
+  ctx.onLeave(logs.stop);
+
+  let last = null;
+  const load = async () => {
+    let se, hist, w;
+    try {
+      [se, hist, w] = await Promise.all([get(path), get(path + '/history'), get(path + '/why').catch(() => null)]);
+    } catch (err) {
+      fill(error, banner(err instanceof APIError && err.status === 404 ? 'No such session (or not yours).' : err));
+      return;
+    }
+    error.replaceChildren();
+    last = se;
+    fill(title, se.name || 'Session', ' ', h('span', { class: 'mono muted' }, short(se.id)), ' ', badge(se.status));
+    main.dataset.status = se.status;
+    drawHead(se);
+    drawFacts(se);
+    drawKernels(se);
+    drawWhy(w, se);
+    const ended = !LIVE.has(se.status);
+    fill(timeline, swimlanes(hist.items || [], { ended, created: se.created_at, width: Math.max(560, timeline.clientWidth || 900) }));
+    drawHistory(hist.items || []);
+    logs.setKernels(se.kernels || []);
+  };
+
+  function drawHead(se) {
+    const out = [];
+    if (LIVE.has(se.status)) {
+      if (se.status !== 'TERMINATING') out.push(button('Cancel', false));
+      out.push(button('Force', true));
+    }
+    fill(head, out);
+  }
+
+  function button(label, force) {
+    const b = h('button', { type: 'button', class: force ? 'danger' : '', id: force ? 'force' : 'cancel' },
+      force ? 'Force terminate' : 'Cancel session');
+    b.addEventListener('click', async () => {
+      b.disabled = true;
+      try { await call('DELETE', path + (force ? '?force=true' : '')); } catch (err) { fill(error, banner(err)); }
+      poke();
+    });
+    return b;
+  }
+
+  function drawFacts(se) {
+    const row = (k, v) => [h('dt', null, k), h('dd', null, v === '' || v === null || v === undefined ? '—' : v)];
+    fill(facts,
+      row('ID', h('span', { class: 'mono' }, se.id)), row('Owner', `${se.owner} (${se.project} / ${se.domain})`),
+      row('Type', se.type), row('Image', h('span', { class: 'mono' }, se.image)),
+      row('Resource group', se.resource_group), row('Priority', String(se.priority)),
+      row('Per kernel', slotsText(se.requested_slots)), row('Cluster', `${se.cluster_size} × ${se.cluster_mode}`),
+      row('Created', time(se.created_at)), row('Status since', `${time(se.status_changed_at)} (${ago(se.status_changed_at)})`),
+      row('Reason', se.status_reason), row('Outcome', se.outcome),
+      se.depends_on && se.depends_on.length ? row('Depends on', se.depends_on.map((d) =>
+        h('a', { href: '#/sessions/' + encodeURIComponent(d), class: 'mono' }, short(d) + ' '))) : null,
+      se.command && se.command.length ? row('Command', h('span', { class: 'mono' }, se.command.join(' '))) : null);
+  }
+
+  function drawKernels(se) {
+    const rows = (se.kernels || []).map((k) => h('tr', { dataset: { kernel: k.id } },
+      h('td', null, String(k.cluster_idx)), h('td', null, k.cluster_role), h('td', { class: 'mono' }, short(k.id)),
+      h('td', { class: 'mono' }, k.agent || '—'), h('td', null, badge(k.status)),
+      h('td', { class: 'exit' }, k.exit_code === null || k.exit_code === undefined ? '—' : String(k.exit_code)),
+      h('td', null, k.status_reason || '—')));
+    fill(kernels, h('div', { class: 'scroll' }, h('table', { class: 'list' },
+      h('thead', null, h('tr', null, ...['#', 'Role', 'Kernel', 'Agent', 'Status', 'Exit code', 'Reason'].map((t) => h('th', null, t)))),
+      h('tbody', null, rows))));
+  }
+
+  function drawWhy(w, se) {
+    if (!w) { fill(why, h('p', { class: 'muted' }, 'Not available.')); return; }
+    const out = [];
+    if (se.status === 'PENDING') {
+      if (!w.blockers || !w.blockers.length) out.push(h('p', null, 'Nothing blocks it: it should be placed in the next scheduling round.'));
+      for (const b of w.blockers || []) {
+        out.push(h('div', { class: 'blocker' + (b.impossible || b.exceeds_capacity ? ' impossible' : ''), dataset: { kind: b.kind } },
+          h('p', null, h('strong', null, b.kind), b.scope ? ` (${b.scope})` : '', ': ', b.message),
+          b.slot ? h('p', { class: 'muted' }, `${b.slot}: requested ${b.requested || '—'}, available ${b.available || '—'}` +
+            (b.capacity ? `, capacity ${b.capacity}` : '')) : null,
+          h('p', { class: 'hint' }, hint(b))));
+      }
+    } else if (w.progress) {
+      const p = w.progress;
+      out.push(h('p', null, `${w.status} since ${time(p.since)}` + (p.deadline ? `; moved on at ${time(p.deadline)} (bound ${p.bound})` : '')));
+      if (p.waiting_for && p.waiting_for.length) out.push(h('ul', null, p.waiting_for.map((x) => h('li', null, x))));
+      if (p.last_failure) out.push(h('p', { class: 'form-error' }, 'Last failure: ', p.last_failure));
+    } else {
+      out.push(h('p', { class: 'muted' }, LIVE.has(se.status) ? `${se.status}: nothing holds it back.` : `Ended: ${se.status}.`));
+    }
+    fill(why, out);
+  }
+
+  function drawHistory(items) {
+    fill(history, h('table', { class: 'list compact' },
+      h('thead', null, h('tr', null, ...['At', 'Handler', 'Result', 'From → to', 'Message'].map((t) => h('th', null, t)))),
+      h('tbody', null, items.map((it) => h('tr', null, h('td', null, time(it.at)), h('td', null, it.handler),
+        h('td', null, it.result + (it.attempt > 1 ? ` ×${it.attempt}` : '')),
+        h('td', null, it.from || it.to ? `${it.from || '·'} → ${it.to || '·'}` : '—'), h('td', null, it.message || ''))))));
+  }
+
+  const poke = reloader(load, 250);
+  ctx.onLeave(poke.stop);
+  load();
+  ctx.onLeave(follow('session=' + encodeURIComponent(id), () => poke(), ctx.setLive));
+}
+
+// hint says what a user can do about a blocker.
+function hint(b) {
+  if (b.exceeds_capacity || b.impossible) return 'Waiting will not help: ask for less, or for another resource group.';
+  switch (b.kind) {
+    case 'quota': return 'A resource policy caps this; end another session or ask an admin to raise the limit.';
+    case 'concurrency': return 'Too many sessions at once for this scope; one must end first.';
+    case 'capacity': return 'The agents are busy; it starts when enough is freed.';
+    case 'no_agents': return 'No agent can take it now (none alive, all cordoned, or none with this slot).';
+    case 'architecture': return 'No agent has this architecture.';
+    case 'dependency': return 'It waits for the sessions it depends on to finish successfully.';
+    case 'start_time': return 'It was asked to start later.';
+    case 'queue_position': return 'Sessions ahead of it in the queue go first.';
+    case 'resource_group_state': return 'The resource group is not ACTIVE; an admin must start it.';
+    case 'gang': return 'All its kernels must fit at once.';
+    case 'session_type': return 'The resource group does not run this type of session.';
+    default: return '';
+  }
+}
+
+// logsPanel reads GET …/logs as a stream, appending as output arrives.
+// With "follow" off, it stops once the output has been quiet for a
+// second, which is "the log so far" for a running kernel.
+function logsPanel(path) {
+  const kernel = select([['0', 'main kernel']], '0');
+  const followBox = h('input', { type: 'checkbox', id: 'log-follow', checked: true });
+  const refresh = h('button', { type: 'button', id: 'log-refresh' }, 'Refresh');
+  const pre = h('pre', { class: 'logs', id: 'logs', tabindex: '0', 'aria-label': 'Kernel output' });
+  const state = h('p', { class: 'muted', id: 'log-state', 'aria-live': 'polite' }, 'No kernel is on an agent yet.');
+  let ctl = null;
+  let kernelsKey = '';
+
+  const stop = () => { if (ctl) ctl.abort(); ctl = null; };
+  const start = async () => {
+    stop();
+    const mine = new AbortController();
+    ctl = mine;
+    pre.textContent = '';
+    state.textContent = 'Loading…';
+    let quiet = null;
+    const armQuiet = () => {
+      clearTimeout(quiet);
+      if (!followBox.checked) quiet = setTimeout(() => mine.abort(), 1000);
+    };
+    try {
+      const resp = await fetch(`${path}/logs?kernel=${encodeURIComponent(kernel.value)}`, {
+        headers: { Authorization: 'Bearer ' + token.get() }, signal: mine.signal, credentials: 'omit', cache: 'no-store' });
+      if (!resp.ok) {
+        let msg = `the manager answered ${resp.status}`;
+        try { msg = (await resp.json()).error.message; } catch { /* not JSON */ }
+        state.textContent = msg;
+        return;
+      }
+      state.textContent = followBox.checked ? 'Following…' : 'Reading…';
+      armQuiet();
+      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+        let text = pre.textContent + value;
+        if (text.length > LOG_MAX) text = text.slice(text.length - LOG_MAX);
+        pre.textContent = text;
+        if (atBottom) pre.scrollTop = pre.scrollHeight;
+        armQuiet();
+      }
+      state.textContent = 'End of output.';
+    } catch {
+      if (ctl === mine || ctl === null) state.textContent = pre.textContent ? 'Stopped.' : 'No output.';
+    } finally {
+      clearTimeout(quiet);
+    }
+  };
+  refresh.addEventListener('click', start);
+  kernel.addEventListener('change', start);
+  followBox.addEventListener('change', () => { if (followBox.checked) start(); });
+
+  const el = h('div', { class: 'logs-panel' },
+    h('div', { class: 'row controls' }, labelled('log-kernel', 'Kernel', kernel),
+      h('div', { class: 'field check' }, followBox, h('label', { for: 'log-follow' }, 'Follow (tail)')), refresh),
+    state, pre);
+  return {
+    el,
+    stop,
+    setKernels(ks) {
+      // Start reading once a kernel is on an agent; a kernel list that
+      // did not change leaves a running stream alone.
+      const placed = ks.filter((k) => k.agent);
+      const key = placed.map((k) => k.id).join(',');
+      if (key === kernelsKey) return;
+      const first = kernelsKey === '';
+      kernelsKey = key;
+      kernel.replaceChildren(...ks.map((k) => h('option', { value: String(k.cluster_idx) },
+        `#${k.cluster_idx} ${k.cluster_role} ${short(k.id)}`)));
+      if (placed.length && (first || !ctl)) start();
+      else if (!placed.length) state.textContent = 'No kernel is on an agent yet.';
+    },
+  };
+}
