@@ -62,7 +62,7 @@ type Agent struct {
 	mu      sync.Mutex
 	epoch   int64
 	pulls   map[string]*pull
-	queue   []agentrpc.Event
+	queue   []domain.KernelEvent
 	wake    chan struct{}
 	addr    string
 	started chan struct{}
@@ -118,25 +118,13 @@ func New(cfg Config) (*Agent, error) {
 
 // Sink is the runtime.Sink to build the agent's runtime with: it queues
 // events for the manager.
-func (a *Agent) Sink(ev runtime.Event) {
-	out := agentrpc.Event{Image: ev.Image, Kernel: ev.Kernel, At: ev.At}
-	switch ev.Kind {
-	case runtime.PullStarted:
-		out.Kind = "image_pull_started"
-	case runtime.PullFinished:
-		out.Kind = "image_pull_finished"
-	case runtime.PullFailed:
-		out.Kind, out.Reason = "image_pull_failed", ev.Message
-	case runtime.KernelStarted:
-		out.Kind = "kernel_started"
-	case runtime.KernelExited:
-		code := ev.ExitCode
-		out.Kind, out.ExitCode, out.Reason = "kernel_terminated", &code, exitReason(ev.Reason, ev.Message)
-	default:
-		return
+func (a *Agent) Sink(ev domain.KernelEvent) {
+	if ev.Message == "" {
+		// The wire carries only the message; a bare reason must not be lost.
+		ev.Message = string(ev.Reason)
 	}
 	a.mu.Lock()
-	a.queue = append(a.queue, out)
+	a.queue = append(a.queue, ev)
 	a.mu.Unlock()
 	select {
 	case a.wake <- struct{}{}:
@@ -144,7 +132,7 @@ func (a *Agent) Sink(ev runtime.Event) {
 	}
 }
 
-func exitReason(r runtime.Reason, msg string) string {
+func exitReason(r domain.ExitReason, msg string) string {
 	if msg != "" {
 		return msg
 	}

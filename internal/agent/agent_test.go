@@ -23,7 +23,7 @@ import (
 type fakeManager struct {
 	mu         sync.Mutex
 	failEvents int
-	events     []agentrpc.Event
+	events     []domain.KernelEvent
 	beats      []agentrpc.Heartbeat
 	registered int
 }
@@ -97,7 +97,7 @@ func TestAgentDeliversEventsInOrderThroughFailures(t *testing.T) {
 		fm.mu.Lock()
 		kinds := make([]string, len(fm.events))
 		for i, e := range fm.events {
-			kinds[i] = e.Kind
+			kinds[i] = string(e.Kind)
 		}
 		var exited bool
 		for _, hb := range fm.beats {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
-	"github.com/sokovan-go/sokovan/internal/kernelstate"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
@@ -23,7 +22,7 @@ type GatewayStore interface {
 
 // GatewayCoordinator is what the gateway needs from the coordinator.
 type GatewayCoordinator interface {
-	HandleEvents(ctx context.Context, evs []kernelstate.Event) error
+	HandleEvents(ctx context.Context, evs []domain.KernelEvent) error
 	Settle(ctx context.Context, agent domain.AgentID, epoch int64, reports []coordinator.KernelReport) ([]domain.KernelID, error)
 	AgentRestarted(ctx context.Context, agent domain.AgentID, epoch int64, present []domain.KernelID) error
 	Mark()
@@ -188,17 +187,15 @@ func (g *Gateway) ApplyBatch(ctx context.Context, payload []byte) error {
 }
 
 func (g *Gateway) apply(ctx context.Context, in Events) error {
-	evs := make([]kernelstate.Event, 0, len(in.Events))
-	for _, e := range in.Events {
-		kind, err := kernelstate.ParseKind(e.Kind)
-		if err != nil {
+	evs := make([]domain.KernelEvent, 0, len(in.Events))
+	for _, e := range in.Stamp() {
+		if _, err := domain.ParseEventKind(string(e.Kind)); err != nil {
 			// Skip what this manager does not know rather than refuse the
 			// batch, so a newer agent's extra events cannot wedge the queue.
 			g.log.Warn("unknown agent event", "agent", in.ID, "kind", e.Kind)
 			continue
 		}
-		evs = append(evs, kernelstate.Event{Kind: kind, Agent: in.ID, Epoch: in.Epoch, Kernel: e.Kernel, Image: e.Image,
-			ExitCode: e.ExitCode, ContainerID: e.ContainerID, Reason: e.Reason, At: e.At})
+		evs = append(evs, e)
 	}
 	err := g.coord.HandleEvents(ctx, evs)
 	if errors.Is(err, store.ErrNotFound) {

@@ -5,5 +5,5 @@
 //
 // It is imported only by tests. It may import everything a manager is
 // built from: internal/api, internal/coordinator, the store engines and
-// store/pgtest, internal/scheduler, internal/kernelstate, internal/domain.
+// store/pgtest, internal/scheduler, internal/domain.
 package apitest

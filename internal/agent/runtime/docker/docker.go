@@ -339,7 +339,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
 // create does Create's work for k, which is in the map but not started.
 // It returns the event to report: kernel_started, or kernel_exited for an
 // adopted container that had already exited.
-func (r *Runtime) create(ctx context.Context, k *kernel, spec runtime.Spec) (*runtime.Event, error) {
+func (r *Runtime) create(ctx context.Context, k *kernel, spec runtime.Spec) (*domain.KernelEvent, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -393,7 +393,7 @@ func (r *Runtime) create(ctx context.Context, k *kernel, spec runtime.Spec) (*ru
 	k.listed = true
 	r.mu.Unlock()
 	r.watch(k, created.ID)
-	return &runtime.Event{Kind: runtime.KernelStarted, At: startedAt, Kernel: spec.Kernel, Session: spec.Session}, nil
+	return &domain.KernelEvent{Kind: domain.EventKernelStarted, At: startedAt, Kernel: spec.Kernel, Session: spec.Session}, nil
 }
 
 // takeOver looks for an existing container named name and, when there is
@@ -401,7 +401,7 @@ func (r *Runtime) create(ctx context.Context, k *kernel, spec runtime.Spec) (*ru
 // that container (ev is what to report). A container that was created but
 // never started is removed and handled is false, so the caller creates a
 // fresh one.
-func (r *Runtime) takeOver(ctx context.Context, k *kernel, name string) (ev *runtime.Event, handled bool, err error) {
+func (r *Runtime) takeOver(ctx context.Context, k *kernel, name string) (ev *domain.KernelEvent, handled bool, err error) {
 	insp, err := r.cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
 	if cerrdefs.IsNotFound(err) {
 		return nil, false, nil

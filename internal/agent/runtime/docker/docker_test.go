@@ -45,15 +45,15 @@ func TestPullFromRegistry(t *testing.T) {
 		t.Fatalf("remove %s before the pull: %v", img, err)
 	}
 	h.pull(img)
-	h.rec.waitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
-	var kinds []runtime.EventKind
+	h.rec.waitFor(t, "pull_finished", func(e domain.KernelEvent) bool { return e.Kind == domain.EventImagePullFinished })
+	var kinds []domain.EventKind
 	for _, e := range h.rec.all() {
 		if e.Image != img {
 			t.Errorf("pull event for image %q, want %q", e.Image, img)
 		}
 		kinds = append(kinds, e.Kind)
 	}
-	if diff := cmp.Diff([]runtime.EventKind{runtime.PullStarted, runtime.PullFinished}, kinds); diff != "" {
+	if diff := cmp.Diff([]domain.EventKind{domain.EventImagePullStarted, domain.EventImagePullFinished}, kinds); diff != "" {
 		t.Errorf("pull events (-want +got):\n%s", diff)
 	}
 	if _, err := h.env.cli.ImageInspect(context.Background(), img); err != nil {
@@ -76,7 +76,7 @@ func TestPullFromRegistry(t *testing.T) {
 	// A fresh runtime finds it on the engine without a registry pull.
 	again := newHarness(t)
 	again.pull(img)
-	fin := again.rec.waitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
+	fin := again.rec.waitFor(t, "pull_finished", func(e domain.KernelEvent) bool { return e.Kind == domain.EventImagePullFinished })
 	if !strings.Contains(fin.Message, "already present") {
 		t.Errorf("pull_finished of a present image says %q, want it to say the image was already present", fin.Message)
 	}
@@ -127,8 +127,8 @@ func TestPullFailures(t *testing.T) {
 					t.Errorf("Pull(%q) message %q does not say %q", tc.image, err, m)
 				}
 			}
-			failed := h.rec.waitFor(t, "pull_failed", func(e runtime.Event) bool {
-				return e.Kind == runtime.PullFailed && e.Image == tc.image
+			failed := h.rec.waitFor(t, "pull_failed", func(e domain.KernelEvent) bool {
+				return e.Kind == domain.EventImagePullFailed && e.Image == tc.image
 			})
 			if failed.Message != err.Error() {
 				t.Errorf("pull_failed message = %q, want the error's %q", failed.Message, err)
@@ -150,11 +150,11 @@ func TestExitCodeIsReported(t *testing.T) {
 	h := newHarness(t)
 	s := h.spec("exit3")
 	h.start(s)
-	h.rec.waitFor(t, "kernel_started", func(e runtime.Event) bool {
-		return e.Kind == runtime.KernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
+	h.rec.waitFor(t, "kernel_started", func(e domain.KernelEvent) bool {
+		return e.Kind == domain.EventKernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
 	})
 	ev := h.rec.exit(t, s.Kernel)
-	if ev.ExitCode != 3 || ev.Reason != runtime.ReasonExited || ev.Message != "exited with code 3" || ev.Session != s.Session {
+	if *ev.ExitCode != 3 || ev.Reason != domain.ReasonExited || ev.Message != "exited with code 3" || ev.Session != s.Session {
 		t.Errorf("exit event = %+v, want code 3, reason exited, \"exited with code 3\"", ev)
 	}
 	st, ok := liveState(h.rt, s.Kernel)
@@ -222,7 +222,7 @@ func TestDestroyStopsPolitely(t *testing.T) {
 	}
 	// Destroy returns once the exit is recorded: the event is queued.
 	ev := h.rec.exit(t, s.Kernel)
-	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 || ev.Message != "destroyed: exited with code 0" {
+	if ev.Reason != domain.ReasonDestroyed || *ev.ExitCode != 0 || ev.Message != "destroyed: exited with code 0" {
 		t.Errorf("exit event = %+v, want destroyed with code 0", ev)
 	}
 	if _, ok := h.inspect(s.Kernel); ok {
@@ -248,7 +248,7 @@ func TestDestroyKillsAfterGrace(t *testing.T) {
 	}
 	ev := h.rec.exit(t, s.Kernel)
 	want := "destroyed: killed by signal SIGKILL after the grace period"
-	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 137 || ev.Message != want {
+	if ev.Reason != domain.ReasonDestroyed || *ev.ExitCode != 137 || ev.Message != want {
 		t.Errorf("exit event = %+v, want destroyed, code 137, %q", ev, want)
 	}
 	if _, ok := h.inspect(s.Kernel); ok {
@@ -269,7 +269,7 @@ func TestDestroyIsIdempotent(t *testing.T) {
 	h.destroy(s.Kernel, time.Second)
 	h.destroy("never-created", time.Second)
 	ev := h.rec.exit(t, s.Kernel)
-	if ev.ExitCode != 137 || ev.Message != "destroyed: killed by signal SIGKILL" {
+	if *ev.ExitCode != 137 || ev.Message != "destroyed: killed by signal SIGKILL" {
 		t.Errorf("exit event = %+v, want an immediate SIGKILL", ev)
 	}
 	if n := h.rec.count(isExit(s.Kernel)); n != 1 {
@@ -297,7 +297,7 @@ func TestCancelledDestroyKillsAtOnce(t *testing.T) {
 		t.Errorf("Destroy took %v with a 300ms context and a minute's grace", took)
 	}
 	ev := h.rec.exit(t, s.Kernel)
-	if ev.ExitCode != 137 || ev.Reason != runtime.ReasonDestroyed || ev.Message != "destroyed: killed by signal SIGKILL" {
+	if *ev.ExitCode != 137 || ev.Reason != domain.ReasonDestroyed || ev.Message != "destroyed: killed by signal SIGKILL" {
 		t.Errorf("exit event = %+v, want destroyed by an immediate SIGKILL", ev)
 	}
 }
@@ -414,7 +414,7 @@ func TestClusterKernelsShareAnSSHKey(t *testing.T) {
 
 	var pubs []string
 	for i, s := range specs {
-		if ev := h.rec.exit(t, s.Kernel); ev.ExitCode != 0 {
+		if ev := h.rec.exit(t, s.Kernel); *ev.ExitCode != 0 {
 			t.Fatalf("report kernel %d: %+v; logs:\n%s", i, ev, h.logs(s.Kernel))
 		}
 		rep := parseReport(t, h.logs(s.Kernel))
@@ -476,7 +476,7 @@ func TestCreateIsIdempotent(t *testing.T) {
 	if cs := h.containers(context.Background()); len(cs) != 1 {
 		t.Errorf("%d containers for one kernel", len(cs))
 	}
-	if n := h.rec.count(func(e runtime.Event) bool { return e.Kind == runtime.KernelStarted }); n != 1 {
+	if n := h.rec.count(func(e domain.KernelEvent) bool { return e.Kind == domain.EventKernelStarted }); n != 1 {
 		t.Errorf("%d kernel_started events, want 1", n)
 	}
 }
@@ -487,7 +487,7 @@ func TestCommandOverride(t *testing.T) {
 	s := h.spec("sleep")
 	s.Command = []string{"/kernel", "exit", "7"}
 	h.start(s)
-	if ev := h.rec.exit(t, s.Kernel); ev.ExitCode != 7 {
+	if ev := h.rec.exit(t, s.Kernel); *ev.ExitCode != 7 {
 		t.Errorf("exit event = %+v, want code 7 from the override", ev)
 	}
 	// A command the image cannot run fails Create, and leaves nothing.
@@ -513,7 +513,7 @@ func TestOOMKillIsReported(t *testing.T) {
 	}
 	h.start(s)
 	ev := h.rec.exit(t, s.Kernel)
-	if ev.Reason != runtime.ReasonOOMKilled || ev.ExitCode != 137 || !strings.Contains(ev.Message, "memory limit") {
+	if ev.Reason != domain.ReasonOOMKilled || *ev.ExitCode != 137 || !strings.Contains(ev.Message, "memory limit") {
 		t.Errorf("exit event = %+v, want oom-killed, code 137, a message naming the memory limit; logs:\n%s", ev, h.logs(s.Kernel))
 	}
 }
@@ -581,7 +581,7 @@ func TestRecoverAfterRestart(t *testing.T) {
 		t.Errorf("recovered exited kernel = %+v, want exit code 3", st)
 	}
 	ev := rec.exit(t, exited.Kernel)
-	if ev.ExitCode != 3 || ev.Reason != runtime.ReasonExited || ev.Session != exited.Session {
+	if *ev.ExitCode != 3 || ev.Reason != domain.ReasonExited || ev.Session != exited.Session {
 		t.Errorf("exit reported by Recover = %+v, want code 3", ev)
 	}
 	if n := rec.count(isExit(exited.Kernel)); n != 1 {
@@ -592,7 +592,7 @@ func TestRecoverAfterRestart(t *testing.T) {
 	if err := rt.Destroy(ctx, running.Kernel, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if ev := rec.exit(t, running.Kernel); ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 {
+	if ev := rec.exit(t, running.Kernel); ev.Reason != domain.ReasonDestroyed || *ev.ExitCode != 0 {
 		t.Errorf("exit of the recovered kernel = %+v, want destroyed with code 0", ev)
 	}
 	if got := readLogs(t, rt, recreated.Kernel); !strings.Contains(got, "ready") {

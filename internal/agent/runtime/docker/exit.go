@@ -40,7 +40,7 @@ func labelOf(c container.InspectResponse, key string) string {
 // existing container of this agent. It returns the event that tells what
 // was found: kernel_started for a running container, kernel_exited for an
 // exited one.
-func (r *Runtime) adopt(k *kernel, c container.InspectResponse) (adoption, *runtime.Event, error) {
+func (r *Runtime) adopt(k *kernel, c container.InspectResponse) (adoption, *domain.KernelEvent, error) {
 	if got := labelOf(c, LabelAgent); got != r.cfg.AgentID {
 		return 0, nil, fmt.Errorf("container %s belongs to agent %q, not %q", c.Name, got, r.cfg.AgentID)
 	}
@@ -67,7 +67,7 @@ func (r *Runtime) adopt(k *kernel, c container.InspectResponse) (adoption, *runt
 		k.container, k.state, k.listed = c.ID, st, true
 		r.mu.Unlock()
 		r.watch(k, c.ID)
-		ev := runtime.Event{Kind: runtime.KernelStarted, At: st.StartedAt, Kernel: st.ID, Session: st.Session}
+		ev := domain.KernelEvent{Kind: domain.EventKernelStarted, At: st.StartedAt, Kernel: st.ID, Session: st.Session}
 		return adoptedRunning, &ev, nil
 	default: // exited, dead
 		r.mu.Lock()
@@ -141,7 +141,7 @@ func (r *Runtime) awaitExit(cid string) (st *container.State, ok bool) {
 // recordExitLocked writes the exit into k's state, closes done and returns
 // the event to report. st nil means the container vanished. Runtime.mu is
 // held.
-func (r *Runtime) recordExitLocked(k *kernel, st *container.State) runtime.Event {
+func (r *Runtime) recordExitLocked(k *kernel, st *container.State) domain.KernelEvent {
 	code, reason, msg := describeExit(st, k.destroying, k.polite)
 	s := &k.state
 	s.Running = false
@@ -156,9 +156,9 @@ func (r *Runtime) recordExitLocked(k *kernel, st *container.State) runtime.Event
 		s.FinishedAt = r.now()
 	}
 	close(k.done)
-	return runtime.Event{
-		Kind: runtime.KernelExited, At: s.FinishedAt, Kernel: s.ID, Session: s.Session,
-		ExitCode: code, Reason: reason, Message: msg,
+	return domain.KernelEvent{
+		Kind: domain.EventKernelTerminated, At: s.FinishedAt, Kernel: s.ID, Session: s.Session,
+		ExitCode: &code, Reason: reason, Message: msg,
 	}
 }
 
@@ -167,13 +167,13 @@ func (r *Runtime) recordExitLocked(k *kernel, st *container.State) runtime.Event
 // removed by someone else before its state could be read. destroying says
 // Destroy stopped it; polite, that it was asked to stop before being
 // killed.
-func describeExit(st *container.State, destroying, polite bool) (int, runtime.Reason, string) {
+func describeExit(st *container.State, destroying, polite bool) (int, domain.ExitReason, string) {
 	if st == nil {
 		const how = "the container was removed outside this runtime; its exit code is unknown"
 		if destroying {
-			return -1, runtime.ReasonDestroyed, "destroyed: " + how
+			return -1, domain.ReasonDestroyed, "destroyed: " + how
 		}
-		return -1, runtime.ReasonExited, how
+		return -1, domain.ReasonExited, how
 	}
 	code := st.ExitCode
 	sig := signalOf(code)
@@ -185,22 +185,22 @@ func describeExit(st *container.State, destroying, polite bool) (int, runtime.Re
 		}
 		how = "killed by signal " + name
 	}
-	var reason runtime.Reason
+	var reason domain.ExitReason
 	msg := how
 	switch {
 	case destroying:
-		reason = runtime.ReasonDestroyed
+		reason = domain.ReasonDestroyed
 		msg = "destroyed: " + how
 		if polite && sig == syscall.SIGKILL {
 			msg += " after the grace period"
 		}
 	case st.OOMKilled:
-		reason = runtime.ReasonOOMKilled
+		reason = domain.ReasonOOMKilled
 		msg = how + ": the memory limit was hit and the OOM killer ended a process of the kernel"
 	case sig != 0:
-		reason = runtime.ReasonSignaled
+		reason = domain.ReasonSignaled
 	default:
-		reason = runtime.ReasonExited
+		reason = domain.ReasonExited
 	}
 	if st.Error != "" {
 		msg += " (engine: " + st.Error + ")"

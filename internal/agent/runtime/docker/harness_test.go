@@ -29,13 +29,13 @@ const waitLimit = 30 * time.Second
 // recorder is a Sink that tests can wait on.
 type recorder struct {
 	mu      sync.Mutex
-	events  []runtime.Event
+	events  []domain.KernelEvent
 	changed chan struct{}
 }
 
 func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
 
-func (r *recorder) sink(e runtime.Event) {
+func (r *recorder) sink(e domain.KernelEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
@@ -43,13 +43,13 @@ func (r *recorder) sink(e runtime.Event) {
 	r.changed = make(chan struct{})
 }
 
-func (r *recorder) all() []runtime.Event {
+func (r *recorder) all() []domain.KernelEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)
 }
 
-func (r *recorder) count(pred func(runtime.Event) bool) int {
+func (r *recorder) count(pred func(domain.KernelEvent) bool) int {
 	n := 0
 	for _, e := range r.all() {
 		if pred(e) {
@@ -60,7 +60,7 @@ func (r *recorder) count(pred func(runtime.Event) bool) int {
 }
 
 // waitFor returns the first event matching pred, waiting for it.
-func (r *recorder) waitFor(t *testing.T, what string, pred func(runtime.Event) bool) runtime.Event {
+func (r *recorder) waitFor(t *testing.T, what string, pred func(domain.KernelEvent) bool) domain.KernelEvent {
 	t.Helper()
 	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
@@ -82,15 +82,15 @@ func (r *recorder) waitFor(t *testing.T, what string, pred func(runtime.Event) b
 	}
 }
 
-func (r *recorder) exit(t *testing.T, id domain.KernelID) runtime.Event {
+func (r *recorder) exit(t *testing.T, id domain.KernelID) domain.KernelEvent {
 	t.Helper()
-	return r.waitFor(t, "exit of "+string(id), func(e runtime.Event) bool {
-		return e.Kind == runtime.KernelExited && e.Kernel == id
+	return r.waitFor(t, "exit of "+string(id), func(e domain.KernelEvent) bool {
+		return e.Kind == domain.EventKernelTerminated && e.Kernel == id
 	})
 }
 
-func isExit(id domain.KernelID) func(runtime.Event) bool {
-	return func(e runtime.Event) bool { return e.Kind == runtime.KernelExited && e.Kernel == id }
+func isExit(id domain.KernelID) func(domain.KernelEvent) bool {
+	return func(e domain.KernelEvent) bool { return e.Kind == domain.EventKernelTerminated && e.Kernel == id }
 }
 
 // eventually polls cond until it holds or waitLimit passes.

@@ -9,6 +9,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // PullError says why an image could not be pulled. It matches
@@ -84,16 +85,16 @@ func (r *Runtime) Pull(ctx context.Context, image string) error {
 	if have {
 		return nil
 	}
-	r.out.Emit(runtime.Event{Kind: runtime.PullStarted, At: r.now(), Image: image})
+	r.out.Emit(domain.KernelEvent{Kind: domain.EventImagePullStarted, At: r.now(), Image: image})
 	msg, err := r.pull(ctx, image)
 	if err != nil {
-		r.out.Emit(runtime.Event{Kind: runtime.PullFailed, At: r.now(), Image: image, Message: err.Error()})
+		r.out.Emit(domain.KernelEvent{Kind: domain.EventImagePullFailed, At: r.now(), Image: image, Message: err.Error()})
 		return err
 	}
 	r.mu.Lock()
 	r.pulled[image] = true
 	r.mu.Unlock()
-	r.out.Emit(runtime.Event{Kind: runtime.PullFinished, At: r.now(), Image: image, Message: msg})
+	r.out.Emit(domain.KernelEvent{Kind: domain.EventImagePullFinished, At: r.now(), Image: image, Message: msg})
 	return nil
 }
 

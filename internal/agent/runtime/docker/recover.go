@@ -96,7 +96,7 @@ func (r *Runtime) adoptExisting(ctx context.Context, id domain.KernelID, c conta
 	close(k.started)
 	// A running container's start was reported by the runtime that
 	// started it; only an exit may have been missed.
-	if report && ev != nil && ev.Kind == runtime.KernelExited {
+	if report && ev != nil && ev.Kind == domain.EventKernelTerminated {
 		r.out.Emit(*ev)
 	}
 	if k.startErr != nil {

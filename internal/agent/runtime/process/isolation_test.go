@@ -82,7 +82,7 @@ echo "uid=$(id -u) gid=$(id -g) groups=$(id -G)"`}, nil
 	attacker.Env["VICTIM"] = strconv.Itoa(vpid)
 	attacker.Env["AGENT"] = strconv.Itoa(os.Getpid())
 	h.start(attacker)
-	if ev := h.rec.exit(t, attacker.Kernel); ev.ExitCode != 0 {
+	if ev := h.rec.exit(t, attacker.Kernel); *ev.ExitCode != 0 {
 		t.Fatalf("attacker exited %+v; logs:\n%s", ev, h.logs(attacker.Kernel))
 	}
 	out := h.logs(attacker.Kernel)
@@ -138,7 +138,7 @@ func TestKernelWorkDirBelongsToItsUser(t *testing.T) {
 	})
 	s := h.spec("writer")
 	h.start(s)
-	if ev := h.rec.exit(t, s.Kernel); ev.ExitCode != 0 {
+	if ev := h.rec.exit(t, s.Kernel); *ev.ExitCode != 0 {
 		t.Fatalf("writer exited %+v; logs:\n%s", ev, h.logs(s.Kernel))
 	}
 	out := h.logs(s.Kernel)
@@ -214,7 +214,7 @@ func TestThousandsOfKernelsHoldNoThreads(t *testing.T) {
 		ids = append(ids, s.Kernel)
 	}
 	for _, id := range ids {
-		if ev := h.rec.exit(t, id); ev.ExitCode != 128+9 {
+		if ev := h.rec.exit(t, id); *ev.ExitCode != 128+9 {
 			t.Fatalf("kernel %s: exit %+v, want killed by SIGKILL", id, ev)
 		}
 	}

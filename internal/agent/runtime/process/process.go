@@ -276,15 +276,15 @@ func (r *Runtime) Pull(ctx context.Context, image string) error {
 	if have {
 		return nil
 	}
-	r.out.Emit(runtime.Event{Kind: runtime.PullStarted, At: r.now(), Image: image})
+	r.out.Emit(domain.KernelEvent{Kind: domain.EventImagePullStarted, At: r.now(), Image: image})
 	if err := r.cfg.Catalog.check(image); err != nil {
-		r.out.Emit(runtime.Event{Kind: runtime.PullFailed, At: r.now(), Image: image, Message: err.Error()})
+		r.out.Emit(domain.KernelEvent{Kind: domain.EventImagePullFailed, At: r.now(), Image: image, Message: err.Error()})
 		return err
 	}
 	r.mu.Lock()
 	r.pulled[image] = true
 	r.mu.Unlock()
-	r.out.Emit(runtime.Event{Kind: runtime.PullFinished, At: r.now(), Image: image})
+	r.out.Emit(domain.KernelEvent{Kind: domain.EventImagePullFinished, At: r.now(), Image: image})
 	return nil
 }
 
@@ -334,7 +334,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
 	}
 	close(k.started)
 	if err == nil {
-		r.out.Emit(runtime.Event{Kind: runtime.KernelStarted, At: startedAt, Kernel: spec.Kernel, Session: spec.Session})
+		r.out.Emit(domain.KernelEvent{Kind: domain.EventKernelStarted, At: startedAt, Kernel: spec.Kernel, Session: spec.Session})
 	}
 	return err
 }
@@ -650,22 +650,22 @@ func (r *Runtime) wait(k *kernel) {
 	}
 
 	r.mu.Lock()
-	var reason runtime.Reason
+	var reason domain.ExitReason
 	msg := how
 	switch {
 	case k.destroying:
-		reason = runtime.ReasonDestroyed
+		reason = domain.ReasonDestroyed
 		msg = "destroyed: " + how
 		if k.killed {
 			msg += " after the grace period"
 		}
 	case oom:
-		reason = runtime.ReasonOOMKilled
+		reason = domain.ReasonOOMKilled
 		msg = how + ": the memory limit was hit and the OOM killer ended a process of the kernel"
 	case sig != 0:
-		reason = runtime.ReasonSignaled
+		reason = domain.ReasonSignaled
 	default:
-		reason = runtime.ReasonExited
+		reason = domain.ReasonExited
 	}
 	st := &k.state
 	st.Running = false
@@ -673,9 +673,9 @@ func (r *Runtime) wait(k *kernel) {
 	st.Reason = reason
 	st.Message = msg
 	st.FinishedAt = r.now()
-	ev := runtime.Event{
-		Kind: runtime.KernelExited, At: st.FinishedAt, Kernel: st.ID, Session: st.Session,
-		ExitCode: code, Reason: reason, Message: msg,
+	ev := domain.KernelEvent{
+		Kind: domain.EventKernelTerminated, At: st.FinishedAt, Kernel: st.ID, Session: st.Session,
+		ExitCode: &code, Reason: reason, Message: msg,
 	}
 	close(k.done)
 	r.mu.Unlock()

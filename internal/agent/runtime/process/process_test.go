@@ -34,13 +34,13 @@ const waitLimit = 15 * time.Second
 // recorder is a Sink that tests can wait on.
 type recorder struct {
 	mu      sync.Mutex
-	events  []runtime.Event
+	events  []domain.KernelEvent
 	changed chan struct{}
 }
 
 func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
 
-func (r *recorder) sink(e runtime.Event) {
+func (r *recorder) sink(e domain.KernelEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
@@ -48,14 +48,14 @@ func (r *recorder) sink(e runtime.Event) {
 	r.changed = make(chan struct{})
 }
 
-func (r *recorder) all() []runtime.Event {
+func (r *recorder) all() []domain.KernelEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)
 }
 
 // waitFor returns the first event matching pred, waiting for it.
-func (r *recorder) waitFor(t *testing.T, what string, pred func(runtime.Event) bool) runtime.Event {
+func (r *recorder) waitFor(t *testing.T, what string, pred func(domain.KernelEvent) bool) domain.KernelEvent {
 	t.Helper()
 	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
@@ -77,10 +77,10 @@ func (r *recorder) waitFor(t *testing.T, what string, pred func(runtime.Event) b
 	}
 }
 
-func (r *recorder) exit(t *testing.T, id domain.KernelID) runtime.Event {
+func (r *recorder) exit(t *testing.T, id domain.KernelID) domain.KernelEvent {
 	t.Helper()
-	return r.waitFor(t, "exit of "+string(id), func(e runtime.Event) bool {
-		return e.Kind == runtime.KernelExited && e.Kernel == id
+	return r.waitFor(t, "exit of "+string(id), func(e domain.KernelEvent) bool {
+		return e.Kind == domain.EventKernelTerminated && e.Kernel == id
 	})
 }
 
@@ -320,8 +320,8 @@ func TestSleepRunsUntilDestroyed(t *testing.T) {
 	if got := settledProcs(t, s.Kernel); len(got) != 1 {
 		t.Fatalf("kernel processes = %v, want exactly one", got)
 	}
-	h.rec.waitFor(t, "kernel_started", func(e runtime.Event) bool {
-		return e.Kind == runtime.KernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
+	h.rec.waitFor(t, "kernel_started", func(e domain.KernelEvent) bool {
+		return e.Kind == domain.EventKernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
 	})
 
 	h.destroy(s.Kernel, 5*time.Second)
@@ -331,7 +331,7 @@ func TestSleepRunsUntilDestroyed(t *testing.T) {
 		t.Fatalf("after Destroy, kernel processes = %v", got)
 	}
 	ev := h.rec.exit(t, s.Kernel)
-	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 128+15 || !strings.Contains(ev.Message, "SIGTERM") {
+	if ev.Reason != domain.ReasonDestroyed || *ev.ExitCode != 128+15 || !strings.Contains(ev.Message, "SIGTERM") {
 		t.Errorf("exit event = %+v, want reason destroyed, code 143, message naming SIGTERM", ev)
 	}
 	if _, ok := h.live(s.Kernel); ok {
@@ -364,7 +364,7 @@ func TestExitImages(t *testing.T) {
 			}
 			h.start(s)
 			ev := h.rec.exit(t, s.Kernel)
-			if ev.ExitCode != tc.wantCode || ev.Reason != runtime.ReasonExited {
+			if *ev.ExitCode != tc.wantCode || ev.Reason != domain.ReasonExited {
 				t.Fatalf("exit event = %+v, want code %d, reason exited", ev, tc.wantCode)
 			}
 			st, ok := h.live(s.Kernel)
@@ -400,7 +400,7 @@ func TestUnknownImageFailsPull(t *testing.T) {
 			t.Errorf("Pull(%q) message:\n got %s\nwant %s", tc.image, err, tc.wantMsg)
 		}
 	}
-	failed := h.rec.waitFor(t, "pull_failed", func(e runtime.Event) bool { return e.Kind == runtime.PullFailed && e.Image == "foo" })
+	failed := h.rec.waitFor(t, "pull_failed", func(e domain.KernelEvent) bool { return e.Kind == domain.EventImagePullFailed && e.Image == "foo" })
 	if !strings.Contains(failed.Message, "not in the catalog") {
 		t.Errorf("pull_failed message = %q", failed.Message)
 	}
@@ -432,7 +432,7 @@ func TestEnvCarriesClusterFacts(t *testing.T) {
 	s.Port = 8080
 	s.Env = map[string]string{"ENV_OUT": out, "FOO": "bar baz"}
 	h.start(s)
-	if ev := h.rec.exit(t, s.Kernel); ev.ExitCode != 0 {
+	if ev := h.rec.exit(t, s.Kernel); *ev.ExitCode != 0 {
 		t.Fatalf("env-dump exited %+v; logs:\n%s", ev, h.logs(s.Kernel))
 	}
 	data, err := os.ReadFile(out)
@@ -504,7 +504,7 @@ func TestDestroyKillsAfterGrace(t *testing.T) {
 		t.Errorf("Destroy returned after %v, before the %v grace", took, grace)
 	}
 	ev := h.rec.exit(t, s.Kernel)
-	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 128+9 || !strings.Contains(ev.Message, "SIGKILL") {
+	if ev.Reason != domain.ReasonDestroyed || *ev.ExitCode != 128+9 || !strings.Contains(ev.Message, "SIGKILL") {
 		t.Errorf("exit event = %+v, want destroyed, code 137, message naming SIGKILL", ev)
 	}
 	if got := kernelProcs(t, s.Kernel); len(got) != 0 {
@@ -530,7 +530,7 @@ func TestDestroyIsIdempotent(t *testing.T) {
 	h.rec.exit(t, s.Kernel)
 	exits := 0
 	for _, e := range h.rec.all() {
-		if e.Kind == runtime.KernelExited && e.Kernel == s.Kernel {
+		if e.Kind == domain.EventKernelTerminated && e.Kernel == s.Kernel {
 			exits++
 		}
 	}
@@ -605,7 +605,7 @@ func TestSignalDeathReportsTheSignal(t *testing.T) {
 	s := h.spec("self-signal")
 	h.start(s)
 	ev := h.rec.exit(t, s.Kernel)
-	if ev.Reason != runtime.ReasonSignaled || ev.ExitCode != 128+10 || ev.Message != "killed by signal SIGUSR1" {
+	if ev.Reason != domain.ReasonSignaled || *ev.ExitCode != 128+10 || ev.Message != "killed by signal SIGUSR1" {
 		t.Errorf("exit event = %+v, want killed by signal SIGUSR1, code 138", ev)
 	}
 }
@@ -658,7 +658,7 @@ func TestHTTPEchoAnswers(t *testing.T) {
 	h.destroy(s.Kernel, 5*time.Second)
 	ev := h.rec.exit(t, s.Kernel)
 	// It shuts down cleanly on SIGTERM.
-	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 {
+	if ev.Reason != domain.ReasonDestroyed || *ev.ExitCode != 0 {
 		t.Errorf("exit event = %+v, want destroyed with code 0", ev)
 	}
 }
@@ -677,7 +677,7 @@ func TestCommandOverride(t *testing.T) {
 	s = on.spec("sleep")
 	s.Command = []string{"sh", "-c", "exit 9"}
 	on.start(s)
-	if ev := on.rec.exit(t, s.Kernel); ev.ExitCode != 9 {
+	if ev := on.rec.exit(t, s.Kernel); *ev.ExitCode != 9 {
 		t.Errorf("exit event = %+v, want code 9 from the override", ev)
 	}
 }
@@ -734,7 +734,7 @@ func TestCloseLeavesNoProcesses(t *testing.T) {
 	// Close delivers the events it caused before returning.
 	exits := 0
 	for _, e := range rec.all() {
-		if e.Kind == runtime.KernelExited {
+		if e.Kind == domain.EventKernelTerminated {
 			exits++
 		}
 	}

@@ -220,9 +220,9 @@ func (r *Runtime) Pull(ctx context.Context, image string) error {
 	p := r.pulls[image]
 	if p == nil {
 		now := r.clock.Now()
-		r.out.Emit(runtime.Event{Kind: runtime.PullStarted, At: now, Image: image})
+		r.out.Emit(domain.KernelEvent{Kind: domain.EventImagePullStarted, At: now, Image: image})
 		if err := r.known(image); err != nil {
-			r.out.Emit(runtime.Event{Kind: runtime.PullFailed, At: now, Image: image, Message: err.Error()})
+			r.out.Emit(domain.KernelEvent{Kind: domain.EventImagePullFailed, At: now, Image: image, Message: err.Error()})
 			r.mu.Unlock()
 			return err
 		}
@@ -258,10 +258,10 @@ func (r *Runtime) finishPullLocked(image string, p *pull, fail bool) {
 	now := r.clock.Now()
 	if fail {
 		p.err = fmt.Errorf("%w: image %q: simulated failure", runtime.ErrPullFailed, image)
-		r.out.Emit(runtime.Event{Kind: runtime.PullFailed, At: now, Image: image, Message: p.err.Error()})
+		r.out.Emit(domain.KernelEvent{Kind: domain.EventImagePullFailed, At: now, Image: image, Message: p.err.Error()})
 	} else {
 		r.pulled[image] = true
-		r.out.Emit(runtime.Event{Kind: runtime.PullFinished, At: now, Image: image})
+		r.out.Emit(domain.KernelEvent{Kind: domain.EventImagePullFinished, At: now, Image: image})
 	}
 	close(p.done)
 }
@@ -386,14 +386,14 @@ func (r *Runtime) finishCreateLocked(k *kernel, fail bool, runFor time.Duration,
 	k.phase = running
 	k.state = runtime.KernelState{ID: k.spec.Kernel, Session: k.spec.Session, Image: k.spec.Image, Running: true, StartedAt: now}
 	k.logf(now, "started")
-	r.out.Emit(runtime.Event{Kind: runtime.KernelStarted, At: now, Kernel: k.spec.Kernel, Session: k.spec.Session})
+	r.out.Emit(domain.KernelEvent{Kind: domain.EventKernelStarted, At: now, Kernel: k.spec.Kernel, Session: k.spec.Session})
 	k.timer = nil
 	if !forever {
 		exit := func() {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			if k.phase == running && !k.destroying {
-				r.exitLocked(k, code, runtime.ReasonExited, fmt.Sprintf("exited with code %d", code))
+				r.exitLocked(k, code, domain.ReasonExited, fmt.Sprintf("exited with code %d", code))
 			}
 		}
 		// Even a zero run goes through the clock: exiting inline would
@@ -403,7 +403,7 @@ func (r *Runtime) finishCreateLocked(k *kernel, fail bool, runFor time.Duration,
 	close(k.started)
 }
 
-func (r *Runtime) exitLocked(k *kernel, code int, reason runtime.Reason, msg string) {
+func (r *Runtime) exitLocked(k *kernel, code int, reason domain.ExitReason, msg string) {
 	if k.phase != running {
 		return
 	}
@@ -416,9 +416,9 @@ func (r *Runtime) exitLocked(k *kernel, code int, reason runtime.Reason, msg str
 	k.state.FinishedAt = now
 	k.timer = nil
 	k.logf(now, "%s", msg)
-	r.out.Emit(runtime.Event{
-		Kind: runtime.KernelExited, At: now, Kernel: k.spec.Kernel, Session: k.spec.Session,
-		ExitCode: code, Reason: reason, Message: msg,
+	r.out.Emit(domain.KernelEvent{
+		Kind: domain.EventKernelTerminated, At: now, Kernel: k.spec.Kernel, Session: k.spec.Session,
+		ExitCode: &code, Reason: reason, Message: msg,
 	})
 	close(k.done)
 }
@@ -459,10 +459,10 @@ func (r *Runtime) Destroy(ctx context.Context, id domain.KernelID, grace time.Du
 		stop := func() {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			r.exitLocked(k, code, runtime.ReasonDestroyed, msg)
+			r.exitLocked(k, code, domain.ReasonDestroyed, msg)
 		}
 		if d == 0 {
-			r.exitLocked(k, code, runtime.ReasonDestroyed, msg)
+			r.exitLocked(k, code, domain.ReasonDestroyed, msg)
 		} else {
 			k.timer = r.clock.AfterFunc(d, stop)
 		}
@@ -476,7 +476,7 @@ func (r *Runtime) Destroy(ctx context.Context, id domain.KernelID, grace time.Du
 		if k.timer != nil {
 			k.timer.Stop()
 		}
-		r.exitLocked(k, 128+9, runtime.ReasonDestroyed, "destroyed: killed by signal SIGKILL when the destroy was cancelled")
+		r.exitLocked(k, 128+9, domain.ReasonDestroyed, "destroyed: killed by signal SIGKILL when the destroy was cancelled")
 		r.mu.Unlock()
 	}
 	r.mu.Lock()
@@ -545,7 +545,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 			case creating:
 				r.endCreateLocked(k, fmt.Errorf("kernel %s: %w", id, runtime.ErrClosed))
 			case running:
-				r.exitLocked(k, 128+15, runtime.ReasonDestroyed, "destroyed: runtime closed")
+				r.exitLocked(k, 128+15, domain.ReasonDestroyed, "destroyed: runtime closed")
 			}
 			delete(r.kernels, id)
 		}
