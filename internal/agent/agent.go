@@ -325,19 +325,19 @@ func (a *Agent) handler(ctx context.Context) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /rpc/check_and_pull", func(w http.ResponseWriter, r *http.Request) {
 		var in agentrpc.CheckAndPull
-		if !readJSON(w, r, &in) {
+		if !agentrpc.ReadJSON(w, r, &in) {
 			return
 		}
-		writeJSON(w, http.StatusOK, agentrpc.PullStates{Images: a.checkAndPull(ctx, r.Context(), in.Images)})
+		agentrpc.WriteJSON(w, http.StatusOK, agentrpc.PullStates{Images: a.checkAndPull(ctx, r.Context(), in.Images)})
 	})
 	mux.HandleFunc("POST /rpc/create_kernels", func(w http.ResponseWriter, r *http.Request) {
 		var in agentrpc.CreateKernels
-		if !readJSON(w, r, &in) {
+		if !agentrpc.ReadJSON(w, r, &in) {
 			return
 		}
 		for _, k := range in.Kernels {
 			if err := a.create(r.Context(), k); err != nil {
-				writeJSON(w, http.StatusInternalServerError, agentrpc.Error{Error: err.Error()})
+				agentrpc.WriteError(w, http.StatusInternalServerError, err)
 				return
 			}
 		}
@@ -345,7 +345,7 @@ func (a *Agent) handler(ctx context.Context) http.Handler {
 	})
 	mux.HandleFunc("POST /rpc/destroy_kernel", func(w http.ResponseWriter, r *http.Request) {
 		var in agentrpc.DestroyKernel
-		if !readJSON(w, r, &in) {
+		if !agentrpc.ReadJSON(w, r, &in) {
 			return
 		}
 		grace := a.cfg.DestroyGrace
@@ -353,29 +353,29 @@ func (a *Agent) handler(ctx context.Context) http.Handler {
 			grace = 0
 		}
 		if err := a.rt.Destroy(r.Context(), in.Kernel, grace); err != nil {
-			writeJSON(w, http.StatusInternalServerError, agentrpc.Error{Error: err.Error()})
+			agentrpc.WriteError(w, http.StatusInternalServerError, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /rpc/kernels", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, a.reports())
+		agentrpc.WriteJSON(w, http.StatusOK, a.reports())
 	})
 	mux.HandleFunc("GET /rpc/logs/{kernel}", func(w http.ResponseWriter, r *http.Request) {
 		rc, err := a.rt.Logs(domain.KernelID(r.PathValue("kernel")))
 		if errors.Is(err, runtime.ErrNotFound) {
-			writeJSON(w, http.StatusNotFound, agentrpc.Error{Error: err.Error()})
+			agentrpc.WriteError(w, http.StatusNotFound, err)
 			return
 		}
 		if err != nil {
-			writeJSON(w, http.StatusInternalServerError, agentrpc.Error{Error: err.Error()})
+			agentrpc.WriteError(w, http.StatusInternalServerError, err)
 			return
 		}
 		defer rc.Close()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.Copy(w, rc)
 	})
-	return authenticate(a.cfg.Token, mux)
+	return agentrpc.RequireToken(a.cfg.Token, mux)
 }
 
 // checkAndPull answers per image, starting pulls as needed. A failure is

@@ -65,25 +65,21 @@ func NewGateway(st GatewayStore, coord GatewayCoordinator, slots *domain.Registr
 }
 
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !authorized(r, g.token) {
-		writeErr(w, http.StatusUnauthorized, errors.New("agent token required"))
-		return
-	}
-	g.mux.ServeHTTP(w, r)
+	RequireToken(g.token, g.mux).ServeHTTP(w, r)
 }
 
 func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 	var in Register
-	if !decode(w, r, &in) {
+	if !ReadJSON(w, r, &in) {
 		return
 	}
 	capacity, err := g.slots.ParseSlots(in.Capacity)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, fmt.Errorf("capacity: %w", err))
+		WriteError(w, http.StatusBadRequest, fmt.Errorf("capacity: %w", err))
 		return
 	}
 	if in.ID == "" || in.Address == "" || in.ResourceGroup == "" {
-		writeErr(w, http.StatusBadRequest, errors.New("id, address and resource_group are required"))
+		WriteError(w, http.StatusBadRequest, errors.New("id, address and resource_group are required"))
 		return
 	}
 	a, err := g.store.RegisterAgent(r.Context(), domain.Agent{
@@ -112,17 +108,17 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 	}
 	g.log.Info("agent registered", "agent", a.ID, "epoch", a.Epoch, "address", in.Address)
 	g.coord.Mark()
-	writeJSON(w, http.StatusOK, Registered{Epoch: a.Epoch, Destroy: destroy})
+	WriteJSON(w, http.StatusOK, Registered{Epoch: a.Epoch, Destroy: destroy})
 }
 
 func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 	var in Heartbeat
-	if !decode(w, r, &in) {
+	if !ReadJSON(w, r, &in) {
 		return
 	}
 	err := g.store.Heartbeat(r.Context(), in.ID, in.Epoch, g.now())
 	if errors.Is(err, store.ErrGuardFailed) || errors.Is(err, store.ErrNotFound) {
-		writeJSON(w, http.StatusOK, HeartbeatReply{Reregister: true})
+		WriteJSON(w, http.StatusOK, HeartbeatReply{Reregister: true})
 		return
 	}
 	if err != nil {
@@ -134,7 +130,7 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, "heartbeat", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, HeartbeatReply{Destroy: destroy})
+	WriteJSON(w, http.StatusOK, HeartbeatReply{Destroy: destroy})
 }
 
 // settle hands a kernel report to the coordinator, which applies what it
@@ -152,7 +148,7 @@ func (g *Gateway) UseBus(p Publisher) { g.bus = p }
 
 func (g *Gateway) events(w http.ResponseWriter, r *http.Request) {
 	var in Events
-	if !decode(w, r, &in) {
+	if !ReadJSON(w, r, &in) {
 		return
 	}
 	if g.bus != nil {
@@ -162,7 +158,7 @@ func (g *Gateway) events(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			// The agent keeps the batch and sends it again.
-			writeErr(w, http.StatusServiceUnavailable, err)
+			WriteError(w, http.StatusServiceUnavailable, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -213,5 +209,5 @@ func (g *Gateway) fail(w http.ResponseWriter, what string, err error) {
 	case errors.Is(err, store.ErrUnavailable):
 		code = http.StatusServiceUnavailable
 	}
-	writeErr(w, code, fmt.Errorf("%s: %w", what, err))
+	WriteError(w, code, fmt.Errorf("%s: %w", what, err))
 }
