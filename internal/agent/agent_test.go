@@ -13,7 +13,6 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agent"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
-	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -87,7 +86,7 @@ func TestAgentDeliversEventsInOrderThroughFailures(t *testing.T) {
 	}
 	reg := domain.DefaultRegistry()
 	slots := reg.FormatSlots(reg.NewVec())
-	if err := mc.CreateKernels(ctx, "a1", []coordinator.KernelSpec{{Kernel: "k1", Session: "s1", Image: "exit:3", Slots: slots}}); err != nil {
+	if err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "exit:3", Slots: slots}}); err != nil {
 		t.Fatal(err)
 	}
 	// The kernel exits with 3 after a second; wait for its events and for a

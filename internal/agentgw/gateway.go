@@ -1,4 +1,4 @@
-package agentrpc
+package agentgw
 
 import (
 	"context"
@@ -9,26 +9,27 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
-// GatewayStore is what the gateway needs from the store.
-type GatewayStore interface {
+// Store is what the gateway needs from the store.
+type Store interface {
 	RegisterAgent(ctx context.Context, a domain.Agent, now time.Time) (domain.Agent, error)
 	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
 }
 
-// GatewayCoordinator is what the gateway needs from the coordinator.
-type GatewayCoordinator interface {
+// Coordinator is what the gateway needs from the coordinator.
+type Coordinator interface {
 	HandleEvents(ctx context.Context, evs []domain.KernelEvent) error
 	Settle(ctx context.Context, agent domain.AgentID, epoch int64, reports []coordinator.KernelReport) ([]domain.KernelID, error)
 	AgentRestarted(ctx context.Context, agent domain.AgentID, epoch int64, present []domain.KernelID) error
 	Mark()
 }
 
-var _ GatewayCoordinator = (*coordinator.Coordinator)(nil)
+var _ Coordinator = (*coordinator.Coordinator)(nil)
 
 // Publisher hands agent event batches to the bus that every manager
 // consumes; without one the gateway applies them itself.
@@ -39,8 +40,8 @@ type Publisher interface {
 // Gateway serves agents' calls to the manager under /v1/agent/.
 type Gateway struct {
 	bus   Publisher
-	store GatewayStore
-	coord GatewayCoordinator
+	store Store
+	coord Coordinator
 	slots *domain.Registry
 	token string
 	now   func() time.Time
@@ -48,8 +49,8 @@ type Gateway struct {
 	mux   *http.ServeMux
 }
 
-// NewGateway returns the handler; token is the agent token.
-func NewGateway(st GatewayStore, coord GatewayCoordinator, slots *domain.Registry, token string,
+// New returns the handler; token is the agent token.
+func New(st Store, coord Coordinator, slots *domain.Registry, token string,
 	now func() time.Time, log *slog.Logger) *Gateway {
 	if now == nil {
 		now = time.Now
@@ -65,21 +66,21 @@ func NewGateway(st GatewayStore, coord GatewayCoordinator, slots *domain.Registr
 }
 
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	RequireToken(g.token, g.mux).ServeHTTP(w, r)
+	agentrpc.RequireToken(g.token, g.mux).ServeHTTP(w, r)
 }
 
 func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
-	var in Register
-	if !ReadJSON(w, r, &in) {
+	var in agentrpc.Register
+	if !agentrpc.ReadJSON(w, r, &in) {
 		return
 	}
 	capacity, err := g.slots.ParseSlots(in.Capacity)
 	if err != nil {
-		WriteError(w, http.StatusBadRequest, fmt.Errorf("capacity: %w", err))
+		agentrpc.WriteError(w, http.StatusBadRequest, fmt.Errorf("capacity: %w", err))
 		return
 	}
 	if in.ID == "" || in.Address == "" || in.ResourceGroup == "" {
-		WriteError(w, http.StatusBadRequest, errors.New("id, address and resource_group are required"))
+		agentrpc.WriteError(w, http.StatusBadRequest, errors.New("id, address and resource_group are required"))
 		return
 	}
 	a, err := g.store.RegisterAgent(r.Context(), domain.Agent{
@@ -108,17 +109,17 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 	}
 	g.log.Info("agent registered", "agent", a.ID, "epoch", a.Epoch, "address", in.Address)
 	g.coord.Mark()
-	WriteJSON(w, http.StatusOK, Registered{Epoch: a.Epoch, Destroy: destroy})
+	agentrpc.WriteJSON(w, http.StatusOK, agentrpc.Registered{Epoch: a.Epoch, Destroy: destroy})
 }
 
 func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
-	var in Heartbeat
-	if !ReadJSON(w, r, &in) {
+	var in agentrpc.Heartbeat
+	if !agentrpc.ReadJSON(w, r, &in) {
 		return
 	}
 	err := g.store.Heartbeat(r.Context(), in.ID, in.Epoch, g.now())
 	if errors.Is(err, store.ErrGuardFailed) || errors.Is(err, store.ErrNotFound) {
-		WriteJSON(w, http.StatusOK, HeartbeatReply{Reregister: true})
+		agentrpc.WriteJSON(w, http.StatusOK, agentrpc.HeartbeatReply{Reregister: true})
 		return
 	}
 	if err != nil {
@@ -130,12 +131,12 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, "heartbeat", err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, HeartbeatReply{Destroy: destroy})
+	agentrpc.WriteJSON(w, http.StatusOK, agentrpc.HeartbeatReply{Destroy: destroy})
 }
 
 // settle hands a kernel report to the coordinator, which applies what it
 // implies and says which kernels to destroy.
-func (g *Gateway) settle(ctx context.Context, agent domain.AgentID, epoch int64, kernels []KernelReport) ([]domain.KernelID, error) {
+func (g *Gateway) settle(ctx context.Context, agent domain.AgentID, epoch int64, kernels []agentrpc.KernelReport) ([]domain.KernelID, error) {
 	reports := make([]coordinator.KernelReport, len(kernels))
 	for i, k := range kernels {
 		reports[i] = coordinator.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: k.Reason}
@@ -147,8 +148,8 @@ func (g *Gateway) settle(ctx context.Context, agent domain.AgentID, epoch int64,
 func (g *Gateway) UseBus(p Publisher) { g.bus = p }
 
 func (g *Gateway) events(w http.ResponseWriter, r *http.Request) {
-	var in Events
-	if !ReadJSON(w, r, &in) {
+	var in agentrpc.Events
+	if !agentrpc.ReadJSON(w, r, &in) {
 		return
 	}
 	if g.bus != nil {
@@ -158,7 +159,7 @@ func (g *Gateway) events(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			// The agent keeps the batch and sends it again.
-			WriteError(w, http.StatusServiceUnavailable, err)
+			agentrpc.WriteError(w, http.StatusServiceUnavailable, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -174,7 +175,7 @@ func (g *Gateway) events(w http.ResponseWriter, r *http.Request) {
 // ApplyBatch applies one published batch; it is the bus's handler, so an
 // error leaves the batch pending for another try.
 func (g *Gateway) ApplyBatch(ctx context.Context, payload []byte) error {
-	var in Events
+	var in agentrpc.Events
 	if err := json.Unmarshal(payload, &in); err != nil {
 		g.log.Error("dropping an undecodable event batch", "err", err)
 		return nil // retrying cannot fix it
@@ -182,7 +183,7 @@ func (g *Gateway) ApplyBatch(ctx context.Context, payload []byte) error {
 	return g.apply(ctx, in)
 }
 
-func (g *Gateway) apply(ctx context.Context, in Events) error {
+func (g *Gateway) apply(ctx context.Context, in agentrpc.Events) error {
 	evs := make([]domain.KernelEvent, 0, len(in.Events))
 	for _, e := range in.Stamp() {
 		if _, err := domain.ParseEventKind(string(e.Kind)); err != nil {
@@ -209,5 +210,5 @@ func (g *Gateway) fail(w http.ResponseWriter, what string, err error) {
 	case errors.Is(err, store.ErrUnavailable):
 		code = http.StatusServiceUnavailable
 	}
-	WriteError(w, code, fmt.Errorf("%s: %w", what, err))
+	agentrpc.WriteError(w, code, fmt.Errorf("%s: %w", what, err))
 }
