@@ -17,6 +17,7 @@ import (
 
 // Store is what the gateway needs from the store.
 type Store interface {
+	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
 	RegisterAgent(ctx context.Context, a domain.Agent, now time.Time) (domain.Agent, error)
 	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
 }
@@ -26,6 +27,7 @@ type Coordinator interface {
 	HandleEvents(ctx context.Context, evs []domain.KernelEvent) error
 	Settle(ctx context.Context, agent domain.AgentID, epoch int64, reports []coordinator.KernelReport) ([]domain.KernelID, error)
 	AgentRestarted(ctx context.Context, agent domain.AgentID, epoch int64, present []domain.KernelID) error
+	Alive(a domain.Agent) bool
 	Mark()
 }
 
@@ -83,6 +85,15 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 		agentrpc.WriteError(w, http.StatusBadRequest, errors.New("id, address and resource_group are required"))
 		return
 	}
+	if err := g.mayRegister(r.Context(), in); err != nil {
+		if errors.Is(err, errAliveElsewhere) {
+			g.log.Warn("agent registration refused", "agent", in.ID, "address", in.Address, "err", err)
+			agentrpc.WriteError(w, http.StatusConflict, err)
+			return
+		}
+		g.fail(w, "register", err)
+		return
+	}
 	a, err := g.store.RegisterAgent(r.Context(), domain.Agent{
 		ID: in.ID, ResourceGroup: in.ResourceGroup, Address: in.Address, Architecture: in.Architecture,
 		Runtime: in.Runtime, Status: domain.AgentAlive, Schedulable: true, Capacity: capacity,
@@ -110,6 +121,32 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 	g.log.Info("agent registered", "agent", a.ID, "epoch", a.Epoch, "address", in.Address)
 	g.coord.Mark()
 	agentrpc.WriteJSON(w, http.StatusOK, agentrpc.Registered{Epoch: a.Epoch, Destroy: destroy})
+}
+
+// errAliveElsewhere refuses a registration that would take over a live
+// agent from another address.
+var errAliveElsewhere = errors.New("alive at another address")
+
+// mayRegister refuses to let a registration from a new address take over an
+// agent that is still alive. A new registration starts a new epoch, and the
+// kernels the agent's previous incarnation ran that the newcomer does not
+// report end in ERROR: anyone holding the shared agent token could
+// otherwise end a live agent's sessions by registering its id from
+// elsewhere. The same address is the real agent restarting and may always
+// register again; a new address may take over once the agent is lost.
+func (g *Gateway) mayRegister(ctx context.Context, in agentrpc.Register) error {
+	prev, err := g.store.GetAgent(ctx, in.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if prev.Address == in.Address || !g.coord.Alive(prev) {
+		return nil
+	}
+	return fmt.Errorf("agent %s is %w %s (last heartbeat %s); a registration from %s is refused until it is lost",
+		in.ID, errAliveElsewhere, prev.Address, prev.LastHeartbeat.UTC().Format(time.RFC3339), in.Address)
 }
 
 func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
