@@ -335,9 +335,24 @@ func (a *Agent) handler(ctx context.Context) http.Handler {
 		if !agentrpc.ReadJSON(w, r, &in) {
 			return
 		}
-		for _, k := range in.Kernels {
-			if err := a.create(r.Context(), k); err != nil {
-				agentrpc.WriteError(w, http.StatusInternalServerError, err)
+		specs := make([]runtime.Spec, len(in.Kernels))
+		for i, k := range in.Kernels {
+			spec, err := a.spec(k)
+			if err == nil {
+				err = spec.Validate()
+			}
+			if err != nil {
+				a.refuse(w, err)
+				return
+			}
+			specs[i] = spec
+		}
+		// Every spec is checked before any kernel starts, so a refused call
+		// leaves nothing behind; a runtime's own checks can still refuse a
+		// later kernel after earlier ones started.
+		for _, spec := range specs {
+			if err := a.create(r.Context(), spec); err != nil {
+				a.refuse(w, err)
 				return
 			}
 		}
@@ -441,28 +456,43 @@ func (a *Agent) pull(ctx context.Context, img string, p *pull) {
 	close(p.done)
 }
 
-func (a *Agent) create(ctx context.Context, k agentrpc.KernelSpec) error {
+// refuse answers a failed create_kernels: an invalid spec is the caller's
+// to fix (400, invalid_spec), anything else the agent's fault (500).
+func (a *Agent) refuse(w http.ResponseWriter, err error) {
+	if errors.Is(err, runtime.ErrInvalidSpec) {
+		agentrpc.WriteInvalidSpec(w, err)
+		return
+	}
+	agentrpc.WriteError(w, http.StatusInternalServerError, err)
+}
+
+// spec turns the wire's kernel into the runtime's.
+func (a *Agent) spec(k agentrpc.KernelSpec) (runtime.Spec, error) {
 	slots, err := a.cfg.Registry.ParseSlots(k.Slots)
 	if err != nil {
-		return fmt.Errorf("kernel %s: %w", k.Kernel, err)
+		return runtime.Spec{}, fmt.Errorf("kernel %s: %w", k.Kernel, err)
 	}
 	spec := runtime.Spec{Kernel: k.Kernel, Session: k.Session, Image: k.Image, Slots: slots, Registry: a.cfg.Registry,
 		Command: k.Command, Env: k.Env, ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: k.ClusterSize,
 		ClusterHosts: k.ClusterHosts}
-	if k.ClusterIdx < len(k.ClusterHosts) {
+	if k.ClusterIdx >= 0 && k.ClusterIdx < len(k.ClusterHosts) {
 		spec.Hostname = k.ClusterHosts[k.ClusterIdx]
 	}
 	if p, err := strconv.Atoi(k.Env["PORT"]); err == nil {
 		spec.Port = p
 	} else if strings.HasPrefix(k.Image, "http-") {
 		if spec.Port, err = freePort(); err != nil {
-			return err
+			return runtime.Spec{}, err
 		}
 	}
-	err = a.rt.Create(ctx, spec)
+	return spec, nil
+}
+
+func (a *Agent) create(ctx context.Context, spec runtime.Spec) error {
+	err := a.rt.Create(ctx, spec)
 	if errors.Is(err, runtime.ErrImageNotPulled) {
 		// The image went with an earlier incarnation of this agent.
-		if err := a.rt.Pull(ctx, k.Image); err != nil {
+		if err := a.rt.Pull(ctx, spec.Image); err != nil {
 			return err
 		}
 		err = a.rt.Create(ctx, spec)

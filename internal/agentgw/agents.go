@@ -2,6 +2,8 @@ package agentgw
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
@@ -41,7 +43,13 @@ func (a *Agents) CreateKernels(ctx context.Context, agent domain.AgentID, specs 
 			ClusterRole: s.ClusterRole, ClusterIdx: s.ClusterIdx, ClusterSize: s.ClusterSize,
 			ClusterHosts: s.ClusterHosts, Command: s.Command, Env: s.Env}
 	}
-	return a.client.CreateKernels(ctx, agent, wire)
+	err := a.client.CreateKernels(ctx, agent, wire)
+	if errors.Is(err, agentrpc.ErrInvalidSpec) {
+		// The agent's verdict on the spec, not a fault of the call:
+		// asking it again gets the same answer.
+		return fmt.Errorf("%w: %w", coordinator.ErrImpossible, err)
+	}
+	return err
 }
 
 // DestroyKernel implements coordinator.Agents.

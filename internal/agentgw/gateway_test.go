@@ -1,7 +1,9 @@
 package agentgw_test
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +83,42 @@ func TestRegisterRefusesImpersonatingALiveAgent(t *testing.T) {
 	if taken.Address != impostor || taken.Status != domain.AgentAlive || taken.Epoch <= restarted.Epoch {
 		t.Errorf("x after the takeover: %s %v epoch %d, want %s ALIVE above epoch %d",
 			taken.Address, taken.Status, taken.Epoch, impostor, restarted.Epoch)
+	}
+}
+
+// TestInvalidSpecCancelsAtOnce: an agent that refuses a kernel's spec as
+// invalid answers create_kernels with 400 invalid_spec, and the session is
+// cancelled with the agent's reason after that one attempt, instead of
+// being retried max_retries times in each of max_retries placements.
+func TestInvalidSpecCancelsAtOnce(t *testing.T) {
+	t.Parallel()
+	m := newManager(t)
+	m.startAgent("x", sim.Config{})
+	// The API refuses this name at submit; a session stored by a manager
+	// of an earlier release, say, still reaches the agent with it.
+	id := m.submit("sleep", map[string]string{"LD_PRELOAD": "/tmp/evil.so"})
+	m.cycleUntil(id, domain.SessionCancelled)
+
+	s := m.session(id)
+	if !strings.Contains(s.Session.StatusReason, "LD_PRELOAD is reserved") {
+		t.Errorf("reason %q does not carry the agent's refusal", s.Session.StatusReason)
+	}
+	if k := s.Kernels[0]; k.Status != domain.KernelCancelled {
+		t.Errorf("kernel %s is %v, want CANCELLED", k.ID, k.Status)
+	}
+	var starts []string
+	for _, e := range m.history(id) {
+		if e.Result == domain.ResultNeedRetry || e.Result == domain.ResultExpired {
+			t.Errorf("history has %s %s: %s", e.Handler, e.Result, e.Message)
+		}
+		if e.Handler == domain.HandlerStartSessions {
+			starts = append(starts, fmt.Sprintf("%s %v→%v", e.Result, e.From, e.To))
+		}
+	}
+	if want := []string{"GIVE_UP PREPARED→CANCELLED"}; !slices.Equal(starts, want) {
+		t.Errorf("StartSessions history %v, want %v", starts, want)
+	}
+	if occ := m.agent("x").Occupied; !occ.IsZero() {
+		t.Errorf("agent x still holds %v for the cancelled kernel", m.reg.FormatSlots(occ))
 	}
 }

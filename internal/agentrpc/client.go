@@ -81,7 +81,8 @@ func (c *AgentClient) CheckAndPull(ctx context.Context, agent domain.AgentID, im
 }
 
 // CreateKernels asks an agent to start kernels; creating one that exists
-// does nothing.
+// does nothing. Kernels the agent can never start as specified fail with
+// an error matching ErrInvalidSpec.
 func (c *AgentClient) CreateKernels(ctx context.Context, agent domain.AgentID, specs []KernelSpec) error {
 	return c.do(ctx, agent, "/rpc/create_kernels", CreateKernels{Kernels: specs}, nil)
 }

@@ -36,7 +36,7 @@ func call(ctx context.Context, hc *http.Client, url, token string, in, out any) 
 		var e Error
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return &StatusError{Code: resp.StatusCode, Message: e.Error}
+			return &StatusError{Code: resp.StatusCode, Kind: e.Code, Message: e.Error}
 		}
 		return &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
 	}
@@ -46,13 +46,24 @@ func call(ctx context.Context, hc *http.Client, url, token string, in, out any) 
 	return json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(out)
 }
 
-// StatusError is a call the other side refused.
+// ErrInvalidSpec matches a create_kernels call the agent refused because
+// it can never start the kernels as specified; retrying cannot help.
+var ErrInvalidSpec = errors.New("invalid kernel spec")
+
+// StatusError is a call the other side refused: Code is the HTTP status,
+// Kind the answer's Error.Code when it gave one.
 type StatusError struct {
 	Code    int
+	Kind    string
 	Message string
 }
 
 func (e *StatusError) Error() string { return fmt.Sprintf("%d: %s", e.Code, e.Message) }
+
+// Is makes errors.Is(err, ErrInvalidSpec) true for an invalid_spec refusal.
+func (e *StatusError) Is(target error) bool {
+	return target == ErrInvalidSpec && e.Code/100 == 4 && e.Kind == CodeInvalidSpec
+}
 
 // Authorized reports whether the request carries the agent token as its
 // Bearer token. The compare takes constant time, so the token cannot be
@@ -97,6 +108,12 @@ func WriteJSON(w http.ResponseWriter, code int, v any) {
 // WriteError answers with err's message as an Error body.
 func WriteError(w http.ResponseWriter, code int, err error) {
 	WriteJSON(w, code, Error{Error: err.Error()})
+}
+
+// WriteInvalidSpec answers 400 with CodeInvalidSpec: the kernels cannot be
+// started as specified, and the caller should not ask again.
+func WriteInvalidSpec(w http.ResponseWriter, err error) {
+	WriteJSON(w, http.StatusBadRequest, Error{Error: err.Error(), Code: CodeInvalidSpec})
 }
 
 // IsRefused reports whether err is the other side saying no (4xx), as

@@ -108,7 +108,14 @@ type DestroyKernel struct {
 	Forced bool            `json:"forced"`
 }
 
-// Error is the body of a failed call.
+// Error is the body of a failed call. Code, when set, says what kind of
+// refusal it is, for the caller to branch on; peers of earlier releases
+// ignore it and see a plain 4xx.
 type Error struct {
 	Error string `json:"error"`
+	Code  string `json:"code,omitempty"`
 }
+
+// CodeInvalidSpec: the agent refused kernels it can never start as
+// specified (create_kernels, answered 400).
+const CodeInvalidSpec = "invalid_spec"

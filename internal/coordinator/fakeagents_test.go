@@ -39,6 +39,10 @@ type fakeAgents struct {
 	// those to the agents it names.
 	failCreate   bool
 	refuseCreate map[domain.AgentID]bool
+	// invalidSpec makes CreateKernels on the agents it names refuse the
+	// specs as a real agent refuses invalid ones (agentgw wraps that as
+	// coordinator.ErrImpossible).
+	invalidSpec map[domain.AgentID]bool
 	// loseCreateAnswer makes CreateKernels create the kernels, then fail,
 	// as a call whose answer is lost (or whose caller dies) would.
 	loseCreateAnswer bool
@@ -63,7 +67,7 @@ func newFakeAgents(seed uint64, now func() time.Time) *fakeAgents {
 		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: now,
 		pulled: map[domain.AgentID]map[string]bool{}, kernels: map[domain.KernelID]*fakeKernel{},
 		epochs: map[domain.AgentID]int64{}, down: map[domain.AgentID]bool{}, hang: map[domain.AgentID]bool{},
-		refuseCreate: map[domain.AgentID]bool{},
+		refuseCreate: map[domain.AgentID]bool{}, invalidSpec: map[domain.AgentID]bool{},
 	}
 }
 
@@ -151,6 +155,9 @@ func (f *fakeAgents) CreateKernels(ctx context.Context, agent domain.AgentID, sp
 	defer f.mu.Unlock()
 	if f.failCreate || f.refuseCreate[agent] {
 		return fmt.Errorf("create on %s: %w", agent, errInjected)
+	}
+	if f.invalidSpec[agent] {
+		return fmt.Errorf("%w: create on %s: invalid kernel spec: %w", coordinator.ErrImpossible, agent, errInjected)
 	}
 	if err := f.fail(agent); err != nil {
 		return err
