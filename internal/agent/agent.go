@@ -62,7 +62,7 @@ type Agent struct {
 	mu      sync.Mutex
 	epoch   int64
 	pulls   map[string]*pull
-	queue   []agentrpc.Event
+	queue   []domain.KernelEvent
 	wake    chan struct{}
 	addr    string
 	started chan struct{}
@@ -118,25 +118,13 @@ func New(cfg Config) (*Agent, error) {
 
 // Sink is the runtime.Sink to build the agent's runtime with: it queues
 // events for the manager.
-func (a *Agent) Sink(ev runtime.Event) {
-	out := agentrpc.Event{Image: ev.Image, Kernel: ev.Kernel, At: ev.At}
-	switch ev.Kind {
-	case runtime.PullStarted:
-		out.Kind = "image_pull_started"
-	case runtime.PullFinished:
-		out.Kind = "image_pull_finished"
-	case runtime.PullFailed:
-		out.Kind, out.Reason = "image_pull_failed", ev.Message
-	case runtime.KernelStarted:
-		out.Kind = "kernel_started"
-	case runtime.KernelExited:
-		code := ev.ExitCode
-		out.Kind, out.ExitCode, out.Reason = "kernel_terminated", &code, exitReason(ev.Reason, ev.Message)
-	default:
-		return
+func (a *Agent) Sink(ev domain.KernelEvent) {
+	if ev.Message == "" {
+		// The wire carries only the message; a bare reason must not be lost.
+		ev.Message = string(ev.Reason)
 	}
 	a.mu.Lock()
-	a.queue = append(a.queue, out)
+	a.queue = append(a.queue, ev)
 	a.mu.Unlock()
 	select {
 	case a.wake <- struct{}{}:
@@ -144,7 +132,7 @@ func (a *Agent) Sink(ev runtime.Event) {
 	}
 }
 
-func exitReason(r runtime.Reason, msg string) string {
+func exitReason(r domain.ExitReason, msg string) string {
 	if msg != "" {
 		return msg
 	}
@@ -337,19 +325,34 @@ func (a *Agent) handler(ctx context.Context) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /rpc/check_and_pull", func(w http.ResponseWriter, r *http.Request) {
 		var in agentrpc.CheckAndPull
-		if !readJSON(w, r, &in) {
+		if !agentrpc.ReadJSON(w, r, &in) {
 			return
 		}
-		writeJSON(w, http.StatusOK, agentrpc.PullStates{Images: a.checkAndPull(ctx, r.Context(), in.Images)})
+		agentrpc.WriteJSON(w, http.StatusOK, agentrpc.PullStates{Images: a.checkAndPull(ctx, r.Context(), in.Images)})
 	})
 	mux.HandleFunc("POST /rpc/create_kernels", func(w http.ResponseWriter, r *http.Request) {
 		var in agentrpc.CreateKernels
-		if !readJSON(w, r, &in) {
+		if !agentrpc.ReadJSON(w, r, &in) {
 			return
 		}
-		for _, k := range in.Kernels {
-			if err := a.create(r.Context(), k); err != nil {
-				writeJSON(w, http.StatusInternalServerError, agentrpc.Error{Error: err.Error()})
+		specs := make([]runtime.Spec, len(in.Kernels))
+		for i, k := range in.Kernels {
+			spec, err := a.spec(k)
+			if err == nil {
+				err = spec.Validate()
+			}
+			if err != nil {
+				a.refuse(w, err)
+				return
+			}
+			specs[i] = spec
+		}
+		// Every spec is checked before any kernel starts, so a refused call
+		// leaves nothing behind; a runtime's own checks can still refuse a
+		// later kernel after earlier ones started.
+		for _, spec := range specs {
+			if err := a.create(r.Context(), spec); err != nil {
+				a.refuse(w, err)
 				return
 			}
 		}
@@ -357,7 +360,7 @@ func (a *Agent) handler(ctx context.Context) http.Handler {
 	})
 	mux.HandleFunc("POST /rpc/destroy_kernel", func(w http.ResponseWriter, r *http.Request) {
 		var in agentrpc.DestroyKernel
-		if !readJSON(w, r, &in) {
+		if !agentrpc.ReadJSON(w, r, &in) {
 			return
 		}
 		grace := a.cfg.DestroyGrace
@@ -365,29 +368,29 @@ func (a *Agent) handler(ctx context.Context) http.Handler {
 			grace = 0
 		}
 		if err := a.rt.Destroy(r.Context(), in.Kernel, grace); err != nil {
-			writeJSON(w, http.StatusInternalServerError, agentrpc.Error{Error: err.Error()})
+			agentrpc.WriteError(w, http.StatusInternalServerError, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /rpc/kernels", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, a.reports())
+		agentrpc.WriteJSON(w, http.StatusOK, a.reports())
 	})
 	mux.HandleFunc("GET /rpc/logs/{kernel}", func(w http.ResponseWriter, r *http.Request) {
 		rc, err := a.rt.Logs(domain.KernelID(r.PathValue("kernel")))
 		if errors.Is(err, runtime.ErrNotFound) {
-			writeJSON(w, http.StatusNotFound, agentrpc.Error{Error: err.Error()})
+			agentrpc.WriteError(w, http.StatusNotFound, err)
 			return
 		}
 		if err != nil {
-			writeJSON(w, http.StatusInternalServerError, agentrpc.Error{Error: err.Error()})
+			agentrpc.WriteError(w, http.StatusInternalServerError, err)
 			return
 		}
 		defer rc.Close()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.Copy(w, rc)
 	})
-	return authenticate(a.cfg.Token, mux)
+	return agentrpc.RequireToken(a.cfg.Token, mux)
 }
 
 // checkAndPull answers per image, starting pulls as needed. A failure is
@@ -453,28 +456,43 @@ func (a *Agent) pull(ctx context.Context, img string, p *pull) {
 	close(p.done)
 }
 
-func (a *Agent) create(ctx context.Context, k agentrpc.KernelSpec) error {
+// refuse answers a failed create_kernels: an invalid spec is the caller's
+// to fix (400, invalid_spec), anything else the agent's fault (500).
+func (a *Agent) refuse(w http.ResponseWriter, err error) {
+	if errors.Is(err, runtime.ErrInvalidSpec) {
+		agentrpc.WriteInvalidSpec(w, err)
+		return
+	}
+	agentrpc.WriteError(w, http.StatusInternalServerError, err)
+}
+
+// spec turns the wire's kernel into the runtime's.
+func (a *Agent) spec(k agentrpc.KernelSpec) (runtime.Spec, error) {
 	slots, err := a.cfg.Registry.ParseSlots(k.Slots)
 	if err != nil {
-		return fmt.Errorf("kernel %s: %w", k.Kernel, err)
+		return runtime.Spec{}, fmt.Errorf("kernel %s: %w", k.Kernel, err)
 	}
 	spec := runtime.Spec{Kernel: k.Kernel, Session: k.Session, Image: k.Image, Slots: slots, Registry: a.cfg.Registry,
 		Command: k.Command, Env: k.Env, ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: k.ClusterSize,
 		ClusterHosts: k.ClusterHosts}
-	if k.ClusterIdx < len(k.ClusterHosts) {
+	if k.ClusterIdx >= 0 && k.ClusterIdx < len(k.ClusterHosts) {
 		spec.Hostname = k.ClusterHosts[k.ClusterIdx]
 	}
 	if p, err := strconv.Atoi(k.Env["PORT"]); err == nil {
 		spec.Port = p
 	} else if strings.HasPrefix(k.Image, "http-") {
 		if spec.Port, err = freePort(); err != nil {
-			return err
+			return runtime.Spec{}, err
 		}
 	}
-	err = a.rt.Create(ctx, spec)
+	return spec, nil
+}
+
+func (a *Agent) create(ctx context.Context, spec runtime.Spec) error {
+	err := a.rt.Create(ctx, spec)
 	if errors.Is(err, runtime.ErrImageNotPulled) {
 		// The image went with an earlier incarnation of this agent.
-		if err := a.rt.Pull(ctx, k.Image); err != nil {
+		if err := a.rt.Pull(ctx, spec.Image); err != nil {
 			return err
 		}
 		err = a.rt.Create(ctx, spec)

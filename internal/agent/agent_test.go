@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -13,7 +14,6 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agent"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
-	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -23,7 +23,7 @@ import (
 type fakeManager struct {
 	mu         sync.Mutex
 	failEvents int
-	events     []agentrpc.Event
+	events     []domain.KernelEvent
 	beats      []agentrpc.Heartbeat
 	registered int
 }
@@ -87,7 +87,7 @@ func TestAgentDeliversEventsInOrderThroughFailures(t *testing.T) {
 	}
 	reg := domain.DefaultRegistry()
 	slots := reg.FormatSlots(reg.NewVec())
-	if err := mc.CreateKernels(ctx, "a1", []coordinator.KernelSpec{{Kernel: "k1", Session: "s1", Image: "exit:3", Slots: slots}}); err != nil {
+	if err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "exit:3", Slots: slots}}); err != nil {
 		t.Fatal(err)
 	}
 	// The kernel exits with 3 after a second; wait for its events and for a
@@ -97,7 +97,7 @@ func TestAgentDeliversEventsInOrderThroughFailures(t *testing.T) {
 		fm.mu.Lock()
 		kinds := make([]string, len(fm.events))
 		for i, e := range fm.events {
-			kinds[i] = e.Kind
+			kinds[i] = string(e.Kind)
 		}
 		var exited bool
 		for _, hb := range fm.beats {
@@ -133,4 +133,63 @@ type staticLookup map[domain.AgentID]string
 
 func (s staticLookup) GetAgent(_ context.Context, id domain.AgentID) (domain.Agent, error) {
 	return domain.Agent{ID: id, Address: s[id]}, nil
+}
+
+// TestCreateKernelsRefusesAnInvalidSpecWhole: a spec the runtime can never
+// start is answered 400 invalid_spec, not 500, so the manager gives up
+// instead of retrying; and no kernel of the call is started, since every
+// spec is checked first.
+func TestCreateKernelsRefusesAnInvalidSpecWhole(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(&fakeManager{})
+	defer srv.Close()
+	a, err := agent.New(agent.Config{ID: "a1", ResourceGroup: "default", Manager: srv.URL, Token: "tok", Listen: "127.0.0.1:0",
+		Capacity: map[string]string{"cpu": "4", "mem": "4g"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := sim.New(sim.Config{Sink: a.Sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, rt) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	mc := agentrpc.NewAgentClient(staticLookup{"a1": "http://" + a.Addr()}, "tok")
+
+	tests := []struct {
+		name string
+		bad  agentrpc.KernelSpec
+	}{
+		{"reserved environment name", agentrpc.KernelSpec{Kernel: "k2", Session: "s1", Image: "sleep", Env: map[string]string{"LD_PRELOAD": "x"}}},
+		{"kernel id that is no file name", agentrpc.KernelSpec{Kernel: "../k2", Session: "s1", Image: "sleep"}},
+		{"negative cluster index", agentrpc.KernelSpec{Kernel: "k2", Session: "s1", Image: "sleep", ClusterIdx: -1, ClusterSize: 2,
+			ClusterHosts: []string{"main0", "sub1"}}},
+	}
+	for _, tc := range tests {
+		good := agentrpc.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep"}
+		err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{good, tc.bad})
+		if !errors.Is(err, agentrpc.ErrInvalidSpec) {
+			t.Errorf("%s: CreateKernels = %v, want ErrInvalidSpec", tc.name, err)
+		}
+		var se *agentrpc.StatusError
+		if !errors.As(err, &se) || se.Code != http.StatusBadRequest {
+			t.Errorf("%s: CreateKernels = %v, want a 400", tc.name, err)
+		}
+		if live, err := mc.Kernels(ctx, "a1"); err != nil || len(live) != 0 {
+			t.Errorf("%s: kernels after the refused call: %v (%v), want none", tc.name, live, err)
+		}
+	}
+	// A slot this agent's registry does not know is no verdict on the spec
+	// (another agent may know it): it stays a retryable failure.
+	err = mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k3", Session: "s1", Image: "sleep", Slots: map[string]string{"warp": "1"}}})
+	if err == nil || errors.Is(err, agentrpc.ErrInvalidSpec) {
+		t.Errorf("unknown slot: CreateKernels = %v, want an error that is not ErrInvalidSpec", err)
+	}
 }

@@ -6,5 +6,7 @@
 // chosen by the caller.
 //
 // It may import internal/domain, internal/agentrpc and
-// internal/agent/runtime; never the manager's packages.
+// internal/agent/runtime; never the manager's packages (coordinator,
+// scheduler, store, kernelstate, agentgw). TestAgentLinksNoManagerPackage
+// holds the daemon and its runtimes to that with go list -deps.
 package agent

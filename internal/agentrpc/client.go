@@ -10,19 +10,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
-
-var _ coordinator.Agents = (*AgentClient)(nil)
 
 // AgentLookup finds an agent's address.
 type AgentLookup interface {
 	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
 }
 
-// AgentClient is the manager calling agents; it satisfies
-// coordinator.Agents.
+// AgentClient is the manager calling agents. It speaks the wire's types;
+// the manager side adapts it to the coordinator's port.
 type AgentClient struct {
 	lookup AgentLookup
 	token  string
@@ -73,31 +70,25 @@ func (c *AgentClient) do(ctx context.Context, id domain.AgentID, path string, in
 	return nil
 }
 
-// CheckAndPull implements coordinator.Agents.
-func (c *AgentClient) CheckAndPull(ctx context.Context, agent domain.AgentID, images []string) (map[string]coordinator.PullState, error) {
+// CheckAndPull asks an agent to make images present and says, per image,
+// where each stands.
+func (c *AgentClient) CheckAndPull(ctx context.Context, agent domain.AgentID, images []string) (map[string]PullState, error) {
 	var out PullStates
 	if err := c.do(ctx, agent, "/rpc/check_and_pull", CheckAndPull{Images: images}, &out); err != nil {
 		return nil, err
 	}
-	res := make(map[string]coordinator.PullState, len(out.Images))
-	for img, st := range out.Images {
-		res[img] = coordinator.PullState{Ready: st.Ready, Failed: st.Failed}
-	}
-	return res, nil
+	return out.Images, nil
 }
 
-// CreateKernels implements coordinator.Agents.
-func (c *AgentClient) CreateKernels(ctx context.Context, agent domain.AgentID, specs []coordinator.KernelSpec) error {
-	in := CreateKernels{Kernels: make([]KernelSpec, len(specs))}
-	for i, s := range specs {
-		in.Kernels[i] = KernelSpec{Kernel: s.Kernel, Session: s.Session, Image: s.Image, Slots: s.Slots,
-			ClusterRole: s.ClusterRole, ClusterIdx: s.ClusterIdx, ClusterSize: s.ClusterSize,
-			ClusterHosts: s.ClusterHosts, Command: s.Command, Env: s.Env}
-	}
-	return c.do(ctx, agent, "/rpc/create_kernels", in, nil)
+// CreateKernels asks an agent to start kernels; creating one that exists
+// does nothing. Kernels the agent can never start as specified fail with
+// an error matching ErrInvalidSpec.
+func (c *AgentClient) CreateKernels(ctx context.Context, agent domain.AgentID, specs []KernelSpec) error {
+	return c.do(ctx, agent, "/rpc/create_kernels", CreateKernels{Kernels: specs}, nil)
 }
 
-// DestroyKernel implements coordinator.Agents.
+// DestroyKernel asks an agent to stop a kernel; it returns once the kernel
+// has stopped or was already gone.
 func (c *AgentClient) DestroyKernel(ctx context.Context, agent domain.AgentID, kernel domain.KernelID, forced bool) error {
 	return c.do(ctx, agent, "/rpc/destroy_kernel", DestroyKernel{Kernel: kernel, Forced: forced}, nil)
 }

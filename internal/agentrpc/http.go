@@ -36,7 +36,7 @@ func call(ctx context.Context, hc *http.Client, url, token string, in, out any) 
 		var e Error
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return &StatusError{Code: resp.StatusCode, Message: e.Error}
+			return &StatusError{Code: resp.StatusCode, Kind: e.Code, Message: e.Error}
 		}
 		return &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
 	}
@@ -46,39 +46,74 @@ func call(ctx context.Context, hc *http.Client, url, token string, in, out any) 
 	return json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(out)
 }
 
-// StatusError is a call the other side refused.
+// ErrInvalidSpec matches a create_kernels call the agent refused because
+// it can never start the kernels as specified; retrying cannot help.
+var ErrInvalidSpec = errors.New("invalid kernel spec")
+
+// StatusError is a call the other side refused: Code is the HTTP status,
+// Kind the answer's Error.Code when it gave one.
 type StatusError struct {
 	Code    int
+	Kind    string
 	Message string
 }
 
 func (e *StatusError) Error() string { return fmt.Sprintf("%d: %s", e.Code, e.Message) }
 
-// authorized checks the Bearer token in constant time.
-func authorized(r *http.Request, token string) bool {
+// Is makes errors.Is(err, ErrInvalidSpec) true for an invalid_spec refusal.
+func (e *StatusError) Is(target error) bool {
+	return target == ErrInvalidSpec && e.Code/100 == 4 && e.Kind == CodeInvalidSpec
+}
+
+// Authorized reports whether the request carries the agent token as its
+// Bearer token. The compare takes constant time, so the token cannot be
+// guessed a byte at a time; an empty token authorizes nothing.
+func Authorized(r *http.Request, token string) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	return ok && token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
-// decode reads a JSON body strictly.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+// RequireToken serves next only to requests that carry the agent token;
+// others get 401. Both ends of the wire guard their handlers with it.
+func RequireToken(token string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !Authorized(r, token) {
+			WriteError(w, http.StatusUnauthorized, errors.New("agent token required"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ReadJSON decodes a request body strictly: unknown fields are refused, so
+// a peer of another release that sends something this one would ignore
+// finds out at once. On failure it has answered 400 and returns false.
+func ReadJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		writeErr(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
+		WriteError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
 		return false
 	}
 	return true
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
+// WriteJSON answers with v as JSON.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeErr(w http.ResponseWriter, code int, err error) {
-	writeJSON(w, code, Error{Error: err.Error()})
+// WriteError answers with err's message as an Error body.
+func WriteError(w http.ResponseWriter, code int, err error) {
+	WriteJSON(w, code, Error{Error: err.Error()})
+}
+
+// WriteInvalidSpec answers 400 with CodeInvalidSpec: the kernels cannot be
+// started as specified, and the caller should not ask again.
+func WriteInvalidSpec(w http.ResponseWriter, err error) {
+	WriteJSON(w, http.StatusBadRequest, Error{Error: err.Error(), Code: CodeInvalidSpec})
 }
 
 // IsRefused reports whether err is the other side saying no (4xx), as

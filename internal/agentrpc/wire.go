@@ -1,10 +1,6 @@
 package agentrpc
 
-import (
-	"time"
-
-	"github.com/sokovan-go/sokovan/internal/domain"
-)
+import "github.com/sokovan-go/sokovan/internal/domain"
 
 // Register is an agent announcing itself, at start and after the manager
 // forgot it. Kernels lists what it runs now, so the manager can settle
@@ -52,22 +48,23 @@ type KernelReport struct {
 	Reason   string          `json:"reason,omitempty"`
 }
 
-// Events carries agent events in the order they happened.
+// Events carries agent events in the order they happened. The agent and
+// epoch travel once for the batch; the manager fills them into each event
+// (Stamp) before judging it.
 type Events struct {
-	ID     domain.AgentID `json:"id"`
-	Epoch  int64          `json:"epoch"`
-	Events []Event        `json:"events"`
+	ID     domain.AgentID       `json:"id"`
+	Epoch  int64                `json:"epoch"`
+	Events []domain.KernelEvent `json:"events"`
 }
 
-// Event is one agent event (kernelstate.Kind names).
-type Event struct {
-	Kind        string          `json:"kind"`
-	Kernel      domain.KernelID `json:"kernel,omitempty"`
-	Image       string          `json:"image,omitempty"`
-	ExitCode    *int            `json:"exit_code,omitempty"`
-	ContainerID string          `json:"container_id,omitempty"`
-	Reason      string          `json:"reason,omitempty"`
-	At          time.Time       `json:"at"`
+// Stamp returns the batch's events with its agent and epoch filled in.
+func (e Events) Stamp() []domain.KernelEvent {
+	out := make([]domain.KernelEvent, len(e.Events))
+	for i, ev := range e.Events {
+		ev.Agent, ev.Epoch = e.ID, e.Epoch
+		out[i] = ev
+	}
+	return out
 }
 
 // CheckAndPull asks an agent to make images present.
@@ -111,7 +108,14 @@ type DestroyKernel struct {
 	Forced bool            `json:"forced"`
 }
 
-// Error is the body of a failed call.
+// Error is the body of a failed call. Code, when set, says what kind of
+// refusal it is, for the caller to branch on; peers of earlier releases
+// ignore it and see a plain 4xx.
 type Error struct {
 	Error string `json:"error"`
+	Code  string `json:"code,omitempty"`
 }
+
+// CodeInvalidSpec: the agent refused kernels it can never start as
+// specified (create_kernels, answered 400).
+const CodeInvalidSpec = "invalid_spec"

@@ -30,6 +30,9 @@ type Result struct {
 type Note struct {
 	Session domain.SessionID
 	Message string
+	// Impossible marks a failure no retry can fix (ErrImpossible): the
+	// session is cancelled at once instead of being retried.
+	Impossible bool
 }
 
 // phaseRequeue counts a session's failed placements: returns to PENDING
@@ -167,6 +170,7 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 			}
 			in := factsOf(f.Session, failed, f.Message)
 			in.Tries = counts[f.Session]
+			in.Impossible = f.Impossible
 			switch d := decide(in); d.Result {
 			case domain.ResultExpired:
 				done[f.Session] = false
@@ -244,7 +248,15 @@ func (c *Coordinator) leave(ctx context.Context, h domain.LifecycleHandler, t *s
 		tr = domain.Transition{Session: domain.SessionTerminating}
 		reason = "cannot start over, a kernel already ended: " + reason
 	}
-	if tr.Session == domain.SessionPending {
+	if tr.Session == domain.SessionCancelled && anyStarted(t.Kernels) {
+		// A started kernel cannot be cancelled (no legal edge); ending the
+		// session through TERMINATING stops it and releases its slots.
+		tr = domain.Transition{Session: domain.SessionTerminating}
+		reason = "cannot cancel, a kernel already started: " + reason
+	}
+	if tr.Session == domain.SessionPending || tr.Session == domain.SessionCancelled {
+		// Kernels an agent may have created (a multi-node session's other
+		// agents took theirs) must not outlive the placement.
 		var agents []domain.AgentID
 		for _, k := range t.Kernels {
 			if k.Agent == "" || !k.Status.HoldsResources() {
@@ -255,7 +267,7 @@ func (c *Coordinator) leave(ctx context.Context, h domain.LifecycleHandler, t *s
 			}
 			c.destroyQuietly(ctx, k.Agent, k.ID)
 		}
-		if len(agents) > 0 {
+		if tr.Session == domain.SessionPending && len(agents) > 0 {
 			if err := c.store.AvoidAgents(ctx, t.Session.ID, agents); err != nil {
 				return 0, fmt.Errorf("%s: remember failed agents: %w", h.Name, err)
 			}
@@ -332,6 +344,14 @@ func (c *Coordinator) destroyQuietly(ctx context.Context, agent domain.AgentID, 
 	if err := c.agents.DestroyKernel(cctx, agent, kernel, true); err != nil {
 		c.log.Warn("destroy kernel", "agent", agent, "kernel", kernel, "err", err)
 	}
+}
+
+// anyStarted reports whether a kernel has started: it runs, is being
+// stopped, or has ended.
+func anyStarted(ks []domain.Kernel) bool {
+	return slices.ContainsFunc(ks, func(k domain.Kernel) bool {
+		return k.Status == domain.KernelRunning || k.Status == domain.KernelTerminating || k.Status.Terminal()
+	})
 }
 
 // anyEnded reports whether a kernel has reached a terminal status.

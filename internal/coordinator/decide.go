@@ -43,6 +43,8 @@ type facts struct {
 	// Tries counts the phase's failed attempts, this one included.
 	Tries      int
 	MaxRetries int
+	// Impossible: the failure is one no retry can fix (ErrImpossible).
+	Impossible bool
 }
 
 // decision is the outcome for one session, which apply carries out.
@@ -71,7 +73,9 @@ func (d decision) status() domain.SessionStatus {
 
 // decide is seed 001's _handle_result as a rule over values: success → the
 // table's success target; failure → GIVE_UP once the tries reach
-// max_retries, else NEED_RETRY; EXPIRED when the session stayed in its
+// max_retries, else NEED_RETRY, except that an impossible failure gives up
+// at once to CANCELLED (the seed's table has no such row: an agent refusing
+// a spec is a refusal, not a fault); EXPIRED when the session stayed in its
 // status past the bound; SKIPPED → history only.
 //
 // The bound is checked before retries and give-up, for every handler: a
@@ -100,6 +104,11 @@ func decide(f facts) decision {
 		return decision{Result: domain.ResultSuccess, To: clone(tr)}
 	case failed:
 		switch {
+		case f.Impossible:
+			// Before the bound: the refusal says more than the expiry would.
+			return decision{Result: domain.ResultGiveUp,
+				To:      &domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled},
+				Message: "cannot start, retrying cannot help: " + f.Message}
 		case overstayed:
 			return expire("; last attempt failed: " + f.Message)
 		case f.Policy.retryUntilExpiry:

@@ -106,6 +106,22 @@ func TestDecide(t *testing.T) {
 				Message: "gave up after 5 failed attempts: create failed"},
 		},
 		{
+			// 1 try < 3, but retrying cannot help: cancelled at once.
+			name: "impossible failure cancels on the first attempt",
+			in: facts{Report: failed, Message: "invalid kernel spec", Transitions: start, Status: domain.SessionPrepared,
+				StatusChangedAt: ago(time.Minute), Now: t0, Bound: 10 * time.Minute, Tries: 1, MaxRetries: 3, Impossible: true},
+			want: decision{Result: domain.ResultGiveUp, To: to(domain.SessionCancelled, domain.KernelCancelled),
+				Message: "cannot start, retrying cannot help: invalid kernel spec"},
+		},
+		{
+			// 11m > 10m: the refusal says more than the expiry would.
+			name: "impossible failure past the bound cancels rather than expires",
+			in: facts{Report: failed, Message: "invalid kernel spec", Transitions: start, Status: domain.SessionCreating,
+				StatusChangedAt: ago(11 * time.Minute), Now: t0, Bound: 10 * time.Minute, Tries: 1, MaxRetries: 3, Impossible: true},
+			want: decision{Result: domain.ResultGiveUp, To: to(domain.SessionCancelled, domain.KernelCancelled),
+				Message: "cannot start, retrying cannot help: invalid kernel spec"},
+		},
+		{
 			// 3 == 3, but the row has no GIVE_UP transition to take.
 			name: "failure at max_retries without a give-up transition retries",
 			in: facts{Report: failed, Message: "pull failed", Transitions: noGiveUp, Status: domain.SessionPreparing,

@@ -13,13 +13,13 @@ import (
 
 // HandleEvent applies one agent event through the kernel state engine. A
 // duplicate, stale or out-of-order event changes nothing.
-func (c *Coordinator) HandleEvent(ctx context.Context, ev kernelstate.Event) error {
-	return c.HandleEvents(ctx, []kernelstate.Event{ev})
+func (c *Coordinator) HandleEvent(ctx context.Context, ev domain.KernelEvent) error {
+	return c.HandleEvents(ctx, []domain.KernelEvent{ev})
 }
 
 // HandleEvents applies a batch of agent events in order, reading each
 // agent once for the batch rather than once per event.
-func (c *Coordinator) HandleEvents(ctx context.Context, evs []kernelstate.Event) error {
+func (c *Coordinator) HandleEvents(ctx context.Context, evs []domain.KernelEvent) error {
 	agents := map[domain.AgentID]domain.Agent{}
 	now := c.clock.Now()
 	changed := false
@@ -62,7 +62,7 @@ func (c *Coordinator) HandleEvents(ctx context.Context, evs []kernelstate.Event)
 // kernel first, it reads the kernel again and judges anew, so an event is
 // never dropped for losing a race (kernel_started arriving while the
 // coordinator commits CREATING, say).
-func (c *Coordinator) applyEvent(ctx context.Context, k domain.Kernel, epoch int64, ev kernelstate.Event, now time.Time) (bool, error) {
+func (c *Coordinator) applyEvent(ctx context.Context, k domain.Kernel, epoch int64, ev domain.KernelEvent, now time.Time) (bool, error) {
 	for range 5 {
 		ch, ok := kernelstate.Apply(k, epoch, ev)
 		if !ok || ch.To == 0 {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
-	"github.com/sokovan-go/sokovan/internal/kernelstate"
 )
 
 // fakeAgents is an in-process stand-in for agents, used only to inject
@@ -27,7 +26,7 @@ type fakeAgents struct {
 	pulled map[domain.AgentID]map[string]bool
 	// kernels that exist on agents: agent, and whether they still run.
 	kernels map[domain.KernelID]*fakeKernel
-	queue   []kernelstate.Event
+	queue   []domain.KernelEvent
 	epochs  map[domain.AgentID]int64
 
 	// Faults, changeable by tests between steps.
@@ -40,6 +39,10 @@ type fakeAgents struct {
 	// those to the agents it names.
 	failCreate   bool
 	refuseCreate map[domain.AgentID]bool
+	// invalidSpec makes CreateKernels on the agents it names refuse the
+	// specs as a real agent refuses invalid ones (agentgw wraps that as
+	// coordinator.ErrImpossible).
+	invalidSpec map[domain.AgentID]bool
 	// loseCreateAnswer makes CreateKernels create the kernels, then fail,
 	// as a call whose answer is lost (or whose caller dies) would.
 	loseCreateAnswer bool
@@ -66,7 +69,8 @@ func newFakeAgents(seed uint64, now func() time.Time) *fakeAgents {
 		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: now,
 		pulled: map[domain.AgentID]map[string]bool{}, kernels: map[domain.KernelID]*fakeKernel{},
 		epochs: map[domain.AgentID]int64{}, down: map[domain.AgentID]bool{}, hang: map[domain.AgentID]bool{},
-		refuseCreate: map[domain.AgentID]bool{}, specs: map[domain.KernelID]coordinator.KernelSpec{},
+		refuseCreate: map[domain.AgentID]bool{}, invalidSpec: map[domain.AgentID]bool{},
+		specs: map[domain.KernelID]coordinator.KernelSpec{},
 	}
 }
 
@@ -106,7 +110,7 @@ func (f *fakeAgents) wait(ctx context.Context, agent domain.AgentID) error {
 	return fmt.Errorf("call to %s: %w", agent, ctx.Err())
 }
 
-func (f *fakeAgents) emit(ev kernelstate.Event) {
+func (f *fakeAgents) emit(ev domain.KernelEvent) {
 	ev.Epoch = f.epochs[ev.Agent]
 	ev.At = f.now()
 	f.queue = append(f.queue, ev)
@@ -131,15 +135,15 @@ func (f *fakeAgents) CheckAndPull(ctx context.Context, agent domain.AgentID, ima
 		switch {
 		case !knownImage(img):
 			out[img] = coordinator.PullState{Failed: fmt.Sprintf("image %q is not in the catalog", img)}
-			f.emit(kernelstate.Event{Kind: kernelstate.ImagePullFailed, Agent: agent, Image: img, Reason: "not in catalog"})
+			f.emit(domain.KernelEvent{Kind: domain.EventImagePullFailed, Agent: agent, Image: img, Message: "not in catalog"})
 		case f.stallPull:
 			out[img] = coordinator.PullState{}
 		case f.pulled[agent][img]:
 			out[img] = coordinator.PullState{Ready: true}
 		default:
 			f.pulled[agent][img] = true
-			f.emit(kernelstate.Event{Kind: kernelstate.ImagePullStarted, Agent: agent, Image: img})
-			f.emit(kernelstate.Event{Kind: kernelstate.ImagePullFinished, Agent: agent, Image: img})
+			f.emit(domain.KernelEvent{Kind: domain.EventImagePullStarted, Agent: agent, Image: img})
+			f.emit(domain.KernelEvent{Kind: domain.EventImagePullFinished, Agent: agent, Image: img})
 			out[img] = coordinator.PullState{}
 		}
 	}
@@ -155,6 +159,9 @@ func (f *fakeAgents) CreateKernels(ctx context.Context, agent domain.AgentID, sp
 	if f.failCreate || f.refuseCreate[agent] {
 		return fmt.Errorf("create on %s: %w", agent, errInjected)
 	}
+	if f.invalidSpec[agent] {
+		return fmt.Errorf("%w: create on %s: invalid kernel spec: %w", coordinator.ErrImpossible, agent, errInjected)
+	}
 	if err := f.fail(agent); err != nil {
 		return err
 	}
@@ -164,8 +171,8 @@ func (f *fakeAgents) CreateKernels(ctx context.Context, agent domain.AgentID, sp
 		}
 		f.kernels[s.Kernel] = &fakeKernel{agent: agent, image: s.Image, running: true}
 		f.specs[s.Kernel] = s
-		f.emit(kernelstate.Event{Kind: kernelstate.KernelCreating, Agent: agent, Kernel: s.Kernel})
-		f.emit(kernelstate.Event{Kind: kernelstate.KernelStarted, Agent: agent, Kernel: s.Kernel, ContainerID: "c-" + string(s.Kernel)})
+		f.emit(domain.KernelEvent{Kind: domain.EventKernelCreating, Agent: agent, Kernel: s.Kernel})
+		f.emit(domain.KernelEvent{Kind: domain.EventKernelStarted, Agent: agent, Kernel: s.Kernel, ContainerID: "c-" + string(s.Kernel)})
 	}
 	if f.loseCreateAnswer {
 		return fmt.Errorf("create on %s: answer lost: %w", agent, errInjected)
@@ -191,7 +198,7 @@ func (f *fakeAgents) DestroyKernel(_ context.Context, agent domain.AgentID, kern
 	}
 	k.running = false
 	code := 143
-	f.emit(kernelstate.Event{Kind: kernelstate.KernelTerminated, Agent: agent, Kernel: kernel, ExitCode: &code, Reason: "destroyed"})
+	f.emit(domain.KernelEvent{Kind: domain.EventKernelTerminated, Agent: agent, Kernel: kernel, ExitCode: &code, Message: "destroyed"})
 	return nil
 }
 
@@ -213,7 +220,7 @@ func (f *fakeAgents) exitKernels() {
 		}
 		code, _ := strconv.Atoi(n)
 		k.running = false
-		f.emit(kernelstate.Event{Kind: kernelstate.KernelTerminated, Agent: k.agent, Kernel: id, ExitCode: &code, Reason: "exited"})
+		f.emit(domain.KernelEvent{Kind: domain.EventKernelTerminated, Agent: k.agent, Kernel: id, ExitCode: &code, Message: "exited"})
 	}
 }
 
@@ -236,7 +243,7 @@ func (f *fakeAgents) deliver(ctx context.Context, c *coordinator.Coordinator) er
 	f.mu.Lock()
 	evs := f.queue
 	f.queue = nil
-	var out []kernelstate.Event
+	var out []domain.KernelEvent
 	for _, ev := range evs {
 		if f.drop > 0 && f.rng.Float64() < f.drop {
 			continue

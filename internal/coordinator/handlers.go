@@ -306,7 +306,8 @@ func (c *Coordinator) StartSessions(ctx context.Context) error {
 			continue
 		}
 		if err := c.createKernels(ctx, t, specs[t.Session.ID]); err != nil {
-			res.Failures = append(res.Failures, Note{Session: t.Session.ID, Message: err.Error()})
+			res.Failures = append(res.Failures, Note{Session: t.Session.ID, Message: err.Error(),
+				Impossible: errors.Is(err, ErrImpossible)})
 			continue
 		}
 		res.Successes = append(res.Successes, t.Session.ID)

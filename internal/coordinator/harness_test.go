@@ -244,6 +244,19 @@ func (h *harness) results(id domain.SessionID) []string {
 	return out
 }
 
+// count is how many of the session's history entries read result
+// ("Handler:RESULT").
+func (h *harness) count(id domain.SessionID, result string) int {
+	h.t.Helper()
+	n := 0
+	for _, r := range h.results(id) {
+		if r == result {
+			n++
+		}
+	}
+	return n
+}
+
 func (h *harness) wantHistory(id domain.SessionID, want ...string) {
 	h.t.Helper()
 	got := h.results(id)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
-	"github.com/sokovan-go/sokovan/internal/kernelstate"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
 	"github.com/sokovan-go/sokovan/internal/store/sqlite"
 )
@@ -40,7 +39,7 @@ func (a *instantAgents) CreateKernels(_ context.Context, agent domain.AgentID, s
 	epoch := a.epochs[agent]
 	a.mu.Unlock()
 	for _, s := range specs {
-		ev := kernelstate.Event{Kind: kernelstate.KernelStarted, Agent: agent, Epoch: epoch, Kernel: s.Kernel, At: time.Now()}
+		ev := domain.KernelEvent{Kind: domain.EventKernelStarted, Agent: agent, Epoch: epoch, Kernel: s.Kernel, At: time.Now()}
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()

@@ -567,6 +567,54 @@ func TestEndedKernelSessionCannotStartOver(t *testing.T) {
 	}
 }
 
+// TestImpossibleCreateEndsAtOnce: an agent refusing a multi-node
+// session's spec ends the session on that attempt, without retries. Kernels
+// not yet started are cancelled and their agents told to destroy them; a
+// kernel that already runs (an earlier attempt created it) cannot be
+// cancelled, so the session terminates instead.
+func TestImpossibleCreateEndsAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"nothing started", "a kernel runs"} {
+		t.Run(path, func(t *testing.T) {
+			forEngine(t, func(t *testing.T, engine string) {
+				h := newHarness(t, engine, 2, nil)
+				// 6 cpu each on 8-cpu agents: one kernel per agent.
+				id := h.submit("sleep", "6", 2, domain.MultiNode)
+				want := domain.SessionCancelled
+				if path == "a kernel runs" {
+					// agent-1 fails (retryably) while agent-0's kernel
+					// starts; the next attempt is refused.
+					h.agents.refuseCreate["agent-1"] = true
+					h.until(id, domain.SessionPrepared)
+					h.step() // agent-0 creates its kernel; agent-1 fails
+					h.agents.refuseCreate["agent-1"] = false
+					want = domain.SessionTerminated
+				}
+				retries := h.count(id, "StartSessions:NEED_RETRY")
+				h.agents.invalidSpec["agent-1"] = true
+				h.until(id, want)
+				if want == domain.SessionCancelled {
+					if r := h.session(id).Session.StatusReason; !strings.Contains(r, "invalid kernel spec") {
+						t.Errorf("reason %q does not name the refusal", r)
+					}
+				} else if hist := h.history(id); !strings.Contains(hist, "GIVE_UP PREPARED→TERMINATING") ||
+					!strings.Contains(hist, "invalid kernel spec") {
+					t.Errorf("history does not say why the session ended:\n%s", hist)
+				}
+				if n := len(h.agents.running()); n != 0 {
+					t.Errorf("%d kernels still run on agents, want none", n)
+				}
+				// Only the injected retryable failures were retried; the
+				// refusal gives up on its first attempt.
+				if h.count(id, "StartSessions:NEED_RETRY") != retries || h.count(id, "StartSessions:GIVE_UP") != 1 ||
+					h.count(id, "ScheduleNewSessions:SUCCESS") != 1 {
+					t.Errorf("history %v, want one placement, %d retries before the refusal and one give-up", h.results(id), retries)
+				}
+			})
+		})
+	}
+}
+
 // TestForcedTerminate: a forced end kills kernels without grace at once and
 // frees their slots before any cycle, also for a session whose graceful
 // termination is stuck; a kernel whose agent does not answer keeps its

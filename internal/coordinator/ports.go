@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -34,13 +35,21 @@ type Store interface {
 	PruneChanges(ctx context.Context, before time.Time) (int64, error)
 }
 
+// ErrImpossible marks an agent call that failed in a way no retry can fix:
+// the agent refused the kernels' spec as one it can never start. Agents
+// implementations wrap it; StartSessions then cancels the session at once
+// with the agent's reason instead of spending its retries.
+var ErrImpossible = errors.New("impossible")
+
 // Agents is how handlers reach agents. Implementations carry the RPC; a
-// call that errors or times out is a failed attempt.
+// call that errors or times out is a failed attempt, and one whose error
+// matches ErrImpossible a final one.
 type Agents interface {
 	// CheckAndPull makes the images present on the agent, starting pulls
 	// as needed, and says per image where it stands. Asking again is safe.
 	CheckAndPull(ctx context.Context, agent domain.AgentID, images []string) (map[string]PullState, error)
 	// CreateKernels starts kernels; creating one that exists is a no-op.
+	// Kernels the agent refuses as invalid fail with ErrImpossible.
 	CreateKernels(ctx context.Context, agent domain.AgentID, specs []KernelSpec) error
 	// DestroyKernel returns once the kernel has stopped or was already gone.
 	DestroyKernel(ctx context.Context, agent domain.AgentID, kernel domain.KernelID, forced bool) error

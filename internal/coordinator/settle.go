@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
-	"github.com/sokovan-go/sokovan/internal/kernelstate"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
@@ -59,9 +58,9 @@ func (c *Coordinator) Settle(ctx context.Context, agentID domain.AgentID, epoch 
 			destroy = append(destroy, r.ID)
 			continue
 		}
-		ev := kernelstate.Event{Kind: kernelstate.KernelStarted, Agent: agentID, Epoch: epoch, Kernel: r.ID, At: now}
+		ev := domain.KernelEvent{Kind: domain.EventKernelStarted, Agent: agentID, Epoch: epoch, Kernel: r.ID, At: now}
 		if !r.Running {
-			ev.Kind, ev.ExitCode, ev.Reason = kernelstate.KernelTerminated, r.ExitCode, r.Reason
+			ev.Kind, ev.ExitCode, ev.Message = domain.EventKernelTerminated, r.ExitCode, r.Reason
 		}
 		applied, err := c.applyEvent(ctx, k, agent.Epoch, ev, now)
 		if err != nil {

@@ -47,6 +47,13 @@ func (c *Coordinator) Sweep(ctx context.Context) error {
 	return nil
 }
 
+// Alive reports whether an agent is alive as Sweep judges it: ALIVE and
+// heard from within the heartbeat timeout. An agent past the timeout is as
+// good as LOST even before the next sweep marks it so.
+func (c *Coordinator) Alive(a domain.Agent) bool {
+	return a.Status == domain.AgentAlive && c.clock.Now().Sub(a.LastHeartbeat) <= c.conf().HeartbeatTimeout
+}
+
 // countSessions refreshes the live-sessions-by-status gauge.
 func (c *Coordinator) countSessions(ctx context.Context) error {
 	var live []domain.SessionStatus

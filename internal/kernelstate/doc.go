@@ -1,5 +1,6 @@
 // Package kernelstate is the kernel state engine: it turns an agent event
-// into a change of one kernel, only along the legal kernel edges of
+// (domain.KernelEvent, the record runtimes emit and the wire carries) into
+// a change of one kernel, only along the legal kernel edges of
 // internal/domain. A duplicate, stale (older agent epoch), misdirected or
 // out-of-order event yields no change, so events may be lost, repeated or
 // reordered without harm (DESIGN.md invariant 4).

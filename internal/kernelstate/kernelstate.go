@@ -1,64 +1,6 @@
 package kernelstate
 
-import (
-	"fmt"
-	"time"
-
-	"github.com/sokovan-go/sokovan/internal/domain"
-)
-
-// Kind names an agent event.
-type Kind string
-
-// Agent event kinds.
-const (
-	ImagePullStarted  Kind = "image_pull_started"
-	ImagePullFinished Kind = "image_pull_finished"
-	ImagePullFailed   Kind = "image_pull_failed"
-	KernelPulling     Kind = "kernel_pulling"
-	KernelCreating    Kind = "kernel_creating"
-	KernelStarted     Kind = "kernel_started"
-	KernelTerminated  Kind = "kernel_terminated"
-	KernelCancelled   Kind = "kernel_cancelled"
-)
-
-// Kinds lists every event kind.
-func Kinds() []Kind {
-	return []Kind{ImagePullStarted, ImagePullFinished, ImagePullFailed, KernelPulling,
-		KernelCreating, KernelStarted, KernelTerminated, KernelCancelled}
-}
-
-// ParseKind checks an event kind name.
-func ParseKind(s string) (Kind, error) {
-	for _, k := range Kinds() {
-		if string(k) == s {
-			return k, nil
-		}
-	}
-	return "", fmt.Errorf("unknown agent event %q", s)
-}
-
-// ImageEvent reports whether the event is about an image on an agent (and
-// so applies to every kernel of that image there) rather than one kernel.
-func (k Kind) ImageEvent() bool {
-	return k == ImagePullStarted || k == ImagePullFinished || k == ImagePullFailed
-}
-
-// Event is what an agent reports.
-type Event struct {
-	Kind  Kind
-	Agent domain.AgentID
-	// Epoch is the agent's registration epoch when it sent the event; an
-	// event from an earlier incarnation is ignored.
-	Epoch int64
-	// Kernel is set for kernel events, Image for image events.
-	Kernel      domain.KernelID
-	Image       string
-	ExitCode    *int
-	ContainerID string
-	Reason      string
-	At          time.Time
-}
+import "github.com/sokovan-go/sokovan/internal/domain"
 
 // Change is what an event does to one kernel. A zero To keeps the status.
 type Change struct {
@@ -72,7 +14,7 @@ type Change struct {
 // epoch. It reports false when the event changes nothing: it is for
 // another agent, kernel or image, comes from a stale epoch, repeats what
 // already happened, or would move the kernel along an illegal edge.
-func Apply(k domain.Kernel, agentEpoch int64, ev Event) (Change, bool) {
+func Apply(k domain.Kernel, agentEpoch int64, ev domain.KernelEvent) (Change, bool) {
 	if ev.Agent != k.Agent || ev.Epoch < agentEpoch {
 		return Change{}, false
 	}
@@ -85,28 +27,28 @@ func Apply(k domain.Kernel, agentEpoch int64, ev Event) (Change, bool) {
 	}
 	var c Change
 	switch ev.Kind {
-	case ImagePullStarted, KernelPulling:
+	case domain.EventImagePullStarted, domain.EventKernelPulling:
 		c.To = domain.KernelPulling
-	case ImagePullFinished:
+	case domain.EventImagePullFinished:
 		c.To = domain.KernelPrepared
-	case ImagePullFailed:
+	case domain.EventImagePullFailed:
 		// A failed pull moves no status: the coordinator's PrepareSessions
 		// asks again and counts the attempt, and the preparing bound ends
 		// it. The reason is kept so "why" can say what went wrong.
 		if k.Status > domain.KernelPulling || k.Status < domain.KernelScheduled {
 			return Change{}, false
 		}
-		reason := "image pull failed: " + ev.Reason
+		reason := "image pull failed: " + ev.Message
 		if k.StatusReason == reason {
 			return Change{}, false
 		}
 		return Change{Reason: reason}, true
-	case KernelCreating:
+	case domain.EventKernelCreating:
 		c.To = domain.KernelCreating
-	case KernelStarted:
+	case domain.EventKernelStarted:
 		c.To = domain.KernelRunning
 		c.ContainerID = ev.ContainerID
-	case KernelTerminated:
+	case domain.EventKernelTerminated:
 		// No exit code means the kernel never produced one: creation
 		// failed or the runtime lost it.
 		c.To = domain.KernelTerminated
@@ -116,10 +58,10 @@ func Apply(k domain.Kernel, agentEpoch int64, ev Event) (Change, bool) {
 			code := *ev.ExitCode
 			c.ExitCode = &code
 		}
-		c.Reason = ev.Reason
-	case KernelCancelled:
+		c.Reason = ev.Message
+	case domain.EventKernelCancelled:
 		c.To = domain.KernelCancelled
-		c.Reason = ev.Reason
+		c.Reason = ev.Message
 	default:
 		return Change{}, false
 	}

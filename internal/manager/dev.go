@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
 )
 
 // DevConfig is `sokovan dev`: a manager on SQLite under DataDir and Agents
@@ -112,7 +114,7 @@ func RunDev(ctx context.Context, cfg DevConfig, ready func(DevInfo)) error {
 		id := domain.AgentID(fmt.Sprintf("dev-agent-%d", i))
 		info.Agents = append(info.Agents, id)
 		a, err := agent.New(agent.Config{ID: id, ResourceGroup: "default", Manager: m.URL(), Token: agentToken,
-			Listen: "127.0.0.1:0", Capacity: cfg.AgentCapacity, Runtime: "process", Log: cfg.Log})
+			Listen: devListen(ctx, m.Store, id), Capacity: cfg.AgentCapacity, Runtime: "process", Log: cfg.Log})
 		if err != nil {
 			stopManager()
 			<-mdone
@@ -236,4 +238,24 @@ func randomToken(prefix string) (string, error) {
 		return "", err
 	}
 	return prefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// devListen is where a dev agent listens: the address it had before a
+// restart when that port is free, else any port. The gateway refuses a live
+// agent's registration from a new address (it would take the agent over),
+// and the stopped agent's record looks alive until its heartbeat timeout,
+// so a new port would keep the agent out for up to that long.
+func devListen(ctx context.Context, st store.Store, id domain.AgentID) string {
+	const anyPort = "127.0.0.1:0"
+	prev, err := st.GetAgent(ctx, id)
+	if err != nil {
+		return anyPort
+	}
+	addr := strings.TrimPrefix(prev.Address, "http://")
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return anyPort
+	}
+	ln.Close()
+	return addr
 }

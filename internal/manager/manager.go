@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sokovan-go/sokovan/internal/agentgw"
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/config"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
@@ -70,7 +71,7 @@ type Parts struct {
 type Manager struct {
 	Parts
 	bus    *events.Redis
-	gw     *agentrpc.Gateway
+	gw     *agentgw.Gateway
 	lease  *loggedLease
 	source config.Source
 	etcd   *config.Etcd
@@ -104,7 +105,7 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	plugins := scheduler.NewRegistry()
 	agents := agentrpc.NewAgentClient(st, cfg.AgentToken)
 	var lease *loggedLease
-	deps := coordinator.Deps{Store: st, Agents: agents, Scheduler: scheduler.New(plugins), Slots: slots,
+	deps := coordinator.Deps{Store: st, Agents: agentgw.NewAgents(agents), Scheduler: scheduler.New(plugins), Slots: slots,
 		Metrics: coordinator.NewMetrics(reg), Log: cfg.Log}
 	source, etcd, err := openSource(cfg.Config, cfg.Log)
 	if err != nil {
@@ -125,7 +126,7 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		deps.Lease = lease
 	}
 	coord := coordinator.New(deps, cfg.Coordinator)
-	gw := agentrpc.NewGateway(st, coord, slots, cfg.AgentToken, nil, cfg.Log)
+	gw := agentgw.New(st, coord, slots, cfg.AgentToken, nil, cfg.Log)
 	m := &Manager{Parts: Parts{Store: st, Coordinator: coord, Slots: slots, Plugins: plugins, Agents: agents,
 		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken}, gw: gw, lease: lease, source: source, etcd: etcd, leader: leader, log: cfg.Log, cfg: cfg}
 	if cfg.Events != "" {

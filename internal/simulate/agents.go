@@ -16,7 +16,6 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
-	"github.com/sokovan-go/sokovan/internal/kernelstate"
 )
 
 // destroyGrace is the agent daemon's default grace for a polite stop.
@@ -30,7 +29,7 @@ type fleet struct {
 	reg    *domain.Registry
 	byID   map[domain.AgentID]*simAgent
 	dirty  []*simAgent
-	events []kernelstate.Event
+	events []domain.KernelEvent
 }
 
 type simAgent struct {
@@ -41,7 +40,7 @@ type simAgent struct {
 	isDirty bool
 
 	mu    sync.Mutex
-	queue []kernelstate.Event
+	queue []domain.KernelEvent
 }
 
 func newFleet(reg *domain.Registry) *fleet {
@@ -84,22 +83,19 @@ func (f *fleet) touch(a *simAgent) {
 	}
 }
 
-func (a *simAgent) sink(ev runtime.Event) {
-	out := kernelstate.Event{Agent: a.id, Epoch: a.epoch, Kernel: ev.Kernel, Image: ev.Image, At: ev.At}
+func (a *simAgent) sink(ev domain.KernelEvent) {
 	switch ev.Kind {
-	case runtime.PullStarted:
-		out.Kind = kernelstate.ImagePullStarted
-	case runtime.PullFinished:
-		out.Kind = kernelstate.ImagePullFinished
-	case runtime.PullFailed:
-		out.Kind, out.Reason = kernelstate.ImagePullFailed, ev.Message
-	case runtime.KernelStarted:
-		out.Kind = kernelstate.KernelStarted
-	case runtime.KernelExited:
-		code := ev.ExitCode
-		out.Kind, out.ExitCode, out.Reason = kernelstate.KernelTerminated, &code, ev.Message
+	case domain.EventImagePullStarted, domain.EventImagePullFinished, domain.EventImagePullFailed,
+		domain.EventKernelStarted, domain.EventKernelTerminated:
 	default:
 		return
+	}
+	out := ev
+	// What the agent daemon does before an event leaves it: stamp the
+	// incarnation, and give an ending a message when the runtime gave none.
+	out.Agent, out.Epoch = a.id, a.epoch
+	if out.Message == "" && out.Kind == domain.EventKernelTerminated {
+		out.Message = string(out.Reason)
 	}
 	a.mu.Lock()
 	a.queue = append(a.queue, out)

@@ -1,9 +1,11 @@
 // Package runtime owns the contract between an agent daemon and whatever
 // actually runs kernels: the Runtime interface, the kernel Spec the agent
-// hands over, the KernelState and Event values a runtime reports back, the
-// typed errors callers test with errors.Is, Outbox, the ordered
-// non-blocking event delivery every runtime shares, and OpenLog for the
-// output log runtimes keep in a kernel's directory.
+// hands over, the KernelState values a runtime reports back, the Sink
+// through which it reports domain.KernelEvent records (the one event
+// vocabulary from runtime to kernel state engine), the typed errors callers
+// test with errors.Is, Outbox, the ordered non-blocking event delivery
+// every runtime shares, and OpenLog for the output log runtimes keep in a
+// kernel's directory.
 //
 // It also owns the books every runtime keeps, so the interface's promises
 // are kept once: Table, the kernels by id (created once with later Creates

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // Images is the book every runtime keeps of its images: which Pull has
@@ -87,7 +89,7 @@ func (im *Images) Begin(image string) (p *Pull, first bool, err error) {
 	}
 	p = &Pull{image: image, done: make(chan struct{})}
 	im.pulls[image] = p
-	im.out.Emit(Event{Kind: PullStarted, At: im.now(), Image: image})
+	im.out.Emit(domain.KernelEvent{Kind: domain.EventImagePullStarted, At: im.now(), Image: image})
 	return p, true, nil
 }
 
@@ -104,10 +106,10 @@ func (im *Images) finish(p *Pull, msg string, err error, retry bool) {
 	}
 	delete(im.pulls, p.image)
 	if err != nil {
-		im.out.Emit(Event{Kind: PullFailed, At: im.now(), Image: p.image, Message: err.Error()})
+		im.out.Emit(domain.KernelEvent{Kind: domain.EventImagePullFailed, At: im.now(), Image: p.image, Message: err.Error()})
 	} else {
 		im.have[p.image] = true
-		im.out.Emit(Event{Kind: PullFinished, At: im.now(), Image: p.image, Message: msg})
+		im.out.Emit(domain.KernelEvent{Kind: domain.EventImagePullFinished, At: im.now(), Image: p.image, Message: msg})
 	}
 	p.err, p.retry = err, retry
 	close(p.done)

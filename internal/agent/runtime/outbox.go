@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"sync"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // Outbox delivers events to a Sink in the order they were emitted, without
@@ -19,7 +21,7 @@ type Outbox struct {
 	sink Sink
 
 	mu      sync.Mutex
-	queue   []Event
+	queue   []domain.KernelEvent
 	running bool
 	// drained is closed when the current delivery goroutine exits.
 	drained chan struct{}
@@ -29,7 +31,7 @@ type Outbox struct {
 func NewOutbox(sink Sink) *Outbox { return &Outbox{sink: sink} }
 
 // Emit queues e and returns at once.
-func (o *Outbox) Emit(e Event) {
+func (o *Outbox) Emit(e domain.KernelEvent) {
 	if o.sink == nil {
 		return
 	}
@@ -57,7 +59,7 @@ func (o *Outbox) deliver(drained chan struct{}) {
 			return
 		}
 		e := o.queue[0]
-		o.queue[0] = Event{}
+		o.queue[0] = domain.KernelEvent{}
 		o.queue = o.queue[1:]
 		o.mu.Unlock()
 		o.sink(e)

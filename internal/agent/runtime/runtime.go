@@ -104,23 +104,6 @@ func (e *UnknownImageError) Error() string {
 // Is makes errors.Is(err, ErrUnknownImage) true.
 func (e *UnknownImageError) Is(target error) bool { return target == ErrUnknownImage }
 
-// Reason says how a kernel ended. It is a closed set so metrics and the
-// manager can branch on it; KernelState.Message carries the detail.
-type Reason string
-
-// Reasons a kernel ended.
-const (
-	// ReasonExited: the kernel's main process exited on its own.
-	ReasonExited Reason = "exited"
-	// ReasonSignaled: a signal the runtime did not send ended it.
-	ReasonSignaled Reason = "killed by signal"
-	// ReasonDestroyed: Destroy (or Close) stopped it.
-	ReasonDestroyed Reason = "destroyed"
-	// ReasonOOMKilled: the kernel's memory limit was hit and the kernel's
-	// OOM killer ended it.
-	ReasonOOMKilled Reason = "oom-killed"
-)
-
 // KernelState is one kernel as the runtime sees it, for heartbeats and for
 // telling the manager what exists.
 type KernelState struct {
@@ -133,42 +116,23 @@ type KernelState struct {
 	ExitCode *int
 	// Reason and Message are set once the kernel has exited. Message is for
 	// people: "exited with code 3", "killed by signal SIGSEGV".
-	Reason     Reason
+	Reason     domain.ExitReason
 	Message    string
 	StartedAt  time.Time
 	FinishedAt time.Time
 }
 
-// EventKind names what happened.
-type EventKind string
-
-// Event kinds.
-const (
-	PullStarted   EventKind = "pull_started"
-	PullFinished  EventKind = "pull_finished"
-	PullFailed    EventKind = "pull_failed"
-	KernelStarted EventKind = "kernel_started"
-	KernelExited  EventKind = "kernel_exited"
-)
-
-// Event is something a runtime reports on its own, without being asked.
-// Image is set for pull events; Kernel and Session for kernel events;
-// ExitCode and Reason for KernelExited; Message explains failures and exits.
-type Event struct {
-	Kind     EventKind
-	At       time.Time
-	Image    string
-	Kernel   domain.KernelID
-	Session  domain.SessionID
-	ExitCode int
-	Reason   Reason
-	Message  string
-}
-
-// Sink receives a runtime's events. Runtimes call it through an Outbox: from
-// one goroutine at a time, in order, never while holding their own locks. A
-// sink must return; it must not call the runtime's Close.
-type Sink func(Event)
+// Sink receives a runtime's events: what it reports on its own, without
+// being asked. Runtimes emit domain.EventImagePull{Started,Finished,Failed}
+// with Image set, domain.EventKernelStarted and domain.EventKernelTerminated
+// with Kernel and Session set; a terminated kernel always carries its
+// ExitCode and Reason, and Message explains failures and exits. Agent and
+// Epoch are the agent's to fill in.
+//
+// Runtimes call it through an Outbox: from one goroutine at a time, in
+// order, never while holding their own locks. A sink must return; it must
+// not call the runtime's Close.
+type Sink func(domain.KernelEvent)
 
 // Spec is everything a runtime needs to start one kernel.
 type Spec struct {

@@ -21,7 +21,7 @@ func TestOutboxDeliversInOrderWithoutBlocking(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var got []string
-	o := runtime.NewOutbox(func(e runtime.Event) {
+	o := runtime.NewOutbox(func(e domain.KernelEvent) {
 		<-release // a sink stuck until the test lets it go
 		mu.Lock()
 		got = append(got, e.Message)
@@ -31,7 +31,7 @@ func TestOutboxDeliversInOrderWithoutBlocking(t *testing.T) {
 	for i := range 1000 {
 		msg := fmt.Sprint(i)
 		want = append(want, msg)
-		o.Emit(runtime.Event{Message: msg}) // returns although the sink is stuck
+		o.Emit(domain.KernelEvent{Message: msg}) // returns although the sink is stuck
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
@@ -56,7 +56,7 @@ func TestOutboxConcurrentEmitters(t *testing.T) {
 	var mu sync.Mutex
 	seen := make(map[string]int)
 	var inSink atomic.Int32
-	o := runtime.NewOutbox(func(e runtime.Event) {
+	o := runtime.NewOutbox(func(e domain.KernelEvent) {
 		if inSink.Add(1) > 1 {
 			t.Error("sink called concurrently")
 		}
@@ -69,7 +69,7 @@ func TestOutboxConcurrentEmitters(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 200 {
-				o.Emit(runtime.Event{Message: fmt.Sprintf("%d-%d", g, i)})
+				o.Emit(domain.KernelEvent{Message: fmt.Sprintf("%d-%d", g, i)})
 			}
 		})
 	}
@@ -92,7 +92,7 @@ func TestOutboxConcurrentEmitters(t *testing.T) {
 func TestOutboxNilSink(t *testing.T) {
 	t.Parallel()
 	o := runtime.NewOutbox(nil)
-	o.Emit(runtime.Event{})
+	o.Emit(domain.KernelEvent{})
 	if err := o.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}

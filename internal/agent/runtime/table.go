@@ -63,7 +63,7 @@ type Kernel[K any] struct {
 // Exit is how a kernel ended, as its runtime tells the Table.
 type Exit struct {
 	Code    int
-	Reason  Reason
+	Reason  domain.ExitReason
 	Message string
 	// At is when it ended; zero means now, by the Table's clock.
 	At time.Time
@@ -174,7 +174,7 @@ func (t *Table[K]) Start(k *Kernel[K], at time.Time) bool {
 	k.state = KernelState{ID: k.ID, Session: k.Session, Image: k.Image, Running: true, StartedAt: at}
 	// Reported before any exit can be: the runtime starts watching for the
 	// exit only after Start returns.
-	t.out.Emit(Event{Kind: KernelStarted, At: at, Kernel: k.ID, Session: k.Session})
+	t.out.Emit(domain.KernelEvent{Kind: domain.EventKernelStarted, At: at, Kernel: k.ID, Session: k.Session})
 	close(k.started)
 	return true
 }
@@ -185,11 +185,11 @@ func (t *Table[K]) Start(k *Kernel[K], at time.Time) bool {
 // the event it returns is what would describe it (kernel_started or
 // kernel_exited). ok is false, and nothing done, when k's creation has
 // already ended.
-func (t *Table[K]) Adopt(k *Kernel[K], st KernelState) (ev Event, ok bool) {
+func (t *Table[K]) Adopt(k *Kernel[K], st KernelState) (ev domain.KernelEvent, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.creatingLocked(k) {
-		return Event{}, false
+		return domain.KernelEvent{}, false
 	}
 	k.Session, k.Image = st.Session, st.Image
 	st.ID = k.ID
@@ -205,7 +205,7 @@ func (t *Table[K]) Adopt(k *Kernel[K], st KernelState) (ev Event, ok bool) {
 	k.state = st
 	close(k.started)
 	if st.ExitCode == nil {
-		return Event{Kind: KernelStarted, At: st.StartedAt, Kernel: k.ID, Session: k.Session}, true
+		return domain.KernelEvent{Kind: domain.EventKernelStarted, At: st.StartedAt, Kernel: k.ID, Session: k.Session}, true
 	}
 	close(k.done)
 	return exitEvent(st), true
@@ -273,10 +273,13 @@ func (t *Table[K]) Exited(k *Kernel[K], describe func(destroying bool) Exit) boo
 	return true
 }
 
-func exitEvent(st KernelState) Event {
-	return Event{
-		Kind: KernelExited, At: st.FinishedAt, Kernel: st.ID, Session: st.Session,
-		ExitCode: *st.ExitCode, Reason: st.Reason, Message: st.Message,
+func exitEvent(st KernelState) domain.KernelEvent {
+	// A copy of the code: the event outlives the table's entry and travels
+	// to other goroutines.
+	code := *st.ExitCode
+	return domain.KernelEvent{
+		Kind: domain.EventKernelTerminated, At: st.FinishedAt, Kernel: st.ID, Session: st.Session,
+		ExitCode: &code, Reason: st.Reason, Message: st.Message,
 	}
 }
 

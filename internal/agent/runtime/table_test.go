@@ -44,7 +44,7 @@ func TestTableRecordsOnce(t *testing.T) {
 	if !tab.Fail(a, errors.New("boom")) || tab.Get("a") != nil {
 		t.Errorf("a failed creation stays in the table")
 	}
-	exit := func(destroying bool) runtime.Exit { return runtime.Exit{Code: 3, Reason: runtime.ReasonExited} }
+	exit := func(destroying bool) runtime.Exit { return runtime.Exit{Code: 3, Reason: domain.ReasonExited} }
 	if !tab.Exited(k, exit) || tab.Exited(k, exit) {
 		t.Errorf("Exited: want true once, then false")
 	}
@@ -54,11 +54,11 @@ func TestTableRecordsOnce(t *testing.T) {
 	if err := out.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var kinds []runtime.EventKind
+	var kinds []domain.EventKind
 	for _, e := range rec.All() {
 		kinds = append(kinds, e.Kind)
 	}
-	if want := []runtime.EventKind{runtime.KernelStarted, runtime.KernelExited}; !slices.Equal(kinds, want) {
+	if want := []domain.EventKind{domain.EventKernelStarted, domain.EventKernelTerminated}; !slices.Equal(kinds, want) {
 		t.Errorf("events %v, want %v", kinds, want)
 	}
 	live := tab.Live()
@@ -153,11 +153,11 @@ func TestImagesPullOnce(t *testing.T) {
 	if err := out.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var kinds []runtime.EventKind
+	var kinds []domain.EventKind
 	for _, e := range rec.All() {
 		kinds = append(kinds, e.Kind)
 	}
-	want := []runtime.EventKind{runtime.PullStarted, runtime.PullFinished, runtime.PullStarted, runtime.PullFailed}
+	want := []domain.EventKind{domain.EventImagePullStarted, domain.EventImagePullFinished, domain.EventImagePullStarted, domain.EventImagePullFailed}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("events %v, want %v", kinds, want)
 	}
@@ -202,7 +202,7 @@ func TestTableLookupCopies(t *testing.T) {
 	k, _, _ := tab.Claim("k", "s", "img", nil)
 	k.Own = 7
 	st := runtime.KernelState{Session: "s", Image: "img", ExitCode: new(int), StartedAt: t0}
-	if ev, ok := tab.Adopt(k, st); !ok || ev.Kind != runtime.KernelExited {
+	if ev, ok := tab.Adopt(k, st); !ok || ev.Kind != domain.EventKernelTerminated {
 		t.Fatalf("Adopt of an exited kernel = %+v, %v", ev, ok)
 	}
 	got, state, ok := tab.Lookup(domain.KernelID("k"))

@@ -24,7 +24,6 @@ import (
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
-	"github.com/sokovan-go/sokovan/internal/kernelstate"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
 	"github.com/sokovan-go/sokovan/internal/store"
 	"github.com/sokovan-go/sokovan/internal/store/pgtest"
@@ -101,7 +100,7 @@ func New(t testing.TB, opts Options) *Manager {
 		t.Fatal(err)
 	}
 	agents := &Agents{epochs: map[domain.AgentID]int64{}, running: map[domain.KernelID]domain.AgentID{},
-		events: make(chan kernelstate.Event, 1024), stopped: make(chan struct{})}
+		events: make(chan domain.KernelEvent, 1024), stopped: make(chan struct{})}
 	capacity, err := reg.ParseSlots(opts.AgentCapacity)
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +282,7 @@ type Agents struct {
 	mu      sync.Mutex
 	epochs  map[domain.AgentID]int64
 	running map[domain.KernelID]domain.AgentID
-	events  chan kernelstate.Event
+	events  chan domain.KernelEvent
 	// stopped is closed when the pump ends, so late events are dropped
 	// rather than block their goroutines forever.
 	stopped chan struct{}
@@ -300,7 +299,7 @@ func knownImage(img string) (exit int, exits, ok bool) {
 	return 0, false, false
 }
 
-func (a *Agents) emit(ev kernelstate.Event) {
+func (a *Agents) emit(ev domain.KernelEvent) {
 	a.mu.Lock()
 	ev.Epoch = a.epochs[ev.Agent]
 	a.mu.Unlock()
@@ -362,13 +361,13 @@ func (a *Agents) CreateKernels(_ context.Context, agent domain.AgentID, specs []
 		// Queued from another goroutine: the events arrive after this
 		// call returns, as they would from a real agent.
 		go func() {
-			a.emit(kernelstate.Event{Kind: kernelstate.KernelCreating, Agent: agent, Kernel: s.Kernel})
-			a.emit(kernelstate.Event{Kind: kernelstate.KernelStarted, Agent: agent, Kernel: s.Kernel, ContainerID: "c-" + string(s.Kernel)})
+			a.emit(domain.KernelEvent{Kind: domain.EventKernelCreating, Agent: agent, Kernel: s.Kernel})
+			a.emit(domain.KernelEvent{Kind: domain.EventKernelStarted, Agent: agent, Kernel: s.Kernel, ContainerID: "c-" + string(s.Kernel)})
 			if code, exits, _ := knownImage(s.Image); exits {
 				a.mu.Lock()
 				delete(a.running, s.Kernel)
 				a.mu.Unlock()
-				a.emit(kernelstate.Event{Kind: kernelstate.KernelTerminated, Agent: agent, Kernel: s.Kernel, ExitCode: &code, Reason: "exited"})
+				a.emit(domain.KernelEvent{Kind: domain.EventKernelTerminated, Agent: agent, Kernel: s.Kernel, ExitCode: &code, Message: "exited"})
 			}
 		}()
 	}
@@ -383,7 +382,7 @@ func (a *Agents) DestroyKernel(_ context.Context, agent domain.AgentID, kernel d
 	a.mu.Unlock()
 	if ok {
 		code := 143
-		go a.emit(kernelstate.Event{Kind: kernelstate.KernelTerminated, Agent: agent, Kernel: kernel, ExitCode: &code, Reason: "destroyed"})
+		go a.emit(domain.KernelEvent{Kind: domain.EventKernelTerminated, Agent: agent, Kernel: kernel, ExitCode: &code, Message: "destroyed"})
 	}
 	return nil
 }

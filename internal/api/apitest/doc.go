@@ -5,6 +5,6 @@
 //
 // It is imported only by tests. It may import everything a manager is
 // built from: internal/api and its wire types (internal/api/v1),
-// internal/coordinator, the store engines and store/pgtest,
-// internal/scheduler, internal/kernelstate, internal/domain.
+// internal/coordinator, internal/agentgw, the store engines and
+// store/pgtest, internal/scheduler, internal/domain.
 package apitest

@@ -61,15 +61,15 @@ func TestPullFromRegistry(t *testing.T) {
 		t.Fatalf("remove %s before the pull: %v", img, err)
 	}
 	h.Pull(img)
-	h.rec.WaitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
-	var kinds []runtime.EventKind
+	h.rec.WaitFor(t, "pull_finished", func(e domain.KernelEvent) bool { return e.Kind == domain.EventImagePullFinished })
+	var kinds []domain.EventKind
 	for _, e := range h.rec.All() {
 		if e.Image != img {
 			t.Errorf("pull event for image %q, want %q", e.Image, img)
 		}
 		kinds = append(kinds, e.Kind)
 	}
-	if diff := cmp.Diff([]runtime.EventKind{runtime.PullStarted, runtime.PullFinished}, kinds); diff != "" {
+	if diff := cmp.Diff([]domain.EventKind{domain.EventImagePullStarted, domain.EventImagePullFinished}, kinds); diff != "" {
 		t.Errorf("pull events (-want +got):\n%s", diff)
 	}
 	if _, err := h.env.cli.ImageInspect(context.Background(), img); err != nil {
@@ -92,7 +92,7 @@ func TestPullFromRegistry(t *testing.T) {
 	// A fresh runtime finds it on the engine without a registry pull.
 	again := newHarness(t)
 	again.Pull(img)
-	fin := again.rec.WaitFor(t, "pull_finished", func(e runtime.Event) bool { return e.Kind == runtime.PullFinished })
+	fin := again.rec.WaitFor(t, "pull_finished", func(e domain.KernelEvent) bool { return e.Kind == domain.EventImagePullFinished })
 	if !strings.Contains(fin.Message, "already present") {
 		t.Errorf("pull_finished of a present image says %q, want it to say the image was already present", fin.Message)
 	}
@@ -143,8 +143,8 @@ func TestPullFailures(t *testing.T) {
 					t.Errorf("Pull(%q) message %q does not say %q", tc.image, err, m)
 				}
 			}
-			failed := h.rec.WaitFor(t, "pull_failed", func(e runtime.Event) bool {
-				return e.Kind == runtime.PullFailed && e.Image == tc.image
+			failed := h.rec.WaitFor(t, "pull_failed", func(e domain.KernelEvent) bool {
+				return e.Kind == domain.EventImagePullFailed && e.Image == tc.image
 			})
 			if failed.Message != err.Error() {
 				t.Errorf("pull_failed message = %q, want the error's %q", failed.Message, err)
@@ -166,11 +166,11 @@ func TestExitCodeIsReported(t *testing.T) {
 	h := newHarness(t)
 	s := h.spec("exit3")
 	h.Start(s)
-	h.rec.WaitFor(t, "kernel_started", func(e runtime.Event) bool {
-		return e.Kind == runtime.KernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
+	h.rec.WaitFor(t, "kernel_started", func(e domain.KernelEvent) bool {
+		return e.Kind == domain.EventKernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
 	})
 	ev := h.rec.Exit(t, s.Kernel)
-	if ev.ExitCode != 3 || ev.Reason != runtime.ReasonExited || ev.Message != "exited with code 3" || ev.Session != s.Session {
+	if runtimetest.Code(ev) != 3 || ev.Reason != domain.ReasonExited || ev.Message != "exited with code 3" || ev.Session != s.Session {
 		t.Errorf("exit event = %+v, want code 3, reason exited, \"exited with code 3\"", ev)
 	}
 	st, ok := liveState(h.rt, s.Kernel)
@@ -235,7 +235,7 @@ func TestDestroyStopsPolitely(t *testing.T) {
 	}
 	// Destroy returns once the exit is recorded: the event is queued.
 	ev := h.rec.Exit(t, s.Kernel)
-	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 || ev.Message != "destroyed: exited with code 0" {
+	if ev.Reason != domain.ReasonDestroyed || runtimetest.Code(ev) != 0 || ev.Message != "destroyed: exited with code 0" {
 		t.Errorf("exit event = %+v, want destroyed with code 0", ev)
 	}
 	if _, ok := h.inspect(s.Kernel); ok {
@@ -261,7 +261,7 @@ func TestDestroyKillsAfterGrace(t *testing.T) {
 	}
 	ev := h.rec.Exit(t, s.Kernel)
 	want := "destroyed: killed by signal SIGKILL after the grace period"
-	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 137 || ev.Message != want {
+	if ev.Reason != domain.ReasonDestroyed || runtimetest.Code(ev) != 137 || ev.Message != want {
 		t.Errorf("exit event = %+v, want destroyed, code 137, %q", ev, want)
 	}
 	if _, ok := h.inspect(s.Kernel); ok {
@@ -282,7 +282,7 @@ func TestDestroyIsIdempotent(t *testing.T) {
 	h.Destroy(s.Kernel, time.Second)
 	h.Destroy("never-created", time.Second)
 	ev := h.rec.Exit(t, s.Kernel)
-	if ev.ExitCode != 137 || ev.Message != "destroyed: killed by signal SIGKILL" {
+	if runtimetest.Code(ev) != 137 || ev.Message != "destroyed: killed by signal SIGKILL" {
 		t.Errorf("exit event = %+v, want an immediate SIGKILL", ev)
 	}
 	if n := h.rec.Count(runtimetest.IsExit(s.Kernel)); n != 1 {
@@ -310,7 +310,7 @@ func TestCancelledDestroyKillsAtOnce(t *testing.T) {
 		t.Errorf("Destroy took %v with a 300ms context and a minute's grace", took)
 	}
 	ev := h.rec.Exit(t, s.Kernel)
-	if ev.ExitCode != 137 || ev.Reason != runtime.ReasonDestroyed || ev.Message != "destroyed: killed by signal SIGKILL" {
+	if runtimetest.Code(ev) != 137 || ev.Reason != domain.ReasonDestroyed || ev.Message != "destroyed: killed by signal SIGKILL" {
 		t.Errorf("exit event = %+v, want destroyed by an immediate SIGKILL", ev)
 	}
 }
@@ -427,7 +427,7 @@ func TestClusterKernelsShareAnSSHKey(t *testing.T) {
 
 	var pubs []string
 	for i, s := range specs {
-		if ev := h.rec.Exit(t, s.Kernel); ev.ExitCode != 0 {
+		if ev := h.rec.Exit(t, s.Kernel); runtimetest.Code(ev) != 0 {
 			t.Fatalf("report kernel %d: %+v; logs:\n%s", i, ev, h.Logs(s.Kernel))
 		}
 		rep := parseReport(t, h.Logs(s.Kernel))
@@ -489,7 +489,7 @@ func TestCreateIsIdempotent(t *testing.T) {
 	if cs := h.containers(context.Background()); len(cs) != 1 {
 		t.Errorf("%d containers for one kernel", len(cs))
 	}
-	if n := h.rec.Count(func(e runtime.Event) bool { return e.Kind == runtime.KernelStarted }); n != 1 {
+	if n := h.rec.Count(func(e domain.KernelEvent) bool { return e.Kind == domain.EventKernelStarted }); n != 1 {
 		t.Errorf("%d kernel_started events, want 1", n)
 	}
 }
@@ -500,7 +500,7 @@ func TestCommandOverride(t *testing.T) {
 	s := h.spec("sleep")
 	s.Command = []string{"/kernel", "exit", "7"}
 	h.Start(s)
-	if ev := h.rec.Exit(t, s.Kernel); ev.ExitCode != 7 {
+	if ev := h.rec.Exit(t, s.Kernel); runtimetest.Code(ev) != 7 {
 		t.Errorf("exit event = %+v, want code 7 from the override", ev)
 	}
 	// A command the image cannot run fails Create, and leaves nothing.
@@ -526,7 +526,7 @@ func TestOOMKillIsReported(t *testing.T) {
 	}
 	h.Start(s)
 	ev := h.rec.Exit(t, s.Kernel)
-	if ev.Reason != runtime.ReasonOOMKilled || ev.ExitCode != 137 || !strings.Contains(ev.Message, "memory limit") {
+	if ev.Reason != domain.ReasonOOMKilled || runtimetest.Code(ev) != 137 || !strings.Contains(ev.Message, "memory limit") {
 		t.Errorf("exit event = %+v, want oom-killed, code 137, a message naming the memory limit; logs:\n%s", ev, h.Logs(s.Kernel))
 	}
 }
@@ -594,7 +594,7 @@ func TestRecoverAfterRestart(t *testing.T) {
 		t.Errorf("recovered exited kernel = %+v, want exit code 3", st)
 	}
 	ev := rec.Exit(t, exited.Kernel)
-	if ev.ExitCode != 3 || ev.Reason != runtime.ReasonExited || ev.Session != exited.Session {
+	if runtimetest.Code(ev) != 3 || ev.Reason != domain.ReasonExited || ev.Session != exited.Session {
 		t.Errorf("exit reported by Recover = %+v, want code 3", ev)
 	}
 	if n := rec.Count(runtimetest.IsExit(exited.Kernel)); n != 1 {
@@ -605,7 +605,7 @@ func TestRecoverAfterRestart(t *testing.T) {
 	if err := rt.Destroy(ctx, running.Kernel, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if ev := rec.Exit(t, running.Kernel); ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 {
+	if ev := rec.Exit(t, running.Kernel); ev.Reason != domain.ReasonDestroyed || runtimetest.Code(ev) != 0 {
 		t.Errorf("exit of the recovered kernel = %+v, want destroyed with code 0", ev)
 	}
 	if got := readLogs(t, rt, recreated.Kernel); !strings.Contains(got, "ready") {

@@ -41,15 +41,15 @@ func labelOf(c container.InspectResponse, key string) string {
 // tells what was found, kernel_started for a running container and
 // kernel_exited for an exited one, for the caller to report if that is
 // news, and then to watch a running one.
-func (r *Runtime) adopt(k *kernel, c container.InspectResponse) (adoption, runtime.Event, error) {
+func (r *Runtime) adopt(k *kernel, c container.InspectResponse) (adoption, domain.KernelEvent, error) {
 	if got := labelOf(c, LabelAgent); got != r.cfg.AgentID {
-		return 0, runtime.Event{}, fmt.Errorf("container %s belongs to agent %q, not %q", c.Name, got, r.cfg.AgentID)
+		return 0, domain.KernelEvent{}, fmt.Errorf("container %s belongs to agent %q, not %q", c.Name, got, r.cfg.AgentID)
 	}
 	if got := labelOf(c, LabelKernel); got != string(k.ID) {
-		return 0, runtime.Event{}, fmt.Errorf("container %s is labelled kernel %q, not %q", c.Name, got, k.ID)
+		return 0, domain.KernelEvent{}, fmt.Errorf("container %s is labelled kernel %q, not %q", c.Name, got, k.ID)
 	}
 	if c.State == nil {
-		return 0, runtime.Event{}, fmt.Errorf("container %s: the engine reported no state", c.Name)
+		return 0, domain.KernelEvent{}, fmt.Errorf("container %s: the engine reported no state", c.Name)
 	}
 	st := runtime.KernelState{
 		ID:        k.ID,
@@ -60,9 +60,9 @@ func (r *Runtime) adopt(k *kernel, c container.InspectResponse) (adoption, runti
 	kind := adoptedRunning
 	switch c.State.Status {
 	case container.StateCreated:
-		return notStarted, runtime.Event{}, nil
+		return notStarted, domain.KernelEvent{}, nil
 	case container.StateRemoving:
-		return beingRemoved, runtime.Event{}, nil
+		return beingRemoved, domain.KernelEvent{}, nil
 	case container.StateRunning, container.StatePaused, container.StateRestarting:
 		st.Running = true
 	default: // exited, dead
@@ -154,13 +154,13 @@ func exitOf(st *container.State, destroying, polite bool) runtime.Exit {
 // removed by someone else before its state could be read. destroying says
 // Destroy stopped it; polite, that it was asked to stop before being
 // killed.
-func describeExit(st *container.State, destroying, polite bool) (int, runtime.Reason, string) {
+func describeExit(st *container.State, destroying, polite bool) (int, domain.ExitReason, string) {
 	if st == nil {
 		const how = "the container was removed outside this runtime; its exit code is unknown"
 		if destroying {
-			return -1, runtime.ReasonDestroyed, "destroyed: " + how
+			return -1, domain.ReasonDestroyed, "destroyed: " + how
 		}
-		return -1, runtime.ReasonExited, how
+		return -1, domain.ReasonExited, how
 	}
 	code := st.ExitCode
 	sig := signalOf(code)
@@ -172,22 +172,22 @@ func describeExit(st *container.State, destroying, polite bool) (int, runtime.Re
 		}
 		how = "killed by signal " + name
 	}
-	var reason runtime.Reason
+	var reason domain.ExitReason
 	msg := how
 	switch {
 	case destroying:
-		reason = runtime.ReasonDestroyed
+		reason = domain.ReasonDestroyed
 		msg = "destroyed: " + how
 		if polite && sig == syscall.SIGKILL {
 			msg += " after the grace period"
 		}
 	case st.OOMKilled:
-		reason = runtime.ReasonOOMKilled
+		reason = domain.ReasonOOMKilled
 		msg = how + ": the memory limit was hit and the OOM killer ended a process of the kernel"
 	case sig != 0:
-		reason = runtime.ReasonSignaled
+		reason = domain.ReasonSignaled
 	default:
-		reason = runtime.ReasonExited
+		reason = domain.ReasonExited
 	}
 	if st.Error != "" {
 		msg += " (engine: " + st.Error + ")"

@@ -20,6 +20,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // frame encodes one frame of the engine's multiplexed log stream.
@@ -102,22 +103,22 @@ func TestDescribeExit(t *testing.T) {
 		destroying bool
 		polite     bool
 		wantCode   int
-		wantReason runtime.Reason
+		wantReason domain.ExitReason
 		wantMsg    string
 	}{
-		{"clean exit", &container.State{ExitCode: 0}, false, false, 0, runtime.ReasonExited, "exited with code 0"},
-		{"exit 3", &container.State{ExitCode: 3}, false, false, 3, runtime.ReasonExited, "exited with code 3"},
-		{"exit 128 is no signal", &container.State{ExitCode: 128}, false, false, 128, runtime.ReasonExited, "exited with code 128"},
-		{"segfault", &container.State{ExitCode: 139}, false, false, 139, runtime.ReasonSignaled, "killed by signal SIGSEGV"},
-		{"oom", &container.State{ExitCode: 137, OOMKilled: true}, false, false, 137, runtime.ReasonOOMKilled,
+		{"clean exit", &container.State{ExitCode: 0}, false, false, 0, domain.ReasonExited, "exited with code 0"},
+		{"exit 3", &container.State{ExitCode: 3}, false, false, 3, domain.ReasonExited, "exited with code 3"},
+		{"exit 128 is no signal", &container.State{ExitCode: 128}, false, false, 128, domain.ReasonExited, "exited with code 128"},
+		{"segfault", &container.State{ExitCode: 139}, false, false, 139, domain.ReasonSignaled, "killed by signal SIGSEGV"},
+		{"oom", &container.State{ExitCode: 137, OOMKilled: true}, false, false, 137, domain.ReasonOOMKilled,
 			"killed by signal SIGKILL: the memory limit was hit and the OOM killer ended a process of the kernel"},
-		{"destroyed, left on SIGTERM", &container.State{ExitCode: 143}, true, true, 143, runtime.ReasonDestroyed, "destroyed: killed by signal SIGTERM"},
-		{"destroyed after the grace", &container.State{ExitCode: 137}, true, true, 137, runtime.ReasonDestroyed,
+		{"destroyed, left on SIGTERM", &container.State{ExitCode: 143}, true, true, 143, domain.ReasonDestroyed, "destroyed: killed by signal SIGTERM"},
+		{"destroyed after the grace", &container.State{ExitCode: 137}, true, true, 137, domain.ReasonDestroyed,
 			"destroyed: killed by signal SIGKILL after the grace period"},
-		{"destroyed with no grace", &container.State{ExitCode: 137}, true, false, 137, runtime.ReasonDestroyed, "destroyed: killed by signal SIGKILL"},
-		{"engine error", &container.State{ExitCode: 127, Error: "exec: no such file"}, false, false, 127, runtime.ReasonExited,
+		{"destroyed with no grace", &container.State{ExitCode: 137}, true, false, 137, domain.ReasonDestroyed, "destroyed: killed by signal SIGKILL"},
+		{"engine error", &container.State{ExitCode: 127, Error: "exec: no such file"}, false, false, 127, domain.ReasonExited,
 			"exited with code 127 (engine: exec: no such file)"},
-		{"removed behind our back", nil, false, false, -1, runtime.ReasonExited,
+		{"removed behind our back", nil, false, false, -1, domain.ReasonExited,
 			"the container was removed outside this runtime; its exit code is unknown"},
 	}
 	for _, tc := range tests {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -139,7 +138,7 @@ func TestOOMKillIsReported(t *testing.T) {
 	s.Slots, _ = s.Registry.ParseSlots(map[string]string{"mem": "32m"})
 	h.Start(s)
 	ev := h.rec.Exit(t, s.Kernel)
-	if ev.Reason != runtime.ReasonOOMKilled || ev.ExitCode != 128+9 {
+	if ev.Reason != domain.ReasonOOMKilled || runtimetest.Code(ev) != 128+9 {
 		t.Errorf("exit event = %+v, want oom-killed with code 137; logs:\n%s", ev, h.Logs(s.Kernel))
 	}
 }

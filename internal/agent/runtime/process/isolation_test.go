@@ -16,6 +16,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -82,7 +83,7 @@ echo "uid=$(id -u) gid=$(id -g) groups=$(id -G)"`}, nil
 	attacker.Env["VICTIM"] = strconv.Itoa(vpid)
 	attacker.Env["AGENT"] = strconv.Itoa(os.Getpid())
 	h.Start(attacker)
-	if ev := h.rec.Exit(t, attacker.Kernel); ev.ExitCode != 0 {
+	if ev := h.rec.Exit(t, attacker.Kernel); runtimetest.Code(ev) != 0 {
 		t.Fatalf("attacker exited %+v; logs:\n%s", ev, h.Logs(attacker.Kernel))
 	}
 	out := h.Logs(attacker.Kernel)
@@ -138,7 +139,7 @@ func TestKernelWorkDirBelongsToItsUser(t *testing.T) {
 	})
 	s := h.spec("writer")
 	h.Start(s)
-	if ev := h.rec.Exit(t, s.Kernel); ev.ExitCode != 0 {
+	if ev := h.rec.Exit(t, s.Kernel); runtimetest.Code(ev) != 0 {
 		t.Fatalf("writer exited %+v; logs:\n%s", ev, h.Logs(s.Kernel))
 	}
 	out := h.Logs(s.Kernel)
@@ -214,7 +215,7 @@ func TestThousandsOfKernelsHoldNoThreads(t *testing.T) {
 		ids = append(ids, s.Kernel)
 	}
 	for _, id := range ids {
-		if ev := h.rec.Exit(t, id); ev.ExitCode != 128+9 {
+		if ev := h.rec.Exit(t, id); runtimetest.Code(ev) != 128+9 {
 			t.Fatalf("kernel %s: exit %+v, want killed by SIGKILL", id, ev)
 		}
 	}

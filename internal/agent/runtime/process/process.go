@@ -601,13 +601,13 @@ func (r *Runtime) wait(k *kernel) {
 			if killed {
 				msg += " after the grace period"
 			}
-			return runtime.Exit{Code: code, Reason: runtime.ReasonDestroyed, Message: msg}
+			return runtime.Exit{Code: code, Reason: domain.ReasonDestroyed, Message: msg}
 		case oom:
-			return runtime.Exit{Code: code, Reason: runtime.ReasonOOMKilled, Message: how + ": the memory limit was hit and the OOM killer ended a process of the kernel"}
+			return runtime.Exit{Code: code, Reason: domain.ReasonOOMKilled, Message: how + ": the memory limit was hit and the OOM killer ended a process of the kernel"}
 		case sig != 0:
-			return runtime.Exit{Code: code, Reason: runtime.ReasonSignaled, Message: how}
+			return runtime.Exit{Code: code, Reason: domain.ReasonSignaled, Message: how}
 		default:
-			return runtime.Exit{Code: code, Reason: runtime.ReasonExited, Message: how}
+			return runtime.Exit{Code: code, Reason: domain.ReasonExited, Message: how}
 		}
 	})
 }

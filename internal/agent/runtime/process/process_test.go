@@ -219,8 +219,8 @@ func TestSleepRunsUntilDestroyed(t *testing.T) {
 	if got := settledProcs(t, s.Kernel); len(got) != 1 {
 		t.Fatalf("kernel processes = %v, want exactly one", got)
 	}
-	h.rec.WaitFor(t, "kernel_started", func(e runtime.Event) bool {
-		return e.Kind == runtime.KernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
+	h.rec.WaitFor(t, "kernel_started", func(e domain.KernelEvent) bool {
+		return e.Kind == domain.EventKernelStarted && e.Kernel == s.Kernel && e.Session == s.Session
 	})
 
 	h.Destroy(s.Kernel, 5*time.Second)
@@ -230,7 +230,7 @@ func TestSleepRunsUntilDestroyed(t *testing.T) {
 		t.Fatalf("after Destroy, kernel processes = %v", got)
 	}
 	ev := h.rec.Exit(t, s.Kernel)
-	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 128+15 || !strings.Contains(ev.Message, "SIGTERM") {
+	if ev.Reason != domain.ReasonDestroyed || runtimetest.Code(ev) != 128+15 || !strings.Contains(ev.Message, "SIGTERM") {
 		t.Errorf("exit event = %+v, want reason destroyed, code 143, message naming SIGTERM", ev)
 	}
 	if _, ok := h.Live(s.Kernel); ok {
@@ -263,7 +263,7 @@ func TestExitImages(t *testing.T) {
 			}
 			h.Start(s)
 			ev := h.rec.Exit(t, s.Kernel)
-			if ev.ExitCode != tc.wantCode || ev.Reason != runtime.ReasonExited {
+			if runtimetest.Code(ev) != tc.wantCode || ev.Reason != domain.ReasonExited {
 				t.Fatalf("exit event = %+v, want code %d, reason exited", ev, tc.wantCode)
 			}
 			st, ok := h.Live(s.Kernel)
@@ -299,7 +299,7 @@ func TestUnknownImageFailsPull(t *testing.T) {
 			t.Errorf("Pull(%q) message:\n got %s\nwant %s", tc.image, err, tc.wantMsg)
 		}
 	}
-	failed := h.rec.WaitFor(t, "pull_failed", func(e runtime.Event) bool { return e.Kind == runtime.PullFailed && e.Image == "foo" })
+	failed := h.rec.WaitFor(t, "pull_failed", func(e domain.KernelEvent) bool { return e.Kind == domain.EventImagePullFailed && e.Image == "foo" })
 	if !strings.Contains(failed.Message, "not in the catalog") {
 		t.Errorf("pull_failed message = %q", failed.Message)
 	}
@@ -331,7 +331,7 @@ func TestEnvCarriesClusterFacts(t *testing.T) {
 	s.Port = 8080
 	s.Env = map[string]string{"ENV_OUT": out, "FOO": "bar baz"}
 	h.Start(s)
-	if ev := h.rec.Exit(t, s.Kernel); ev.ExitCode != 0 {
+	if ev := h.rec.Exit(t, s.Kernel); runtimetest.Code(ev) != 0 {
 		t.Fatalf("env-dump exited %+v; logs:\n%s", ev, h.Logs(s.Kernel))
 	}
 	data, err := os.ReadFile(out)
@@ -400,7 +400,7 @@ func TestDestroyKillsAfterGrace(t *testing.T) {
 		t.Errorf("Destroy returned after %v, before the %v grace", took, grace)
 	}
 	ev := h.rec.Exit(t, s.Kernel)
-	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 128+9 || !strings.Contains(ev.Message, "SIGKILL") {
+	if ev.Reason != domain.ReasonDestroyed || runtimetest.Code(ev) != 128+9 || !strings.Contains(ev.Message, "SIGKILL") {
 		t.Errorf("exit event = %+v, want destroyed, code 137, message naming SIGKILL", ev)
 	}
 	if got := kernelProcs(t, s.Kernel); len(got) != 0 {
@@ -465,7 +465,7 @@ func TestSignalDeathReportsTheSignal(t *testing.T) {
 	s := h.spec("self-signal")
 	h.Start(s)
 	ev := h.rec.Exit(t, s.Kernel)
-	if ev.Reason != runtime.ReasonSignaled || ev.ExitCode != 128+10 || ev.Message != "killed by signal SIGUSR1" {
+	if ev.Reason != domain.ReasonSignaled || runtimetest.Code(ev) != 128+10 || ev.Message != "killed by signal SIGUSR1" {
 		t.Errorf("exit event = %+v, want killed by signal SIGUSR1, code 138", ev)
 	}
 }
@@ -518,7 +518,7 @@ func TestHTTPEchoAnswers(t *testing.T) {
 	h.Destroy(s.Kernel, 5*time.Second)
 	ev := h.rec.Exit(t, s.Kernel)
 	// It shuts down cleanly on SIGTERM.
-	if ev.Reason != runtime.ReasonDestroyed || ev.ExitCode != 0 {
+	if ev.Reason != domain.ReasonDestroyed || runtimetest.Code(ev) != 0 {
 		t.Errorf("exit event = %+v, want destroyed with code 0", ev)
 	}
 }
@@ -537,7 +537,7 @@ func TestCommandOverride(t *testing.T) {
 	s = on.spec("sleep")
 	s.Command = []string{"sh", "-c", "exit 9"}
 	on.Start(s)
-	if ev := on.rec.Exit(t, s.Kernel); ev.ExitCode != 9 {
+	if ev := on.rec.Exit(t, s.Kernel); runtimetest.Code(ev) != 9 {
 		t.Errorf("exit event = %+v, want code 9 from the override", ev)
 	}
 }
@@ -594,7 +594,7 @@ func TestCloseLeavesNoProcesses(t *testing.T) {
 	// Close delivers the events it caused before returning.
 	exits := 0
 	for _, e := range rec.All() {
-		if e.Kind == runtime.KernelExited {
+		if e.Kind == domain.EventKernelTerminated {
 			exits++
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -15,7 +14,7 @@ type Recorder struct {
 	limit time.Duration
 
 	mu      sync.Mutex
-	events  []runtime.Event
+	events  []domain.KernelEvent
 	changed chan struct{}
 }
 
@@ -25,7 +24,7 @@ func NewRecorder(limit time.Duration) *Recorder {
 }
 
 // Sink is the runtime.Sink to hand a runtime.
-func (r *Recorder) Sink(e runtime.Event) {
+func (r *Recorder) Sink(e domain.KernelEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
@@ -34,14 +33,14 @@ func (r *Recorder) Sink(e runtime.Event) {
 }
 
 // All returns the events delivered so far, in order.
-func (r *Recorder) All() []runtime.Event {
+func (r *Recorder) All() []domain.KernelEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)
 }
 
 // Count counts the events delivered so far that match pred.
-func (r *Recorder) Count(pred func(runtime.Event) bool) int {
+func (r *Recorder) Count(pred func(domain.KernelEvent) bool) int {
 	n := 0
 	for _, e := range r.All() {
 		if pred(e) {
@@ -52,7 +51,7 @@ func (r *Recorder) Count(pred func(runtime.Event) bool) int {
 }
 
 // WaitFor returns the first event matching pred, waiting for it.
-func (r *Recorder) WaitFor(t testing.TB, what string, pred func(runtime.Event) bool) runtime.Event {
+func (r *Recorder) WaitFor(t testing.TB, what string, pred func(domain.KernelEvent) bool) domain.KernelEvent {
 	t.Helper()
 	deadline := time.NewTimer(r.limit)
 	defer deadline.Stop()
@@ -75,19 +74,19 @@ func (r *Recorder) WaitFor(t testing.TB, what string, pred func(runtime.Event) b
 }
 
 // Exit waits for the kernel's kernel_exited event.
-func (r *Recorder) Exit(t testing.TB, id domain.KernelID) runtime.Event {
+func (r *Recorder) Exit(t testing.TB, id domain.KernelID) domain.KernelEvent {
 	t.Helper()
 	return r.WaitFor(t, "exit of "+string(id), IsExit(id))
 }
 
 // IsExit matches the kernel's kernel_exited events.
-func IsExit(id domain.KernelID) func(runtime.Event) bool {
-	return func(e runtime.Event) bool { return e.Kind == runtime.KernelExited && e.Kernel == id }
+func IsExit(id domain.KernelID) func(domain.KernelEvent) bool {
+	return func(e domain.KernelEvent) bool { return e.Kind == domain.EventKernelTerminated && e.Kernel == id }
 }
 
 // IsStart matches the kernel's kernel_started events.
-func IsStart(id domain.KernelID) func(runtime.Event) bool {
-	return func(e runtime.Event) bool { return e.Kind == runtime.KernelStarted && e.Kernel == id }
+func IsStart(id domain.KernelID) func(domain.KernelEvent) bool {
+	return func(e domain.KernelEvent) bool { return e.Kind == domain.EventKernelStarted && e.Kernel == id }
 }
 
 // Eventually polls cond until it holds, failing the test once limit has
@@ -103,4 +102,13 @@ func Eventually(t testing.TB, limit time.Duration, what string, cond func() bool
 		}
 		<-ticker.C
 	}
+}
+
+// Code is ev's exit code, or -1 when it carries none, so a test can
+// compare it without a nil check of its own.
+func Code(ev domain.KernelEvent) int {
+	if ev.ExitCode == nil {
+		return -1
+	}
+	return *ev.ExitCode
 }

@@ -117,7 +117,7 @@ func (s *subject) close() {
 }
 
 // once checks that exactly one event of what matched pred.
-func (s *subject) once(what string, pred func(runtime.Event) bool) {
+func (s *subject) once(what string, pred func(domain.KernelEvent) bool) {
 	s.t.Helper()
 	if n := s.rec.Count(pred); n != 1 {
 		s.t.Errorf("%d %s events, want 1; events: %+v", n, what, s.rec.All())
@@ -197,8 +197,8 @@ func destroyIdempotent(s *subject) {
 		s.t.Errorf("destroyed kernel still listed")
 	}
 	ev := s.rec.Exit(s.t, spec.Kernel)
-	if ev.Reason != runtime.ReasonDestroyed {
-		s.t.Errorf("exit event = %+v, want reason %q", ev, runtime.ReasonDestroyed)
+	if ev.Reason != domain.ReasonDestroyed {
+		s.t.Errorf("exit event = %+v, want reason %q", ev, domain.ReasonDestroyed)
 	}
 	s.close()
 	s.once("kernel_exited", IsExit(spec.Kernel))
@@ -230,14 +230,14 @@ func exitOnce(s *subject) {
 	spec := s.spec("exits", s.kit.Exit)
 	s.Start(spec)
 	ev := s.rec.Exit(s.t, spec.Kernel)
-	if ev.ExitCode != s.kit.ExitCode || ev.Reason != runtime.ReasonExited || ev.Session != spec.Session {
-		s.t.Errorf("exit event = %+v, want code %d, reason %q, session %s", ev, s.kit.ExitCode, runtime.ReasonExited, spec.Session)
+	if ev.ExitCode == nil || *ev.ExitCode != s.kit.ExitCode || ev.Reason != domain.ReasonExited || ev.Session != spec.Session {
+		s.t.Errorf("exit event = %+v, want code %d, reason %q, session %s", ev, s.kit.ExitCode, domain.ReasonExited, spec.Session)
 	}
 	st, ok := s.Live(spec.Kernel)
 	switch {
 	case !ok:
 		s.t.Errorf("exited kernel not listed by Live")
-	case st.Running || st.ExitCode == nil || *st.ExitCode != s.kit.ExitCode || st.Reason != runtime.ReasonExited:
+	case st.Running || st.ExitCode == nil || *st.ExitCode != s.kit.ExitCode || st.Reason != domain.ReasonExited:
 		s.t.Errorf("Live has %+v, want exited with %d", st, s.kit.ExitCode)
 	case st.FinishedAt.Before(st.StartedAt):
 		s.t.Errorf("finished at %v, before it started at %v", st.FinishedAt, st.StartedAt)
@@ -265,8 +265,8 @@ func closeEnds(s *subject) {
 	s.Start(spec)
 	s.close()
 	s.once("kernel_exited", IsExit(spec.Kernel))
-	if ev := s.rec.Exit(s.t, spec.Kernel); ev.Reason != runtime.ReasonDestroyed {
-		s.t.Errorf("exit event = %+v, want reason %q", ev, runtime.ReasonDestroyed)
+	if ev := s.rec.Exit(s.t, spec.Kernel); ev.Reason != domain.ReasonDestroyed {
+		s.t.Errorf("exit event = %+v, want reason %q", ev, domain.ReasonDestroyed)
 	}
 	if live := s.rt.Live(); len(live) != 0 {
 		s.t.Errorf("Live after Close = %+v, want none", live)

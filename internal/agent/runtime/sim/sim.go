@@ -343,7 +343,7 @@ func (r *Runtime) finishCreateLocked(k *kernel, fail bool, runFor time.Duration,
 			if r.kernels.Stopping(k) {
 				return // the pending destroy ends it
 			}
-			r.exitLocked(k, code, runtime.ReasonExited, fmt.Sprintf("exited with code %d", code))
+			r.exitLocked(k, code, domain.ReasonExited, fmt.Sprintf("exited with code %d", code))
 		}
 		// Even a zero run goes through the clock: exiting inline would
 		// report the exit before Create has returned.
@@ -351,7 +351,7 @@ func (r *Runtime) finishCreateLocked(k *kernel, fail bool, runFor time.Duration,
 	}
 }
 
-func (r *Runtime) exitLocked(k *kernel, code int, reason runtime.Reason, msg string) {
+func (r *Runtime) exitLocked(k *kernel, code int, reason domain.ExitReason, msg string) {
 	recorded := r.kernels.Exited(k, func(bool) runtime.Exit {
 		return runtime.Exit{Code: code, Reason: reason, Message: msg}
 	})
@@ -390,10 +390,10 @@ func (r *Runtime) stop(ctx context.Context, k *kernel, grace time.Duration) {
 		stop := func() {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			r.exitLocked(k, code, runtime.ReasonDestroyed, msg)
+			r.exitLocked(k, code, domain.ReasonDestroyed, msg)
 		}
 		if d == 0 {
-			r.exitLocked(k, code, runtime.ReasonDestroyed, msg)
+			r.exitLocked(k, code, domain.ReasonDestroyed, msg)
 		} else {
 			k.Own.timer = r.clock.AfterFunc(d, stop)
 		}
@@ -407,7 +407,7 @@ func (r *Runtime) stop(ctx context.Context, k *kernel, grace time.Duration) {
 		if k.Own.timer != nil {
 			k.Own.timer.Stop()
 		}
-		r.exitLocked(k, 128+9, runtime.ReasonDestroyed, "destroyed: killed by signal SIGKILL when the destroy was cancelled")
+		r.exitLocked(k, 128+9, domain.ReasonDestroyed, "destroyed: killed by signal SIGKILL when the destroy was cancelled")
 		r.mu.Unlock()
 	}
 }
@@ -454,7 +454,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 				k.Own.timer.Stop()
 			}
 			if !r.kernels.Fail(k, fmt.Errorf("kernel %s: %w", k.ID, runtime.ErrClosed)) {
-				r.exitLocked(k, 128+15, runtime.ReasonDestroyed, "destroyed: runtime closed")
+				r.exitLocked(k, 128+15, domain.ReasonDestroyed, "destroyed: runtime closed")
 			}
 			r.kernels.Remove(k)
 		}

@@ -50,7 +50,7 @@ func newHarness(t *testing.T, cfg sim.Config) *harness {
 
 // events returns every event delivered so far, after waiting for the
 // outbox to drain.
-func (h *harness) events() []runtime.Event {
+func (h *harness) events() []domain.KernelEvent {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
@@ -142,9 +142,9 @@ func TestPullTakesItsDuration(t *testing.T) {
 	if diff := cmp.Diff([]string{"img"}, h.rt.Images()); diff != "" {
 		t.Errorf("Images (-want +got):\n%s", diff)
 	}
-	want := []runtime.Event{
-		{Kind: runtime.PullStarted, At: epoch, Image: "img"},
-		{Kind: runtime.PullFinished, At: epoch.Add(2 * time.Second), Image: "img"},
+	want := []domain.KernelEvent{
+		{Kind: domain.EventImagePullStarted, At: epoch, Image: "img"},
+		{Kind: domain.EventImagePullFinished, At: epoch.Add(2 * time.Second), Image: "img"},
 	}
 	if diff := cmp.Diff(want, h.events()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
@@ -187,7 +187,7 @@ func TestCreateRunExitTimings(t *testing.T) {
 	finished := started.Add(5 * time.Second)
 	wantState := runtime.KernelState{
 		ID: "k1", Session: "s-k1", Image: "img", ExitCode: &code,
-		Reason: runtime.ReasonExited, Message: "exited with code 7", StartedAt: started, FinishedAt: finished,
+		Reason: domain.ReasonExited, Message: "exited with code 7", StartedAt: started, FinishedAt: finished,
 	}
 	if diff := cmp.Diff([]runtime.KernelState{wantState}, h.rt.Live()); diff != "" {
 		t.Fatalf("Live after exit (-want +got):\n%s", diff)
@@ -200,11 +200,11 @@ func TestCreateRunExitTimings(t *testing.T) {
 	if !strings.Contains(string(text), "started") || !strings.Contains(string(text), "exited with code 7") {
 		t.Errorf("logs = %q", text)
 	}
-	want := []runtime.Event{
-		{Kind: runtime.PullStarted, At: epoch, Image: "img"},
-		{Kind: runtime.PullFinished, At: epoch, Image: "img"},
-		{Kind: runtime.KernelStarted, At: started, Kernel: "k1", Session: "s-k1"},
-		{Kind: runtime.KernelExited, At: finished, Kernel: "k1", Session: "s-k1", ExitCode: 7, Reason: runtime.ReasonExited, Message: "exited with code 7"},
+	want := []domain.KernelEvent{
+		{Kind: domain.EventImagePullStarted, At: epoch, Image: "img"},
+		{Kind: domain.EventImagePullFinished, At: epoch, Image: "img"},
+		{Kind: domain.EventKernelStarted, At: started, Kernel: "k1", Session: "s-k1"},
+		{Kind: domain.EventKernelTerminated, At: finished, Kernel: "k1", Session: "s-k1", ExitCode: &code, Reason: domain.ReasonExited, Message: "exited with code 7"},
 	}
 	if diff := cmp.Diff(want, h.events()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
@@ -300,7 +300,7 @@ func TestExitCodeDistribution(t *testing.T) {
 
 // scenario drives a runtime through pulls, creations, runs and destroys,
 // issuing calls one at a time so the draws happen in a fixed order.
-func scenario(t *testing.T, seed uint64) []runtime.Event {
+func scenario(t *testing.T, seed uint64) []domain.KernelEvent {
 	h := newHarness(t, sim.Config{
 		Seed:              seed,
 		PullDuration:      sim.Range{Min: time.Second, Max: 5 * time.Second},
@@ -376,19 +376,19 @@ func TestSameSeedSameEvents(t *testing.T) {
 	if cmp.Equal(a, c) {
 		t.Error("a different seed replayed the same events")
 	}
-	kinds := map[runtime.EventKind]int{}
-	reasons := map[runtime.Reason]int{}
+	kinds := map[domain.EventKind]int{}
+	reasons := map[domain.ExitReason]int{}
 	for _, e := range a {
 		kinds[e.Kind]++
 		reasons[e.Reason]++
 	}
 	// The scenario exercises every path it is meant to replay.
-	for _, k := range []runtime.EventKind{runtime.PullFinished, runtime.PullFailed, runtime.KernelStarted, runtime.KernelExited} {
+	for _, k := range []domain.EventKind{domain.EventImagePullFinished, domain.EventImagePullFailed, domain.EventKernelStarted, domain.EventKernelTerminated} {
 		if kinds[k] == 0 {
 			t.Errorf("scenario has no %s event: %v", k, kinds)
 		}
 	}
-	if reasons[runtime.ReasonExited] == 0 || reasons[runtime.ReasonDestroyed] == 0 {
+	if reasons[domain.ReasonExited] == 0 || reasons[domain.ReasonDestroyed] == 0 {
 		t.Errorf("scenario reasons %v, want exits and destroys", reasons)
 	}
 }
@@ -433,7 +433,7 @@ func TestDestroyGrace(t *testing.T) {
 			}
 			ev := h.events()
 			last := ev[len(ev)-1]
-			if last.Kind != runtime.KernelExited || last.Reason != runtime.ReasonDestroyed || last.ExitCode != tc.wantCode || !last.At.Equal(epoch.Add(tc.wantAt)) {
+			if last.Kind != domain.EventKernelTerminated || last.Reason != domain.ReasonDestroyed || runtimetest.Code(last) != tc.wantCode || !last.At.Equal(epoch.Add(tc.wantAt)) {
 				t.Errorf("last event = %+v, want destroyed with %d at +%v", last, tc.wantCode, tc.wantAt)
 			}
 		})
@@ -460,9 +460,9 @@ func TestDestroyIdempotent(t *testing.T) {
 	}
 	exits := 0
 	for _, e := range h.events() {
-		if e.Kind == runtime.KernelExited {
+		if e.Kind == domain.EventKernelTerminated {
 			exits++
-			if e.Reason != runtime.ReasonExited {
+			if e.Reason != domain.ReasonExited {
 				t.Errorf("exited kernel reported again as %s", e.Reason)
 			}
 		}
@@ -499,7 +499,7 @@ func TestCreateIdempotent(t *testing.T) {
 	}
 	starts := 0
 	for _, e := range h.events() {
-		if e.Kind == runtime.KernelStarted {
+		if e.Kind == domain.EventKernelStarted {
 			starts++
 		}
 	}
@@ -611,7 +611,7 @@ func TestCloseEndsEverything(t *testing.T) {
 		t.Errorf("create in flight at Close = %v, want ErrClosed", err)
 	}
 	last := events[len(events)-1]
-	if last.Kind != runtime.KernelExited || last.Kernel != "run" || last.Reason != runtime.ReasonDestroyed {
+	if last.Kind != domain.EventKernelTerminated || last.Kernel != "run" || last.Reason != domain.ReasonDestroyed {
 		t.Errorf("last event = %+v, want the running kernel destroyed", last)
 	}
 	if n := h.clock.Pending(); n != 0 {
@@ -637,8 +637,8 @@ func TestHundredsOfRuntimesAreCheap(t *testing.T) {
 	for i := range rts {
 		rt, err := sim.New(sim.Config{
 			Seed: uint64(i), Clock: clock, RunDuration: sim.Range{Min: time.Second, Max: time.Hour},
-			Sink: func(e runtime.Event) {
-				if e.Kind == runtime.KernelExited {
+			Sink: func(e domain.KernelEvent) {
+				if e.Kind == domain.EventKernelTerminated {
 					sinkMu.Lock()
 					exits++
 					sinkMu.Unlock()

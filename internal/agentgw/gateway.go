@@ -1,4 +1,4 @@
-package agentrpc
+package agentgw
 
 import (
 	"context"
@@ -9,27 +9,29 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
-	"github.com/sokovan-go/sokovan/internal/kernelstate"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
-// GatewayStore is what the gateway needs from the store.
-type GatewayStore interface {
+// Store is what the gateway needs from the store.
+type Store interface {
+	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
 	RegisterAgent(ctx context.Context, a domain.Agent, now time.Time) (domain.Agent, error)
 	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
 }
 
-// GatewayCoordinator is what the gateway needs from the coordinator.
-type GatewayCoordinator interface {
-	HandleEvents(ctx context.Context, evs []kernelstate.Event) error
+// Coordinator is what the gateway needs from the coordinator.
+type Coordinator interface {
+	HandleEvents(ctx context.Context, evs []domain.KernelEvent) error
 	Settle(ctx context.Context, agent domain.AgentID, epoch int64, reports []coordinator.KernelReport) ([]domain.KernelID, error)
 	AgentRestarted(ctx context.Context, agent domain.AgentID, epoch int64, present []domain.KernelID) error
+	Alive(a domain.Agent) bool
 	Mark()
 }
 
-var _ GatewayCoordinator = (*coordinator.Coordinator)(nil)
+var _ Coordinator = (*coordinator.Coordinator)(nil)
 
 // Publisher hands agent event batches to the bus that every manager
 // consumes; without one the gateway applies them itself.
@@ -40,8 +42,8 @@ type Publisher interface {
 // Gateway serves agents' calls to the manager under /v1/agent/.
 type Gateway struct {
 	bus   Publisher
-	store GatewayStore
-	coord GatewayCoordinator
+	store Store
+	coord Coordinator
 	slots *domain.Registry
 	token string
 	now   func() time.Time
@@ -49,8 +51,8 @@ type Gateway struct {
 	mux   *http.ServeMux
 }
 
-// NewGateway returns the handler; token is the agent token.
-func NewGateway(st GatewayStore, coord GatewayCoordinator, slots *domain.Registry, token string,
+// New returns the handler; token is the agent token.
+func New(st Store, coord Coordinator, slots *domain.Registry, token string,
 	now func() time.Time, log *slog.Logger) *Gateway {
 	if now == nil {
 		now = time.Now
@@ -66,25 +68,30 @@ func NewGateway(st GatewayStore, coord GatewayCoordinator, slots *domain.Registr
 }
 
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !authorized(r, g.token) {
-		writeErr(w, http.StatusUnauthorized, errors.New("agent token required"))
-		return
-	}
-	g.mux.ServeHTTP(w, r)
+	agentrpc.RequireToken(g.token, g.mux).ServeHTTP(w, r)
 }
 
 func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
-	var in Register
-	if !decode(w, r, &in) {
+	var in agentrpc.Register
+	if !agentrpc.ReadJSON(w, r, &in) {
 		return
 	}
 	capacity, err := g.slots.ParseSlots(in.Capacity)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, fmt.Errorf("capacity: %w", err))
+		agentrpc.WriteError(w, http.StatusBadRequest, fmt.Errorf("capacity: %w", err))
 		return
 	}
 	if in.ID == "" || in.Address == "" || in.ResourceGroup == "" {
-		writeErr(w, http.StatusBadRequest, errors.New("id, address and resource_group are required"))
+		agentrpc.WriteError(w, http.StatusBadRequest, errors.New("id, address and resource_group are required"))
+		return
+	}
+	if err := g.mayRegister(r.Context(), in); err != nil {
+		if errors.Is(err, errAliveElsewhere) {
+			g.log.Warn("agent registration refused", "agent", in.ID, "address", in.Address, "err", err)
+			agentrpc.WriteError(w, http.StatusConflict, err)
+			return
+		}
+		g.fail(w, "register", err)
 		return
 	}
 	a, err := g.store.RegisterAgent(r.Context(), domain.Agent{
@@ -113,17 +120,43 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 	}
 	g.log.Info("agent registered", "agent", a.ID, "epoch", a.Epoch, "address", in.Address)
 	g.coord.Mark()
-	writeJSON(w, http.StatusOK, Registered{Epoch: a.Epoch, Destroy: destroy})
+	agentrpc.WriteJSON(w, http.StatusOK, agentrpc.Registered{Epoch: a.Epoch, Destroy: destroy})
+}
+
+// errAliveElsewhere refuses a registration that would take over a live
+// agent from another address.
+var errAliveElsewhere = errors.New("alive at another address")
+
+// mayRegister refuses to let a registration from a new address take over an
+// agent that is still alive. A new registration starts a new epoch, and the
+// kernels the agent's previous incarnation ran that the newcomer does not
+// report end in ERROR: anyone holding the shared agent token could
+// otherwise end a live agent's sessions by registering its id from
+// elsewhere. The same address is the real agent restarting and may always
+// register again; a new address may take over once the agent is lost.
+func (g *Gateway) mayRegister(ctx context.Context, in agentrpc.Register) error {
+	prev, err := g.store.GetAgent(ctx, in.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if prev.Address == in.Address || !g.coord.Alive(prev) {
+		return nil
+	}
+	return fmt.Errorf("agent %s is %w %s (last heartbeat %s); a registration from %s is refused until it is lost",
+		in.ID, errAliveElsewhere, prev.Address, prev.LastHeartbeat.UTC().Format(time.RFC3339), in.Address)
 }
 
 func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
-	var in Heartbeat
-	if !decode(w, r, &in) {
+	var in agentrpc.Heartbeat
+	if !agentrpc.ReadJSON(w, r, &in) {
 		return
 	}
 	err := g.store.Heartbeat(r.Context(), in.ID, in.Epoch, g.now())
 	if errors.Is(err, store.ErrGuardFailed) || errors.Is(err, store.ErrNotFound) {
-		writeJSON(w, http.StatusOK, HeartbeatReply{Reregister: true})
+		agentrpc.WriteJSON(w, http.StatusOK, agentrpc.HeartbeatReply{Reregister: true})
 		return
 	}
 	if err != nil {
@@ -135,12 +168,12 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, "heartbeat", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, HeartbeatReply{Destroy: destroy})
+	agentrpc.WriteJSON(w, http.StatusOK, agentrpc.HeartbeatReply{Destroy: destroy})
 }
 
 // settle hands a kernel report to the coordinator, which applies what it
 // implies and says which kernels to destroy.
-func (g *Gateway) settle(ctx context.Context, agent domain.AgentID, epoch int64, kernels []KernelReport) ([]domain.KernelID, error) {
+func (g *Gateway) settle(ctx context.Context, agent domain.AgentID, epoch int64, kernels []agentrpc.KernelReport) ([]domain.KernelID, error) {
 	reports := make([]coordinator.KernelReport, len(kernels))
 	for i, k := range kernels {
 		reports[i] = coordinator.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: k.Reason}
@@ -152,8 +185,8 @@ func (g *Gateway) settle(ctx context.Context, agent domain.AgentID, epoch int64,
 func (g *Gateway) UseBus(p Publisher) { g.bus = p }
 
 func (g *Gateway) events(w http.ResponseWriter, r *http.Request) {
-	var in Events
-	if !decode(w, r, &in) {
+	var in agentrpc.Events
+	if !agentrpc.ReadJSON(w, r, &in) {
 		return
 	}
 	if g.bus != nil {
@@ -163,7 +196,7 @@ func (g *Gateway) events(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			// The agent keeps the batch and sends it again.
-			writeErr(w, http.StatusServiceUnavailable, err)
+			agentrpc.WriteError(w, http.StatusServiceUnavailable, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -179,7 +212,7 @@ func (g *Gateway) events(w http.ResponseWriter, r *http.Request) {
 // ApplyBatch applies one published batch; it is the bus's handler, so an
 // error leaves the batch pending for another try.
 func (g *Gateway) ApplyBatch(ctx context.Context, payload []byte) error {
-	var in Events
+	var in agentrpc.Events
 	if err := json.Unmarshal(payload, &in); err != nil {
 		g.log.Error("dropping an undecodable event batch", "err", err)
 		return nil // retrying cannot fix it
@@ -187,18 +220,16 @@ func (g *Gateway) ApplyBatch(ctx context.Context, payload []byte) error {
 	return g.apply(ctx, in)
 }
 
-func (g *Gateway) apply(ctx context.Context, in Events) error {
-	evs := make([]kernelstate.Event, 0, len(in.Events))
-	for _, e := range in.Events {
-		kind, err := kernelstate.ParseKind(e.Kind)
-		if err != nil {
+func (g *Gateway) apply(ctx context.Context, in agentrpc.Events) error {
+	evs := make([]domain.KernelEvent, 0, len(in.Events))
+	for _, e := range in.Stamp() {
+		if _, err := domain.ParseEventKind(string(e.Kind)); err != nil {
 			// Skip what this manager does not know rather than refuse the
 			// batch, so a newer agent's extra events cannot wedge the queue.
 			g.log.Warn("unknown agent event", "agent", in.ID, "kind", e.Kind)
 			continue
 		}
-		evs = append(evs, kernelstate.Event{Kind: kind, Agent: in.ID, Epoch: in.Epoch, Kernel: e.Kernel, Image: e.Image,
-			ExitCode: e.ExitCode, ContainerID: e.ContainerID, Reason: e.Reason, At: e.At})
+		evs = append(evs, e)
 	}
 	err := g.coord.HandleEvents(ctx, evs)
 	if errors.Is(err, store.ErrNotFound) {
@@ -216,5 +247,5 @@ func (g *Gateway) fail(w http.ResponseWriter, what string, err error) {
 	case errors.Is(err, store.ErrUnavailable):
 		code = http.StatusServiceUnavailable
 	}
-	writeErr(w, code, fmt.Errorf("%s: %w", what, err))
+	agentrpc.WriteError(w, code, fmt.Errorf("%s: %w", what, err))
 }

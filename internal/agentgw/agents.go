@@ -1,0 +1,58 @@
+package agentgw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sokovan-go/sokovan/internal/agentrpc"
+	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+var _ coordinator.Agents = (*Agents)(nil)
+
+// Agents is the coordinator's port to agents, carried over the wire by an
+// agentrpc.AgentClient. The coordinator owns its port's types and the
+// wire owns its own, so neither imports the other; this is where they meet.
+type Agents struct {
+	client *agentrpc.AgentClient
+}
+
+// NewAgents returns the port over client.
+func NewAgents(client *agentrpc.AgentClient) *Agents { return &Agents{client: client} }
+
+// CheckAndPull implements coordinator.Agents.
+func (a *Agents) CheckAndPull(ctx context.Context, agent domain.AgentID, images []string) (map[string]coordinator.PullState, error) {
+	states, err := a.client.CheckAndPull(ctx, agent, images)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]coordinator.PullState, len(states))
+	for img, st := range states {
+		out[img] = coordinator.PullState{Ready: st.Ready, Failed: st.Failed}
+	}
+	return out, nil
+}
+
+// CreateKernels implements coordinator.Agents.
+func (a *Agents) CreateKernels(ctx context.Context, agent domain.AgentID, specs []coordinator.KernelSpec) error {
+	wire := make([]agentrpc.KernelSpec, len(specs))
+	for i, s := range specs {
+		wire[i] = agentrpc.KernelSpec{Kernel: s.Kernel, Session: s.Session, Image: s.Image, Slots: s.Slots,
+			ClusterRole: s.ClusterRole, ClusterIdx: s.ClusterIdx, ClusterSize: s.ClusterSize,
+			ClusterHosts: s.ClusterHosts, Command: s.Command, Env: s.Env}
+	}
+	err := a.client.CreateKernels(ctx, agent, wire)
+	if errors.Is(err, agentrpc.ErrInvalidSpec) {
+		// The agent's verdict on the spec, not a fault of the call:
+		// asking it again gets the same answer.
+		return fmt.Errorf("%w: %w", coordinator.ErrImpossible, err)
+	}
+	return err
+}
+
+// DestroyKernel implements coordinator.Agents.
+func (a *Agents) DestroyKernel(ctx context.Context, agent domain.AgentID, kernel domain.KernelID, forced bool) error {
+	return a.client.DestroyKernel(ctx, agent, kernel, forced)
+}

@@ -1,0 +1,13 @@
+// Package agentgw is the manager's side of the agent wire. Gateway serves
+// agents' calls under /v1/agent/ — register (refusing an impersonation of a
+// live agent), heartbeat and events — and hands what they say to the store
+// and the coordinator, or to the event bus when managers share one. Agents
+// adapts an agentrpc.AgentClient to the coordinator's port, so the
+// coordinator and the wire keep their own types and never import each
+// other.
+//
+// It may import internal/agentrpc, internal/coordinator, internal/store
+// (for its errors), internal/domain and the standard library. Only the
+// manager wiring (internal/manager) and tests import it; the agent daemon
+// never does.
+package agentgw

@@ -1,0 +1,209 @@
+package agentgw_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/agent"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
+	"github.com/sokovan-go/sokovan/internal/agentgw"
+	"github.com/sokovan-go/sokovan/internal/agentrpc"
+	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler"
+	"github.com/sokovan-go/sokovan/internal/store"
+	"github.com/sokovan-go/sokovan/internal/store/sqlite"
+)
+
+const token = "agent-token"
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// manager is the manager's side of the wire as internal/manager wires it —
+// a SQLite store, the coordinator calling agents through agentgw.Agents
+// over HTTP, the gateway on an httptest server — with the coordinator
+// driven by hand on an injected clock. Agents are real agent daemons with
+// the sim runtime.
+type manager struct {
+	t     *testing.T
+	ctx   context.Context
+	st    store.Store
+	reg   *domain.Registry
+	clock *fakeClock
+	co    *coordinator.Coordinator
+	url   string
+	n     int
+}
+
+func newManager(t *testing.T) *manager {
+	t.Helper()
+	ctx := context.Background()
+	reg := domain.DefaultRegistry()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sokovan.db"), sqlite.Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.PutResourceGroup(ctx, domain.ResourceGroup{Name: "default", State: domain.GroupActive,
+		Sequencer: "fifo", Selector: "dispersed", HeadOfLine: domain.HOLSkip, MaxRetries: 3,
+		Timeouts: domain.DefaultTimeouts()}); err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{t: time.Now()}
+	co := coordinator.New(coordinator.Deps{Store: st, Agents: agentgw.NewAgents(agentrpc.NewAgentClient(st, token)),
+		Scheduler: scheduler.New(scheduler.NewRegistry()), Slots: reg, Clock: clock},
+		coordinator.Config{CallTimeout: 5 * time.Second})
+	srv := httptest.NewServer(agentgw.New(st, co, reg, token, clock.Now, nil))
+	t.Cleanup(srv.Close)
+	return &manager{t: t, ctx: ctx, st: st, reg: reg, clock: clock, co: co, url: srv.URL}
+}
+
+// startAgent runs an agent daemon with the sim runtime until the test
+// ends, and waits until it has registered. It heartbeats only once an
+// hour, so the test alone decides when the agent falls silent.
+func (m *manager) startAgent(id domain.AgentID, simCfg sim.Config) *agent.Agent {
+	m.t.Helper()
+	a, err := agent.New(agent.Config{ID: id, ResourceGroup: "default", Manager: m.url, Token: token,
+		Listen: "127.0.0.1:0", Architecture: "x86_64", Capacity: map[string]string{"cpu": "4", "mem": "8g"},
+		HeartbeatInterval: time.Hour})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	simCfg.Sink = a.Sink
+	rt, err := sim.New(simCfg)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, rt) }()
+	m.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			m.t.Errorf("agent %s: %v", id, err)
+		}
+	})
+	m.eventually("agent "+string(id)+" registered", func() bool {
+		got, err := m.st.GetAgent(m.ctx, id)
+		return err == nil && got.Address == "http://"+a.Addr()
+	})
+	return a
+}
+
+// submit creates a PENDING single-kernel session.
+func (m *manager) submit(image string, env map[string]string) domain.SessionID {
+	m.t.Helper()
+	m.n++
+	id := domain.SessionID(fmt.Sprintf("s-%d", m.n))
+	req, err := m.reg.ParseSlots(map[string]string{"cpu": "1", "mem": "1g"})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	s := domain.Session{ID: id, Name: string(id), Owner: domain.Owner{User: "alice", Project: "p", Domain: "d"},
+		Type: domain.TypeBatch, Image: image, Architecture: "x86_64", ResourceGroup: "default",
+		ClusterMode: domain.SingleNode, ClusterSize: 1, Requested: req, Status: domain.SessionPending,
+		CreatedAt: m.clock.Now(), Env: env}
+	k := domain.Kernel{ID: domain.KernelID(string(id) + "-k0"), SessionID: id, ClusterRole: domain.RoleMain,
+		Image: image, Architecture: "x86_64", Requested: req.Clone(), Status: domain.KernelPending}
+	if err := m.st.CreateSession(m.ctx, s, []domain.Kernel{k}); err != nil {
+		m.t.Fatal(err)
+	}
+	return id
+}
+
+// cycleUntil runs coordinator cycles until the session reaches want. The
+// agent's events reach the gateway on their own, so it waits between
+// cycles rather than counting them.
+func (m *manager) cycleUntil(id domain.SessionID, want domain.SessionStatus) {
+	m.t.Helper()
+	m.eventually(fmt.Sprintf("%s %v", id, want), func() bool {
+		if err := m.co.Cycle(m.ctx); err != nil {
+			m.t.Fatalf("cycle: %v", err)
+		}
+		return m.session(id).Session.Status == want
+	})
+}
+
+func (m *manager) session(id domain.SessionID) store.SessionWithKernels {
+	m.t.Helper()
+	s, err := m.st.GetSession(m.ctx, id)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return s
+}
+
+func (m *manager) agent(id domain.AgentID) domain.Agent {
+	m.t.Helper()
+	a, err := m.st.GetAgent(m.ctx, id)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return a
+}
+
+func (m *manager) history(id domain.SessionID) []domain.HistoryEntry {
+	m.t.Helper()
+	h, err := m.st.History(m.ctx, id)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return h
+}
+
+func (m *manager) eventually(what string, cond func() bool) {
+	m.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			m.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// post sends a request to the gateway as an agent would and returns the
+// status code and the decoded error message, if any.
+func (m *manager) post(path string, body any) (int, string) {
+	m.t.Helper()
+	raw, err := json.Marshal(body)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(m.ctx, http.MethodPost, m.url+path, bytes.NewReader(raw))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e agentrpc.Error
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	return resp.StatusCode, e.Error
+}

@@ -1,0 +1,55 @@
+package agentrpc_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sokovan-go/sokovan/internal/agentrpc"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// eventsJSON is an event batch as agents and managers of earlier releases
+// write it, and as the Redis bus carries it. Agents and managers of
+// neighbouring releases talk to each other, so these bytes may not change.
+const eventsJSON = `{"id":"a1","epoch":4,"events":[` +
+	`{"kind":"image_pull_failed","image":"foo","reason":"not in the catalog","at":"2026-03-01T12:00:00Z"},` +
+	`{"kind":"kernel_started","kernel":"k1","container_id":"c-1","at":"2026-03-01T12:00:01Z"},` +
+	`{"kind":"kernel_terminated","kernel":"k1","exit_code":3,"reason":"exited with code 3","at":"2026-03-01T12:00:02Z"}]}`
+
+func TestEventWireFormatIsUnchanged(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	code := 3
+	batch := agentrpc.Events{ID: "a1", Epoch: 4, Events: []domain.KernelEvent{
+		{Kind: domain.EventImagePullFailed, Image: "foo", Message: "not in the catalog", At: at},
+		// Session and Reason stay on the agent: the manager knows the
+		// session, and the wire carries the message only.
+		{Kind: domain.EventKernelStarted, Kernel: "k1", Session: "s1", ContainerID: "c-1", At: at.Add(time.Second)},
+		{Kind: domain.EventKernelTerminated, Kernel: "k1", Session: "s1", ExitCode: &code, Reason: domain.ReasonExited,
+			Message: "exited with code 3", At: at.Add(2 * time.Second)},
+	}}
+	got, err := json.Marshal(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(eventsJSON, string(got)); diff != "" {
+		t.Errorf("encoded batch (-want +got):\n%s", diff)
+	}
+
+	var back agentrpc.Events
+	if err := json.Unmarshal([]byte(eventsJSON), &back); err != nil {
+		t.Fatal(err)
+	}
+	want := []domain.KernelEvent{
+		{Kind: domain.EventImagePullFailed, Agent: "a1", Epoch: 4, Image: "foo", Message: "not in the catalog", At: at},
+		{Kind: domain.EventKernelStarted, Agent: "a1", Epoch: 4, Kernel: "k1", ContainerID: "c-1", At: at.Add(time.Second)},
+		{Kind: domain.EventKernelTerminated, Agent: "a1", Epoch: 4, Kernel: "k1", ExitCode: &code,
+			Message: "exited with code 3", At: at.Add(2 * time.Second)},
+	}
+	if diff := cmp.Diff(want, back.Stamp()); diff != "" {
+		t.Errorf("decoded and stamped events (-want +got):\n%s", diff)
+	}
+}
