@@ -14,8 +14,8 @@ import (
 // Images is the book every runtime keeps of its images: which Pull has
 // made available, and which pulls are under way. An image is pulled once:
 // pulls of it that arrive while one is under way wait for that one's
-// outcome, and each pull reports pull_started and then pull_finished or
-// pull_failed once.
+// outcome, and each pull reports image_pull_started and then image_pull_finished or
+// image_pull_failed once.
 type Images struct {
 	out *Outbox
 	now func() time.Time
@@ -43,7 +43,7 @@ func NewImages(out *Outbox, now func() time.Time) *Images {
 }
 
 // Pull is Runtime.Pull for runtimes whose pull runs in the caller: fetch
-// makes the image available, returning a note for pull_finished. A pull
+// makes the image available, returning a note for image_pull_finished. A pull
 // whose fetch failed because its ctx ended is not the image's fault: a
 // concurrent Pull of the same image that is still waiting tries again.
 func (im *Images) Pull(ctx context.Context, image string, fetch func(context.Context) (string, error)) error {
@@ -94,7 +94,7 @@ func (im *Images) Begin(image string) (p *Pull, first bool, err error) {
 }
 
 // Finish ends p: the image is available when err is nil, and the outcome
-// is reported with msg as pull_finished's note. A pull Cancel ended first
+// is reported with msg as image_pull_finished's note. A pull Cancel ended first
 // is left as it is.
 func (im *Images) Finish(p *Pull, msg string, err error) { im.finish(p, msg, err, false) }
 

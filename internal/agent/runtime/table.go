@@ -70,7 +70,7 @@ type Exit struct {
 }
 
 // NewTable returns an empty table that reports kernel_started and
-// kernel_exited through out, stamping with now.
+// kernel_terminated through out, stamping with now.
 func NewTable[K any](out *Outbox, now func() time.Time) *Table[K] {
 	return &Table[K]{out: out, now: now, kernels: make(map[domain.KernelID]*Kernel[K])}
 }
@@ -183,7 +183,7 @@ func (t *Table[K]) Start(k *Kernel[K], at time.Time) bool {
 // found already existing: running, or exited when st.ExitCode is set. It
 // reports nothing, since whether that is news depends on who found it;
 // the event it returns is what would describe it (kernel_started or
-// kernel_exited). ok is false, and nothing done, when k's creation has
+// kernel_terminated). ok is false, and nothing done, when k's creation has
 // already ended.
 func (t *Table[K]) Adopt(k *Kernel[K], st KernelState) (ev domain.KernelEvent, ok bool) {
 	t.mu.Lock()
@@ -246,7 +246,7 @@ func (t *Table[K]) Creating(k *Kernel[K]) bool {
 }
 
 // Exited records k's exit, as describe tells it, and reports
-// kernel_exited, once: it reports false, doing nothing, when k is not
+// kernel_terminated, once: it reports false, doing nothing, when k is not
 // running (never started, or its exit already recorded). describe runs
 // under the table's lock and learns whether Destroy (or Close) is stopping
 // k, so that a Destroy racing a kernel's own exit is either seen by the

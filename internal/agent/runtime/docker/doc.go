@@ -35,7 +35,7 @@
 //
 // A watcher goroutine per running kernel waits on the engine
 // (ContainerWait, condition not-running), then inspects the container for
-// its exit code, OOM flag and finish time, and emits kernel_exited. The
+// its exit code, OOM flag and finish time, and emits kernel_terminated. The
 // engine reports a death by signal as 128 plus the signal number, the same
 // convention KernelState documents, so codes 129 to 192 are reported as
 // signal deaths (a program that exits with such a code on its own is

@@ -275,7 +275,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
 }
 
 // create does Create's work for k, which is in the table but not started.
-// It lists k and reports it: kernel_started, or kernel_exited for an
+// It lists k and reports it: kernel_started, or kernel_terminated for an
 // adopted container that had already exited.
 func (r *Runtime) create(ctx context.Context, k *kernel, spec runtime.Spec) error {
 	if err := ctx.Err(); err != nil {

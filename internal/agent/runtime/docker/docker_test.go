@@ -61,7 +61,7 @@ func TestPullFromRegistry(t *testing.T) {
 		t.Fatalf("remove %s before the pull: %v", img, err)
 	}
 	h.Pull(img)
-	h.rec.WaitFor(t, "pull_finished", func(e domain.KernelEvent) bool { return e.Kind == domain.EventImagePullFinished })
+	h.rec.WaitFor(t, "image_pull_finished", func(e domain.KernelEvent) bool { return e.Kind == domain.EventImagePullFinished })
 	var kinds []domain.EventKind
 	for _, e := range h.rec.All() {
 		if e.Image != img {
@@ -92,9 +92,9 @@ func TestPullFromRegistry(t *testing.T) {
 	// A fresh runtime finds it on the engine without a registry pull.
 	again := newHarness(t)
 	again.Pull(img)
-	fin := again.rec.WaitFor(t, "pull_finished", func(e domain.KernelEvent) bool { return e.Kind == domain.EventImagePullFinished })
+	fin := again.rec.WaitFor(t, "image_pull_finished", func(e domain.KernelEvent) bool { return e.Kind == domain.EventImagePullFinished })
 	if !strings.Contains(fin.Message, "already present") {
-		t.Errorf("pull_finished of a present image says %q, want it to say the image was already present", fin.Message)
+		t.Errorf("image_pull_finished of a present image says %q, want it to say the image was already present", fin.Message)
 	}
 }
 
@@ -143,11 +143,11 @@ func TestPullFailures(t *testing.T) {
 					t.Errorf("Pull(%q) message %q does not say %q", tc.image, err, m)
 				}
 			}
-			failed := h.rec.WaitFor(t, "pull_failed", func(e domain.KernelEvent) bool {
+			failed := h.rec.WaitFor(t, "image_pull_failed", func(e domain.KernelEvent) bool {
 				return e.Kind == domain.EventImagePullFailed && e.Image == tc.image
 			})
 			if failed.Message != err.Error() {
-				t.Errorf("pull_failed message = %q, want the error's %q", failed.Message, err)
+				t.Errorf("image_pull_failed message = %q, want the error's %q", failed.Message, err)
 			}
 		})
 	}

@@ -39,7 +39,7 @@ func labelOf(c container.InspectResponse, key string) string {
 // adopt fills k, which is in the table and not yet started, from an
 // existing container of this agent and lists it. It returns the event that
 // tells what was found, kernel_started for a running container and
-// kernel_exited for an exited one, for the caller to report if that is
+// kernel_terminated for an exited one, for the caller to report if that is
 // news, and then to watch a running one.
 func (r *Runtime) adopt(k *kernel, c container.InspectResponse) (adoption, domain.KernelEvent, error) {
 	if got := labelOf(c, LabelAgent); got != r.cfg.AgentID {

@@ -68,7 +68,7 @@ func classifyPull(ctx context.Context, image string, err error) *PullError {
 
 // Pull asks the engine to pull image from its registry, unless the engine
 // already holds it. The first Pull of an image on this runtime reports
-// pull_started, then pull_finished or pull_failed; later ones of an image
+// image_pull_started, then image_pull_finished or image_pull_failed; later ones of an image
 // already pulled return at once. The pull runs as long as ctx allows.
 func (r *Runtime) Pull(ctx context.Context, image string) error {
 	return r.images.Pull(ctx, image, func(ctx context.Context) (string, error) {

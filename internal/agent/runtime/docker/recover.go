@@ -17,7 +17,7 @@ import (
 // sokovan.agent label), so that an agent restarted after a crash finds its
 // kernels again. Running ones are listed by Live and watched as if this
 // runtime had started them; exited ones are listed with their exit code,
-// which is reported again with kernel_exited (the manager applies a
+// which is reported again with kernel_terminated (the manager applies a
 // repeated event idempotently, and the first report may have been lost
 // with the old agent). Containers that were created but never started are
 // removed: the manager's create will be retried and makes a fresh one.

@@ -299,9 +299,9 @@ func TestUnknownImageFailsPull(t *testing.T) {
 			t.Errorf("Pull(%q) message:\n got %s\nwant %s", tc.image, err, tc.wantMsg)
 		}
 	}
-	failed := h.rec.WaitFor(t, "pull_failed", func(e domain.KernelEvent) bool { return e.Kind == domain.EventImagePullFailed && e.Image == "foo" })
+	failed := h.rec.WaitFor(t, "image_pull_failed", func(e domain.KernelEvent) bool { return e.Kind == domain.EventImagePullFailed && e.Image == "foo" })
 	if !strings.Contains(failed.Message, "not in the catalog") {
-		t.Errorf("pull_failed message = %q", failed.Message)
+		t.Errorf("image_pull_failed message = %q", failed.Message)
 	}
 	if got := h.rt.Images(); len(got) != 0 {
 		t.Errorf("Images() = %v after failed pulls, want none", got)

@@ -73,13 +73,13 @@ func (r *Recorder) WaitFor(t testing.TB, what string, pred func(domain.KernelEve
 	}
 }
 
-// Exit waits for the kernel's kernel_exited event.
+// Exit waits for the kernel's kernel_terminated event.
 func (r *Recorder) Exit(t testing.TB, id domain.KernelID) domain.KernelEvent {
 	t.Helper()
 	return r.WaitFor(t, "exit of "+string(id), IsExit(id))
 }
 
-// IsExit matches the kernel's kernel_exited events.
+// IsExit matches the kernel's kernel_terminated events.
 func IsExit(id domain.KernelID) func(domain.KernelEvent) bool {
 	return func(e domain.KernelEvent) bool { return e.Kind == domain.EventKernelTerminated && e.Kernel == id }
 }

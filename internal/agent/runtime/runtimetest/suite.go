@@ -150,7 +150,7 @@ func createOnce(s *subject) {
 	s.close()
 	s.once("kernel_started of the running kernel", IsStart(run.Kernel))
 	s.once("kernel_started of the exited kernel", IsStart(done.Kernel))
-	s.once("kernel_exited of the exited kernel", IsExit(done.Kernel))
+	s.once("kernel_terminated of the exited kernel", IsExit(done.Kernel))
 }
 
 // concurrentCreate: Creates of one new id that race start it once; every
@@ -201,7 +201,7 @@ func destroyIdempotent(s *subject) {
 		s.t.Errorf("exit event = %+v, want reason %q", ev, domain.ReasonDestroyed)
 	}
 	s.close()
-	s.once("kernel_exited", IsExit(spec.Kernel))
+	s.once("kernel_terminated", IsExit(spec.Kernel))
 }
 
 // liveSorted: Live lists by id whatever the order of creation.
@@ -255,7 +255,7 @@ func exitOnce(s *subject) {
 		s.t.Errorf("exited kernel still listed after Destroy")
 	}
 	s.close()
-	s.once("kernel_exited", IsExit(spec.Kernel))
+	s.once("kernel_terminated", IsExit(spec.Kernel))
 }
 
 // closeEnds: Close destroys every kernel and reports it, after which Pull
@@ -264,7 +264,7 @@ func closeEnds(s *subject) {
 	spec := s.spec("left", s.kit.Sleep)
 	s.Start(spec)
 	s.close()
-	s.once("kernel_exited", IsExit(spec.Kernel))
+	s.once("kernel_terminated", IsExit(spec.Kernel))
 	if ev := s.rec.Exit(s.t, spec.Kernel); ev.Reason != domain.ReasonDestroyed {
 		s.t.Errorf("exit event = %+v, want reason %q", ev, domain.ReasonDestroyed)
 	}
