@@ -5,7 +5,9 @@
 #   - Redis on 127.0.0.1:6379 and etcd on 127.0.0.1:2379;
 #   - a Docker engine of our own on unix:///tmp/sokovan-docker/docker.sock,
 #     for internal/agent/runtime/docker's tests;
-#   - chromium, which internal/web's browser tests drive (nothing to start).
+#   - chromium, which internal/web's browser tests drive (nothing to start);
+#   - a one-node SLURM cluster (munge, slurmd, slurmctld, partition "debug")
+#     for internal/agent/runtime/slurm's tests.
 # Installs the packages when they are missing.
 set -euo pipefail
 
@@ -108,6 +110,48 @@ install_chromium() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 chromium
 }
 
+# One node, this host, as root without systemd; the configuration is
+# .ci/slurm/slurm.conf.in with this machine's name, CPUs and memory from
+# `slurmd -C`. There is no accounting (no slurmdbd), so sacct answers
+# nothing here.
+slurm_up() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
+
+start_slurm() {
+  if slurm_up && sinfo -h -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then return; fi
+  if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 \
+      slurm-wlm slurmctld slurmd slurm-client munge
+  fi
+  local here host cpus mem
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  host=$(hostname -s)
+  cpus=$(slurmd -C | sed -n 's/.*CPUs=\([0-9]*\).*/\1/p' | head -1)
+  mem=$(slurmd -C | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' | head -1)
+  mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm /run/munge
+  sed -e "s/@HOST@/$host/g" -e "s/@CPUS@/$cpus/g" -e "s/@MEM@/$mem/g" "$here/slurm/slurm.conf.in" >/etc/slurm/slurm.conf
+  if ! pgrep -x munged >/dev/null; then
+    [ -s /etc/munge/munge.key ] || mungekey --create --keyfile=/etc/munge/munge.key 2>/dev/null ||
+      dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 2>/dev/null
+    chown -R munge:munge /etc/munge /run/munge /var/lib/munge /var/log/munge 2>/dev/null || true
+    chmod 0400 /etc/munge/munge.key
+    # As the munge user, which munged insists on unless --force.
+    su -s /bin/sh munge -c 'munged' 2>/dev/null || munged --force
+  fi
+  wait_for "munge -n | unmunge"
+  if ! pgrep -x slurmd >/dev/null; then setsid slurmd </dev/null >/dev/null 2>&1; fi
+  if ! pgrep -x slurmctld >/dev/null; then setsid slurmctld </dev/null >/dev/null 2>&1; fi
+  if ! wait_for slurm_up; then
+    echo "slurmctld did not come up; the end of its log:" >&2
+    tail -n 30 /var/log/slurm/slurmctld.log >&2 || true
+    return 1
+  fi
+  # A node left DOWN by an earlier run (or unknown after a restart) takes
+  # no jobs until it is resumed.
+  scontrol update nodename="$host" state=resume >/dev/null 2>&1 || true
+  wait_for "sinfo -h -o %t | grep -qE '^(idle|mix|alloc)'"
+}
+
 case "${1:-start}" in
   start)
     start_postgres
@@ -115,6 +159,8 @@ case "${1:-start}" in
     start_etcd
     start_docker
     install_chromium
+    start_slurm
     ;;
-  *) echo "usage: $0 start" >&2; exit 2 ;;
+  slurm) start_slurm ;;
+  *) echo "usage: $0 [start|slurm]" >&2; exit 2 ;;
 esac

@@ -17,6 +17,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/docker"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/slurm"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -25,6 +26,7 @@ func newAgentDaemonCmd() *cobra.Command {
 	var cfg agent.Config
 	var id, kind, dataDir, cpu, mem, dockerHost, kernelUIDs string
 	var asAgentUser bool
+	var sl slurm.Config
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run an agent daemon that registers with a manager",
@@ -54,6 +56,15 @@ func newAgentDaemonCmd() *cobra.Command {
 				if mem != "" {
 					cfg.Capacity["mem"] = mem
 				}
+			}
+			if kind == "slurm" && cpu == "" && mem == "" {
+				// The partition's nodes, not this host, are what the agent
+				// offers. Read once: capacity travels only with registration.
+				caps, err := slurm.Capacity(cmd.Context(), sl.Commands, sl.Partition)
+				if err != nil {
+					return err
+				}
+				cfg.Capacity = caps
 			}
 			a, err := agent.New(cfg)
 			if err != nil {
@@ -87,13 +98,28 @@ func newAgentDaemonCmd() *cobra.Command {
 					return err
 				}
 				rt = d
+			case "slurm":
+				sl.Sink, sl.Log = a.Sink, cfg.Log
+				if sl.WorkDir == "" {
+					sl.WorkDir = filepath.Join(dataDir, "slurm")
+				}
+				s, err := slurm.New(sl)
+				if err != nil {
+					return err
+				}
+				// Re-adopt the jobs an earlier run of this agent submitted,
+				// so registration reports them.
+				if err := s.Recover(cmd.Context()); err != nil {
+					return err
+				}
+				rt = s
 			case "sim":
 				rt, err = sim.New(sim.Config{Sink: a.Sink})
 				if err != nil {
 					return err
 				}
 			default:
-				return fmt.Errorf("--runtime %q: want process, docker or sim", kind)
+				return fmt.Errorf("--runtime %q: want process, docker, slurm or sim", kind)
 			}
 			return a.Run(cmd.Context(), rt)
 		},
@@ -103,7 +129,7 @@ func newAgentDaemonCmd() *cobra.Command {
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", 5*time.Second, "heartbeat interval")
 	f.StringVar(&cfg.Token, "token", "", "agent token (or SOKOVAN_AGENT_TOKEN)")
 	f.StringVar(&cfg.ResourceGroup, "resource-group", "default", "resource group to join")
-	f.StringVar(&kind, "runtime", "process", "runtime: process, docker or sim")
+	f.StringVar(&kind, "runtime", "process", "runtime: process, docker, slurm or sim")
 	f.StringVar(&dockerHost, "docker-host", "", "Docker engine address (default: DOCKER_HOST or the local socket)")
 	f.StringVar(&id, "id", "", "agent id (default: the host name)")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:6001", "RPC listen address")
@@ -114,6 +140,12 @@ func newAgentDaemonCmd() *cobra.Command {
 	f.IntVar(&cfg.MaxKernels, "max-kernels", agent.DefaultMaxKernels, "cap on kernels placed here (-1: none)")
 	f.StringVar(&kernelUIDs, "kernel-uids", "", "process runtime as root: user ids kernels run as, FIRST-LAST, one per kernel (default 2000000000-2000065535)")
 	f.BoolVar(&asAgentUser, "run-as-agent-user", false, "process runtime: run kernels as the agent's own user even when that is root (trusted machines only)")
+	f.StringVar(&sl.Partition, "slurm-partition", "", "slurm runtime: partition jobs are submitted to (required)")
+	f.StringVar(&sl.Account, "slurm-account", "", "slurm runtime: sbatch --account")
+	f.StringVar(&sl.WorkDir, "slurm-workdir", "", "slurm runtime: job scripts, outputs and status files, on a file system the compute nodes share (default: DATA-DIR/slurm)")
+	f.DurationVar(&sl.PollInterval, "slurm-poll", 2*time.Second, "slurm runtime: how often one squeue call polls every job")
+	f.DurationVar(&sl.TimeLimit, "slurm-time", 0, "slurm runtime: sbatch --time for every job (0: the partition's default)")
+	f.BoolVar(&sl.AllowCommand, "slurm-allow-command", false, "slurm runtime: let a session's command replace its image's (runs any program as the agent's user)")
 	return cmd
 }
 

@@ -1,0 +1,20 @@
+// Package slurm is an agent runtime that runs each kernel as a batch job on
+// a SLURM cluster (seed 002, after interLink's SLURM plugin): Create submits
+// a generated script with sbatch and returns; one squeue call per poll
+// interval, for every job of the runtime at once, moves kernels through the
+// mapping table in states.go; Destroy is scancel, polite and then forced.
+//
+// It owns the job script and its status file (the kernel's exit code,
+// written by the script and read before SLURM's own code), the per-kernel
+// state file in the work directory that lets Recover re-adopt jobs after an
+// agent restart, the SLURM state table and the reading of the SLURM CLIs
+// (sbatch, squeue, scontrol, scancel, sinfo), run through os/exec at paths
+// Commands may override.
+//
+// A kernel whose job is queued is still being created: Live leaves it out
+// and kernel_started is reported only once SLURM runs the job; Queued says
+// why it waits. A slurmctld outage never by itself ends a running kernel.
+//
+// It may import internal/agent/runtime, internal/domain and the standard
+// library; nothing from the coordinator, the scheduler or the store.
+package slurm

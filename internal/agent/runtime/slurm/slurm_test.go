@@ -1,0 +1,314 @@
+package slurm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/slurm"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// startWaiter makes Create wait for the kernel's start, as the Runtime
+// contract words it. The slurm runtime returns once sbatch has taken the
+// job, since a job may queue for hours; the conformance suite checks Live
+// right after Create, so it runs through this adapter.
+type startWaiter struct{ *slurm.Runtime }
+
+func (s startWaiter) Create(ctx context.Context, spec runtime.Spec) error {
+	if err := s.Runtime.Create(ctx, spec); err != nil {
+		return err
+	}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		for _, st := range s.Live() {
+			if st.ID == spec.Kernel {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func TestConformance(t *testing.T) {
+	requireSlurm(t)
+	runtimetest.Run(t, runtimetest.DevImages(runtimetest.Kit{
+		Open: func(t *testing.T, sink runtime.Sink) runtime.Runtime {
+			return startWaiter{open(t, sink, nil)}
+		},
+		Wait: 30 * time.Second,
+	}))
+}
+
+type env struct {
+	t   *testing.T
+	rt  *slurm.Runtime
+	rec *runtimetest.Recorder
+	d   runtimetest.Driver
+}
+
+func newEnv(t *testing.T, edit func(*slurm.Config)) *env {
+	requireSlurm(t)
+	rec := runtimetest.NewRecorder(30 * time.Second)
+	rt := open(t, rec.Sink, edit)
+	return &env{t: t, rt: rt, rec: rec, d: runtimetest.Driver{T: t, Runtime: rt, Wait: 30 * time.Second}}
+}
+
+func (e *env) spec(image string, env map[string]string) runtime.Spec {
+	id := domain.KernelID("k-" + runtimetest.RandomHex(e.t, 4))
+	return runtime.Spec{Kernel: id, Session: "s-" + domain.SessionID(id), Image: image, Env: env}
+}
+
+// jobOf is the kernel's job id, from its state file.
+func jobOf(t *testing.T, dir string, id domain.KernelID) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, string(id), "job.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), `"job_id":"`)
+	job, _, _ := strings.Cut(rest, `"`)
+	if job == "" {
+		t.Fatalf("no job id in %s", b)
+	}
+	return job
+}
+
+func slurmState(t *testing.T, job string) string {
+	t.Helper()
+	out, err := exec.Command("squeue", "-h", "-j", job, "--states=all", "-o", "%T").Output()
+	if err != nil {
+		t.Fatalf("squeue -j %s: %v", job, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Real jobs end with their codes: exit:0 and exit:3, from the status file.
+func TestExitCodes(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, code := range []int{0, 3} {
+		spec := e.spec(fmt.Sprintf("exit:%d", code), map[string]string{"SOKOVAN_EXIT_AFTER": "0"})
+		e.d.Start(spec)
+		ev := e.rec.Exit(t, spec.Kernel)
+		if got := runtimetest.Code(ev); got != code || ev.Reason != domain.ReasonExited {
+			t.Errorf("exit:%d ended with code %d, reason %q; want %d, %q", code, got, ev.Reason, code, domain.ReasonExited)
+		}
+		e.rec.WaitFor(t, "start of "+string(spec.Kernel), runtimetest.IsStart(spec.Kernel))
+	}
+}
+
+// A sleep job runs until cancelled: Destroy is scancel, reported as
+// destroyed, and SLURM shows the job cancelled.
+func TestSleepRunsUntilDestroyed(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnv(t, func(c *slurm.Config) { c.WorkDir = dir })
+	spec := e.spec("sleep", nil)
+	e.d.Start(spec)
+	e.rec.WaitFor(t, "start", runtimetest.IsStart(spec.Kernel))
+	job := jobOf(t, dir, spec.Kernel)
+	time.Sleep(3 * poll)
+	if st, ok := e.d.Live(spec.Kernel); !ok || !st.Running {
+		t.Fatalf("Live has %+v (listed %v), want running", st, ok)
+	}
+	e.d.Destroy(spec.Kernel, 5*time.Second)
+	ev := e.rec.Exit(t, spec.Kernel)
+	if ev.Reason != domain.ReasonDestroyed {
+		t.Errorf("exit = %+v, want reason destroyed", ev)
+	}
+	// TERM reached the kernel: the script recorded 143 rather than SLURM
+	// killing it.
+	if got := runtimetest.Code(ev); got != 143 {
+		t.Errorf("exit code %d, want 143 (SIGTERM through the script)", got)
+	}
+	if st := slurmState(t, job); st != "CANCELLED" && st != "COMPLETED" && st != "FAILED" {
+		t.Errorf("SLURM state of job %s = %q, want it ended", job, st)
+	}
+}
+
+// A job that asks for more CPUs than the partition has stays pending: the
+// kernel stays in creation, and Queued says why.
+func TestOversizedJobStaysQueued(t *testing.T) {
+	e := newEnv(t, nil)
+	reg := domain.DefaultRegistry()
+	slots, err := reg.ParseSlots(map[string]string{"cpu": "64", "mem": "64m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := e.spec("sleep", nil)
+	spec.Slots, spec.Registry = slots, reg
+	e.d.Start(spec)
+	var note string
+	wait(t, "a SLURM reason", func() bool {
+		q := e.rt.Queued()
+		if len(q) == 1 && q[0].Note != "queued in SLURM: submitted" {
+			note = q[0].Note
+			return true
+		}
+		return false
+	})
+	if !strings.HasPrefix(note, "queued in SLURM: ") || strings.TrimPrefix(note, "queued in SLURM: ") == "" {
+		t.Errorf("note = %q, want queued in SLURM: <reason>", note)
+	}
+	t.Logf("note: %s", note)
+	time.Sleep(3 * poll)
+	if _, ok := e.d.Live(spec.Kernel); ok {
+		t.Errorf("a queued kernel is listed by Live")
+	}
+	if n := e.rec.Count(runtimetest.IsStart(spec.Kernel)); n != 0 {
+		t.Errorf("%d kernel_started events for a queued job", n)
+	}
+	e.d.Destroy(spec.Kernel, time.Second)
+	if len(e.rt.Queued()) != 0 {
+		t.Errorf("still queued after Destroy: %+v", e.rt.Queued())
+	}
+}
+
+// scontrol suspend and resume leave a started kernel running: SUSPENDED
+// is not an end.
+func TestSuspendResumeKeepsRunning(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnv(t, func(c *slurm.Config) { c.WorkDir = dir })
+	spec := e.spec("sleep", nil)
+	e.d.Start(spec)
+	e.rec.WaitFor(t, "start", runtimetest.IsStart(spec.Kernel))
+	job := jobOf(t, dir, spec.Kernel)
+	for _, verb := range []string{"suspend", "resume"} {
+		if out, err := exec.Command("scontrol", verb, job).CombinedOutput(); err != nil {
+			t.Fatalf("scontrol %s %s: %v: %s", verb, job, err, out)
+		}
+		want := map[string]string{"suspend": "SUSPENDED", "resume": "RUNNING"}[verb]
+		wait(t, "job "+want, func() bool { return slurmState(t, job) == want })
+		time.Sleep(3 * poll)
+		if st, ok := e.d.Live(spec.Kernel); !ok || !st.Running {
+			t.Fatalf("after %s, Live has %+v (listed %v), want running", verb, st, ok)
+		}
+	}
+	if n := e.rec.Count(runtimetest.IsExit(spec.Kernel)); n != 0 {
+		t.Errorf("%d exits reported for a suspended and resumed job", n)
+	}
+}
+
+// With squeue failing, a running kernel stays running and one that ends is
+// ended from its status file.
+func TestSqueueFailureFallsBackToStatusFiles(t *testing.T) {
+	bin := t.TempDir()
+	sq := shim(t, bin, "squeue")
+	e := newEnv(t, func(c *slurm.Config) { c.Commands.Squeue = sq })
+	sleeper := e.spec("sleep", nil)
+	exiter := e.spec("exit:7", map[string]string{"SOKOVAN_EXIT_AFTER": "3"})
+	e.d.Start(sleeper)
+	e.d.Start(exiter)
+	e.rec.WaitFor(t, "start", runtimetest.IsStart(sleeper.Kernel))
+	e.rec.WaitFor(t, "start", runtimetest.IsStart(exiter.Kernel))
+	if err := os.WriteFile(sq+".fail", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ev := e.rec.Exit(t, exiter.Kernel)
+	if runtimetest.Code(ev) != 7 || !strings.Contains(ev.Message, "squeue failed") {
+		t.Errorf("exit = %+v, want code 7 from the status file, squeue failed", ev)
+	}
+	time.Sleep(3 * poll)
+	if st, ok := e.d.Live(sleeper.Kernel); !ok || !st.Running {
+		t.Errorf("during the outage Live has %+v (listed %v), want running", st, ok)
+	}
+	_ = os.Remove(sq + ".fail")
+}
+
+// An agent restart re-adopts its jobs: a new runtime on the same work
+// directory lists the running job, with its start, and can destroy it.
+func TestRecoverReadoptsRunningJobs(t *testing.T) {
+	requireSlurm(t)
+	dir := t.TempDir()
+	rec1 := runtimetest.NewRecorder(30 * time.Second)
+	rt1, err := slurm.New(slurm.Config{WorkDir: dir, Partition: partition, PollInterval: poll, Sink: rec1.Sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1 := runtimetest.Driver{T: t, Runtime: rt1, Wait: 30 * time.Second}
+	run := runtime.Spec{Kernel: domain.KernelID("rec-" + runtimetest.RandomHex(t, 4)), Session: "s", Image: "sleep"}
+	done := runtime.Spec{Kernel: domain.KernelID("recx-" + runtimetest.RandomHex(t, 4)), Session: "s", Image: "exit:5",
+		Env: map[string]string{"SOKOVAN_EXIT_AFTER": "2"}}
+	d1.Start(run)
+	d1.Start(done)
+	rec1.WaitFor(t, "start", runtimetest.IsStart(run.Kernel))
+	rec1.WaitFor(t, "start", runtimetest.IsStart(done.Kernel))
+	before, _ := d1.Live(run.Kernel)
+	slurm.Abandon(rt1) // the agent dies; its jobs go on
+	time.Sleep(3 * time.Second)
+
+	e := newEnv(t, func(c *slurm.Config) { c.WorkDir = dir })
+	if err := e.rt.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st, ok := e.d.Live(run.Kernel)
+	if !ok || !st.Running || !st.StartedAt.Equal(before.StartedAt) {
+		t.Fatalf("after Recover Live has %+v (listed %v), want running since %v", st, ok, before.StartedAt)
+	}
+	ev := e.rec.Exit(t, done.Kernel)
+	if runtimetest.Code(ev) != 5 {
+		t.Errorf("the job that ended while the agent was away: %+v, want code 5", ev)
+	}
+	if n := e.rec.Count(runtimetest.IsStart(run.Kernel)); n != 0 {
+		t.Errorf("a re-adopted running kernel was reported started again (%d)", n)
+	}
+	e.d.Destroy(run.Kernel, time.Second)
+	if ev := e.rec.Exit(t, run.Kernel); ev.Reason != domain.ReasonDestroyed {
+		t.Errorf("exit = %+v, want destroyed", ev)
+	}
+}
+
+// Polling is batched: with N jobs the runtime calls squeue once per
+// interval, not once per job.
+func TestSqueueIsBatched(t *testing.T) {
+	n := 50
+	if testing.Short() {
+		n = 20
+	}
+	bin := t.TempDir()
+	sq := shim(t, bin, "squeue")
+	e := newEnv(t, func(c *slurm.Config) { c.Commands.Squeue = sq })
+	e.d.Pull("sleep")
+	var ids []domain.KernelID
+	for range n {
+		spec := e.spec("sleep", nil)
+		e.d.Create(spec)
+		ids = append(ids, spec.Kernel)
+	}
+	wait(t, "every job running", func() bool { return len(e.rt.Live()) == n })
+	before := calls(t, sq)
+	window := 10 * poll
+	time.Sleep(window)
+	got := calls(t, sq) - before
+	t.Logf("%d jobs: %d squeue calls in %v (poll interval %v)", n, got, window, poll)
+	if max := int(window/poll) + 2; got > max || got == 0 {
+		t.Errorf("%d squeue calls in %v for %d jobs, want 1 to %d (one per interval)", got, window, n, max)
+	}
+	for _, id := range ids {
+		e.d.Destroy(id, 0)
+	}
+}
+
+func calls(t *testing.T, shim string) int {
+	t.Helper()
+	b, err := os.ReadFile(shim + ".log")
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
