@@ -80,6 +80,8 @@ func BenchmarkSchedule(b *testing.B) {
 		agents, sessions int
 	}{
 		{"1k_agents_10k_sessions", 1_000, 10_000},
+		{"2k_agents_20k_sessions", 2_000, 20_000},
+		{"5k_agents_50k_sessions", 5_000, 50_000},
 		{"10k_agents_100k_sessions", 10_000, 100_000},
 	} {
 		b.Run(size.name, func(b *testing.B) {
