@@ -64,8 +64,8 @@ type Session struct {
 	User      *owner
 	Project   *owner
 	Domain    *owner
-	// tiers are the candidate agent lists to try in order.
-	tiers [][]int32
+	// tiers are the candidate agents to try, in order.
+	tiers []tier
 	// eligible is the union of tiers, the agents a blocker speaks of.
 	eligible *candidates
 }
@@ -82,9 +82,38 @@ type candidates struct {
 	maxKCap int32 // largest kernel cap among candidates (when all are capped)
 	version uint64
 	valid   bool
-	// custom lists are built for one session (designated or avoided
+	// custom lists are built for one session (strictly designated
 	// agents) and are not worth caching maxima for.
 	custom bool
+	// indexes hold the set in the order of each Ranker that asked, built
+	// on first use: a round normally runs one selector.
+	indexes []*agentIndex
+	// maxCap, maxKCap and allCapped do not change in a round; with an
+	// index at hand they are all refresh still has to scan for, once.
+	capsKnown bool
+	allCapped bool
+	// tiers is the single tier of a session with no designated or
+	// avoided agents, shared by all of them.
+	tiers []tier
+	// misses are requests no candidate could take. Reservations only
+	// shrink free slots, so a request at least as large in every slot it
+	// names, and in kernels, cannot fit either: once a group is full, most
+	// sessions are turned away here, whereas the maxima cannot tell "no
+	// single agent has both the cpu and the memory". missGen is
+	// State.given when they were taken; anything given back voids them.
+	misses  []*Request
+	missGen uint64
+}
+
+// tier is one preference level of agents for a session.
+type tier struct {
+	// list is the tier's agents in index order; for a tier drawn from a
+	// whole candidate set it is filled only when a plain Selector needs it.
+	list []int32
+	// all, when set, makes the tier all of that candidate set but the
+	// agents in except (sorted), which a Ranker's index answers directly.
+	all    *candidates
+	except []int32
 }
 
 // State is one round's mutable view of a Snapshot: free slots per agent
@@ -110,7 +139,12 @@ type State struct {
 	// Cursor is the round-robin position: the last agent chosen.
 	Cursor domain.AgentID
 
-	version  uint64
+	version uint64
+	// given counts Unreserve calls, which void every candidate set's misses.
+	given uint64
+	// indexes are every agentIndex of the round, which each reservation
+	// keeps up to date.
+	indexes  []*agentIndex
 	byID     map[domain.AgentID]int32
 	byArch   map[string]*candidates
 	usable   int
@@ -297,10 +331,19 @@ func (st *State) Reserve(a int32, req *Request) {
 	st.Kernels[a] += req.Kernels
 	st.updateUtil(a)
 	st.version++
+	for _, ix := range st.indexes {
+		ix.update(a)
+	}
 }
 
-// Unreserve gives back what Reserve took; it undoes a partial gang.
+// Unreserve gives back what Reserve took.
 func (st *State) Unreserve(a int32, req *Request) {
+	st.given++
+	st.unreserve(a, req)
+}
+
+// unreserve undoes a partial gang; the caller keeps the misses true.
+func (st *State) unreserve(a int32, req *Request) {
 	base := int(a) * st.N
 	for _, am := range req.Amounts {
 		st.Free[base+int(am.Slot)] = domain.AddSat(st.Free[base+int(am.Slot)], am.Q)
@@ -308,6 +351,9 @@ func (st *State) Unreserve(a int32, req *Request) {
 	st.Kernels[a] -= req.Kernels
 	st.updateUtil(a)
 	st.version++
+	for _, ix := range st.indexes {
+		ix.update(a)
+	}
 }
 
 func (st *State) updateUtil(a int32) {
@@ -375,8 +421,24 @@ func (st *State) archCandidates(arch string) *candidates {
 			c.idx = append(c.idx, int32(i))
 		}
 	}
+	c.tiers = []tier{{list: c.idx, all: c}}
 	st.byArch[arch] = c
 	return c
+}
+
+// index returns c in r's order, building the index on first use.
+func (st *State) index(c *candidates, r Ranker) *agentIndex {
+	name := r.Name()
+	for _, ix := range c.indexes {
+		if ix.name == name {
+			return ix
+		}
+	}
+	ix := newAgentIndex(st, c.idx, r)
+	ix.name = name
+	c.indexes = append(c.indexes, ix)
+	st.indexes = append(st.indexes, ix)
+	return ix
 }
 
 // refresh recomputes the candidates' maxima if the round moved on.
@@ -388,6 +450,10 @@ func (st *State) refresh(c *candidates) {
 	if c.maxFree == nil {
 		c.maxFree = make(domain.Vec, n)
 		c.maxCap = make(domain.Vec, n)
+	}
+	if len(c.indexes) > 0 {
+		st.refreshFromIndex(c, c.indexes[0])
+		return
 	}
 	for s := range n {
 		c.maxFree[s] = 0
@@ -408,6 +474,35 @@ func (st *State) refresh(c *candidates) {
 				c.maxRoom = -1
 			}
 		}
+	}
+	c.version = st.version
+	c.valid = true
+}
+
+// refreshFromIndex reads the free maxima off the index's root, and scans
+// only once for the capacities, which a round does not change.
+func (st *State) refreshFromIndex(c *candidates, ix *agentIndex) {
+	n := st.N
+	if !c.capsKnown {
+		c.allCapped = true
+		for _, a := range c.idx {
+			base := int(a) * n
+			for s := range n {
+				c.maxCap[s] = max(c.maxCap[s], st.Cap[base+s])
+			}
+			if mk := st.Agents[a].MaxKernels; mk > 0 {
+				c.maxKCap = max(c.maxKCap, mk)
+			} else {
+				c.allCapped = false
+			}
+		}
+		c.capsKnown = true
+	}
+	room := ix.maxima(c.maxFree)
+	if c.allCapped {
+		c.maxRoom = max(room, 0)
+	} else {
+		c.maxRoom = -1
 	}
 	c.version = st.version
 	c.valid = true
@@ -445,3 +540,31 @@ func (st *State) searchID(id domain.AgentID) int32 {
 // CursorIndex is the agent index round-robin starts from: the first agent
 // after the cursor, in ID order.
 func (st *State) CursorIndex() int32 { return st.searchID(st.Cursor) }
+
+// missed reports that req covers a request none of c could take.
+func (st *State) missed(c *candidates, req *Request) bool {
+	if c.missGen != st.given {
+		c.misses, c.missGen = c.misses[:0], st.given
+	}
+	for _, m := range c.misses {
+		if covers(req, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// covers reports whether req asks for at least what m does: kernels, and
+// every slot m names. A slot m leaves at zero is never checked for m, so
+// req may ask anything of it.
+func covers(req, m *Request) bool {
+	if req.Kernels < m.Kernels {
+		return false
+	}
+	for _, am := range m.Amounts {
+		if q := req.Vec[am.Slot]; q == 0 || q < am.Q {
+			return false
+		}
+	}
+	return true
+}
