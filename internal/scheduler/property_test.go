@@ -59,6 +59,12 @@ func genSnapshotSized(t *rapid.T, maxAgents, maxSessions int) *framework.Snapsho
 		agents[i] = a
 	}
 	users := []string{"u1", "u2", "u3"}
+	// Most sessions take one of a few sizes, as real ones do, so rounds
+	// meet the same request again after the agents changed under it.
+	sizes := make([]domain.Vec, rapid.IntRange(1, 4).Draw(t, "sizes"))
+	for i := range sizes {
+		sizes[i] = vec("size", 6, 16, 2)
+	}
 	nSessions := rapid.IntRange(0, maxSessions).Draw(t, "sessions")
 	pending := make([]framework.PendingSession, nSessions)
 	deps := map[domain.SessionID]framework.DependencyState{}
@@ -108,7 +114,10 @@ func genSnapshotSized(t *rapid.T, maxAgents, maxSessions int) *framework.Snapsho
 			}
 		}
 		p := b.Obj()
-		req := vec("req", 6, 16, 2)
+		req := rapid.SampledFrom(sizes).Draw(t, "req").Clone()
+		if rapid.IntRange(0, 3).Draw(t, "odd") == 0 {
+			req = vec("req", 6, 16, 2)
+		}
 		for k := range p.Kernels {
 			p.Kernels[k].Requested = req.Clone()
 		}

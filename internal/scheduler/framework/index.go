@@ -37,7 +37,31 @@ type agentIndex struct {
 	maxFree []domain.Quantity
 	// maxRoom is the most kernels any agent of the subtree can still take.
 	maxRoom []int32
+	// best is, per request shape, the first agent in order that fits it
+	// (-1: none, unknown: not asked yet, stale: search again from
+	// from[shape]). A change to one agent can move the answer only through
+	// that agent, so update keeps every known answer exact in O(1), and a
+	// search starts where the last one stopped instead of passing the same
+	// full agents again: once a group fills up, the first fit for
+	// concentrated lies behind thousands of busy agents whose subtree
+	// maxima still admit the request.
+	best []int32
+	// from holds, for a stale shape, a bound before which no agent fits.
+	from []bound
+	// known lists the shapes with an answer in best, and req one request
+	// of each shape, to test a changed agent against.
+	known []int32
+	req   []*Request
 }
+
+const (
+	unknown = -2
+	stale   = -3
+)
+
+// maxKnown bounds the answers kept, since update revisits each of them:
+// with more distinct shapes than this, the rest are searched every time.
+const maxKnown = 256
 
 func newAgentIndex(st *State, idx []int32, r Ranker) *agentIndex {
 	m := len(idx)
@@ -51,6 +75,14 @@ func newAgentIndex(st *State, idx []int32, r Ranker) *agentIndex {
 		rank:    make([]Rank, m),
 		maxFree: make([]domain.Quantity, m*st.N),
 		maxRoom: make([]int32, m),
+	}
+	if !ix.byIdx {
+		ix.best = make([]int32, st.shapes)
+		ix.from = make([]bound, st.shapes)
+		ix.req = make([]*Request, st.shapes)
+		for i := range ix.best {
+			ix.best[i] = unknown
+		}
 	}
 	for a := range ix.node {
 		ix.node[a] = -1
@@ -165,23 +197,52 @@ func (ix *agentIndex) mayFit(n int32, req *Request) bool {
 	return true
 }
 
-// first returns the first agent in order that fits req, is at index start
-// or later (meaningful in index order only) and is not in except (sorted);
-// -1 when there is none.
-func (ix *agentIndex) first(n int32, req *Request, start int32, except []int32) int32 {
+// bound is a place in the order: the key an agent has or had.
+type bound struct {
+	on    bool
+	rank  Rank
+	agent int32
+}
+
+// at returns the bound at node n's key.
+func (ix *agentIndex) at(n int32) bound {
+	return bound{on: true, rank: ix.rank[n], agent: ix.agent[n]}
+}
+
+// before reports whether node n comes before b.
+func (ix *agentIndex) before(n int32, b bound) bool {
+	if !b.on {
+		return false
+	}
+	if !ix.byIdx {
+		r := ix.rank[n]
+		if r.Key != b.rank.Key {
+			return r.Key < b.rank.Key
+		}
+		if r.Tie != b.rank.Tie {
+			return r.Tie < b.rank.Tie
+		}
+	}
+	return ix.agent[n] < b.agent
+}
+
+// first returns the first agent in order under n that fits req, is not
+// before b and is not in except (sorted); -1 when there is none.
+func (ix *agentIndex) first(n int32, req *Request, b bound, except []int32) int32 {
 	for n >= 0 && ix.mayFit(n, req) {
-		a := ix.agent[n]
-		if ix.byIdx && a < start {
+		if ix.before(n, b) {
+			// So is its left subtree.
 			n = ix.right[n]
 			continue
 		}
-		if r := ix.first(ix.left[n], req, start, except); r >= 0 {
+		if r := ix.first(ix.left[n], req, b, except); r >= 0 {
 			return r
 		}
+		a := ix.agent[n]
 		if ix.st.Fits(a, req) && !contains(except, a) {
 			return a
 		}
-		n, start = ix.right[n], -1
+		n, b = ix.right[n], bound{}
 	}
 	return -1
 }
@@ -194,35 +255,77 @@ func contains(sorted []int32, a int32) bool {
 // selectFirst is the index's answer to Ranker.Select over the whole
 // candidate set less except.
 func (ix *agentIndex) selectFirst(req *Request, except []int32) int32 {
-	if !ix.byIdx {
-		return ix.first(ix.root, req, -1, except)
+	if ix.byIdx {
+		start := bound{on: true, agent: ix.st.CursorIndex()}
+		if a := ix.first(ix.root, req, start, except); a >= 0 {
+			return a
+		}
+		// Nothing fits after the cursor: wrap around to the lowest index.
+		return ix.first(ix.root, req, bound{}, except)
 	}
-	if a := ix.first(ix.root, req, ix.st.CursorIndex(), except); a >= 0 {
+	if len(except) > 0 {
+		return ix.first(ix.root, req, bound{}, except)
+	}
+	switch a := ix.best[req.shape]; a {
+	case stale:
+		a = ix.first(ix.root, req, ix.from[req.shape], nil)
+		ix.best[req.shape] = a
+		return a
+	case unknown:
+	default:
 		return a
 	}
-	// Nothing fits after the cursor: wrap around to the lowest index.
-	return ix.first(ix.root, req, -1, except)
+	a := ix.first(ix.root, req, bound{}, nil)
+	if len(ix.known) < maxKnown {
+		ix.best[req.shape] = a
+		ix.req[req.shape] = req
+		ix.known = append(ix.known, req.shape)
+	}
+	return a
 }
 
 // update re-ranks agent a and refreshes the maxima above it after its free
-// slots or kernels changed.
+// slots or kernels changed, then brings the known answers up to date. Only
+// a changed, so for a shape whose first fit was another agent c, the new
+// first fit is a if a fits now and comes before c, else still c. If it was
+// a, no agent before a's old place fits: it is still a if a fits and moved
+// no later, else the first fit from a's old place on, which the next ask
+// searches for. A stale shape's bound moves back to a if a fits before it.
 func (ix *agentIndex) update(a int32) {
 	n := ix.node[a]
 	if n < 0 {
 		return
 	}
+	old := ix.at(n)
 	var r Rank
 	if !ix.byIdx {
 		r = ix.ranker.Rank(ix.st, a)
 	}
 	if r == ix.rank[n] {
 		ix.root = ix.touch(ix.root, n)
-		return
+	} else {
+		ix.root = ix.remove(ix.root, n)
+		ix.rank[n] = r
+		ix.left[n], ix.right[n] = -1, -1
+		ix.root = ix.insert(ix.root, n)
 	}
-	ix.root = ix.remove(ix.root, n)
-	ix.rank[n] = r
-	ix.left[n], ix.right[n] = -1, -1
-	ix.root = ix.insert(ix.root, n)
+	for _, sh := range ix.known {
+		req := ix.req[sh]
+		c := ix.best[sh]
+		fits := ix.st.Fits(a, req)
+		switch {
+		case c == stale:
+			if fits && ix.before(n, ix.from[sh]) {
+				ix.from[sh] = ix.at(n)
+			}
+		case c == a:
+			if later := !ix.before(n, old) && ix.at(n) != old; !fits || later {
+				ix.best[sh], ix.from[sh] = stale, old
+			}
+		case fits && (c < 0 || ix.less(n, ix.node[c])):
+			ix.best[sh] = a
+		}
+	}
 }
 
 // touch recomputes the maxima on the path from t down to x.

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"cmp"
+	"encoding/binary"
 	"slices"
 	"sort"
 
@@ -22,15 +23,33 @@ type Request struct {
 	Kernels int32
 	// Vec is the same request as a dense vector, for reservation.
 	Vec domain.Vec
+	// shape numbers the distinct (Amounts, Kernels) of the round: sessions
+	// come in a few sizes, and the index remembers its answer per size.
+	shape int32
 }
 
-func newRequest(v domain.Vec, kernels int32) Request {
+// shapes numbers request shapes as the round's sessions are built.
+type shapes struct {
+	ids map[string]int32
+	key []byte
+}
+
+func (sh *shapes) newRequest(v domain.Vec, kernels int32) Request {
 	r := Request{Vec: v, Kernels: kernels}
+	sh.key = binary.LittleEndian.AppendUint32(sh.key[:0], uint32(kernels))
 	for i, q := range v {
 		if q != 0 {
 			r.Amounts = append(r.Amounts, Amount{Slot: domain.SlotID(i), Q: q})
+			sh.key = binary.LittleEndian.AppendUint32(sh.key, uint32(i))
+			sh.key = binary.LittleEndian.AppendUint64(sh.key, uint64(q))
 		}
 	}
+	id, ok := sh.ids[string(sh.key)]
+	if !ok {
+		id = int32(len(sh.ids))
+		sh.ids[string(sh.key)] = id
+	}
+	r.shape = id
 	return r
 }
 
@@ -140,6 +159,8 @@ type State struct {
 	Cursor domain.AgentID
 
 	version uint64
+	// shapes is how many distinct request shapes the sessions have.
+	shapes int
 	// given counts Unreserve calls, which void every candidate set's misses.
 	given uint64
 	// indexes are every agentIndex of the round, which each reservation
@@ -253,6 +274,7 @@ func (st *State) buildSessions() {
 	project := owners(snap.Policies.Projects, snap.Usage.Projects)
 	dom := owners(snap.Policies.Domains, snap.Usage.Domains)
 	st.Sessions = make([]Session, len(snap.Pending))
+	sh := shapes{ids: make(map[string]int32)}
 	for i := range snap.Pending {
 		p := &snap.Pending[i]
 		s := &st.Sessions[i]
@@ -264,13 +286,14 @@ func (st *State) buildSessions() {
 		for k := range p.Kernels {
 			v := padded(p.Kernels[k].Requested, st.N)
 			total.Add(v)
-			s.PerKernel[k] = newRequest(v, 1)
+			s.PerKernel[k] = sh.newRequest(v, 1)
 		}
-		s.Total = newRequest(total, int32(len(p.Kernels)))
+		s.Total = sh.newRequest(total, int32(len(p.Kernels)))
 		s.User = user(p.Session.Owner.User)
 		s.Project = project(p.Session.Owner.Project)
 		s.Domain = dom(p.Session.Owner.Domain)
 	}
+	st.shapes = len(sh.ids)
 }
 
 // Owners returns the user, project and domain accumulators in that order,
