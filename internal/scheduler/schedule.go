@@ -58,6 +58,9 @@ type round struct {
 	// blockedBy is the session that stopped the round under HOL block.
 	blockedBy domain.SessionID
 	buf       []framework.Blocker
+	// kept holds the plan's blockers, carved from large blocks: most
+	// sessions of a full group wait, each with a blocker or two.
+	kept []framework.Blocker
 }
 
 // try validates and places one session, recording the outcome in the plan.
@@ -91,7 +94,12 @@ func (r *round) try(s *framework.Session) bool {
 }
 
 func (r *round) record(s *framework.Session, blockers []framework.Blocker) {
-	d := framework.Decision{Session: s.Pending.Session.ID, Blockers: slices.Clone(blockers)}
+	if cap(r.kept)-len(r.kept) < len(blockers) {
+		r.kept = make([]framework.Blocker, 0, max(4096, len(blockers)))
+	}
+	start := len(r.kept)
+	r.kept = append(r.kept, blockers...)
+	d := framework.Decision{Session: s.Pending.Session.ID, Blockers: r.kept[start:len(r.kept):len(r.kept)]}
 	for _, b := range blockers {
 		if b.Impossible {
 			r.plan.Impossible = append(r.plan.Impossible, d)

@@ -10,13 +10,14 @@ import (
 // Place tries to put every kernel of s on agents chosen by sel. On success
 // it reserves them in the round state and returns one placement per kernel.
 // Otherwise it reserves nothing — a partial gang is rolled back — and
-// returns at least one blocker saying why.
+// returns at least one blocker saying why; the blockers may be reused by
+// the next Place, so a caller that keeps them copies them.
 func (st *State) Place(s *Session, sel Selector) ([]KernelPlacement, []Blocker) {
 	if len(s.PerKernel) == 0 {
 		return nil, []Blocker{{Kind: BlockGang, Scope: "session:" + string(s.Pending.Session.ID),
 			Impossible: true, Detail: "session has no kernels"}}
 	}
-	group := "group:" + st.Snap.Group.Name
+	group := st.scope
 	if st.usable == 0 {
 		return nil, []Blocker{{Kind: BlockNoAgents, Scope: group}}
 	}
@@ -41,7 +42,7 @@ func (st *State) placeWhole(s *Session, sel Selector, scope string) ([]KernelPla
 	}
 	st.Reserve(a, &s.Total)
 	st.Cursor = st.Agents[a].ID
-	out := make([]KernelPlacement, len(s.PerKernel))
+	out := st.placed.take(len(s.PerKernel))
 	for k := range s.PerKernel {
 		out[k] = KernelPlacement{Kernel: s.Pending.Kernels[k].ID, Agent: st.Agents[a].ID, Slots: s.PerKernel[k].Vec}
 	}
@@ -76,7 +77,7 @@ func (st *State) placeGang(s *Session, sel Selector) ([]KernelPlacement, []Block
 		st.Cursor = st.Agents[a].ID
 		chosen = append(chosen, a)
 	}
-	out := make([]KernelPlacement, len(chosen))
+	out := st.placed.take(len(chosen))
 	for k, a := range chosen {
 		out[k] = KernelPlacement{Kernel: s.Pending.Kernels[k].ID, Agent: st.Agents[a].ID, Slots: s.PerKernel[k].Vec}
 	}
@@ -214,7 +215,7 @@ func (st *State) members(arch string, ids []domain.AgentID) []int32 {
 // somewhere but never all together.
 func (st *State) capacityBlockers(c *candidates, req *Request, kind BlockerKind, scope string) []Blocker {
 	st.refresh(c)
-	var out []Blocker
+	out := st.blocked[:0]
 	for _, am := range req.Amounts {
 		if am.Q > c.maxFree[am.Slot] {
 			out = append(out, Blocker{
@@ -232,5 +233,6 @@ func (st *State) capacityBlockers(c *candidates, req *Request, kind BlockerKind,
 	if len(out) == 0 {
 		out = append(out, Blocker{Kind: kind, Scope: scope})
 	}
+	st.blocked = out
 	return out
 }

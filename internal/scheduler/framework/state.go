@@ -30,12 +30,20 @@ type Request struct {
 
 // shapes numbers request shapes as the round's sessions are built.
 type shapes struct {
-	ids map[string]int32
-	key []byte
+	ids     map[string]int32
+	key     []byte
+	amounts slab[Amount]
 }
 
 func (sh *shapes) newRequest(v domain.Vec, kernels int32) Request {
 	r := Request{Vec: v, Kernels: kernels}
+	n := 0
+	for _, q := range v {
+		if q != 0 {
+			n++
+		}
+	}
+	r.Amounts = sh.amounts.take(n)[:0]
 	sh.key = binary.LittleEndian.AppendUint32(sh.key[:0], uint32(kernels))
 	for i, q := range v {
 		if q != 0 {
@@ -65,6 +73,7 @@ type AgentInfo struct {
 // over the round.
 type owner struct {
 	Name     string
+	scope    string // "user:<name>" and so on, built once for blockers
 	Occupied domain.Vec
 	Active   int
 	Limits   domain.Vec // nil when unlimited
@@ -159,6 +168,12 @@ type State struct {
 	Cursor domain.AgentID
 
 	version uint64
+	// scope is the group's blocker scope, "group:<name>".
+	scope string
+	// placed holds the plan's kernel placements, handed out in blocks.
+	placed slab[KernelPlacement]
+	// blocked is capacityBlockers' answer, reused: the caller copies it.
+	blocked []Blocker
 	// shapes is how many distinct request shapes the sessions have.
 	shapes int
 	// given counts Unreserve calls, which void every candidate set's misses.
@@ -177,6 +192,7 @@ func NewState(snap *Snapshot) *State {
 	n := snap.Slots.Len()
 	st := &State{
 		Snap:     snap,
+		scope:    "group:" + snap.Group.Name,
 		N:        n,
 		Cursor:   snap.Cursor,
 		GroupCap: make(domain.Vec, n),
@@ -248,13 +264,13 @@ func padded(v domain.Vec, n int) domain.Vec {
 
 func (st *State) buildSessions() {
 	snap := st.Snap
-	owners := func(kind map[string]domain.Policy, use map[string]Use) func(string) *owner {
+	owners := func(prefix string, kind map[string]domain.Policy, use map[string]Use) func(string) *owner {
 		m := make(map[string]*owner)
 		return func(name string) *owner {
 			if o, ok := m[name]; ok {
 				return o
 			}
-			o := &owner{Name: name, Occupied: st.Snap.Slots.NewVec()}
+			o := &owner{Name: name, scope: prefix + name, Occupied: st.Snap.Slots.NewVec()}
 			if u, ok := use[name]; ok {
 				copy(o.Occupied, u.Occupied)
 				o.Active = u.Active
@@ -270,21 +286,24 @@ func (st *State) buildSessions() {
 			return o
 		}
 	}
-	user := owners(snap.Policies.Users, snap.Usage.Users)
-	project := owners(snap.Policies.Projects, snap.Usage.Projects)
-	dom := owners(snap.Policies.Domains, snap.Usage.Domains)
+	user := owners("user:", snap.Policies.Users, snap.Usage.Users)
+	project := owners("project:", snap.Policies.Projects, snap.Usage.Projects)
+	dom := owners("domain:", snap.Policies.Domains, snap.Usage.Domains)
 	st.Sessions = make([]Session, len(snap.Pending))
 	sh := shapes{ids: make(map[string]int32)}
+	var vecs slab[domain.Quantity]
+	var reqs slab[Request]
 	for i := range snap.Pending {
 		p := &snap.Pending[i]
 		s := &st.Sessions[i]
 		s.Index = int32(i)
 		s.Pending = p
 		s.MultiNode = p.Session.ClusterMode == domain.MultiNode
-		total := make(domain.Vec, st.N)
-		s.PerKernel = make([]Request, len(p.Kernels))
+		total := domain.Vec(vecs.take(st.N))
+		s.PerKernel = reqs.take(len(p.Kernels))
 		for k := range p.Kernels {
-			v := padded(p.Kernels[k].Requested, st.N)
+			v := domain.Vec(vecs.take(st.N))
+			copy(v, p.Kernels[k].Requested)
 			total.Add(v)
 			s.PerKernel[k] = sh.newRequest(v, 1)
 		}
@@ -300,9 +319,9 @@ func (st *State) buildSessions() {
 // with the scope label each blocker uses.
 func (s *Session) Owners() [3]OwnerView {
 	return [3]OwnerView{
-		{Scope: "user:" + s.User.Name, o: s.User},
-		{Scope: "project:" + s.Project.Name, o: s.Project},
-		{Scope: "domain:" + s.Domain.Name, o: s.Domain},
+		{Scope: s.User.scope, o: s.User},
+		{Scope: s.Project.scope, o: s.Project},
+		{Scope: s.Domain.scope, o: s.Domain},
 	}
 }
 
@@ -590,4 +609,21 @@ func covers(req, m *Request) bool {
 		}
 	}
 	return true
+}
+
+// slab hands out small slices carved from large blocks, so a round over
+// 100k sessions makes a few hundred allocations where it made one or more
+// per session. Each slice is capped at its length, so appending to one
+// never runs into the next.
+type slab[T any] struct{ block []T }
+
+const slabBlock = 4096
+
+func (s *slab[T]) take(n int) []T {
+	if cap(s.block)-len(s.block) < n {
+		s.block = make([]T, 0, max(slabBlock, n))
+	}
+	start := len(s.block)
+	s.block = s.block[:start+n]
+	return s.block[start : start+n : start+n]
 }
