@@ -46,7 +46,11 @@ type agentIndex struct {
 	// concentrated lies behind thousands of busy agents whose subtree
 	// maxima still admit the request.
 	best []int32
-	// from holds, for a stale shape, a bound before which no agent fits.
+	// from is, per shape, a place in the order before which no agent fits
+	// but best: where the last search found it, moved back only when
+	// another agent that fits moves in front of it. Agents move as they
+	// fill, best among them, so searching on from best's own place would
+	// pass again the full agents it overtook.
 	from []bound
 	// known lists the shapes with an answer in best, and req one request
 	// of each shape, to test a changed agent against.
@@ -266,20 +270,24 @@ func (ix *agentIndex) selectFirst(req *Request, except []int32) int32 {
 	if len(except) > 0 {
 		return ix.first(ix.root, req, bound{}, except)
 	}
-	switch a := ix.best[req.shape]; a {
+	sh := req.shape
+	var a int32
+	switch ix.best[sh] {
 	case stale:
-		a = ix.first(ix.root, req, ix.from[req.shape], nil)
-		ix.best[req.shape] = a
-		return a
+		a = ix.first(ix.root, req, ix.from[sh], nil)
 	case unknown:
+		if len(ix.known) == maxKnown {
+			return ix.first(ix.root, req, bound{}, nil)
+		}
+		a = ix.first(ix.root, req, bound{}, nil)
+		ix.req[sh] = req
+		ix.known = append(ix.known, sh)
 	default:
-		return a
+		return ix.best[sh]
 	}
-	a := ix.first(ix.root, req, bound{}, nil)
-	if len(ix.known) < maxKnown {
-		ix.best[req.shape] = a
-		ix.req[req.shape] = req
-		ix.known = append(ix.known, req.shape)
+	ix.best[sh] = a
+	if a >= 0 {
+		ix.from[sh] = ix.at(ix.node[a])
 	}
 	return a
 }
@@ -288,15 +296,15 @@ func (ix *agentIndex) selectFirst(req *Request, except []int32) int32 {
 // slots or kernels changed, then brings the known answers up to date. Only
 // a changed, so for a shape whose first fit was another agent c, the new
 // first fit is a if a fits now and comes before c, else still c. If it was
-// a, no agent before a's old place fits: it is still a if a fits and moved
-// no later, else the first fit from a's old place on, which the next ask
-// searches for. A stale shape's bound moves back to a if a fits before it.
+// a, it still is if a fits and is not past from, since nothing else before
+// from fits; otherwise the next ask searches on from there. Whenever an
+// agent that fits but is not the answer sits before from, from moves back
+// to it, so that nothing but the answer ever fits before from.
 func (ix *agentIndex) update(a int32) {
 	n := ix.node[a]
 	if n < 0 {
 		return
 	}
-	old := ix.at(n)
 	var r Rank
 	if !ix.byIdx {
 		r = ix.ranker.Rank(ix.st, a)
@@ -314,16 +322,21 @@ func (ix *agentIndex) update(a int32) {
 		c := ix.best[sh]
 		fits := ix.st.Fits(a, req)
 		switch {
-		case c == stale:
-			if fits && ix.before(n, ix.from[sh]) {
-				ix.from[sh] = ix.at(n)
-			}
 		case c == a:
-			if later := !ix.before(n, old) && ix.at(n) != old; !fits || later {
-				ix.best[sh], ix.from[sh] = stale, old
+			if past := !ix.before(n, ix.from[sh]) && ix.at(n) != ix.from[sh]; !fits || past {
+				ix.best[sh] = stale
 			}
-		case fits && (c < 0 || ix.less(n, ix.node[c])):
+		case !fits:
+		case c == -1:
+			ix.best[sh], ix.from[sh] = a, ix.at(n)
+		case c >= 0 && ix.less(n, ix.node[c]):
+			// The answer so far still fits but is no longer the answer.
 			ix.best[sh] = a
+			if cn := ix.node[c]; ix.before(cn, ix.from[sh]) {
+				ix.from[sh] = ix.at(cn)
+			}
+		case ix.before(n, ix.from[sh]):
+			ix.from[sh] = ix.at(n)
 		}
 	}
 }
