@@ -8,3 +8,6 @@ func (st *State) SelectIndexed(r Ranker, req *Request) int32 {
 
 // Usables lists the usable agents in index order, what Select scans.
 func (st *State) Usables() []int32 { return st.archCandidates("").idx }
+
+// SetMaxSeen lowers how many agents an answer lists before it trims them.
+func (st *State) SetMaxSeen(n int) { st.maxSeen = n }

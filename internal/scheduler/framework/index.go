@@ -37,26 +37,38 @@ type agentIndex struct {
 	maxFree []domain.Quantity
 	// maxRoom is the most kernels any agent of the subtree can still take.
 	maxRoom []int32
-	// best is, per request shape, the first agent in order that fits it
-	// (-1: none, unknown: not asked yet, stale: search again from
-	// from[shape]). A change to one agent can move the answer only through
-	// that agent, so update keeps every known answer exact in O(1), and a
-	// search starts where the last one stopped instead of passing the same
+	// ans remembers, per request shape, the first agent in order that
+	// fits it. A change to one agent can change an answer only through
+	// that agent, so update keeps every answer exact in O(1), and a search
+	// goes on from where the last one stopped instead of passing the same
 	// full agents again: once a group fills up, the first fit for
 	// concentrated lies behind thousands of busy agents whose subtree
 	// maxima still admit the request.
-	best []int32
-	// from is, per shape, a place in the order before which no agent fits
-	// but best: where the last search found it, moved back only when
-	// another agent that fits moves in front of it. Agents move as they
-	// fill, best among them, so searching on from best's own place would
-	// pass again the full agents it overtook.
-	from []bound
-	// known lists the shapes with an answer in best, and req one request
-	// of each shape, to test a changed agent against.
+	ans []answer
+	// known lists the shapes with an answer, which update revisits.
 	known []int32
-	req   []*Request
 }
+
+// answer is what the index knows of one request shape.
+type answer struct {
+	req *Request // one request of the shape, to test agents against
+	// best is the first fit: an agent, -1 for none, unknown while the
+	// shape was never asked, stale when it is to be worked out again.
+	best int32
+	// seen holds every agent that fits and lies at or before upto in the
+	// order (anywhere, when all). Agents move as they fill, and those
+	// that fit may move ahead of upto; they are kept here rather than
+	// pulling upto back, so the next search never passes again the full
+	// agents beyond which upto was found.
+	seen []int32
+	upto bound
+	all  bool
+}
+
+// maxSeen bounds an answer's seen list; past it, upto moves back to the
+// half that comes first. State.maxSeen holds it, so tests can make it
+// small enough to reach.
+const maxSeen = 32
 
 const (
 	unknown = -2
@@ -81,11 +93,9 @@ func newAgentIndex(st *State, idx []int32, r Ranker) *agentIndex {
 		maxRoom: make([]int32, m),
 	}
 	if !ix.byIdx {
-		ix.best = make([]int32, st.shapes)
-		ix.from = make([]bound, st.shapes)
-		ix.req = make([]*Request, st.shapes)
-		for i := range ix.best {
-			ix.best[i] = unknown
+		ix.ans = make([]answer, st.shapes)
+		for i := range ix.ans {
+			ix.ans[i].best = unknown
 		}
 	}
 	for a := range ix.node {
@@ -206,6 +216,8 @@ type bound struct {
 	on    bool
 	rank  Rank
 	agent int32
+	// past makes first skip the place itself, not only what precedes it.
+	past bool
 }
 
 // at returns the bound at node n's key.
@@ -213,7 +225,7 @@ func (ix *agentIndex) at(n int32) bound {
 	return bound{on: true, rank: ix.rank[n], agent: ix.agent[n]}
 }
 
-// before reports whether node n comes before b.
+// before reports whether node n comes before b (or is at b, when b.past).
 func (ix *agentIndex) before(n int32, b bound) bool {
 	if !b.on {
 		return false
@@ -227,7 +239,13 @@ func (ix *agentIndex) before(n int32, b bound) bool {
 			return r.Tie < b.rank.Tie
 		}
 	}
-	return ix.agent[n] < b.agent
+	return ix.agent[n] < b.agent || b.past && ix.agent[n] == b.agent
+}
+
+// after reports whether node n comes after place b.
+func (ix *agentIndex) after(n int32, b bound) bool {
+	b.past = true
+	return !ix.before(n, b)
 }
 
 // first returns the first agent in order under n that fits req, is not
@@ -270,36 +288,47 @@ func (ix *agentIndex) selectFirst(req *Request, except []int32) int32 {
 	if len(except) > 0 {
 		return ix.first(ix.root, req, bound{}, except)
 	}
-	sh := req.shape
-	var a int32
-	switch ix.best[sh] {
-	case stale:
-		a = ix.first(ix.root, req, ix.from[sh], nil)
+	an := &ix.ans[req.shape]
+	switch an.best {
 	case unknown:
 		if len(ix.known) == maxKnown {
 			return ix.first(ix.root, req, bound{}, nil)
 		}
-		a = ix.first(ix.root, req, bound{}, nil)
-		ix.req[sh] = req
-		ix.known = append(ix.known, sh)
+		an.req = req
+		ix.known = append(ix.known, req.shape)
+	case stale:
 	default:
-		return ix.best[sh]
+		return an.best
 	}
-	ix.best[sh] = a
-	if a >= 0 {
-		ix.from[sh] = ix.at(ix.node[a])
+	switch {
+	case len(an.seen) > 0:
+		an.best = an.seen[0]
+		for _, a := range an.seen[1:] {
+			if ix.less(ix.node[a], ix.node[an.best]) {
+				an.best = a
+			}
+		}
+	case an.all:
+		an.best = -1
+	default:
+		from := an.upto
+		from.past = true
+		a := ix.first(ix.root, req, from, nil)
+		if a < 0 {
+			an.all, an.best = true, -1
+			break
+		}
+		an.seen = append(an.seen, a)
+		an.upto, an.best = ix.at(ix.node[a]), a
 	}
-	return a
+	return an.best
 }
 
 // update re-ranks agent a and refreshes the maxima above it after its free
-// slots or kernels changed, then brings the known answers up to date. Only
-// a changed, so for a shape whose first fit was another agent c, the new
-// first fit is a if a fits now and comes before c, else still c. If it was
-// a, it still is if a fits and is not past from, since nothing else before
-// from fits; otherwise the next ask searches on from there. Whenever an
-// agent that fits but is not the answer sits before from, from moves back
-// to it, so that nothing but the answer ever fits before from.
+// slots or kernels changed, then brings the answers up to date: a enters
+// or leaves each answer's seen list as it now fits and lies within upto,
+// and the answer is a, or is worked out again from seen, when a overtook
+// it or was it.
 func (ix *agentIndex) update(a int32) {
 	n := ix.node[a]
 	if n < 0 {
@@ -318,27 +347,44 @@ func (ix *agentIndex) update(a int32) {
 		ix.root = ix.insert(ix.root, n)
 	}
 	for _, sh := range ix.known {
-		req := ix.req[sh]
-		c := ix.best[sh]
-		fits := ix.st.Fits(a, req)
+		an := &ix.ans[sh]
+		keep := ix.st.Fits(a, an.req) && (an.all || an.upto.on && !ix.after(n, an.upto))
+		i := slices.Index(an.seen, a)
 		switch {
-		case c == a:
-			if past := !ix.before(n, ix.from[sh]) && ix.at(n) != ix.from[sh]; !fits || past {
-				ix.best[sh] = stale
+		case keep && i < 0:
+			an.seen = append(an.seen, a)
+			if len(an.seen) > ix.st.maxSeen {
+				ix.trim(an)
 			}
-		case !fits:
-		case c == -1:
-			ix.best[sh], ix.from[sh] = a, ix.at(n)
-		case c >= 0 && ix.less(n, ix.node[c]):
-			// The answer so far still fits but is no longer the answer.
-			ix.best[sh] = a
-			if cn := ix.node[c]; ix.before(cn, ix.from[sh]) {
-				ix.from[sh] = ix.at(cn)
+		case !keep && i >= 0:
+			an.seen = slices.Delete(an.seen, i, i+1)
+			if an.best == a {
+				an.best = stale
 			}
-		case ix.before(n, ix.from[sh]):
-			ix.from[sh] = ix.at(n)
+			continue
+		case !keep:
+			continue
+		}
+		switch {
+		case an.best == a:
+			an.best = stale
+		case an.best == -1 || an.best >= 0 && ix.less(n, ix.node[an.best]):
+			an.best = a
 		}
 	}
+}
+
+// trim keeps the first half of an answer's seen list and moves upto back
+// to the last of them: every agent that fits up to there is still listed.
+func (ix *agentIndex) trim(an *answer) {
+	slices.SortFunc(an.seen, func(x, y int32) int {
+		if ix.less(ix.node[x], ix.node[y]) {
+			return -1
+		}
+		return 1
+	})
+	an.seen = an.seen[:max(ix.st.maxSeen/2, 1)]
+	an.upto, an.all = ix.at(ix.node[an.seen[len(an.seen)-1]]), false
 }
 
 // touch recomputes the maxima on the path from t down to x.

@@ -56,6 +56,9 @@ func TestIndexFollowsReservations(t *testing.T) {
 			sessions[i] = p
 		}
 		st := framework.NewState(schedtest.MakeSnapshot(agents, sessions))
+		if rapid.Bool().Draw(t, "trim") {
+			st.SetMaxSeen(rapid.IntRange(1, 4).Draw(t, "maxSeen"))
+		}
 		if len(st.Usables()) == 0 {
 			return
 		}

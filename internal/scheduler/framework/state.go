@@ -174,6 +174,8 @@ type State struct {
 	placed slab[KernelPlacement]
 	// blocked is capacityBlockers' answer, reused: the caller copies it.
 	blocked []Blocker
+	// maxSeen is the index's maxSeen, lowered by tests.
+	maxSeen int
 	// shapes is how many distinct request shapes the sessions have.
 	shapes int
 	// given counts Unreserve calls, which void every candidate set's misses.
@@ -193,6 +195,7 @@ func NewState(snap *Snapshot) *State {
 	st := &State{
 		Snap:     snap,
 		scope:    "group:" + snap.Group.Name,
+		maxSeen:  maxSeen,
 		N:        n,
 		Cursor:   snap.Cursor,
 		GroupCap: make(domain.Vec, n),
