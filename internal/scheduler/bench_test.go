@@ -106,3 +106,28 @@ func BenchmarkSchedule(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScheduleSelectors runs the same round with each selector, once
+// answered from the round's agent index and once by the plain full scan
+// (ScanRegistry), side by side so the comparison holds on a shared machine.
+func BenchmarkScheduleSelectors(b *testing.B) {
+	for _, sel := range []string{"concentrated", "dispersed", "round-robin"} {
+		for _, way := range []struct {
+			name string
+			reg  func() *scheduler.Registry
+		}{{"index", scheduler.NewRegistry}, {"scan", scheduler.ScanRegistry}} {
+			b.Run(sel+"/"+way.name, func(b *testing.B) {
+				snap := benchSnapshot(5_000, 50_000, "fifo")
+				snap.Group.Selector = sel
+				s := scheduler.New(way.reg())
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := s.Schedule(snap); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(50_000*float64(b.N)/b.Elapsed().Seconds(), "sessions/s")
+			})
+		}
+	}
+}
