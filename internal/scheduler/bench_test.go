@@ -80,6 +80,8 @@ func BenchmarkSchedule(b *testing.B) {
 		agents, sessions int
 	}{
 		{"1k_agents_10k_sessions", 1_000, 10_000},
+		{"2k_agents_20k_sessions", 2_000, 20_000},
+		{"5k_agents_50k_sessions", 5_000, 50_000},
 		{"10k_agents_100k_sessions", 10_000, 100_000},
 	} {
 		b.Run(size.name, func(b *testing.B) {
@@ -102,5 +104,30 @@ func BenchmarkSchedule(b *testing.B) {
 				})
 			}
 		})
+	}
+}
+
+// BenchmarkScheduleSelectors runs the same round with each selector, once
+// answered from the round's agent index and once by the plain full scan
+// (ScanRegistry), side by side so the comparison holds on a shared machine.
+func BenchmarkScheduleSelectors(b *testing.B) {
+	for _, sel := range []string{"concentrated", "dispersed", "round-robin"} {
+		for _, way := range []struct {
+			name string
+			reg  func() *scheduler.Registry
+		}{{"index", scheduler.NewRegistry}, {"scan", scheduler.ScanRegistry}} {
+			b.Run(sel+"/"+way.name, func(b *testing.B) {
+				snap := benchSnapshot(5_000, 50_000, "fifo")
+				snap.Group.Selector = sel
+				s := scheduler.New(way.reg())
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := s.Schedule(snap); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(50_000*float64(b.N)/b.Elapsed().Seconds(), "sessions/s")
+			})
+		}
 	}
 }

@@ -17,7 +17,12 @@ import (
 // genSnapshot draws a small, messy group: agents of two architectures, some
 // lost, cordoned, capped or already busy; sessions of three users with
 // dependencies, start times, designations, gangs and quotas.
-func genSnapshot(t *rapid.T) *framework.Snapshot {
+func genSnapshot(t *rapid.T) *framework.Snapshot { return genSnapshotSized(t, 8, 25) }
+
+// genSnapshotSized is genSnapshot with up to maxAgents agents, a quarter of
+// them twins of an earlier one (the same capacity, occupancy and kernel
+// cap, so selectors must break ties), and up to maxSessions sessions.
+func genSnapshotSized(t *rapid.T, maxAgents, maxSessions int) *framework.Snapshot {
 	reg := schedtest.Registry()
 	archs := []string{"x86_64", "aarch64"}
 	vec := func(label string, cpuMax, memMaxG, gpuMax int) domain.Vec {
@@ -27,7 +32,7 @@ func genSnapshot(t *rapid.T) *framework.Snapshot {
 		v[2] = domain.Quantity(rapid.IntRange(0, gpuMax).Draw(t, label+".gpu") * 1000)
 		return v
 	}
-	nAgents := rapid.IntRange(0, 8).Draw(t, "agents")
+	nAgents := rapid.IntRange(0, maxAgents).Draw(t, "agents")
 	agents := make([]domain.Agent, nAgents)
 	for i := range agents {
 		capacity := vec("cap", 16, 64, 4)
@@ -46,10 +51,21 @@ func genSnapshot(t *rapid.T) *framework.Snapshot {
 			a.MaxKernels = rapid.IntRange(1, 4).Draw(t, "maxKernels")
 			a.KernelCount = rapid.IntRange(0, a.MaxKernels).Draw(t, "kernels")
 		}
+		if i > 0 && rapid.IntRange(0, 3).Draw(t, "twin") == 0 {
+			of := agents[rapid.IntRange(0, i-1).Draw(t, "twinOf")]
+			a.Capacity, a.Occupied = of.Capacity.Clone(), of.Occupied.Clone()
+			a.MaxKernels, a.KernelCount = of.MaxKernels, of.KernelCount
+		}
 		agents[i] = a
 	}
 	users := []string{"u1", "u2", "u3"}
-	nSessions := rapid.IntRange(0, 25).Draw(t, "sessions")
+	// Most sessions take one of a few sizes, as real ones do, so rounds
+	// meet the same request again after the agents changed under it.
+	sizes := make([]domain.Vec, rapid.IntRange(1, 4).Draw(t, "sizes"))
+	for i := range sizes {
+		sizes[i] = vec("size", 6, 16, 2)
+	}
+	nSessions := rapid.IntRange(0, maxSessions).Draw(t, "sessions")
 	pending := make([]framework.PendingSession, nSessions)
 	deps := map[domain.SessionID]framework.DependencyState{}
 	depStates := []framework.DependencyState{
@@ -80,14 +96,28 @@ func genSnapshot(t *rapid.T) *framework.Snapshot {
 		if rapid.IntRange(0, 5).Draw(t, "hasStart") == 0 {
 			b.StartsAt(rapid.IntRange(-60, 60).Draw(t, "startsAt"))
 		}
+		// Strict designation names one agent, which may not exist; a
+		// preference may name several, repeated or not.
+		agentID := func(label string, hi int) string { return fmt.Sprintf("a%02d", rapid.IntRange(0, hi).Draw(t, label)) }
 		if nAgents > 0 && rapid.IntRange(0, 4).Draw(t, "designate") == 0 {
-			b.Designated(rapid.Bool().Draw(t, "strict"), fmt.Sprintf("a%02d", rapid.IntRange(0, nAgents).Draw(t, "dagent")))
+			if rapid.Bool().Draw(t, "strict") {
+				b.Designated(true, agentID("dagent", nAgents))
+			} else {
+				for range rapid.IntRange(1, 3).Draw(t, "ndesignated") {
+					b.Designated(false, agentID("dagent", nAgents))
+				}
+			}
 		}
 		if nAgents > 0 && rapid.IntRange(0, 4).Draw(t, "avoid") == 0 {
-			b.Avoid(fmt.Sprintf("a%02d", rapid.IntRange(0, nAgents-1).Draw(t, "aagent")))
+			for range rapid.IntRange(1, 3).Draw(t, "navoid") {
+				b.Avoid(agentID("aagent", nAgents-1))
+			}
 		}
 		p := b.Obj()
-		req := vec("req", 6, 16, 2)
+		req := rapid.SampledFrom(sizes).Draw(t, "req").Clone()
+		if rapid.IntRange(0, 3).Draw(t, "odd") == 0 {
+			req = vec("req", 6, 16, 2)
+		}
 		for k := range p.Kernels {
 			p.Kernels[k].Requested = req.Clone()
 		}

@@ -58,6 +58,9 @@ type round struct {
 	// blockedBy is the session that stopped the round under HOL block.
 	blockedBy domain.SessionID
 	buf       []framework.Blocker
+	// kept holds the plan's blockers, carved from large blocks: most
+	// sessions of a full group wait, each with a blocker or two.
+	kept []framework.Blocker
 }
 
 // try validates and places one session, recording the outcome in the plan.
@@ -91,7 +94,12 @@ func (r *round) try(s *framework.Session) bool {
 }
 
 func (r *round) record(s *framework.Session, blockers []framework.Blocker) {
-	d := framework.Decision{Session: s.Pending.Session.ID, Blockers: slices.Clone(blockers)}
+	if cap(r.kept)-len(r.kept) < len(blockers) {
+		r.kept = make([]framework.Blocker, 0, max(4096, len(blockers)))
+	}
+	start := len(r.kept)
+	r.kept = append(r.kept, blockers...)
+	d := framework.Decision{Session: s.Pending.Session.ID, Blockers: r.kept[start:len(r.kept):len(r.kept)]}
 	for _, b := range blockers {
 		if b.Impossible {
 			r.plan.Impossible = append(r.plan.Impossible, d)
@@ -102,22 +110,45 @@ func (r *round) record(s *framework.Session, blockers []framework.Blocker) {
 }
 
 // bands splits the sessions by priority, highest first. Each band is in
-// index order; the sequencer imposes its own order within it.
+// index order; the sequencer imposes its own order within it. Priorities
+// are few, so sessions are dealt into one bucket per priority rather than
+// sorted.
 func bands(st *framework.State) [][]int32 {
-	idx := make([]int32, len(st.Sessions))
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	prio := func(i int32) int { return st.Sessions[i].Pending.Session.Priority }
-	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(prio(b), prio(a)) })
-	var out [][]int32
-	for start := 0; start < len(idx); {
-		end := start + 1
-		for end < len(idx) && prio(idx[end]) == prio(idx[start]) {
-			end++
+	bucket := make(map[int]int)
+	var prios []int
+	var counts []int
+	of := make([]int32, len(st.Sessions))
+	for i := range st.Sessions {
+		p := st.Sessions[i].Pending.Session.Priority
+		b, ok := bucket[p]
+		if !ok {
+			b = len(prios)
+			bucket[p] = b
+			prios = append(prios, p)
+			counts = append(counts, 0)
 		}
-		out = append(out, idx[start:end])
-		start = end
+		of[i] = int32(b)
+		counts[b]++
 	}
-	return out
+	// Lay the buckets out highest priority first in one backing array.
+	order := make([]int, len(prios))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(prios[b], prios[a]) })
+	idx := make([]int32, len(st.Sessions))
+	out := make([][]int32, len(prios))
+	start := 0
+	for _, b := range order {
+		out[b] = idx[start : start : start+counts[b]]
+		start += counts[b]
+	}
+	for i, b := range of {
+		out[b] = append(out[b], int32(i))
+	}
+	sorted := make([][]int32, len(order))
+	for i, b := range order {
+		sorted[i] = out[b]
+	}
+	return sorted
 }

@@ -10,13 +10,14 @@ import (
 // Place tries to put every kernel of s on agents chosen by sel. On success
 // it reserves them in the round state and returns one placement per kernel.
 // Otherwise it reserves nothing — a partial gang is rolled back — and
-// returns at least one blocker saying why.
+// returns at least one blocker saying why; the blockers may be reused by
+// the next Place, so a caller that keeps them copies them.
 func (st *State) Place(s *Session, sel Selector) ([]KernelPlacement, []Blocker) {
 	if len(s.PerKernel) == 0 {
 		return nil, []Blocker{{Kind: BlockGang, Scope: "session:" + string(s.Pending.Session.ID),
 			Impossible: true, Detail: "session has no kernels"}}
 	}
-	group := "group:" + st.Snap.Group.Name
+	group := st.scope
 	if st.usable == 0 {
 		return nil, []Blocker{{Kind: BlockNoAgents, Scope: group}}
 	}
@@ -41,7 +42,7 @@ func (st *State) placeWhole(s *Session, sel Selector, scope string) ([]KernelPla
 	}
 	st.Reserve(a, &s.Total)
 	st.Cursor = st.Agents[a].ID
-	out := make([]KernelPlacement, len(s.PerKernel))
+	out := st.placed.take(len(s.PerKernel))
 	for k := range s.PerKernel {
 		out[k] = KernelPlacement{Kernel: s.Pending.Kernels[k].ID, Agent: st.Agents[a].ID, Slots: s.PerKernel[k].Vec}
 	}
@@ -53,6 +54,7 @@ func (st *State) placeWhole(s *Session, sel Selector, scope string) ([]KernelPla
 func (st *State) placeGang(s *Session, sel Selector) ([]KernelPlacement, []Blocker) {
 	cursor := st.Cursor
 	chosen := make([]int32, 0, len(s.PerKernel))
+	misses := len(s.eligible.misses)
 	for k := range s.PerKernel {
 		req := &s.PerKernel[k]
 		a := st.selectIn(s, sel, req)
@@ -60,7 +62,13 @@ func (st *State) placeGang(s *Session, sel Selector) ([]KernelPlacement, []Block
 			scope := fmt.Sprintf("kernel:%d/%d", k+1, len(s.PerKernel))
 			blockers := st.capacityBlockers(s.eligible, req, BlockGang, scope)
 			for j, b := range chosen {
-				st.Unreserve(b, &s.PerKernel[j])
+				st.unreserve(b, &s.PerKernel[j])
+			}
+			// The rollback returns the round to where it was before the
+			// gang, when every older miss held; one found with part of the
+			// gang reserved may not hold without it.
+			if len(chosen) > 0 && s.eligible.cached() {
+				s.eligible.misses = s.eligible.misses[:misses]
 			}
 			st.Cursor = cursor
 			return nil, blockers
@@ -69,95 +77,137 @@ func (st *State) placeGang(s *Session, sel Selector) ([]KernelPlacement, []Block
 		st.Cursor = st.Agents[a].ID
 		chosen = append(chosen, a)
 	}
-	out := make([]KernelPlacement, len(chosen))
+	out := st.placed.take(len(chosen))
 	for k, a := range chosen {
 		out[k] = KernelPlacement{Kernel: s.Pending.Kernels[k].ID, Agent: st.Agents[a].ID, Slots: s.PerKernel[k].Vec}
 	}
 	return out, nil
 }
 
-// selectIn asks the selector tier by tier; -1 when no tier has a fit.
+// selectIn asks the selector tier by tier; -1 when no tier has a fit. A
+// Ranker is answered from the round's index wherever the tier is a whole
+// candidate set less a few agents; everything else goes to Select. When
+// every tier fails, no eligible agent fits: with the tiers' union being
+// the eligible set, the request is remembered as a miss.
 func (st *State) selectIn(s *Session, sel Selector, req *Request) int32 {
-	if s.eligible.cached() && st.cannotFit(s.eligible, req) {
+	r, ranked := sel.(Ranker)
+	// Misses go with the index: a plain Selector keeps the round as it
+	// was, the reference the index is tested against.
+	if s.eligible.cached() && (ranked && st.missed(s.eligible, req) || st.cannotFit(s.eligible, req)) {
 		return -1
 	}
-	for _, tier := range s.tiers {
-		if a := sel.Select(st, tier, req); a >= 0 {
+	for i := range s.tiers {
+		t := &s.tiers[i]
+		var a int32
+		if ranked && t.all != nil {
+			a = st.index(t.all, r).selectFirst(req, t.except)
+		} else {
+			a = sel.Select(st, t.agents(), req)
+		}
+		if a >= 0 {
 			return a
 		}
+	}
+	if ranked && s.eligible.cached() {
+		s.eligible.misses = append(s.eligible.misses, req)
 	}
 	return -1
 }
 
 func (c *candidates) cached() bool { return !c.custom }
 
+// agents returns the tier as a list, filling it in for a tier drawn from a
+// whole candidate set.
+func (t *tier) agents() []int32 {
+	if t.list == nil && t.all != nil {
+		t.list = make([]int32, 0, len(t.all.idx)-len(t.except))
+		for _, a := range t.all.idx {
+			if !contains(t.except, a) {
+				t.list = append(t.list, a)
+			}
+		}
+	}
+	return t.list
+}
+
 // planTiers works out which agents the session may use, in preference
 // order: designated agents first (only them when strict), and agents the
-// session failed on before last.
+// session failed on before last. Only the strict case narrows the agents
+// the session may use at all; otherwise the tiers together are the whole
+// architecture's set, which keeps its cached maxima and its index.
 func (st *State) planTiers(s *Session, arch string) []Blocker {
 	base := st.archCandidates(arch)
 	sess := &s.Pending.Session
+	s.eligible = base
 	if len(sess.DesignatedAgents) == 0 && len(sess.AvoidAgents) == 0 {
-		s.tiers = [][]int32{base.idx}
-		s.eligible = base
+		s.tiers = base.tiers
 		return nil
 	}
-	designated := st.indexSet(sess.DesignatedAgents)
-	avoid := st.indexSet(sess.AvoidAgents)
-	var in, out []int32
-	for _, a := range base.idx {
-		if designated[a] {
-			in = append(in, a)
-		} else {
-			out = append(out, a)
-		}
-	}
-	var tiers [][]int32
+	in := st.members(arch, sess.DesignatedAgents)
+	avoid := st.members(arch, sess.AvoidAgents)
+	var tiers []tier
 	switch {
 	case len(sess.DesignatedAgents) == 0:
-		tiers = [][]int32{base.idx}
+		tiers = []tier{{all: base}}
 	case sess.DesignatedStrict:
 		if len(in) == 0 {
 			return []Blocker{{Kind: BlockNoAgents, Scope: "designated",
 				Detail: fmt.Sprint(sess.DesignatedAgents)}}
 		}
-		tiers = [][]int32{in}
+		tiers = []tier{{list: in}}
+		s.eligible = &candidates{idx: in, custom: true}
 	default:
-		tiers = [][]int32{in, out}
+		tiers = []tier{{list: in}, {all: base, except: in}}
 	}
-	var split [][]int32
+	s.tiers = nil
+	keep := func(t tier) {
+		if t.all != nil && len(t.all.idx) > len(t.except) || len(t.list) > 0 {
+			s.tiers = append(s.tiers, t)
+		}
+	}
 	for _, t := range tiers {
-		var keep, later []int32
-		for _, a := range t {
-			if avoid[a] {
+		if t.all == nil {
+			var first, later []int32
+			for _, a := range t.list {
+				if contains(avoid, a) {
+					later = append(later, a)
+				} else {
+					first = append(first, a)
+				}
+			}
+			keep(tier{list: first})
+			keep(tier{list: later})
+			continue
+		}
+		var later []int32
+		for _, a := range avoid {
+			if !contains(t.except, a) {
 				later = append(later, a)
-			} else {
-				keep = append(keep, a)
 			}
 		}
-		split = append(split, keep, later)
+		except := append(slices.Clone(t.except), later...)
+		slices.Sort(except)
+		keep(tier{all: t.all, except: except})
+		keep(tier{list: later})
 	}
-	var all []int32
-	s.tiers = s.tiers[:0]
-	for _, t := range split {
-		if len(t) > 0 {
-			s.tiers = append(s.tiers, t)
-			all = append(all, t...)
-		}
-	}
-	slices.Sort(all)
-	s.eligible = &candidates{idx: all, custom: true}
 	return nil
 }
 
-func (st *State) indexSet(ids []domain.AgentID) map[int32]bool {
-	m := make(map[int32]bool, len(ids))
+// members returns the usable agents of the architecture among ids, sorted
+// by index and without repeats.
+func (st *State) members(arch string, ids []domain.AgentID) []int32 {
+	var out []int32
 	for _, id := range ids {
-		if i, ok := st.byID[id]; ok {
-			m[i] = true
+		i, ok := st.byID[id]
+		if !ok {
+			continue
+		}
+		if a := &st.Agents[i]; a.Usable && (arch == "" || a.Architecture == arch) {
+			out = append(out, i)
 		}
 	}
-	return m
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // capacityBlockers explains why req fits on none of c: one blocker per slot
@@ -165,7 +215,7 @@ func (st *State) indexSet(ids []domain.AgentID) map[int32]bool {
 // somewhere but never all together.
 func (st *State) capacityBlockers(c *candidates, req *Request, kind BlockerKind, scope string) []Blocker {
 	st.refresh(c)
-	var out []Blocker
+	out := st.blocked[:0]
 	for _, am := range req.Amounts {
 		if am.Q > c.maxFree[am.Slot] {
 			out = append(out, Blocker{
@@ -183,5 +233,6 @@ func (st *State) capacityBlockers(c *candidates, req *Request, kind BlockerKind,
 	if len(out) == 0 {
 		out = append(out, Blocker{Kind: kind, Scope: scope})
 	}
+	st.blocked = out
 	return out
 }

@@ -40,3 +40,28 @@ type Selector interface {
 	// candidates, which are in agent index order, or -1 when none fits.
 	Select(st *State, candidates []int32, req *Request) int32
 }
+
+// Ranker is a Selector whose choice is the first agent that fits in an
+// order of its own: by Rank, lower first, equal ranks by agent index. The
+// round keeps its candidates in that order in an index with per-subtree
+// maxima of free slots, so it finds that agent, or learns there is none,
+// without visiting every candidate. Select stays the plain scan over a
+// list and must choose the same agent; the round still calls it for lists
+// too short or too specific to index (designated agents).
+type Ranker interface {
+	Selector
+	// Rank is agent a's place in the order. It may read only a's own round
+	// state (Free, Kernels, Util) and facts fixed for the round (Cap,
+	// CapKey, AgentInfo), because the round re-ranks an agent only when it
+	// reserves on it or gives back from it.
+	Rank(st *State, a int32) Rank
+	// FromCursor reports that the order starts at State.CursorIndex and
+	// wraps around (round-robin). Such a selector's ranks are ignored: its
+	// order is agent index order.
+	FromCursor() bool
+}
+
+// Rank orders agents for a Ranker: lower Key first, then lower Tie.
+type Rank struct {
+	Key, Tie float64
+}

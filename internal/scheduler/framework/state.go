@@ -2,6 +2,7 @@ package framework
 
 import (
 	"cmp"
+	"encoding/binary"
 	"slices"
 	"sort"
 
@@ -22,15 +23,41 @@ type Request struct {
 	Kernels int32
 	// Vec is the same request as a dense vector, for reservation.
 	Vec domain.Vec
+	// shape numbers the distinct (Amounts, Kernels) of the round: sessions
+	// come in a few sizes, and the index remembers its answer per size.
+	shape int32
 }
 
-func newRequest(v domain.Vec, kernels int32) Request {
+// shapes numbers request shapes as the round's sessions are built.
+type shapes struct {
+	ids     map[string]int32
+	key     []byte
+	amounts slab[Amount]
+}
+
+func (sh *shapes) newRequest(v domain.Vec, kernels int32) Request {
 	r := Request{Vec: v, Kernels: kernels}
+	n := 0
+	for _, q := range v {
+		if q != 0 {
+			n++
+		}
+	}
+	r.Amounts = sh.amounts.take(n)[:0]
+	sh.key = binary.LittleEndian.AppendUint32(sh.key[:0], uint32(kernels))
 	for i, q := range v {
 		if q != 0 {
 			r.Amounts = append(r.Amounts, Amount{Slot: domain.SlotID(i), Q: q})
+			sh.key = binary.LittleEndian.AppendUint32(sh.key, uint32(i))
+			sh.key = binary.LittleEndian.AppendUint64(sh.key, uint64(q))
 		}
 	}
+	id, ok := sh.ids[string(sh.key)]
+	if !ok {
+		id = int32(len(sh.ids))
+		sh.ids[string(sh.key)] = id
+	}
+	r.shape = id
 	return r
 }
 
@@ -46,6 +73,7 @@ type AgentInfo struct {
 // over the round.
 type owner struct {
 	Name     string
+	scope    string // "user:<name>" and so on, built once for blockers
 	Occupied domain.Vec
 	Active   int
 	Limits   domain.Vec // nil when unlimited
@@ -64,8 +92,8 @@ type Session struct {
 	User      *owner
 	Project   *owner
 	Domain    *owner
-	// tiers are the candidate agent lists to try in order.
-	tiers [][]int32
+	// tiers are the candidate agents to try, in order.
+	tiers []tier
 	// eligible is the union of tiers, the agents a blocker speaks of.
 	eligible *candidates
 }
@@ -82,9 +110,38 @@ type candidates struct {
 	maxKCap int32 // largest kernel cap among candidates (when all are capped)
 	version uint64
 	valid   bool
-	// custom lists are built for one session (designated or avoided
+	// custom lists are built for one session (strictly designated
 	// agents) and are not worth caching maxima for.
 	custom bool
+	// indexes hold the set in the order of each Ranker that asked, built
+	// on first use: a round normally runs one selector.
+	indexes []*agentIndex
+	// maxCap, maxKCap and allCapped do not change in a round; with an
+	// index at hand they are all refresh still has to scan for, once.
+	capsKnown bool
+	allCapped bool
+	// tiers is the single tier of a session with no designated or
+	// avoided agents, shared by all of them.
+	tiers []tier
+	// misses are requests no candidate could take. Reservations only
+	// shrink free slots, so a request at least as large in every slot it
+	// names, and in kernels, cannot fit either: once a group is full, most
+	// sessions are turned away here, whereas the maxima cannot tell "no
+	// single agent has both the cpu and the memory". missGen is
+	// State.given when they were taken; anything given back voids them.
+	misses  []*Request
+	missGen uint64
+}
+
+// tier is one preference level of agents for a session.
+type tier struct {
+	// list is the tier's agents in index order; for a tier drawn from a
+	// whole candidate set it is filled only when a plain Selector needs it.
+	list []int32
+	// all, when set, makes the tier all of that candidate set but the
+	// agents in except (sorted), which a Ranker's index answers directly.
+	all    *candidates
+	except []int32
 }
 
 // State is one round's mutable view of a Snapshot: free slots per agent
@@ -110,7 +167,22 @@ type State struct {
 	// Cursor is the round-robin position: the last agent chosen.
 	Cursor domain.AgentID
 
-	version  uint64
+	version uint64
+	// scope is the group's blocker scope, "group:<name>".
+	scope string
+	// placed holds the plan's kernel placements, handed out in blocks.
+	placed slab[KernelPlacement]
+	// blocked is capacityBlockers' answer, reused: the caller copies it.
+	blocked []Blocker
+	// maxSeen is the index's maxSeen, lowered by tests.
+	maxSeen int
+	// shapes is how many distinct request shapes the sessions have.
+	shapes int
+	// given counts Unreserve calls, which void every candidate set's misses.
+	given uint64
+	// indexes are every agentIndex of the round, which each reservation
+	// keeps up to date.
+	indexes  []*agentIndex
 	byID     map[domain.AgentID]int32
 	byArch   map[string]*candidates
 	usable   int
@@ -122,6 +194,8 @@ func NewState(snap *Snapshot) *State {
 	n := snap.Slots.Len()
 	st := &State{
 		Snap:     snap,
+		scope:    "group:" + snap.Group.Name,
+		maxSeen:  maxSeen,
 		N:        n,
 		Cursor:   snap.Cursor,
 		GroupCap: make(domain.Vec, n),
@@ -193,13 +267,13 @@ func padded(v domain.Vec, n int) domain.Vec {
 
 func (st *State) buildSessions() {
 	snap := st.Snap
-	owners := func(kind map[string]domain.Policy, use map[string]Use) func(string) *owner {
+	owners := func(prefix string, kind map[string]domain.Policy, use map[string]Use) func(string) *owner {
 		m := make(map[string]*owner)
 		return func(name string) *owner {
 			if o, ok := m[name]; ok {
 				return o
 			}
-			o := &owner{Name: name, Occupied: st.Snap.Slots.NewVec()}
+			o := &owner{Name: name, scope: prefix + name, Occupied: st.Snap.Slots.NewVec()}
 			if u, ok := use[name]; ok {
 				copy(o.Occupied, u.Occupied)
 				o.Active = u.Active
@@ -215,37 +289,42 @@ func (st *State) buildSessions() {
 			return o
 		}
 	}
-	user := owners(snap.Policies.Users, snap.Usage.Users)
-	project := owners(snap.Policies.Projects, snap.Usage.Projects)
-	dom := owners(snap.Policies.Domains, snap.Usage.Domains)
+	user := owners("user:", snap.Policies.Users, snap.Usage.Users)
+	project := owners("project:", snap.Policies.Projects, snap.Usage.Projects)
+	dom := owners("domain:", snap.Policies.Domains, snap.Usage.Domains)
 	st.Sessions = make([]Session, len(snap.Pending))
+	sh := shapes{ids: make(map[string]int32)}
+	var vecs slab[domain.Quantity]
+	var reqs slab[Request]
 	for i := range snap.Pending {
 		p := &snap.Pending[i]
 		s := &st.Sessions[i]
 		s.Index = int32(i)
 		s.Pending = p
 		s.MultiNode = p.Session.ClusterMode == domain.MultiNode
-		total := make(domain.Vec, st.N)
-		s.PerKernel = make([]Request, len(p.Kernels))
+		total := domain.Vec(vecs.take(st.N))
+		s.PerKernel = reqs.take(len(p.Kernels))
 		for k := range p.Kernels {
-			v := padded(p.Kernels[k].Requested, st.N)
+			v := domain.Vec(vecs.take(st.N))
+			copy(v, p.Kernels[k].Requested)
 			total.Add(v)
-			s.PerKernel[k] = newRequest(v, 1)
+			s.PerKernel[k] = sh.newRequest(v, 1)
 		}
-		s.Total = newRequest(total, int32(len(p.Kernels)))
+		s.Total = sh.newRequest(total, int32(len(p.Kernels)))
 		s.User = user(p.Session.Owner.User)
 		s.Project = project(p.Session.Owner.Project)
 		s.Domain = dom(p.Session.Owner.Domain)
 	}
+	st.shapes = len(sh.ids)
 }
 
 // Owners returns the user, project and domain accumulators in that order,
 // with the scope label each blocker uses.
 func (s *Session) Owners() [3]OwnerView {
 	return [3]OwnerView{
-		{Scope: "user:" + s.User.Name, o: s.User},
-		{Scope: "project:" + s.Project.Name, o: s.Project},
-		{Scope: "domain:" + s.Domain.Name, o: s.Domain},
+		{Scope: s.User.scope, o: s.User},
+		{Scope: s.Project.scope, o: s.Project},
+		{Scope: s.Domain.scope, o: s.Domain},
 	}
 }
 
@@ -297,10 +376,19 @@ func (st *State) Reserve(a int32, req *Request) {
 	st.Kernels[a] += req.Kernels
 	st.updateUtil(a)
 	st.version++
+	for _, ix := range st.indexes {
+		ix.update(a)
+	}
 }
 
-// Unreserve gives back what Reserve took; it undoes a partial gang.
+// Unreserve gives back what Reserve took.
 func (st *State) Unreserve(a int32, req *Request) {
+	st.given++
+	st.unreserve(a, req)
+}
+
+// unreserve undoes a partial gang; the caller keeps the misses true.
+func (st *State) unreserve(a int32, req *Request) {
 	base := int(a) * st.N
 	for _, am := range req.Amounts {
 		st.Free[base+int(am.Slot)] = domain.AddSat(st.Free[base+int(am.Slot)], am.Q)
@@ -308,6 +396,9 @@ func (st *State) Unreserve(a int32, req *Request) {
 	st.Kernels[a] -= req.Kernels
 	st.updateUtil(a)
 	st.version++
+	for _, ix := range st.indexes {
+		ix.update(a)
+	}
 }
 
 func (st *State) updateUtil(a int32) {
@@ -375,8 +466,24 @@ func (st *State) archCandidates(arch string) *candidates {
 			c.idx = append(c.idx, int32(i))
 		}
 	}
+	c.tiers = []tier{{list: c.idx, all: c}}
 	st.byArch[arch] = c
 	return c
+}
+
+// index returns c in r's order, building the index on first use.
+func (st *State) index(c *candidates, r Ranker) *agentIndex {
+	name := r.Name()
+	for _, ix := range c.indexes {
+		if ix.name == name {
+			return ix
+		}
+	}
+	ix := newAgentIndex(st, c.idx, r)
+	ix.name = name
+	c.indexes = append(c.indexes, ix)
+	st.indexes = append(st.indexes, ix)
+	return ix
 }
 
 // refresh recomputes the candidates' maxima if the round moved on.
@@ -388,6 +495,10 @@ func (st *State) refresh(c *candidates) {
 	if c.maxFree == nil {
 		c.maxFree = make(domain.Vec, n)
 		c.maxCap = make(domain.Vec, n)
+	}
+	if len(c.indexes) > 0 {
+		st.refreshFromIndex(c, c.indexes[0])
+		return
 	}
 	for s := range n {
 		c.maxFree[s] = 0
@@ -408,6 +519,35 @@ func (st *State) refresh(c *candidates) {
 				c.maxRoom = -1
 			}
 		}
+	}
+	c.version = st.version
+	c.valid = true
+}
+
+// refreshFromIndex reads the free maxima off the index's root, and scans
+// only once for the capacities, which a round does not change.
+func (st *State) refreshFromIndex(c *candidates, ix *agentIndex) {
+	n := st.N
+	if !c.capsKnown {
+		c.allCapped = true
+		for _, a := range c.idx {
+			base := int(a) * n
+			for s := range n {
+				c.maxCap[s] = max(c.maxCap[s], st.Cap[base+s])
+			}
+			if mk := st.Agents[a].MaxKernels; mk > 0 {
+				c.maxKCap = max(c.maxKCap, mk)
+			} else {
+				c.allCapped = false
+			}
+		}
+		c.capsKnown = true
+	}
+	room := ix.maxima(c.maxFree)
+	if c.allCapped {
+		c.maxRoom = max(room, 0)
+	} else {
+		c.maxRoom = -1
 	}
 	c.version = st.version
 	c.valid = true
@@ -445,3 +585,48 @@ func (st *State) searchID(id domain.AgentID) int32 {
 // CursorIndex is the agent index round-robin starts from: the first agent
 // after the cursor, in ID order.
 func (st *State) CursorIndex() int32 { return st.searchID(st.Cursor) }
+
+// missed reports that req covers a request none of c could take.
+func (st *State) missed(c *candidates, req *Request) bool {
+	if c.missGen != st.given {
+		c.misses, c.missGen = c.misses[:0], st.given
+	}
+	for _, m := range c.misses {
+		if covers(req, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// covers reports whether req asks for at least what m does: kernels, and
+// every slot m names. A slot m leaves at zero is never checked for m, so
+// req may ask anything of it.
+func covers(req, m *Request) bool {
+	if req.Kernels < m.Kernels {
+		return false
+	}
+	for _, am := range m.Amounts {
+		if q := req.Vec[am.Slot]; q == 0 || q < am.Q {
+			return false
+		}
+	}
+	return true
+}
+
+// slab hands out small slices carved from large blocks, so a round over
+// 100k sessions makes a few hundred allocations where it made one or more
+// per session. Each slice is capped at its length, so appending to one
+// never runs into the next.
+type slab[T any] struct{ block []T }
+
+const slabBlock = 4096
+
+func (s *slab[T]) take(n int) []T {
+	if cap(s.block)-len(s.block) < n {
+		s.block = make([]T, 0, max(slabBlock, n))
+	}
+	start := len(s.block)
+	s.block = s.block[:start+n]
+	return s.block[start : start+n : start+n]
+}

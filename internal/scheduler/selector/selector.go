@@ -24,6 +24,13 @@ func (Concentrated) Select(st *framework.State, candidates []int32, req *framewo
 	return best
 }
 
+// Rank puts the most utilised first, then the smaller: Select's order.
+func (Concentrated) Rank(st *framework.State, a int32) framework.Rank {
+	return framework.Rank{Key: -st.Util[a], Tie: st.CapKey[a]}
+}
+
+func (Concentrated) FromCursor() bool { return false }
+
 // Dispersed spreads: the least utilised agent that fits, then the larger
 // one, then the lower id. It limits what one agent's loss takes down.
 type Dispersed struct{}
@@ -43,6 +50,13 @@ func (Dispersed) Select(st *framework.State, candidates []int32, req *framework.
 	}
 	return best
 }
+
+// Rank puts the least utilised first, then the larger: Select's order.
+func (Dispersed) Rank(st *framework.State, a int32) framework.Rank {
+	return framework.Rank{Key: st.Util[a], Tie: -st.CapKey[a]}
+}
+
+func (Dispersed) FromCursor() bool { return false }
 
 // RoundRobin takes the first agent that fits after the group's cursor, in
 // id order, wrapping around. The cursor is kept across rounds in the plan.
@@ -70,3 +84,8 @@ func (RoundRobin) Select(st *framework.State, candidates []int32, req *framework
 	}
 	return -1
 }
+
+// Rank is the same for every agent: round-robin orders by index alone.
+func (RoundRobin) Rank(*framework.State, int32) framework.Rank { return framework.Rank{} }
+
+func (RoundRobin) FromCursor() bool { return true }

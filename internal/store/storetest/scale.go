@@ -1,0 +1,60 @@
+package storetest
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// The large data set of issue 18: the benchmark's data set (see
+// BenchGroup) at 10k agents and 100k pending sessions, of which one plan
+// places BenchScalePlaced — about what a round over a busy group of that
+// size places.
+const (
+	BenchScaleAgents   = 10_000
+	BenchScaleSessions = 100_000
+	BenchScalePlaced   = 40_000
+)
+
+// BenchScaleOn makes a database with e, seeds the large data set with
+// seed and measures the store's two parts of a scheduling cycle over it,
+// as sub-benchmarks: LoadSnapshot of the group, and ApplyPlan of
+// BenchScalePlaced placements. ApplyPlan runs last because it leaves the
+// sessions it placed SCHEDULED.
+func BenchScaleOn(b *testing.B, e Engine, seed BenchSeed) {
+	db := e.NewDB(b)
+	reg := domain.DefaultRegistry()
+	s, err := e.Open(b.Context(), db, Options{Registry: reg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	g := domain.ResourceGroup{Name: BenchGroup, State: domain.GroupActive, Sequencer: "fifo",
+		Selector: "concentrated", HeadOfLine: domain.HOLSkip, MaxRetries: 3}
+	if err := s.PutResourceGroup(b.Context(), g); err != nil {
+		b.Fatal(err)
+	}
+	rows := func(q string, n int) string { return strings.ReplaceAll(q, "{rows}", strconv.Itoa(n)) }
+	e.Exec(b, db, rows(seed.Agents, BenchScaleAgents))
+	e.Exec(b, db, rows(seed.Sessions, BenchScaleSessions))
+	e.Exec(b, db, rows(seed.Kernels, BenchScaleSessions))
+	e.Exec(b, db, "ANALYZE")
+
+	b.Run("LoadSnapshot", func(b *testing.B) {
+		for b.Loop() {
+			snap, err := s.LoadSnapshot(b.Context(), BenchGroup, at(1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(snap.Pending) != BenchScaleSessions || len(snap.Agents) != BenchScaleAgents {
+				b.Fatalf("snapshot holds %d sessions and %d agents", len(snap.Pending), len(snap.Agents))
+			}
+		}
+		b.ReportMetric(float64(BenchScaleSessions*b.N)/b.Elapsed().Seconds(), "sessions/s")
+	})
+	b.Run("ApplyPlan", func(b *testing.B) {
+		BenchApplyPlan(b, s, reg, BenchScalePlaced, BenchScaleAgents)
+	})
+}
