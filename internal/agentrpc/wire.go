@@ -15,6 +15,9 @@ type Register struct {
 	MaxKernels    int               `json:"max_kernels,omitempty"`
 	Images        []string          `json:"images,omitempty"`
 	Kernels       []KernelReport    `json:"kernels"`
+	// AllowsCommand: the agent runs a session's own command. Agents of
+	// earlier releases leave it out and count as not allowing.
+	AllowsCommand bool `json:"allows_command,omitempty"`
 }
 
 // Registered answers Register: the agent's new epoch, which fences what

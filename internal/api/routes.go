@@ -100,7 +100,10 @@ func (s *Server) table() []route {
 				"still waits for, when the status's bound moves the session on, and the last failed attempt.",
 			status: http.StatusOK, resp: v1.Why{}, handle: s.why},
 		{method: "GET", path: "/v1/sessions/{id}/logs", access: user, summary: "A kernel's output, streamed from its agent",
-			query:  []param{{name: "kernel", typ: "string", desc: "kernel id or cluster index (default: the main kernel)"}},
+			desc: "The log as written so far. To follow it, ask again with offset set to the bytes already read " +
+				"until the session has ended (what `sokovan session logs -f` does).",
+			query: []param{{name: "kernel", typ: "string", desc: "kernel id or cluster index (default: the main kernel)"},
+				{name: "offset", typ: "integer", desc: "skip this many bytes of the log (default 0)"}},
 			status: http.StatusOK, media: "text/plain", stream: true, handle: s.sessionLogs},
 		{method: "DELETE", path: "/v1/sessions/{id}", access: user, summary: "End a session",
 			desc: "PENDING sessions are CANCELLED at once; other live ones go TERMINATING and their kernels are " +

@@ -64,10 +64,11 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// LogsFunc opens the output of one kernel on its agent. The API checks
-// that the caller may see the session; the reader is closed when the
-// client goes away or the stream ends.
-type LogsFunc func(ctx context.Context, agent domain.AgentID, kernel domain.KernelID) (io.ReadCloser, error)
+// LogsFunc opens the output of one kernel on its agent from byte offset
+// on (0: from the start; past the end: nothing). The API checks that the
+// caller may see the session; the reader is closed when the client goes
+// away or the stream ends.
+type LogsFunc func(ctx context.Context, agent domain.AgentID, kernel domain.KernelID, offset int64) (io.ReadCloser, error)
 
 // Deps are what a Server is built from. Store, Sessions, Slots and Plugins
 // are required; the rest may be nil (AgentRPC, Logs and Gatherer then

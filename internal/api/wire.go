@@ -98,7 +98,8 @@ func (s *Server) agentOut(a domain.Agent) v1.Agent {
 	out := v1.Agent{ID: string(a.ID), ResourceGroup: a.ResourceGroup, Status: a.Status.String(),
 		Schedulable: a.Schedulable, Architecture: a.Architecture, AvailableSlots: s.slots.FormatSlots(a.Capacity),
 		OccupiedSlots: s.slots.FormatSlots(a.Occupied), FreeSlots: s.slots.FormatSlots(free),
-		KernelCount: a.KernelCount, MaxKernels: a.MaxKernels, Address: a.Address, Runtime: a.Runtime, Labels: a.Labels}
+		KernelCount: a.KernelCount, MaxKernels: a.MaxKernels, Address: a.Address, Runtime: a.Runtime, Labels: a.Labels,
+		AllowsCommand: a.AllowsCommand}
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}

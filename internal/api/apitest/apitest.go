@@ -108,7 +108,7 @@ func New(t testing.TB, opts Options) *Manager {
 	for i := range opts.Agents {
 		a, err := st.RegisterAgent(ctx, domain.Agent{ID: domain.AgentID(fmt.Sprintf("agent-%d", i)),
 			ResourceGroup: "default", Address: "127.0.0.1:0", Architecture: "x86_64", Runtime: "test",
-			Status: domain.AgentAlive, Schedulable: true, Capacity: capacity}, time.Now())
+			Status: domain.AgentAlive, Schedulable: true, Capacity: capacity, AllowsCommand: true}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
