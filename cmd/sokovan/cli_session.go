@@ -28,7 +28,8 @@ func newSessionCmd() *cobra.Command {
 	}
 	o.register(cmd)
 	cmd.AddCommand(newSessionCreateCmd(&o), newSessionListCmd(&o), newSessionShowCmd(&o), newSessionHistoryCmd(&o),
-		newSessionWhyCmd(&o), newSessionRemoveCmd(&o), newSessionLogsCmd(), newSessionWatchCmd(&o))
+		newSessionWhyCmd(&o), newSessionRemoveCmd(&o), newSessionLogsCmd(), newSessionWatchCmd(&o),
+		newSessionPortForwardCmd())
 	return cmd
 }
 
@@ -345,7 +346,10 @@ func newSessionShowCmd(o *output) *cobra.Command {
 					}
 					krows[i] = []string{k.ID, k.ClusterRole, orDash(k.Agent), k.Status, exit, orDash(k.StatusReason)}
 				}
-				return table(w, []string{"KERNEL", "ROLE", "AGENT", "STATUS", "EXIT", "REASON"}, krows)
+				if err := table(w, []string{"KERNEL", "ROLE", "AGENT", "STATUS", "EXIT", "REASON"}, krows); err != nil {
+					return err
+				}
+				return printServicePorts(w, s)
 			})
 		},
 	}

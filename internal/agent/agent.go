@@ -213,7 +213,8 @@ func (a *Agent) reports() []agentrpc.KernelReport {
 	live := a.rt.Live()
 	out := make([]agentrpc.KernelReport, len(live))
 	for i, k := range live {
-		out[i] = agentrpc.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: exitReason(k.Reason, k.Message)}
+		out[i] = agentrpc.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: exitReason(k.Reason, k.Message),
+			ServicePorts: k.Ports}
 	}
 	return out
 }

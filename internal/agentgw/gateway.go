@@ -176,7 +176,8 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) settle(ctx context.Context, agent domain.AgentID, epoch int64, kernels []agentrpc.KernelReport) ([]domain.KernelID, error) {
 	reports := make([]coordinator.KernelReport, len(kernels))
 	for i, k := range kernels {
-		reports[i] = coordinator.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: k.Reason}
+		reports[i] = coordinator.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: k.Reason,
+			ServicePorts: k.ServicePorts}
 	}
 	return g.coord.Settle(ctx, agent, epoch, reports)
 }

@@ -49,6 +49,9 @@ type KernelReport struct {
 	Running  bool            `json:"running"`
 	ExitCode *int            `json:"exit_code,omitempty"`
 	Reason   string          `json:"reason,omitempty"`
+	// ServicePorts are what a running kernel serves (as on its
+	// kernel_started event), for a manager that missed that event.
+	ServicePorts []domain.ServicePort `json:"service_ports,omitempty"`
 }
 
 // Events carries agent events in the order they happened. The agent and

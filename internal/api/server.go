@@ -267,7 +267,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 // the body limit.
 func (s *Server) wrap(rt route) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rt.access != agent {
+		if rt.access != agent && !rt.passBody {
 			// The agent RPC sets its own limits; everything else is small.
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		}

@@ -625,6 +625,11 @@ func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request) error {
 	if kernel.Agent == "" {
 		return conflict("kernel %s is not on an agent yet (%s)", kernel.ID, kernel.Status)
 	}
+	if kernel.Status < domain.KernelRunning {
+		// Placed but not started: its agent has no log to give yet, and a
+		// follower should wait rather than see the agent's failure.
+		return conflict("kernel %s has not started yet (%s): it has no output", kernel.ID, kernel.Status)
+	}
 	rc, err := s.logs(r.Context(), kernel.Agent, kernel.ID, offset)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
