@@ -5,7 +5,9 @@
 #   - Redis on 127.0.0.1:6379 and etcd on 127.0.0.1:2379;
 #   - a Docker engine of our own on unix:///tmp/sokovan-docker/docker.sock,
 #     for internal/agent/runtime/docker's tests;
-#   - chromium, which internal/web's browser tests drive (nothing to start).
+#   - chromium, which internal/web's browser tests drive (nothing to start);
+#   - promtool (Debian's prometheus package), which checks the /metrics
+#     exposition in internal/api's tests (nothing to start).
 # Installs the packages when they are missing.
 set -euo pipefail
 
@@ -108,6 +110,14 @@ install_chromium() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 chromium
 }
 
+# Debian ships promtool only inside the prometheus package; the server it
+# also brings is not started (no systemd here, and nothing needs it).
+install_promtool() {
+  if command -v promtool >/dev/null 2>&1; then return; fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 prometheus
+}
+
 case "${1:-start}" in
   start)
     start_postgres
@@ -115,6 +125,7 @@ case "${1:-start}" in
     start_etcd
     start_docker
     install_chromium
+    install_promtool
     ;;
   *) echo "usage: $0 start" >&2; exit 2 ;;
 esac

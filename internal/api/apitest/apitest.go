@@ -119,6 +119,7 @@ func New(t testing.TB, opts Options) *Manager {
 		agents.epochs[a.ID] = a.Epoch
 	}
 	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(coordinator.NewCollector(st, reg, nil))
 	co := coordinator.New(coordinator.Deps{Store: st, Agents: agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
 		Slots: reg, Metrics: coordinator.NewMetrics(metrics)},
 		coordinator.Config{ShortInterval: 20 * time.Millisecond, CallTimeout: 5 * time.Second})
