@@ -80,7 +80,9 @@ func (m *Metrics) round(group string, scheduled, rejected, waiting, impossible i
 	m.decided.WithLabelValues(group, decisionImpossible).Add(float64(impossible))
 }
 
-func (m *Metrics) placed(group string, d time.Duration) { m.wait.WithLabelValues(group).Observe(d.Seconds()) }
+func (m *Metrics) placed(group string, d time.Duration) {
+	m.wait.WithLabelValues(group).Observe(d.Seconds())
+}
 
 func (m *Metrics) run(h domain.HandlerName, start time.Time) {
 	m.runs.WithLabelValues(string(h)).Inc()
