@@ -65,6 +65,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request) error {
 	for i := range ports {
 		if ports[i].name == name {
 			port = &ports[i]
+			break
 		}
 	}
 	if port == nil {
