@@ -8,6 +8,8 @@
 #   - chromium, which internal/web's browser tests drive (nothing to start);
 #   - a one-node SLURM cluster (munge, slurmd, slurmctld, partition "debug")
 #     for internal/agent/runtime/slurm's tests.
+#   - promtool (Debian's prometheus package), which checks the /metrics
+#     exposition in internal/api's tests (nothing to start).
 # Installs the packages when they are missing.
 set -euo pipefail
 
@@ -152,6 +154,14 @@ start_slurm() {
   wait_for "sinfo -h -o %t | grep -qE '^(idle|mix|alloc)'"
 }
 
+# Debian ships promtool only inside the prometheus package; the server it
+# also brings is not started (no systemd here, and nothing needs it).
+install_promtool() {
+  if command -v promtool >/dev/null 2>&1; then return; fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 prometheus
+}
+
 case "${1:-start}" in
   start)
     start_postgres
@@ -160,6 +170,7 @@ case "${1:-start}" in
     start_docker
     install_chromium
     start_slurm
+    install_promtool
     ;;
   slurm) start_slurm ;;
   *) echo "usage: $0 [start|slurm]" >&2; exit 2 ;;

@@ -46,6 +46,11 @@ func newAgentDaemonCmd() *cobra.Command {
 				id = host
 			}
 			cfg.ID = domain.AgentID(id)
+			if kind != "process" {
+				// A container's command runs inside the container, and the
+				// sim runs nothing: both take any command.
+				cfg.AllowsCommand = true
+			}
 			cfg.Runtime = kind
 			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			if cpu != "" || mem != "" {
@@ -82,7 +87,7 @@ func newAgentDaemonCmd() *cobra.Command {
 					return err
 				}
 				rt, err = process.New(process.Config{DataDir: filepath.Join(dataDir, "kernels"), Catalog: process.DefaultCatalog(self),
-					Sink: a.Sink, Log: cfg.Log, KernelUIDs: uids, RunAsAgentUser: asAgentUser})
+					Sink: a.Sink, Log: cfg.Log, KernelUIDs: uids, RunAsAgentUser: asAgentUser, AllowCommand: cfg.AllowsCommand})
 				if err != nil {
 					return err
 				}
@@ -139,6 +144,7 @@ func newAgentDaemonCmd() *cobra.Command {
 	f.StringVar(&mem, "mem", "", "memory to offer, e.g. 16g (default: detected)")
 	f.IntVar(&cfg.MaxKernels, "max-kernels", agent.DefaultMaxKernels, "cap on kernels placed here (-1: none)")
 	f.StringVar(&kernelUIDs, "kernel-uids", "", "process runtime as root: user ids kernels run as, FIRST-LAST, one per kernel (default 2000000000-2000065535)")
+	f.BoolVar(&cfg.AllowsCommand, "allow-command", false, "process runtime: run a session's own command (create -- CMD) instead of only its image's; anyone who may submit then runs any program as the kernel's user")
 	f.BoolVar(&asAgentUser, "run-as-agent-user", false, "process runtime: run kernels as the agent's own user even when that is root (trusted machines only)")
 	f.StringVar(&sl.Partition, "slurm-partition", "", "slurm runtime: partition jobs are submitted to (required)")
 	f.StringVar(&sl.Account, "slurm-account", "", "slurm runtime: sbatch --account")

@@ -28,7 +28,8 @@ func newSessionCmd() *cobra.Command {
 	}
 	o.register(cmd)
 	cmd.AddCommand(newSessionCreateCmd(&o), newSessionListCmd(&o), newSessionShowCmd(&o), newSessionHistoryCmd(&o),
-		newSessionWhyCmd(&o), newSessionRemoveCmd(&o), newSessionLogsCmd(), newSessionWatchCmd(&o))
+		newSessionWhyCmd(&o), newSessionRemoveCmd(&o), newSessionLogsCmd(), newSessionWatchCmd(&o),
+		newSessionPortForwardCmd())
 	return cmd
 }
 
@@ -345,7 +346,10 @@ func newSessionShowCmd(o *output) *cobra.Command {
 					}
 					krows[i] = []string{k.ID, k.ClusterRole, orDash(k.Agent), k.Status, exit, orDash(k.StatusReason)}
 				}
-				return table(w, []string{"KERNEL", "ROLE", "AGENT", "STATUS", "EXIT", "REASON"}, krows)
+				if err := table(w, []string{"KERNEL", "ROLE", "AGENT", "STATUS", "EXIT", "REASON"}, krows); err != nil {
+					return err
+				}
+				return printServicePorts(w, s)
 			})
 		},
 	}
@@ -523,9 +527,14 @@ func newSessionRemoveCmd(o *output) *cobra.Command {
 
 func newSessionLogsCmd() *cobra.Command {
 	var kernel string
+	var follow bool
+	var poll time.Duration
 	cmd := &cobra.Command{
-		Use:               "logs ID",
-		Short:             "Print a kernel's output (the main kernel unless --kernel)",
+		Use:   "logs ID",
+		Short: "Print a kernel's output (the main kernel unless --kernel)",
+		Long: `Prints what the kernel has written so far. With -f it keeps printing what the
+kernel writes until the session has ended (or Ctrl-C), asking the manager for
+what is new every --poll.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -533,20 +542,15 @@ func newSessionLogsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			path := sessionPath(args[0], "/logs")
-			if kernel != "" {
-				path += "?kernel=" + url.QueryEscape(kernel)
+			if poll <= 0 {
+				return errors.New("--poll must be positive")
 			}
-			req, err := c.request(cmd.Context(), "GET", path, nil)
-			if err != nil {
-				return err
+			f := logFollower{c: c, id: args[0], kernel: kernel, out: cmd.OutOrStdout(), poll: poll}
+			if follow {
+				err = f.follow(cmd.Context())
+			} else {
+				_, err = f.read(cmd.Context())
 			}
-			resp, err := c.send(c.stream, req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			_, err = io.Copy(cmd.OutOrStdout(), resp.Body)
 			if cmd.Context().Err() != nil {
 				return nil // interrupted while following: not a failure
 			}
@@ -554,5 +558,7 @@ func newSessionLogsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&kernel, "kernel", "", "kernel id or cluster index")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the session ends")
+	cmd.Flags().DurationVar(&poll, "poll", 500*time.Millisecond, "with -f: how often to ask for new output")
 	return cmd
 }

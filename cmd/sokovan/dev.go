@@ -20,7 +20,14 @@ func newDevCmd() *cobra.Command {
 		Long: `Starts a manager with SQLite under --data-dir, the in-process event path and
 --agents local agents on the process runtime. Prints the API URL and the admin
 token (also written to DATA_DIR/admin-token; SOKOVAN_ADMIN_TOKEN overrides it).
-Ctrl-C stops it; a restart on the same directory carries every session on.`,
+Its agents run a session's own command (create -- CMD...): dev mode is your own
+machine.
+
+Ctrl-C stops the manager and the agents, and with them every running kernel:
+the process runtime never leaves a kernel running without its agent. On a
+restart on the same directory, sessions that had not started running carry on;
+sessions that were RUNNING are terminated, their kernels in ERROR ("not running
+on agent dev-agent-N after it restarted"), and their logs stay readable.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.AdminToken = os.Getenv("SOKOVAN_ADMIN_TOKEN")

@@ -5,4 +5,7 @@
 // The client verbs speak API v1 in package v1's types (internal/api/v1),
 // the ones the server writes, so what they decode cannot drift from what
 // is sent. With -o json they print the answer as it came, every field.
+// `session logs -f` follows by polling the logs endpoint with an offset
+// (cli_logs.go says why), and `session port-forward` serves a session's
+// port locally through the manager's proxy (cli_ports.go).
 package main

@@ -42,8 +42,12 @@ type Config struct {
 	// means DefaultMaxKernels, a negative value no cap.
 	MaxKernels int
 	// Runtime names the runtime for the manager's records.
-	Runtime  string
-	Registry *domain.Registry
+	Runtime string
+	// AllowsCommand tells the manager that the runtime runs a session's own
+	// command; it must match the runtime's configuration, since the manager
+	// refuses commands at submit when no agent of the group allows them.
+	AllowsCommand bool
+	Registry      *domain.Registry
 	// HeartbeatInterval defaults to 5s, DestroyGrace to 10s; PullWait is
 	// how long check_and_pull waits for a pull it started before answering
 	// "pulling" (default 200ms), so a quick pull is ready in one call.
@@ -185,7 +189,7 @@ func (a *Agent) register(ctx context.Context) error {
 		reg, err := a.mc.Register(ctx, agentrpc.Register{
 			ID: a.cfg.ID, ResourceGroup: a.cfg.ResourceGroup, Address: a.advertise(), Architecture: a.cfg.Architecture,
 			Runtime: a.cfg.Runtime, Capacity: a.cfg.Capacity, MaxKernels: a.cfg.MaxKernels, Images: a.rt.Images(),
-			Kernels: a.reports(),
+			Kernels: a.reports(), AllowsCommand: a.cfg.AllowsCommand,
 		})
 		if err == nil {
 			a.mu.Lock()
@@ -209,7 +213,8 @@ func (a *Agent) reports() []agentrpc.KernelReport {
 	live := a.rt.Live()
 	out := make([]agentrpc.KernelReport, len(live))
 	for i, k := range live {
-		out[i] = agentrpc.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: exitReason(k.Reason, k.Message)}
+		out[i] = agentrpc.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: exitReason(k.Reason, k.Message),
+			ServicePorts: k.Ports}
 	}
 	return out
 }
@@ -377,6 +382,15 @@ func (a *Agent) handler(ctx context.Context) http.Handler {
 		agentrpc.WriteJSON(w, http.StatusOK, a.reports())
 	})
 	mux.HandleFunc("GET /rpc/logs/{kernel}", func(w http.ResponseWriter, r *http.Request) {
+		var offset int64
+		if q := r.URL.Query().Get("offset"); q != "" {
+			n, err := strconv.ParseInt(q, 10, 64)
+			if err != nil || n < 0 {
+				agentrpc.WriteError(w, http.StatusBadRequest, fmt.Errorf("offset %q is not a byte count", q))
+				return
+			}
+			offset = n
+		}
 		rc, err := a.rt.Logs(domain.KernelID(r.PathValue("kernel")))
 		if errors.Is(err, runtime.ErrNotFound) {
 			agentrpc.WriteError(w, http.StatusNotFound, err)
@@ -387,6 +401,20 @@ func (a *Agent) handler(ctx context.Context) http.Handler {
 			return
 		}
 		defer rc.Close()
+		if offset > 0 {
+			// A follower asks for what is new since its last read: a seek
+			// keeps that cheap however long the log has grown.
+			if s, ok := rc.(io.Seeker); ok {
+				_, err = s.Seek(offset, io.SeekStart)
+			} else {
+				_, err = io.CopyN(io.Discard, rc, offset)
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				agentrpc.WriteError(w, http.StatusInternalServerError, err)
+				return
+			}
+			w.Header().Set(agentrpc.LogOffsetHeader, strconv.FormatInt(offset, 10))
+		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.Copy(w, rc)
 	})

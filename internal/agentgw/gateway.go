@@ -97,7 +97,7 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 	a, err := g.store.RegisterAgent(r.Context(), domain.Agent{
 		ID: in.ID, ResourceGroup: in.ResourceGroup, Address: in.Address, Architecture: in.Architecture,
 		Runtime: in.Runtime, Status: domain.AgentAlive, Schedulable: true, Capacity: capacity,
-		MaxKernels: in.MaxKernels, Images: in.Images,
+		MaxKernels: in.MaxKernels, Images: in.Images, AllowsCommand: in.AllowsCommand,
 	}, g.now())
 	if err != nil {
 		g.fail(w, "register", err)
@@ -176,7 +176,8 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) settle(ctx context.Context, agent domain.AgentID, epoch int64, kernels []agentrpc.KernelReport) ([]domain.KernelID, error) {
 	reports := make([]coordinator.KernelReport, len(kernels))
 	for i, k := range kernels {
-		reports[i] = coordinator.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: k.Reason}
+		reports[i] = coordinator.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: k.Reason,
+			ServicePorts: k.ServicePorts}
 	}
 	return g.coord.Settle(ctx, agent, epoch, reports)
 }

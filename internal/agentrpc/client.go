@@ -2,10 +2,12 @@ package agentrpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -93,13 +95,23 @@ func (c *AgentClient) DestroyKernel(ctx context.Context, agent domain.AgentID, k
 	return c.do(ctx, agent, "/rpc/destroy_kernel", DestroyKernel{Kernel: kernel, Forced: forced}, nil)
 }
 
-// Logs streams a kernel's output from its agent.
-func (c *AgentClient) Logs(ctx context.Context, agent domain.AgentID, kernel domain.KernelID) (io.ReadCloser, error) {
+// LogOffsetHeader is how an agent says it started a logs answer at the
+// offset asked for. An agent of an earlier release ignores the offset and
+// sends the whole log, without the header; Logs then skips the offset
+// itself.
+const LogOffsetHeader = "Sokovan-Log-Offset"
+
+// Logs streams a kernel's output from its agent, from byte offset on.
+func (c *AgentClient) Logs(ctx context.Context, agent domain.AgentID, kernel domain.KernelID, offset int64) (io.ReadCloser, error) {
 	base, err := c.base(ctx, agent)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/rpc/logs/"+url.PathEscape(string(kernel)), nil)
+	u := base + "/rpc/logs/" + url.PathEscape(string(kernel))
+	if offset > 0 {
+		u += "?offset=" + strconv.FormatInt(offset, 10)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +123,12 @@ func (c *AgentClient) Logs(ctx context.Context, agent domain.AgentID, kernel dom
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
 		return nil, &StatusError{Code: resp.StatusCode, Message: "logs of " + string(kernel)}
+	}
+	if offset > 0 && resp.Header.Get(LogOffsetHeader) == "" {
+		if _, err := io.CopyN(io.Discard, resp.Body, offset); err != nil && !errors.Is(err, io.EOF) {
+			resp.Body.Close()
+			return nil, err
+		}
 	}
 	return resp.Body, nil
 }

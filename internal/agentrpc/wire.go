@@ -15,6 +15,9 @@ type Register struct {
 	MaxKernels    int               `json:"max_kernels,omitempty"`
 	Images        []string          `json:"images,omitempty"`
 	Kernels       []KernelReport    `json:"kernels"`
+	// AllowsCommand: the agent runs a session's own command. Agents of
+	// earlier releases leave it out and count as not allowing.
+	AllowsCommand bool `json:"allows_command,omitempty"`
 }
 
 // Registered answers Register: the agent's new epoch, which fences what
@@ -46,6 +49,9 @@ type KernelReport struct {
 	Running  bool            `json:"running"`
 	ExitCode *int            `json:"exit_code,omitempty"`
 	Reason   string          `json:"reason,omitempty"`
+	// ServicePorts are what a running kernel serves (as on its
+	// kernel_started event), for a manager that missed that event.
+	ServicePorts []domain.ServicePort `json:"service_ports,omitempty"`
 }
 
 // Events carries agent events in the order they happened. The agent and

@@ -53,3 +53,29 @@ func TestEventWireFormatIsUnchanged(t *testing.T) {
 		t.Errorf("decoded and stamped events (-want +got):\n%s", diff)
 	}
 }
+
+// TestKernelStartedCarriesServicePorts: the ports a kernel serves ride on
+// kernel_started as one added field, which a manager of an earlier release
+// ignores and which is absent when there are none (the batch above).
+func TestKernelStartedCarriesServicePorts(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	ev := domain.KernelEvent{Kind: domain.EventKernelStarted, Kernel: "k1", At: at,
+		ServicePorts: []domain.ServicePort{{Name: "http", Protocol: "http", Host: "127.0.0.1", Port: 41234}}}
+	got, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"kind":"kernel_started","kernel":"k1","at":"2026-03-01T12:00:00Z",` +
+		`"service_ports":[{"name":"http","protocol":"http","host":"127.0.0.1","port":41234}]}`
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("encoded event (-want +got):\n%s", diff)
+	}
+	var back domain.KernelEvent
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ev, back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}

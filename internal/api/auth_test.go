@@ -20,7 +20,7 @@ import (
 func TestAuthMatrix(t *testing.T) {
 	t.Parallel()
 	engines(t, func(t *testing.T, engine string) {
-		m := apitest.New(t, apitest.Options{Engine: engine, Logs: func(context.Context, domain.AgentID, domain.KernelID) (ioReadCloser, error) {
+		m := apitest.New(t, apitest.Options{Engine: engine, Logs: func(context.Context, domain.AgentID, domain.KernelID, int64) (ioReadCloser, error) {
 			return nopCloser{strings.NewReader("hello\n")}, nil
 		}})
 		alice := m.User("alice", "user", "p1")

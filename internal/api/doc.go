@@ -2,7 +2,10 @@
 // authentication and authorisation, request validation, the conversion of
 // records into the JSON shapes users and tools depend on, the OpenAPI
 // document describing them, and the server-sent event stream of session
-// and kernel status changes. The shapes themselves are package v1's
+// and kernel status changes. It also proxies the ports sessions' kernels
+// serve (proxy.go) to their owners, with httputil.ReverseProxy, so users
+// reach what they run through the one authenticated address. The shapes
+// themselves are package v1's
 // (internal/api/v1), shared with the CLI; the document is reflected from
 // them, and a test holds every schema in it to that package.
 //
@@ -16,4 +19,8 @@
 // and error classes), internal/scheduler and its framework (for the "why"
 // dry run), the Prometheus client's HTTP handler, and the standard
 // library.
+//
+// A submit with a command is checked against the group's agents (some must
+// allow commands), so a session no agent would run is refused with 400
+// rather than cancelled after its wait.
 package api

@@ -93,7 +93,12 @@ func (s *Server) describe() (map[string]any, map[string]reflect.Type) {
 		}
 		method := strings.ToLower(rt.method)
 		if method == "" {
-			method = "post" // the agent RPC subtree; its own handler defines the calls
+			// A subtree whose handler defines the calls: the agent RPC, the
+			// session proxy.
+			method = "post"
+			if rt.docMethod != "" {
+				method = rt.docMethod
+			}
 		}
 		paths[p][method] = op
 	}

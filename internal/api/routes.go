@@ -15,14 +15,20 @@ type route struct {
 	path   string // ServeMux path
 	// docPath is the OpenAPI path when path is a subtree ("/v1/agent/").
 	docPath string
-	access  access
-	summary string
-	desc    string
-	query   []param
-	body    any   // request body type, nil for none
-	status  int   // success status
-	alt     []int // other success statuses with the same body
-	resp    any   // success body type, nil for none
+	// docMethod is the method the OpenAPI document shows for a route
+	// that matches every method; "" means post.
+	docMethod string
+	// passBody: the handler passes the request body on (the proxy), so
+	// the API's body limit does not apply.
+	passBody bool
+	access   access
+	summary  string
+	desc     string
+	query    []param
+	body     any   // request body type, nil for none
+	status   int   // success status
+	alt      []int // other success statuses with the same body
+	resp     any   // success body type, nil for none
 	// media is the success content type when it is not JSON.
 	media string
 	// stream marks an answer that lasts as long as the client wants it
@@ -100,8 +106,18 @@ func (s *Server) table() []route {
 				"still waits for, when the status's bound moves the session on, and the last failed attempt.",
 			status: http.StatusOK, resp: v1.Why{}, handle: s.why},
 		{method: "GET", path: "/v1/sessions/{id}/logs", access: user, summary: "A kernel's output, streamed from its agent",
-			query:  []param{{name: "kernel", typ: "string", desc: "kernel id or cluster index (default: the main kernel)"}},
+			desc: "The log as written so far. To follow it, ask again with offset set to the bytes already read " +
+				"until the session has ended (what `sokovan session logs -f` does).",
+			query: []param{{name: "kernel", typ: "string", desc: "kernel id or cluster index (default: the main kernel)"},
+				{name: "offset", typ: "integer", desc: "skip this many bytes of the log (default 0)"}},
 			status: http.StatusOK, media: "text/plain", stream: true, handle: s.sessionLogs},
+		{path: "/v1/sessions/{id}/proxy/{port}/{path...}", docPath: "/v1/sessions/{id}/proxy/{port}/{path}", docMethod: "get",
+			access: user, summary: "Reach a port the session's kernel serves (any method)",
+			desc: "Proxies the request to the service port named port (see the session's service_ports) of a RUNNING " +
+				"session, with path as the kernel sees it. The session's owner or an admin only; others get 404. " +
+				"The Authorization header is not passed on. Answers stream; websocket upgrades are tunnelled. " +
+				"409 when the session is not RUNNING, 502 when the kernel does not answer.",
+			status: http.StatusOK, media: "application/octet-stream", stream: true, passBody: true, handle: s.proxy},
 		{method: "DELETE", path: "/v1/sessions/{id}", access: user, summary: "End a session",
 			desc: "PENDING sessions are CANCELLED at once; other live ones go TERMINATING and their kernels are " +
 				"destroyed. 409 when the session has already ended.",

@@ -64,10 +64,11 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// LogsFunc opens the output of one kernel on its agent. The API checks
-// that the caller may see the session; the reader is closed when the
-// client goes away or the stream ends.
-type LogsFunc func(ctx context.Context, agent domain.AgentID, kernel domain.KernelID) (io.ReadCloser, error)
+// LogsFunc opens the output of one kernel on its agent from byte offset
+// on (0: from the start; past the end: nothing). The API checks that the
+// caller may see the session; the reader is closed when the client goes
+// away or the stream ends.
+type LogsFunc func(ctx context.Context, agent domain.AgentID, kernel domain.KernelID, offset int64) (io.ReadCloser, error)
 
 // Deps are what a Server is built from. Store, Sessions, Slots and Plugins
 // are required; the rest may be nil (AgentRPC, Logs and Gatherer then
@@ -266,7 +267,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 // the body limit.
 func (s *Server) wrap(rt route) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rt.access != agent {
+		if rt.access != agent && !rt.passBody {
 			// The agent RPC sets its own limits; everything else is small.
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		}

@@ -209,6 +209,9 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 	}
 	sess.DesignatedAgents = agents
 	sess.DesignatedStrict = len(agents) > 0 && (req.DesignatedStrict == nil || *req.DesignatedStrict)
+	if e := s.checkCommandRunnable(ctx, g.Name, sess.Command); e != nil {
+		return domain.Session{}, nil, e
+	}
 
 	kernels := make([]domain.Kernel, sess.ClusterSize)
 	for i := range kernels {
@@ -351,6 +354,26 @@ func (s *Server) checkDesignated(ctx context.Context, group string, ids []string
 		}
 	}
 	return want, nil
+}
+
+// checkCommandRunnable refuses a command when the group has agents and none
+// of them runs a session's own command: placed there, the session would be
+// refused by its agent at start and cancelled, after the wait in the queue.
+// A group with no agents yet accepts it, as it accepts any session to wait
+// for agents.
+func (s *Server) checkCommandRunnable(ctx context.Context, group string, cmd []string) error {
+	if len(cmd) == 0 {
+		return nil
+	}
+	agents, err := s.store.ListAgents(ctx, store.AgentFilter{Group: group})
+	if err != nil {
+		return err
+	}
+	if len(agents) == 0 || slices.ContainsFunc(agents, func(a domain.Agent) bool { return a.AllowsCommand }) {
+		return nil
+	}
+	return invalid("command", "no agent of resource group %s runs a session's own command (an agent allows it "+
+		"with `sokovan agent run --allow-command`); leave command out to run the image's own", group)
 }
 
 // pendingCaps returns the max_pending_sessions of the owner's user,
@@ -577,6 +600,14 @@ func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	want := r.URL.Query().Get("kernel")
+	var offset int64
+	if q := r.URL.Query().Get("offset"); q != "" {
+		n, err := strconv.ParseInt(q, 10, 64)
+		if err != nil || n < 0 {
+			return invalid("offset", "must be a byte count from 0, not %q", q)
+		}
+		offset = n
+	}
 	var kernel *domain.Kernel
 	for i := range sk.Kernels {
 		k := &sk.Kernels[i]
@@ -594,7 +625,12 @@ func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request) error {
 	if kernel.Agent == "" {
 		return conflict("kernel %s is not on an agent yet (%s)", kernel.ID, kernel.Status)
 	}
-	rc, err := s.logs(r.Context(), kernel.Agent, kernel.ID)
+	if kernel.Status < domain.KernelRunning {
+		// Placed but not started: its agent has no log to give yet, and a
+		// follower should wait rather than see the agent's failure.
+		return conflict("kernel %s has not started yet (%s): it has no output", kernel.ID, kernel.Status)
+	}
+	rc, err := s.logs(r.Context(), kernel.Agent, kernel.ID, offset)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("agent %s has no logs of kernel %s", kernel.Agent, kernel.ID)

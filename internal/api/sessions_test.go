@@ -482,7 +482,7 @@ func TestLogs(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var asked []string
-	m := apitest.New(t, apitest.Options{Logs: func(_ context.Context, agent domain.AgentID, k domain.KernelID) (ioReadCloser, error) {
+	m := apitest.New(t, apitest.Options{Logs: func(_ context.Context, agent domain.AgentID, k domain.KernelID, _ int64) (ioReadCloser, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		asked = append(asked, string(agent)+"/"+string(k))

@@ -25,6 +25,7 @@ func (s *Server) sessionOut(sk store.SessionWithKernels) v1.Session {
 		ClusterMode: string(ss.ClusterMode), ClusterSize: ss.ClusterSize, DependsOn: strs(ss.DependsOn),
 		DesignatedAgents: strs(ss.DesignatedAgents), DesignatedStrict: ss.DesignatedStrict,
 		Outcome: ss.Outcome.String(), Command: nonNil(ss.Command), Env: ss.Env, Kernels: []v1.Kernel{},
+		ServicePorts: []v1.ServicePort{},
 	}
 	if out.Env == nil {
 		out.Env = map[string]string{}
@@ -39,6 +40,10 @@ func (s *Server) sessionOut(sk store.SessionWithKernels) v1.Session {
 			StatusChangedAt: k.StatusChangedAt.UTC(), ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx,
 			ExitCode: k.ExitCode, ContainerID: k.ContainerID, Image: k.Image,
 		})
+	}
+	for _, p := range servicePorts(sk) {
+		out.ServicePorts = append(out.ServicePorts, v1.ServicePort{Name: p.name, Protocol: p.Protocol,
+			Kernel: string(p.kernel.ID), Host: p.Host, Port: p.Port, ProxyPath: proxyPath(ss.ID, p.name)})
 	}
 	return out
 }
@@ -98,7 +103,8 @@ func (s *Server) agentOut(a domain.Agent) v1.Agent {
 	out := v1.Agent{ID: string(a.ID), ResourceGroup: a.ResourceGroup, Status: a.Status.String(),
 		Schedulable: a.Schedulable, Architecture: a.Architecture, AvailableSlots: s.slots.FormatSlots(a.Capacity),
 		OccupiedSlots: s.slots.FormatSlots(a.Occupied), FreeSlots: s.slots.FormatSlots(free),
-		KernelCount: a.KernelCount, MaxKernels: a.MaxKernels, Address: a.Address, Runtime: a.Runtime, Labels: a.Labels}
+		KernelCount: a.KernelCount, MaxKernels: a.MaxKernels, Address: a.Address, Runtime: a.Runtime, Labels: a.Labels,
+		AllowsCommand: a.AllowsCommand}
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}

@@ -69,7 +69,8 @@ func (c *Coordinator) applyEvent(ctx context.Context, k domain.Kernel, epoch int
 			return false, nil
 		}
 		_, err := c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: []domain.KernelStatus{k.Status},
-			To: ch.To, ExitCode: ch.ExitCode, ContainerID: ch.ContainerID, Reason: ch.Reason, Now: now})
+			To: ch.To, ExitCode: ch.ExitCode, ContainerID: ch.ContainerID, Reason: ch.Reason,
+			ServicePorts: ch.ServicePorts, Now: now})
 		if err == nil {
 			return true, nil
 		}

@@ -110,9 +110,15 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 	if err != nil {
 		return fmt.Errorf("apply plan of %s: %w", group, err)
 	}
+	c.metrics.round(group, len(applied.Applied), len(applied.Rejected), len(plan.Waiting), len(plan.Impossible))
 	targets := make([]store.SessionWithKernels, len(snap.Pending))
+	submitted := make(map[domain.SessionID]time.Time, len(snap.Pending))
 	for i, p := range snap.Pending {
 		targets[i] = store.SessionWithKernels{Session: p.Session, Kernels: p.Kernels}
+		submitted[p.Session.ID] = p.Session.CreatedAt
+	}
+	for _, id := range applied.Applied {
+		c.metrics.placed(group, now.Sub(submitted[id]))
 	}
 	res := Result{Successes: applied.Applied, successApplied: true}
 	for _, r := range applied.Rejected {

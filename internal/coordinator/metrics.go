@@ -17,7 +17,20 @@ type Metrics struct {
 	pending  *prometheus.GaugeVec
 	startLat prometheus.Histogram
 	byStatus *prometheus.GaugeVec
+	rounds   *prometheus.CounterVec
+	decided  *prometheus.CounterVec
+	wait     *prometheus.HistogramVec
 }
+
+// Scheduling decisions, the result label of
+// sokovan_scheduling_decisions_total: what one round did with each
+// PENDING session it considered.
+const (
+	decisionScheduled  = "scheduled"  // placed and committed
+	decisionRejected   = "rejected"   // placed, but the plan applier's re-check refused it
+	decisionWaiting    = "waiting"    // left PENDING: capacity, quota, dependency, …
+	decisionImpossible = "impossible" // cancelled: no wait can help
+)
 
 // NewMetrics builds the series and registers them on reg when not nil.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -34,11 +47,41 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Time from submit to RUNNING.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 16)}),
 		byStatus: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sokovan_sessions",
 			Help: "Live (not ended) sessions by status, at the last sweep."}, []string{"status"}),
+		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_scheduling_rounds_total",
+			Help: "Scheduling rounds run per resource group with sessions PENDING."}, []string{"resource_group"}),
+		decided: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_scheduling_decisions_total",
+			Help: "What scheduling rounds decided per PENDING session, by resource group and result " +
+				"(scheduled, rejected by the plan applier, waiting, impossible)."}, []string{"resource_group", "result"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sokovan_queue_wait_seconds",
+			Help:    "Time from submit to placement (PENDING to SCHEDULED) per resource group.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 18)}, []string{"resource_group"}),
+	}
+	// Every live status is exported from the start, at 0 until the first
+	// sweep counts it, so a dashboard never finds the series absent.
+	for _, s := range domain.SessionStatuses() {
+		if !s.Terminal() {
+			m.byStatus.WithLabelValues(s.String())
+		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.runs, m.outcomes, m.duration, m.pending, m.startLat, m.byStatus)
+		reg.MustRegister(m.runs, m.outcomes, m.duration, m.pending, m.startLat, m.byStatus, m.rounds, m.decided, m.wait)
 	}
 	return m
+}
+
+// round counts one scheduling round of group and what it decided. Every
+// result is added, zero too, so each group's series exist from its first
+// round and a rate over them is never absent.
+func (m *Metrics) round(group string, scheduled, rejected, waiting, impossible int) {
+	m.rounds.WithLabelValues(group).Inc()
+	m.decided.WithLabelValues(group, decisionScheduled).Add(float64(scheduled))
+	m.decided.WithLabelValues(group, decisionRejected).Add(float64(rejected))
+	m.decided.WithLabelValues(group, decisionWaiting).Add(float64(waiting))
+	m.decided.WithLabelValues(group, decisionImpossible).Add(float64(impossible))
+}
+
+func (m *Metrics) placed(group string, d time.Duration) {
+	m.wait.WithLabelValues(group).Observe(d.Seconds())
 }
 
 func (m *Metrics) run(h domain.HandlerName, start time.Time) {

@@ -16,6 +16,9 @@ type KernelReport struct {
 	Running  bool
 	ExitCode *int
 	Reason   string
+	// ServicePorts are what a running kernel serves, so a lost
+	// kernel_started is made good with them.
+	ServicePorts []domain.ServicePort
 }
 
 // Settle takes an agent's report of its kernels (registration or
@@ -58,7 +61,8 @@ func (c *Coordinator) Settle(ctx context.Context, agentID domain.AgentID, epoch 
 			destroy = append(destroy, r.ID)
 			continue
 		}
-		ev := domain.KernelEvent{Kind: domain.EventKernelStarted, Agent: agentID, Epoch: epoch, Kernel: r.ID, At: now}
+		ev := domain.KernelEvent{Kind: domain.EventKernelStarted, Agent: agentID, Epoch: epoch, Kernel: r.ID, At: now,
+			ServicePorts: r.ServicePorts}
 		if !r.Running {
 			ev.Kind, ev.ExitCode, ev.Message = domain.EventKernelTerminated, r.ExitCode, r.Reason
 		}

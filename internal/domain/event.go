@@ -97,4 +97,8 @@ type KernelEvent struct {
 	// ended ("exited with code 3"). The wire calls it "reason".
 	Message string    `json:"reason,omitempty"`
 	At      time.Time `json:"at"`
+	// ServicePorts, on kernel_started, are the ports the kernel serves.
+	// Omitted when empty, so the wire stays what agents and managers of
+	// earlier releases send and expect.
+	ServicePorts []ServicePort `json:"service_ports,omitempty"`
 }

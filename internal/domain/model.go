@@ -145,6 +145,10 @@ type Agent struct {
 	Epoch  int64
 	Images []string
 	Labels map[string]string
+	// AllowsCommand: the agent runs a session's own command instead of its
+	// image's. The API refuses a command at submit when no agent of the
+	// group would run it, rather than let it fail at start.
+	AllowsCommand bool
 }
 
 // Session is a user's request for one or more kernels.
@@ -201,6 +205,20 @@ type Kernel struct {
 	ContainerID     string
 	// ExitCode is set once the kernel has exited.
 	ExitCode *int
+	// ServicePorts are what the kernel serves, as its agent reported when
+	// it started; the manager proxies them for the session's owner.
+	ServicePorts []ServicePort
+}
+
+// ServicePort is one port a kernel serves. Host and Port are where its
+// agent's runtime bound it, which the manager dials to proxy it.
+type ServicePort struct {
+	// Name is how users address it (the proxy path, port-forward).
+	Name string `json:"name"`
+	// Protocol is "http" or "tcp".
+	Protocol string `json:"protocol"`
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
 }
 
 // PolicyScope is what a resource policy limits.

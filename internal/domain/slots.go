@@ -52,6 +52,10 @@ func ParseKind(s string) (Kind, error) {
 	return 0, fmt.Errorf("unknown slot kind %q (want count, bytes or shares)", s)
 }
 
+// Float is q in the kind's written unit (cores, bytes, shares), for
+// figures such as metrics that need no exactness.
+func (k Kind) Float(q Quantity) float64 { return float64(q) / float64(k.scale()) }
+
 // scale is how many stored units make one written unit.
 func (k Kind) scale() uint64 {
 	if k == KindBytes {

@@ -8,6 +8,8 @@ type Change struct {
 	ExitCode    *int
 	ContainerID string
 	Reason      string
+	// ServicePorts, when not empty, replace the kernel's.
+	ServicePorts []domain.ServicePort
 }
 
 // Apply works out the change ev makes to k, given the agent's current
@@ -48,6 +50,7 @@ func Apply(k domain.Kernel, agentEpoch int64, ev domain.KernelEvent) (Change, bo
 	case domain.EventKernelStarted:
 		c.To = domain.KernelRunning
 		c.ContainerID = ev.ContainerID
+		c.ServicePorts = ev.ServicePorts
 	case domain.EventKernelTerminated:
 		// No exit code means the kernel never produced one: creation
 		// failed or the runtime lost it.
@@ -85,6 +88,9 @@ func (c Change) On(k domain.Kernel) domain.Kernel {
 	}
 	if c.Reason != "" {
 		k.StatusReason = c.Reason
+	}
+	if len(c.ServicePorts) > 0 {
+		k.ServicePorts = c.ServicePorts
 	}
 	return k
 }

@@ -114,14 +114,18 @@ func RunDev(ctx context.Context, cfg DevConfig, ready func(DevInfo)) error {
 		id := domain.AgentID(fmt.Sprintf("dev-agent-%d", i))
 		info.Agents = append(info.Agents, id)
 		a, err := agent.New(agent.Config{ID: id, ResourceGroup: "default", Manager: m.URL(), Token: agentToken,
-			Listen: devListen(ctx, m.Store, id), Capacity: cfg.AgentCapacity, Runtime: "process", Log: cfg.Log})
+			Listen: devListen(ctx, m.Store, id), Capacity: cfg.AgentCapacity, Runtime: "process", Log: cfg.Log,
+			AllowsCommand: true})
 		if err != nil {
 			stopManager()
 			<-mdone
 			return err
 		}
 		rt, err := process.New(process.Config{DataDir: filepath.Join(cfg.DataDir, "agents", string(id)),
-			Catalog: process.DefaultCatalog(self), Sink: a.Sink, Log: cfg.Log})
+			Catalog: process.DefaultCatalog(self), Sink: a.Sink, Log: cfg.Log,
+			// Dev mode is the user's own machine, run by the user: the
+			// commands are theirs to run, as in their own shell.
+			AllowCommand: true})
 		if err != nil {
 			stopManager()
 			<-mdone

@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -203,6 +204,16 @@ func TestDevModeRestartSettlesDeadKernels(t *testing.T) {
 	}
 	if k := s.Kernels[0]; k.Status != domain.KernelError || !strings.Contains(k.StatusReason, "restarted") {
 		t.Fatalf("kernel of the earlier run: %v %q, want ERROR saying the agent restarted", k.Status, k.StatusReason)
+	}
+	// What the ended kernel wrote is still there to read (README says so).
+	rc, err := d2.info.Parts.Agents.Logs(context.Background(), s.Kernels[0].Agent, s.Kernels[0].ID, 0)
+	if err != nil {
+		t.Fatalf("logs of the earlier run's kernel: %v", err)
+	}
+	out, _ := io.ReadAll(rc)
+	rc.Close()
+	if !strings.Contains(string(out), "sleep: sleeping until") {
+		t.Errorf("logs of the earlier run's kernel: %q", out)
 	}
 	if info, err := os.Stat(dir + "/admin-token"); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("admin-token: %v mode %v", err, info.Mode())

@@ -101,7 +101,8 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
+		coordinator.NewCollector(st, slots, cfg.Log))
 	plugins := scheduler.NewRegistry()
 	agents := agentrpc.NewAgentClient(st, cfg.AgentToken)
 	var lease *loggedLease

@@ -253,7 +253,9 @@ type KernelUpdate struct {
 	ExitCode    *int
 	ContainerID string
 	Reason      string
-	Now         time.Time
+	// ServicePorts, when not empty, replace the kernel's.
+	ServicePorts []domain.ServicePort
+	Now          time.Time
 }
 
 // ApplyResult says what became of a plan's placements.

@@ -258,7 +258,7 @@ func (b *browser) go_(t *testing.T, hash, ready string) {
 }
 
 // logs answers every kernel's logs with one line naming it.
-func logs(_ context.Context, _ domain.AgentID, k domain.KernelID) (io.ReadCloser, error) {
+func logs(_ context.Context, _ domain.AgentID, k domain.KernelID, _ int64) (io.ReadCloser, error) {
 	return io.NopCloser(strings.NewReader("hello from kernel " + string(k) + "\n")), nil
 }
 

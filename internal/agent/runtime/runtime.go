@@ -120,6 +120,8 @@ type KernelState struct {
 	Message    string
 	StartedAt  time.Time
 	FinishedAt time.Time
+	// Ports are what the kernel serves, as its kernel_started event said.
+	Ports []domain.ServicePort
 }
 
 // Sink receives a runtime's events: what it reports on its own, without

@@ -49,6 +49,9 @@ type Kernel[K any] struct {
 	// finds the kernel in the Table afterwards, and anything written later
 	// needs the runtime's own lock.
 	Own K
+	// Ports are what the kernel serves, for its kernel_started event and
+	// Live; the runtime sets them, as Own, before Start.
+	Ports []domain.ServicePort
 
 	started  chan struct{} // closed once creation has ended, either way
 	startErr error         // written before started is closed
@@ -171,10 +174,12 @@ func (t *Table[K]) Start(k *Kernel[K], at time.Time) bool {
 		return false
 	}
 	k.listed = true
-	k.state = KernelState{ID: k.ID, Session: k.Session, Image: k.Image, Running: true, StartedAt: at}
+	k.state = KernelState{ID: k.ID, Session: k.Session, Image: k.Image, Running: true, StartedAt: at,
+		Ports: slices.Clone(k.Ports)}
 	// Reported before any exit can be: the runtime starts watching for the
 	// exit only after Start returns.
-	t.out.Emit(domain.KernelEvent{Kind: domain.EventKernelStarted, At: at, Kernel: k.ID, Session: k.Session})
+	t.out.Emit(domain.KernelEvent{Kind: domain.EventKernelStarted, At: at, Kernel: k.ID, Session: k.Session,
+		ServicePorts: slices.Clone(k.Ports)})
 	close(k.started)
 	return true
 }
@@ -386,6 +391,7 @@ func (t *Table[K]) Live() []KernelState {
 
 // copyState keeps callers from writing through ExitCode into the table.
 func copyState(st KernelState) KernelState {
+	st.Ports = slices.Clone(st.Ports)
 	if st.ExitCode != nil {
 		c := *st.ExitCode
 		st.ExitCode = &c

@@ -50,6 +50,10 @@ type Options struct {
 	API api.Config
 	// Logs, when set, serves GET /v1/sessions/{id}/logs.
 	Logs api.LogsFunc
+	// ServicePorts, when set, are what every started kernel reports it
+	// serves on kernel_started, so a test can point them at a server of
+	// its own.
+	ServicePorts []domain.ServicePort
 	// Share, when set, makes this manager a second replica of that
 	// PostgreSQL one: it opens a store instance of its own on the same
 	// database, and the same admin token and users are valid on both.
@@ -100,7 +104,7 @@ func New(t testing.TB, opts Options) *Manager {
 		t.Fatal(err)
 	}
 	agents := &Agents{epochs: map[domain.AgentID]int64{}, running: map[domain.KernelID]domain.AgentID{},
-		events: make(chan domain.KernelEvent, 1024), stopped: make(chan struct{})}
+		events: make(chan domain.KernelEvent, 1024), stopped: make(chan struct{}), ports: opts.ServicePorts}
 	capacity, err := reg.ParseSlots(opts.AgentCapacity)
 	if err != nil {
 		t.Fatal(err)
@@ -108,13 +112,14 @@ func New(t testing.TB, opts Options) *Manager {
 	for i := range opts.Agents {
 		a, err := st.RegisterAgent(ctx, domain.Agent{ID: domain.AgentID(fmt.Sprintf("agent-%d", i)),
 			ResourceGroup: "default", Address: "127.0.0.1:0", Architecture: "x86_64", Runtime: "test",
-			Status: domain.AgentAlive, Schedulable: true, Capacity: capacity}, time.Now())
+			Status: domain.AgentAlive, Schedulable: true, Capacity: capacity, AllowsCommand: true}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		agents.epochs[a.ID] = a.Epoch
 	}
 	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(coordinator.NewCollector(st, reg, nil))
 	co := coordinator.New(coordinator.Deps{Store: st, Agents: agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
 		Slots: reg, Metrics: coordinator.NewMetrics(metrics)},
 		coordinator.Config{ShortInterval: 20 * time.Millisecond, CallTimeout: 5 * time.Second})
@@ -286,6 +291,7 @@ type Agents struct {
 	// stopped is closed when the pump ends, so late events are dropped
 	// rather than block their goroutines forever.
 	stopped chan struct{}
+	ports   []domain.ServicePort
 }
 
 func knownImage(img string) (exit int, exits, ok bool) {
@@ -362,7 +368,8 @@ func (a *Agents) CreateKernels(_ context.Context, agent domain.AgentID, specs []
 		// call returns, as they would from a real agent.
 		go func() {
 			a.emit(domain.KernelEvent{Kind: domain.EventKernelCreating, Agent: agent, Kernel: s.Kernel})
-			a.emit(domain.KernelEvent{Kind: domain.EventKernelStarted, Agent: agent, Kernel: s.Kernel, ContainerID: "c-" + string(s.Kernel)})
+			a.emit(domain.KernelEvent{Kind: domain.EventKernelStarted, Agent: agent, Kernel: s.Kernel, ContainerID: "c-" + string(s.Kernel),
+				ServicePorts: a.ports})
 			if code, exits, _ := knownImage(s.Image); exits {
 				a.mu.Lock()
 				delete(a.running, s.Kernel)

@@ -28,6 +28,9 @@ type Agent struct {
 	// Runtime is what runs its kernels: process, docker or sim.
 	Runtime string            `json:"runtime"`
 	Labels  map[string]string `json:"labels"`
+	// AllowsCommand: the agent runs a session's own command (create's
+	// command) rather than only its image's.
+	AllowsCommand bool `json:"allows_command"`
 }
 
 // Group is a resource group with its settings in force.

@@ -82,6 +82,10 @@ type Session struct {
 	Command []string          `json:"command,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Kernels []Kernel          `json:"kernels"`
+	// ServicePorts are what the session's running kernels serve; empty
+	// while none runs. Reach one at ProxyPath with the caller's token, or
+	// with `sokovan session port-forward`.
+	ServicePorts []ServicePort `json:"service_ports"`
 }
 
 // Kernel is one of a session's kernels: one process or container on one
@@ -104,6 +108,21 @@ type Kernel struct {
 	// absent until it was created.
 	ContainerID string `json:"container_id,omitempty"`
 	Image       string `json:"image"`
+}
+
+// ServicePort is one port a session's kernel serves.
+type ServicePort struct {
+	Name string `json:"name"`
+	// Protocol is "http" or "tcp".
+	Protocol string `json:"protocol"`
+	Kernel   string `json:"kernel"`
+	// Host and Port are where the kernel listens on its agent's machine,
+	// reachable from there (loopback) or as its agent allows.
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	// ProxyPath is where the manager proxies it for the session's owner:
+	// /v1/sessions/{id}/proxy/{name}/.
+	ProxyPath string `json:"proxy_path"`
 }
 
 // History is one handler outcome in a session's history.

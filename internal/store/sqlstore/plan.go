@@ -293,7 +293,7 @@ func (s *Store) UpdateKernel(ctx context.Context, u store.KernelUpdate) (domain.
 			exit = int64(*u.ExitCode)
 		}
 		if err := tx.execN(ctx, 1, updateKernel, codec.StatusName(u.To), u.Reason, ts(u.Now), exit,
-			u.ContainerID, string(k.ID), codec.StatusName(k.Status)); err != nil {
+			u.ContainerID, string(k.ID), codec.StatusName(k.Status), codec.JSONPorts(u.ServicePorts)); err != nil {
 			return err
 		}
 		if k.Status.HoldsResources() && !u.To.HoldsResources() && k.Agent != "" {

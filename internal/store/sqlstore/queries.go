@@ -33,13 +33,13 @@ ON CONFLICT (name) DO UPDATE SET
 
 const (
 	registerAgent = `INSERT INTO agents (` + codec.AgentColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 ON CONFLICT (id) DO UPDATE SET
     resource_group = excluded.resource_group, address = excluded.address,
     architecture = excluded.architecture, runtime = excluded.runtime, status = 'ALIVE',
     capacity = excluded.capacity, max_kernels = excluded.max_kernels,
     last_heartbeat = excluded.last_heartbeat, epoch = agents.epoch + 1,
-    images = excluded.images, labels = excluded.labels
+    images = excluded.images, labels = excluded.labels, allows_command = excluded.allows_command
 RETURNING ` + codec.AgentColumns
 	heartbeatAgent      = `UPDATE agents SET last_heartbeat = $1 WHERE id = $2 AND epoch = $3`
 	selectAgentEpoch    = `SELECT epoch FROM agents WHERE id = $1`
@@ -57,7 +57,7 @@ const (
 	insertSession = `INSERT INTO sessions (` + codec.SessionSpecColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`
 	insertKernel = `INSERT INTO kernels (` + codec.KernelColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 	insertDependency = `INSERT INTO session_dependencies (session_id, depends_on) VALUES ($1, $2)`
 	selectSession    = `SELECT ` + codec.SessionSpecColumns + ` FROM sessions WHERE id = $1`
 	selectSpecs      = `SELECT ` + codec.SpecColumns + ` FROM sessions WHERE id {in $1}`
@@ -178,6 +178,7 @@ WHERE id {in $1} AND status IN ('TERMINATED', 'CANCELLED', 'ERROR')`
 	updateKernel      = `UPDATE kernels
 SET status = $1, status_reason = $2, status_changed_at = $3, exit_code = COALESCE($4, exit_code),
     container_id = CASE WHEN $5 = '' THEN container_id ELSE $5 END,
+    service_ports = CASE WHEN $8 = '' THEN service_ports ELSE $8 END,
     agent_id = CASE WHEN $1 = 'PENDING' THEN NULL ELSE agent_id END
 WHERE id = $6 AND status = $7`
 )

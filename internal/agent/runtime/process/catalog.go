@@ -56,12 +56,20 @@ const HTTPEchoArg = "__sokovan_http_echo"
 //   - http-echo: serves HTTP on Spec.BindHost:Spec.Port, answering every
 //     request with a JSON echo of it, by re-executing selfExe as
 //     HTTPEchoArg describes.
+//
+// Each says what it does in its log first (and http-echo logs every
+// request), so a user's first `sokovan session logs` shows something.
 func DefaultCatalog(selfExe string) Catalog {
 	return Catalog{
 		Images: map[string]Entry{
 			"sleep": {
-				Program: "sleep",
-				Args:    func(string, runtime.Spec) ([]string, error) { return []string{"infinity"}, nil },
+				Program: "sh",
+				// A line first, so a user reading the logs of a session
+				// that "does nothing" sees it is doing what it should; exec
+				// then leaves sleep alone to receive the stop signal.
+				Args: func(string, runtime.Spec) ([]string, error) {
+					return []string{"-c", `echo "sleep: sleeping until the session is terminated"; exec sleep infinity`, "sleep"}, nil
+				},
 			},
 			"http-echo": {
 				Program: selfExe,
@@ -90,7 +98,8 @@ func DefaultCatalog(selfExe string) Catalog {
 					// sleep(1) does the parsing of SOKOVAN_EXIT_AFTER (it takes
 					// fractions); a value it refuses is a user error the logs
 					// should explain rather than a silent exit N.
-					script := fmt.Sprintf(`sleep "${SOKOVAN_EXIT_AFTER:-1}" || { echo "exit:%[1]d: SOKOVAN_EXIT_AFTER=$SOKOVAN_EXIT_AFTER is not a number of seconds" >&2; exit 125; }
+					script := fmt.Sprintf(`echo "exit:%[1]d: exiting with %[1]d after ${SOKOVAN_EXIT_AFTER:-1}s"
+sleep "${SOKOVAN_EXIT_AFTER:-1}" || { echo "exit:%[1]d: SOKOVAN_EXIT_AFTER=$SOKOVAN_EXIT_AFTER is not a number of seconds" >&2; exit 125; }
 exit %[1]d`, code)
 					return []string{"-c", script, "exit:" + p}, nil
 				},

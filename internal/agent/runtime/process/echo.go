@@ -70,6 +70,8 @@ func ServeHTTPEcho(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	// The kernel's log is where its user looks first for where it serves.
+	fmt.Fprintf(os.Stdout, "http-echo: listening on http://%s\n", ln.Addr())
 	srv := &http.Server{
 		Handler:           http.HandlerFunc(echo),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -95,6 +97,7 @@ func ServeHTTPEcho(ctx context.Context, addr string) error {
 }
 
 func echo(w http.ResponseWriter, r *http.Request) {
+	fmt.Fprintf(os.Stdout, "http-echo: %s %s from %s\n", r.Method, r.URL.RequestURI(), r.RemoteAddr)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEchoBody))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)

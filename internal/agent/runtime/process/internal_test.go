@@ -160,7 +160,7 @@ func TestCatalogResolve(t *testing.T) {
 		wantParam string
 		wantErr   bool
 	}{
-		{"sleep", "sleep", "", false},
+		{"sleep", "sh", "", false},
 		{"http-echo", "/self", "", false},
 		{"exit:0", "sh", "0", false},
 		{"exit:255", "sh", "255", false},

@@ -514,6 +514,29 @@ func TestHTTPEchoAnswers(t *testing.T) {
 	if got.Method != "POST" || got.Path != "/hello" || got.Query != "x=1" || got.Body != "ping" {
 		t.Errorf("echo = %+v", got)
 	}
+	// The port it was given is reported, on kernel_started and in Live, so
+	// the manager can show and proxy it.
+	want := []domain.ServicePort{{Name: "http", Protocol: "http", Host: "127.0.0.1", Port: s.Port}}
+	started := h.rec.WaitFor(t, "kernel_started", func(e domain.KernelEvent) bool {
+		return e.Kind == domain.EventKernelStarted && e.Kernel == s.Kernel
+	})
+	if diff := cmp.Diff(want, started.ServicePorts); diff != "" {
+		t.Errorf("kernel_started's ports (-want +got):\n%s", diff)
+	}
+	if live := h.rt.Live(); len(live) != 1 || !cmp.Equal(want, live[0].Ports) {
+		t.Errorf("Live = %+v, want the kernel with its port", live)
+	}
+	// Its log says where it listens and what it was asked.
+	rc, err := h.rt.Logs(s.Kernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := io.ReadAll(rc)
+	rc.Close()
+	if !strings.Contains(string(log), fmt.Sprintf("http-echo: listening on http://127.0.0.1:%d", s.Port)) ||
+		!strings.Contains(string(log), "http-echo: POST /hello?x=1 from 127.0.0.1:") {
+		t.Errorf("http-echo's log:\n%s", log)
+	}
 
 	h.Destroy(s.Kernel, 5*time.Second)
 	ev := h.rec.Exit(t, s.Kernel)

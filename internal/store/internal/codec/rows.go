@@ -16,7 +16,8 @@ const (
 		pending_timeout_ns, scheduled_timeout_ns, preparing_timeout_ns, prepared_timeout_ns,
 		creating_timeout_ns, terminating_timeout_ns, allowed_types, default_slots, min_slots`
 	AgentColumns = `id, resource_group, address, architecture, runtime, status, schedulable,
-		capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels`
+		capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels,
+		allows_command`
 	// SessionColumns leave out a session's command and environment: they
 	// may run to tens of kilobytes each, and only kernel creation and
 	// showing the one session need them, while schedulers and listings
@@ -28,7 +29,7 @@ const (
 		outcome`
 	SessionSpecColumns = SessionColumns + `, command, env`
 	KernelColumns      = `id, session_id, cluster_role, cluster_idx, image, architecture, requested,
-		agent_id, status, status_reason, status_changed_at, container_id, exit_code`
+		agent_id, status, status_reason, status_changed_at, container_id, exit_code, service_ports`
 	PolicyColumns  = `scope, name, max_slots, max_concurrent_sessions, max_pending_sessions`
 	UserColumns    = `id, name, role, project, domain, created_at`
 	HistoryColumns = `session_id, at, handler, result, from_status, to_status, message, attempt`
@@ -99,7 +100,7 @@ func AgentArgs(reg *domain.Registry, a domain.Agent, now time.Time, ts TimeParam
 	return []any{
 		string(a.ID), a.ResourceGroup, a.Address, a.Architecture, a.Runtime,
 		domain.AgentAlive.String(), a.Schedulable, capacity, "{}", a.MaxKernels, 0,
-		ts(now), int64(1), JSONList(a.Images), JSONMap(a.Labels),
+		ts(now), int64(1), JSONList(a.Images), JSONMap(a.Labels), a.AllowsCommand,
 	}, nil
 }
 
@@ -114,7 +115,7 @@ func ScanAgent(reg *domain.Registry, sc Scanner) (domain.Agent, error) {
 	)
 	if err := sc.Scan(&id, &a.ResourceGroup, &a.Address, &a.Architecture, &a.Runtime, &status,
 		&a.Schedulable, &capacity, &occupied, &a.MaxKernels, &a.KernelCount, &heartbeat, &a.Epoch,
-		&images, &labels); err != nil {
+		&images, &labels, &a.AllowsCommand); err != nil {
 		return a, err
 	}
 	a.ID = domain.AgentID(id)
@@ -253,7 +254,7 @@ func KernelArgs(reg *domain.Registry, k domain.Kernel, created time.Time, ts Tim
 	}
 	return []any{
 		string(k.ID), string(k.SessionID), k.ClusterRole, k.ClusterIdx, k.Image, k.Architecture,
-		requested, nil, domain.KernelPending.String(), k.StatusReason, ts(created), "", nil,
+		requested, nil, domain.KernelPending.String(), k.StatusReason, ts(created), "", nil, "[]",
 	}, nil
 }
 
@@ -266,9 +267,10 @@ func ScanKernel(reg *domain.Registry, sc Scanner) (domain.Kernel, error) {
 		agent                  sql.NullString
 		exit                   sql.NullInt64
 		changed                rawTime
+		ports                  string
 	)
 	if err := sc.Scan(&id, &session, &k.ClusterRole, &k.ClusterIdx, &k.Image, &k.Architecture,
-		&requested, &agent, &status, &k.StatusReason, &changed, &k.ContainerID, &exit); err != nil {
+		&requested, &agent, &status, &k.StatusReason, &changed, &k.ContainerID, &exit, &ports); err != nil {
 		return k, err
 	}
 	k.ID, k.SessionID, k.Agent = domain.KernelID(id), domain.SessionID(session), domain.AgentID(agent.String)
@@ -279,6 +281,10 @@ func ScanKernel(reg *domain.Registry, sc Scanner) (domain.Kernel, error) {
 	if exit.Valid {
 		code := int(exit.Int64)
 		k.ExitCode = &code
+	}
+	e.json("service_ports", ports, &k.ServicePorts)
+	if len(k.ServicePorts) == 0 {
+		k.ServicePorts = nil
 	}
 	return k, e.err
 }

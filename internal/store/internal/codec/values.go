@@ -130,6 +130,16 @@ func JSONList[S ~string](l []S) string {
 	return string(b)
 }
 
+// JSONPorts writes a kernel's service ports as a JSON list; nil becomes
+// "" for an update that keeps what is stored.
+func JSONPorts(p []domain.ServicePort) string {
+	if len(p) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(p) // plain strings and ints always marshal
+	return string(b)
+}
+
 // JSONMap writes a string map as a JSON object; nil becomes {}.
 func JSONMap(m map[string]string) string {
 	if len(m) == 0 {

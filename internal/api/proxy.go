@@ -1,0 +1,141 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// servicePort is a port of a session's running kernel under the name users
+// address it by.
+type servicePort struct {
+	domain.ServicePort
+	name   string
+	kernel domain.Kernel
+}
+
+// servicePorts lists what the session's running kernels serve. Kernels of
+// a cluster serve the same names, so a sub kernel's carry its index
+// ("http-k1"), and the main kernel's keep the plain name. Only running
+// kernels count: an ended kernel's port may belong to anyone since.
+func servicePorts(sk store.SessionWithKernels) []servicePort {
+	var out []servicePort
+	for _, k := range sk.Kernels {
+		if k.Status != domain.KernelRunning {
+			continue
+		}
+		for _, p := range k.ServicePorts {
+			name := p.Name
+			if k.ClusterIdx > 0 {
+				name += "-k" + strconv.Itoa(k.ClusterIdx)
+			}
+			out = append(out, servicePort{ServicePort: p, name: name, kernel: k})
+		}
+	}
+	return out
+}
+
+func proxyPath(id domain.SessionID, port string) string {
+	return "/v1/sessions/" + string(id) + "/proxy/" + port + "/"
+}
+
+// proxy forwards a request to a port the session's kernel serves. Only the
+// session's owner or an admin reach it (anyone else gets the 404 of a
+// missing session), with the same bearer token as the rest of the API; the
+// token is not passed on, since the kernel runs the user's code and must
+// not be able to act as them. Answers are streamed as they come and
+// upgrades (websockets) are tunnelled, both by httputil.ReverseProxy.
+func (s *Server) proxy(w http.ResponseWriter, r *http.Request) error {
+	sk, err := s.visibleSession(r)
+	if err != nil {
+		return err
+	}
+	name := r.PathValue("port")
+	var port *servicePort
+	ports := servicePorts(sk)
+	for i := range ports {
+		if ports[i].name == name {
+			port = &ports[i]
+			break
+		}
+	}
+	if port == nil {
+		if sk.Session.Status != domain.SessionRunning {
+			return conflict("session %s is %s: its ports are served only while it is RUNNING", sk.Session.ID, sk.Session.Status)
+		}
+		names := make([]string, len(ports))
+		for i, p := range ports {
+			names[i] = p.name
+		}
+		return notFound("session %s serves no port %q (it serves: %s)", sk.Session.ID, name, orNone(names))
+	}
+	host, err := s.dialHost(r, port)
+	if err != nil {
+		return err
+	}
+	target := &url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(port.Port))}
+	prefix := strings.TrimSuffix(proxyPath(sk.Session.ID, name), "/")
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.URL.Path = "/" + pr.In.PathValue("path")
+			pr.Out.URL.RawPath = ""
+			pr.Out.Header.Del("Authorization")
+			pr.SetXForwarded()
+			// The kernel's own links are relative to where it is served.
+			pr.Out.Header.Set("X-Forwarded-Prefix", prefix)
+		},
+		// Flush at once: a kernel's server-sent events or chunked output
+		// must reach the user as it is written.
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.log.WarnContext(r.Context(), "proxy", "session", sk.Session.ID, "port", name, "err", err)
+			s.fail(w, r, &apiError{Status: http.StatusBadGateway, Code: codeBadGateway,
+				Message: fmt.Sprintf("cannot reach port %s of kernel %s on agent %s", name, port.kernel.ID, port.kernel.Agent)})
+		},
+	}
+	// A proxied stream or websocket may last as long as the kernel serves.
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	_ = rc.SetReadDeadline(time.Time{})
+	rp.ServeHTTP(w, r)
+	return nil
+}
+
+// dialHost is where the manager reaches a port: where the runtime bound
+// it, unless it bound every address, in which case the agent's own host.
+func (s *Server) dialHost(r *http.Request, p *servicePort) (string, error) {
+	ip := net.ParseIP(p.Host)
+	if p.Host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return p.Host, nil
+	}
+	a, err := s.store.GetAgent(r.Context(), p.kernel.Agent)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return "", notFound("agent %s of kernel %s is gone", p.kernel.Agent, p.kernel.ID)
+		}
+		return "", err
+	}
+	u, err := url.Parse(a.Address)
+	if err != nil || u.Hostname() == "" {
+		return "", &apiError{Status: http.StatusBadGateway, Code: codeBadGateway,
+			Message: fmt.Sprintf("agent %s has no usable address", a.ID)}
+	}
+	return u.Hostname(), nil
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

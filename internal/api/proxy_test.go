@@ -1,0 +1,152 @@
+package api_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// kernelServer stands in for what a kernel serves: /stream writes a line,
+// then waits for /release before the second; an Upgrade request is
+// switched to a raw echo of what the client sends, as a websocket is.
+type kernelServer struct {
+	release chan struct{}
+	auth    chan string
+}
+
+func (k *kernelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	select {
+	case k.auth <- r.Header.Get("Authorization"):
+	default:
+	}
+	switch {
+	case r.Header.Get("Upgrade") == "echo":
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprint(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		_ = rw.Flush()
+		line, _ := rw.ReadString('\n')
+		fmt.Fprint(rw, "echo: "+line)
+		_ = rw.Flush()
+	case r.URL.Path == "/stream":
+		fmt.Fprintln(w, "first")
+		_ = http.NewResponseController(w).Flush()
+		<-k.release
+		fmt.Fprintln(w, "second")
+	default:
+		fmt.Fprintf(w, "path %s\n", r.URL.RequestURI())
+	}
+}
+
+// TestProxy: a RUNNING session's service port is proxied to its owner and
+// to admins, streaming as the kernel writes and switching protocols on an
+// upgrade, without the caller's token; anyone else gets 404.
+func TestProxy(t *testing.T) {
+	t.Parallel()
+	k := &kernelServer{release: make(chan struct{}), auth: make(chan string, 16)}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: k, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	m := apitest.New(t, apitest.Options{ServicePorts: []domain.ServicePort{{Name: "http", Protocol: "http", Host: "127.0.0.1", Port: port}}})
+	alice := m.User("alice", "user", "p1")
+	bob := m.User("bob", "user", "p1")
+	s := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}})
+	s = waitStatus(t, m, alice, s.ID, "RUNNING")
+	if len(s.ServicePorts) != 1 || s.ServicePorts[0].Port != port || s.ServicePorts[0].Kernel != s.Kernels[0].ID {
+		t.Fatalf("service_ports = %+v", s.ServicePorts)
+	}
+	base := m.URL + s.ServicePorts[0].ProxyPath
+
+	do := func(token, method, url string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for _, tc := range []struct {
+		name, token, path string
+		want              int
+	}{
+		{"owner", alice, "a/b?c=d", http.StatusOK},
+		{"admin", m.AdminToken, "", http.StatusOK},
+		{"another user", bob, "", http.StatusNotFound},
+	} {
+		resp := do(tc.token, "GET", base+tc.path)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, resp.StatusCode, body, tc.want)
+		}
+		if tc.want == http.StatusOK && string(body) != "path /"+tc.path+"\n" {
+			t.Errorf("%s: the kernel saw %q", tc.name, body)
+		}
+	}
+	for len(k.auth) > 0 {
+		if a := <-k.auth; a != "" {
+			t.Errorf("the kernel was given Authorization %q", a)
+		}
+	}
+	if resp := do(alice, "GET", m.URL+"/v1/sessions/"+s.ID+"/proxy/nope/"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown port: %d, want 404", resp.StatusCode)
+	}
+
+	// Streaming: the first line arrives while the kernel still holds the
+	// second.
+	resp := do(alice, "GET", base+"stream")
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || line != "first\n" {
+		t.Fatalf("first streamed line: %q %v", line, err)
+	}
+	close(k.release)
+	if rest, _ := io.ReadAll(br); string(rest) != "second\n" {
+		t.Errorf("rest of the stream: %q", rest)
+	}
+	resp.Body.Close()
+
+	// An upgrade is tunnelled both ways.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(m.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n",
+		s.ServicePorts[0].ProxyPath, alice)
+	cr := bufio.NewReader(conn)
+	up, err := http.ReadResponse(cr, nil)
+	if err != nil || up.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", up, err)
+	}
+	fmt.Fprint(conn, "ping\n")
+	if line, err := cr.ReadString('\n'); err != nil || line != "echo: ping\n" {
+		t.Errorf("through the upgraded connection: %q %v", line, err)
+	}
+
+	// Once the session ends its port is gone: 409 names why.
+	if code := m.Do(alice, "DELETE", "/v1/sessions/"+s.ID, nil, nil); code != http.StatusAccepted {
+		t.Fatalf("delete: %d", code)
+	}
+	waitStatus(t, m, alice, s.ID, "TERMINATED")
+	if resp := do(alice, "GET", base); resp.StatusCode != http.StatusConflict {
+		t.Errorf("after the end: %d, want 409", resp.StatusCode)
+	}
+}
