@@ -7,7 +7,7 @@
 #     for internal/agent/runtime/docker's tests;
 #   - chromium, which internal/web's browser tests drive (nothing to start);
 #   - a one-node SLURM cluster (munge, slurmd, slurmctld, partition "debug")
-#     for internal/agent/runtime/slurm's tests.
+#     for internal/agent/runtime/slurm's tests;
 #   - promtool (Debian's prometheus package), which checks the /metrics
 #     exposition in internal/api's tests (nothing to start).
 # Installs the packages when they are missing.
