@@ -228,6 +228,11 @@ func testUsers(t *testing.T, e Engine) {
 	wantErr(t, f.s.CreateUser(f.ctx, bob, []byte(strings.Repeat("d", 32))), store.ErrInvalid, "unknown role")
 	bob.Role = store.RoleUser
 	f.must(f.s.CreateUser(f.ctx, bob, []byte(strings.Repeat("d", 32))), "create bob")
+	users, err := f.s.ListUsers(f.ctx)
+	f.must(err, "list users")
+	if diff := cmp.Diff([]store.User{alice, bob}, users); diff != "" {
+		t.Errorf("users by name (-want +got):\n%s", diff)
+	}
 	f.invariant()
 }
 
