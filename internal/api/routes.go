@@ -62,6 +62,11 @@ func (rt route) pathParams() []string {
 	return out
 }
 
+// sessionRefDesc says how every /v1/sessions/{id} route reads {id}.
+const sessionRefDesc = "{id} is the session's id, a unique prefix of it (6 characters or more), or its name " +
+	"(unique among the owner's live sessions; a name only ended sessions have names the one of them, if only one). " +
+	"409 when a prefix or name matches several sessions, listing them. Another user's session is 404, as a missing one."
+
 func (s *Server) table() []route {
 	statusParam := param{name: "status", typ: "string", repeat: true,
 		desc: "only sessions in these statuses (repeat the parameter or separate with commas)"}
@@ -79,17 +84,22 @@ func (s *Server) table() []route {
 			desc: "Validates the whole request before writing anything. resources are per kernel. " +
 				"429 when the caller's user, project or domain already has max_pending_sessions PENDING sessions.",
 			body: v1.CreateSessionRequest{}, status: http.StatusCreated, resp: v1.Session{}, handle: s.createSession},
-		{method: "GET", path: "/v1/sessions", access: user, summary: "List sessions, oldest first",
+		{method: "GET", path: "/v1/sessions", access: user, summary: "List sessions, oldest first (or newest first)",
 			desc: "Users see their own sessions; admins see everyone's and may filter by owner. " +
-				"A full page has next: pass it as after= for the following one. Listed sessions leave " +
+				"A full page has next: pass it as after= for the following one, with the same order. Listed sessions leave " +
 				"command and env empty; GET /v1/sessions/{id} has them.",
 			query: []param{statusParam,
+				{name: "order", typ: "string", desc: "oldest (default) or newest first; limit keeps the first of that order"},
+				{name: "name", typ: "string", desc: "only sessions of this name"},
+				{name: "type", typ: "string", repeat: true, desc: "only sessions of these types (interactive, batch, inference)"},
+				{name: "ended_within", typ: "string", desc: "leave out sessions that ended longer ago than this duration (such as 1h); live sessions are always listed"},
 				{name: "limit", typ: "integer", desc: "at most this many (1 to 10000, default 1000)"},
 				{name: "after", typ: "string", desc: "the next of the previous page: only sessions after that one"},
 				{name: "owner", typ: "string", desc: "admins: only this user's sessions"},
 				{name: "resource_group", typ: "string", desc: "only sessions of this resource group"}},
 			status: http.StatusOK, resp: v1.SessionPage{}, handle: s.listSessions},
 		{method: "GET", path: "/v1/sessions/{id}", access: user, summary: "One session with its kernels",
+			desc:   sessionRefDesc,
 			status: http.StatusOK, resp: v1.Session{}, handle: s.getSession},
 		{method: "GET", path: "/v1/sessions/{id}/history", access: user, summary: "The session's handler outcomes, oldest first",
 			status: http.StatusOK, resp: v1.List[v1.History]{}, handle: s.sessionHistory},

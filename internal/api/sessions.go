@@ -64,6 +64,11 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 				"%s %s already has %d PENDING sessions, the most its policy allows (max_pending_sessions %d); "+
 					"wait for one to start, or end one", full.Limit.Scope, full.Limit.Name, full.Pending, full.Limit.Max)}
 		}
+		if errors.Is(err, store.ErrNameTaken) {
+			e := conflict("you already have a live session named %q; end it, or choose another name", sess.Name)
+			e.Field = "name"
+			return e
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			// What it refers to was checked a moment ago; nothing is ever
 			// deleted, so this is a store fault, not the client's.
@@ -198,7 +203,7 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 	}
 	sess.Requested = full
 
-	deps, e2 := s.checkDependencies(ctx, u, req.DependsOn)
+	deps, e2 := s.checkDependencies(ctx, req.DependsOn)
 	if e2 != nil {
 		return domain.Session{}, nil, e2
 	}
@@ -286,30 +291,30 @@ func checkEnv(env map[string]string) *apiError {
 	return nil
 }
 
-// checkDependencies accepts sessions the caller can see, each once. A
-// session of another user is refused exactly as a missing one is, so the
-// answer does not tell whether it exists.
-func (s *Server) checkDependencies(ctx context.Context, u store.User, ids []string) ([]domain.SessionID, error) {
+// checkDependencies accepts sessions the caller can see, each once, named
+// as every verb names them (see resolve). A session of another user is
+// refused exactly as a missing one is, so the answer does not tell
+// whether it exists.
+func (s *Server) checkDependencies(ctx context.Context, ids []string) ([]domain.SessionID, error) {
 	if len(ids) > maxListItems {
 		return nil, invalid("depends_on", "lists more than %d sessions", maxListItems)
 	}
 	out := make([]domain.SessionID, 0, len(ids))
-	for i, id := range ids {
+	for i, ref := range ids {
 		f := fmt.Sprintf("depends_on[%d]", i)
-		if slices.Contains(out, domain.SessionID(id)) {
-			return nil, invalid(f, "session %q is listed twice", id)
-		}
-		if !validID(id) {
-			return nil, invalid(f, "no such session %q", id)
-		}
-		dep, err := s.store.GetSession(ctx, domain.SessionID(id))
-		if errors.Is(err, store.ErrNotFound) || err == nil && !isAdmin(u) && dep.Session.Owner.User != u.Name {
-			return nil, invalid(f, "no such session %q", id)
+		dep, err := s.resolve(ctx, ref)
+		var e *apiError
+		if errors.As(err, &e) {
+			// Not found or ambiguous: the client's to fix, at this field.
+			return nil, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Message: e.Message, Field: f}
 		}
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, domain.SessionID(id))
+		if slices.Contains(out, dep.Session.ID) {
+			return nil, invalid(f, "session %q (%s) is listed twice", ref, dep.Session.ID)
+		}
+		out = append(out, dep.Session.ID)
 	}
 	return out, nil
 }
@@ -382,27 +387,11 @@ func (s *Server) pendingCaps(ctx context.Context, o domain.Owner) ([]store.Pendi
 	return caps, nil
 }
 
-// visibleSession loads the session named in the path if the caller may
-// see it. Another user's session is answered exactly as a missing one.
+// visibleSession loads the session the path names (by id, id prefix or
+// name; see resolve) if the caller may see it. Another user's session is
+// answered exactly as a missing one.
 func (s *Server) visibleSession(r *http.Request) (store.SessionWithKernels, error) {
-	return s.visible(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) visible(ctx context.Context, id string) (store.SessionWithKernels, error) {
-	if !validID(id) {
-		return store.SessionWithKernels{}, notFound("no session %q", id)
-	}
-	sk, err := s.store.GetSession(ctx, domain.SessionID(id))
-	if errors.Is(err, store.ErrNotFound) {
-		return store.SessionWithKernels{}, notFound("no session %q", id)
-	}
-	if err != nil {
-		return store.SessionWithKernels{}, err
-	}
-	if u := caller(ctx); !isAdmin(u) && sk.Session.Owner.User != u.Name {
-		return store.SessionWithKernels{}, notFound("no session %q", id)
-	}
-	return sk, nil
+	return s.resolve(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
@@ -418,7 +407,31 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	u := caller(ctx)
 	q := r.URL.Query()
-	f := store.SessionFilter{Limit: defaultListLimit, Group: q.Get("resource_group")}
+	f := store.SessionFilter{Limit: defaultListLimit, Group: q.Get("resource_group"), Name: q.Get("name")}
+	for _, v := range q["type"] {
+		for _, name := range strings.Split(v, ",") {
+			t, err := domain.ParseSessionType(strings.TrimSpace(name))
+			if err != nil {
+				return invalid("type", "%v", err)
+			}
+			f.Types = append(f.Types, t)
+		}
+	}
+	switch q.Get("order") {
+	case "", "oldest":
+	case "newest":
+		f.Newest = true
+	default:
+		return invalid("order", "must be oldest or newest, not %q", q.Get("order"))
+	}
+	if v := q.Get("ended_within"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return invalid("ended_within", "must be a positive duration such as 1h or 90m")
+		}
+		// The manager's clock, not the client's, decides what is recent.
+		f.EndedSince = s.clock.Now().Add(-d)
+	}
 	for _, v := range q["status"] {
 		for _, name := range strings.Split(v, ",") {
 			st, err := domain.ParseSessionStatus(strings.ToUpper(strings.TrimSpace(name)))
