@@ -418,7 +418,11 @@ func newLoginCmd() *cobra.Command {
 			if token == "" {
 				return errors.New("no token given")
 			}
-			c := &client{addr: strings.TrimRight(addr, "/"), token: token, http: &http.Client{Timeout: 30 * time.Second}}
+			addr, err := managerAddr(addr)
+			if err != nil {
+				return err
+			}
+			c := &client{addr: addr, token: token, http: &http.Client{Timeout: 30 * time.Second}}
 			var me v1.User
 			raw, err := c.do(cmd.Context(), "GET", "/v1/me", nil, &me)
 			if err != nil {

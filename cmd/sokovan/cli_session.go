@@ -22,6 +22,8 @@ func newSessionCmd() *cobra.Command {
 		Use:     "session",
 		Aliases: []string{"sessions"},
 		Short:   "Submit, inspect and end sessions",
+		Long: "Submit, inspect and end sessions. Every verb names a session by its id, a unique prefix of the\n" +
+			"id (6 characters or more, as ls shows it) or its name: a name is unique among your live sessions.",
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			return o.check()
 		},
@@ -151,15 +153,15 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&image, "image", "", "image to run (required)")
-	f.StringVar(&name, "name", "", "session name")
+	f.StringVar(&name, "name", "", "session name, unique among your live sessions; every verb accepts it in place of the id")
 	f.StringVar(&typ, "type", "interactive", "interactive, batch or inference")
 	f.StringVar(&cpu, "cpu", "", "CPU cores per kernel, such as 2 or 0.5 (default: the group's, 1 unless set)")
-	f.StringVar(&mem, "mem", "", "memory per kernel, such as 4g or 512m (default: the group's, 1g unless set)")
+	f.StringVar(&mem, "mem", "", "memory per kernel, such as 4g, 512m or 4Gi (k/m/g/t are powers of 1024, as are Ki/Mi/Gi/Ti; default: the group's, 1g unless set)")
 	f.StringArrayVar(&slots, "slot", nil, "another slot per kernel, NAME=QUANTITY (repeatable), such as cuda.device=1; a slot not named gets the group's default")
 	f.IntVar(&size, "cluster-size", 1, "number of kernels (1 to 64)")
 	f.StringVar(&mode, "cluster-mode", "single-node", "single-node (all kernels on one agent) or multi-node")
 	f.IntVar(&priority, "priority", 10, "priority, 0 to 100; higher is scheduled first")
-	f.StringArrayVar(&deps, "depends-on", nil, "session that must end successfully first (repeatable)")
+	f.StringArrayVar(&deps, "depends-on", nil, "session (id, id prefix or name) that must end successfully first (repeatable)")
 	f.BoolVar(&wait, "wait", false, "follow the session until it is RUNNING or has ended")
 	f.BoolVar(&waitEnd, "wait-end", false, "follow the session until it has ended; succeed only if it succeeded")
 	f.StringVarP(&group, "group", "g", "", "resource group (default: the manager's default)")
@@ -261,54 +263,129 @@ func kernelExits(s v1.Session) string {
 
 func newSessionListCmd(o *output) *cobra.Command {
 	var (
-		statuses []string
-		limit    int
-		owner    string
+		statuses, types   []string
+		limit             int
+		user, name, group string
+		all               bool
 	)
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List sessions, oldest first",
-		Args:    cobra.NoArgs,
+		Short:   "List sessions, newest first: live ones and those that ended in the last hour",
+		Long: "List sessions, newest first. Without --all, sessions that ended more than an hour ago are left out.\n" +
+			"RESULT is how an ended session ended (success, failure, cancelled); EXIT is its main kernel's exit code.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return fmt.Errorf("--limit must be 0 (no limit) or more, not %d", limit)
+			}
 			c, err := newClient()
 			if err != nil {
 				return err
 			}
-			q := url.Values{}
+			q := url.Values{"order": {"newest"}}
 			for _, s := range statuses {
 				q.Add("status", s)
 			}
-			if limit > 0 {
-				q.Set("limit", strconv.Itoa(limit))
+			for _, t := range types {
+				q.Add("type", t)
 			}
-			if owner != "" {
-				q.Set("owner", owner)
+			if !all {
+				q.Set("ended_within", recentlyEnded.String())
 			}
-			path := "/v1/sessions"
-			if len(q) > 0 {
-				path += "?" + q.Encode()
+			for k, v := range map[string]string{"owner": user, "name": name, "resource_group": group} {
+				if v != "" {
+					q.Set(k, v)
+				}
 			}
-			var list v1.SessionPage
-			raw, err := c.do(cmd.Context(), "GET", path, nil, &list)
-			if err != nil {
-				return err
+			page := listPage
+			if limit > 0 && limit < page {
+				page = limit
+			}
+			q.Set("limit", strconv.Itoa(page))
+			// Pages are read until the limit is met or the listing ends, so
+			// --all really is everything.
+			var items []json.RawMessage
+			var sessions []v1.Session
+			for {
+				var list struct {
+					Items []json.RawMessage `json:"items"`
+					Next  string            `json:"next"`
+				}
+				if _, err := c.do(cmd.Context(), "GET", "/v1/sessions?"+q.Encode(), nil, &list); err != nil {
+					return err
+				}
+				for _, raw := range list.Items {
+					var s v1.Session
+					if err := json.Unmarshal(raw, &s); err != nil {
+						return fmt.Errorf("unexpected answer from GET /v1/sessions: %w", err)
+					}
+					items, sessions = append(items, raw), append(sessions, s)
+				}
+				if list.Next == "" || limit > 0 && len(sessions) >= limit {
+					break
+				}
+				q.Set("after", list.Next)
+			}
+			if limit > 0 && len(sessions) > limit {
+				items, sessions = items[:limit], sessions[:limit]
 			}
 			if o.json() {
+				raw, err := json.Marshal(map[string]any{"items": items})
+				if err != nil {
+					return err
+				}
 				return printJSON(cmd.OutOrStdout(), raw)
 			}
-			rows := make([][]string, len(list.Items))
-			for i, s := range list.Items {
-				rows[i] = []string{s.ID, orDash(s.Name), s.Owner, s.Type, s.Status, s.ResourceGroup,
-					slotList(s.RequestedSlots), strconv.Itoa(s.ClusterSize), when(&s.CreatedAt)}
+			rows := make([][]string, len(sessions))
+			for i, s := range sessions {
+				rows[i] = []string{shortID(s.ID), orDash(s.Name), s.Owner, s.Type, s.Status, orDash(s.Outcome), mainExit(s),
+					s.ResourceGroup, slotList(s.RequestedSlots), strconv.Itoa(s.ClusterSize), when(&s.CreatedAt)}
 			}
-			return table(cmd.OutOrStdout(), []string{"ID", "NAME", "OWNER", "TYPE", "STATUS", "GROUP", "PER KERNEL", "KERNELS", "CREATED"}, rows)
+			return table(cmd.OutOrStdout(), []string{"ID", "NAME", "OWNER", "TYPE", "STATUS", "RESULT", "EXIT", "GROUP",
+				"PER KERNEL", "KERNELS", "CREATED"}, rows)
 		},
 	}
-	cmd.Flags().StringArrayVar(&statuses, "status", nil, "only sessions in this status (repeatable)")
-	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many")
-	cmd.Flags().StringVar(&owner, "owner", "", "admins: only this user's sessions")
+	f := cmd.Flags()
+	f.StringArrayVar(&statuses, "status", nil, "only sessions in this status (repeatable)")
+	f.StringArrayVar(&types, "type", nil, "only sessions of this type: interactive, batch or inference (repeatable)")
+	f.IntVar(&limit, "limit", 0, "at most this many, the newest (0: no limit)")
+	f.BoolVarP(&all, "all", "a", false, "also sessions that ended more than an hour ago")
+	f.StringVar(&name, "name", "", "only sessions of this name")
+	f.StringVar(&user, "user", "", "admins: only this user's sessions")
+	f.StringVar(&user, "owner", "", "same as --user")
+	_ = f.MarkHidden("owner")
+	f.StringVarP(&group, "group", "g", "", "only sessions of this resource group")
+	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"interactive", "batch", "inference"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("group", completeFrom(listGroupNames))
 	return cmd
+}
+
+// recentlyEnded is how long ago a session may have ended and still be
+// listed without --all.
+const recentlyEnded = time.Hour
+
+// listPage is the page size ls asks for.
+const listPage = 500
+
+// shortID is the id as a table shows it: enough to name the session in
+// any verb (a unique prefix) without filling the line. -o json has the
+// whole id.
+func shortID(id string) string {
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
+}
+
+// mainExit is the main kernel's exit code, "-" until it exited.
+func mainExit(s v1.Session) string {
+	for _, k := range s.Kernels {
+		if k.ClusterRole == "main" && k.ExitCode != nil {
+			return strconv.Itoa(*k.ExitCode)
+		}
+	}
+	return "-"
 }
 
 func orDash(s string) string {
@@ -320,7 +397,7 @@ func orDash(s string) string {
 
 func newSessionShowCmd(o *output) *cobra.Command {
 	return &cobra.Command{
-		Use:               "show ID",
+		Use:               "show SESSION",
 		Short:             "Show a session and its kernels",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
@@ -353,7 +430,7 @@ func newSessionShowCmd(o *output) *cobra.Command {
 
 func newSessionHistoryCmd(o *output) *cobra.Command {
 	return &cobra.Command{
-		Use:               "history ID",
+		Use:               "history SESSION",
 		Short:             "Show what the scheduler did with a session, oldest first",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
@@ -381,7 +458,7 @@ func newSessionHistoryCmd(o *output) *cobra.Command {
 
 func newSessionWhyCmd(o *output) *cobra.Command {
 	return &cobra.Command{
-		Use:               "why ID",
+		Use:               "why SESSION",
 		Short:             "Say what keeps a session from starting, and what to do about it",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
@@ -484,7 +561,7 @@ func blockerHint(b v1.Blocker) string {
 func newSessionRemoveCmd(o *output) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
-		Use:               "rm ID...",
+		Use:               "rm SESSION...",
 		Aliases:           []string{"delete", "terminate"},
 		Short:             "End sessions: PENDING ones are cancelled, others terminated",
 		Args:              cobra.MinimumNArgs(1),
@@ -524,7 +601,7 @@ func newSessionRemoveCmd(o *output) *cobra.Command {
 func newSessionLogsCmd() *cobra.Command {
 	var kernel string
 	cmd := &cobra.Command{
-		Use:               "logs ID",
+		Use:               "logs SESSION",
 		Short:             "Print a kernel's output (the main kernel unless --kernel)",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),

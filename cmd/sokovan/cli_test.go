@@ -165,7 +165,7 @@ func TestCLIListShowAndRemove(t *testing.T) {
 	if len(list.Items) != 1 || list.Items[0].ID != id || list.Items[0].RequestedSlots["cpu"] != "0.5" {
 		t.Errorf("ls -o json: %+v", list.Items)
 	}
-	if out := c.ok(alice, "session", "ls"); !strings.Contains(out, id) || !strings.Contains(out, "STATUS") {
+	if out := c.ok(alice, "session", "ls"); !strings.Contains(out, id[:13]) || !strings.Contains(out, "STATUS") {
 		t.Errorf("ls table:\n%s", out)
 	}
 	if out := c.ok(alice, "session", "show", id); !strings.Contains(out, id+"-k0") || !strings.Contains(out, "cpu=0.5 mem=256m") {
