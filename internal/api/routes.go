@@ -138,6 +138,12 @@ func (s *Server) table() []route {
 			status: http.StatusOK, resp: v1.List[v1.Group]{}, handle: s.listGroups},
 		{method: "GET", path: "/v1/resource-groups/{name}", access: user, summary: "One resource group",
 			status: http.StatusOK, resp: v1.Group{}, handle: s.getGroup},
+		{method: "GET", path: "/v1/resource-groups/{name}/queue", access: user, summary: "The group's PENDING sessions in the order the next round tries them",
+			desc: "Runs a dry scheduling round of the group on a fresh snapshot, as why does, and lists its PENDING sessions in " +
+				"the order the group's sequencer hands them out (higher priority first), with what the round would do " +
+				"(start, wait, never) and the blockers. Users see their own sessions with their positions in the whole " +
+				"queue; other users' sessions are only counted (hidden). estimated_start is absent for now.",
+			status: http.StatusOK, resp: v1.Queue{}, handle: s.queue},
 		{method: "PUT", path: "/v1/resource-groups/{name}", access: admin, summary: "Create or change a resource group",
 			desc: "Fields left out keep their current value, or the default for a new group (ACTIVE, fifo, " +
 				"concentrated, head_of_line skip, max_retries 3, default timeouts). Durations are Go durations " +
@@ -147,8 +153,15 @@ func (s *Server) table() []route {
 		{method: "POST", path: "/v1/users", access: admin, summary: "Create a user and its token",
 			desc: "The token is shown once, in this answer; only its hash is stored.",
 			body: v1.CreateUserRequest{}, status: http.StatusCreated, resp: v1.NewUser{}, handle: s.createUser},
+		{method: "GET", path: "/v1/users", access: admin, summary: "List users by name",
+			status: http.StatusOK, resp: v1.List[v1.User]{}, handle: s.listUsers},
 		{method: "GET", path: "/v1/me", access: user, summary: "The caller",
 			status: http.StatusOK, resp: v1.User{}, handle: s.me},
+		{method: "GET", path: "/v1/me/usage", access: user, summary: "What the caller's sessions hold and ask for, against its quotas",
+			desc: "occupied sums the requests of the caller's sessions that hold resources (SCHEDULED to TERMINATING), all " +
+				"kernels together; pending those of its PENDING sessions. limits has each user, project and domain policy " +
+				"over the caller with what that whole scope holds.",
+			status: http.StatusOK, resp: v1.Usage{}, handle: s.usage},
 		{method: "PUT", path: "/v1/policies/{scope}/{name}", access: admin, summary: "Set the resource policy of a user, project or domain",
 			desc: "scope is user, project or domain; name is the user's name, or the project or domain. Slots " +
 				"left out of max_slots are unlimited; a zero count is no limit.",

@@ -14,7 +14,6 @@ import (
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
-	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
@@ -524,13 +523,9 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
-	snap, err := s.store.LoadSnapshot(r.Context(), sk.Session.ResourceGroup, s.clock.Now())
+	snap, plan, err := s.dryRun(r.Context(), sk.Session.ResourceGroup)
 	if err != nil {
 		return err
-	}
-	plan, err := s.sched.Schedule(&snap)
-	if err != nil {
-		return fmt.Errorf("dry run of group %s: %w", sk.Session.ResourceGroup, err)
 	}
 	owners := make(map[domain.SessionID]string, len(snap.Pending))
 	for _, p := range snap.Pending {
@@ -542,12 +537,8 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) error {
 			continue
 		}
 		for _, b := range d.Blockers {
-			bo := s.blockerOut(b)
-			// The head of a blocked queue may be anyone's: a user learns
-			// where they stand, not whose session it is.
-			head, isSession := strings.CutPrefix(b.Scope, "session:")
-			if b.Kind == framework.BlockQueuePosition && isSession && !isAdmin(u) && owners[domain.SessionID(head)] != u.Name {
-				bo.Scope = "another session"
+			bo, hidden := s.visibleBlocker(u, owners, b)
+			if hidden {
 				bo.Message = fmt.Sprintf("queued behind another session, which does not fit yet (head-of-line: block); "+
 					"this session is number %d in the queue", pos-len(plan.Impossible)+1)
 			}

@@ -21,6 +21,10 @@ type Plan struct {
 	// cancelled dependency, a type the group does not run); they are to be
 	// cancelled with the reason in their blockers.
 	Impossible []Decision
+	// Tried are the round's sessions in the order the sequencer handed
+	// them out, bands of higher priority first: the queue as this round
+	// saw it, which the queue view shows.
+	Tried []domain.SessionID
 	// Cursor is the round-robin position to keep for the next round.
 	Cursor domain.AgentID
 }
