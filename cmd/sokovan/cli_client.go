@@ -23,10 +23,12 @@ import (
 )
 
 // addClientCommands adds the verbs that talk to a manager's API: session,
-// agent, rg, user, policy and login. They find the manager through
-// SOKOVAN_ADDR and SOKOVAN_TOKEN, else the file `sokovan login` writes.
+// agent, rg, user, policy, login, queue and usage. They find the manager
+// through SOKOVAN_ADDR and SOKOVAN_TOKEN, else the file `sokovan login`
+// writes.
 func addClientCommands(root *cobra.Command) {
-	root.AddCommand(newSessionCmd(), newAgentCmd(), newRGCmd(), newUserCmd(), newPolicyCmd(), newLoginCmd())
+	root.AddCommand(newSessionCmd(), newAgentCmd(), newRGCmd(), newUserCmd(), newPolicyCmd(), newLoginCmd(),
+		newQueueCmd(), newUsageCmd())
 }
 
 // defaultAddr is where dev mode listens.

@@ -156,3 +156,48 @@ func TestCLIEdges(t *testing.T) {
 		t.Errorf("ftp address: exit %d\nstderr: %s", r.code, r.stderr)
 	}
 }
+
+// TestCLIQueueUsageUsers: the queue in the order it is tried, what I
+// hold against my quotas, and the users (admins).
+func TestCLIQueueUsageUsers(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true, Agents: 1})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p1")
+	bob := m.User("bob", "user", "p2")
+	c.ok(alice, "session", "create", "--image", "sleep", "--cpu", "6", "--name", "first")
+	c.ok(bob, "session", "create", "--image", "sleep", "--cpu", "1")
+	c.ok(alice, "session", "create", "--image", "sleep", "--cpu", "6", "--name", "second")
+
+	out := c.ok(alice, "queue")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[0], "3 pending, 1 of them other users'") ||
+		!strings.HasPrefix(lines[2], "1 ") || !strings.Contains(lines[2], "first") || !strings.Contains(lines[2], "start") ||
+		!strings.HasPrefix(lines[3], "3 ") || !strings.Contains(lines[3], "second") || !strings.Contains(lines[3], "wait") ||
+		strings.Contains(out, "bob") {
+		t.Errorf("alice's queue:\n%s", out)
+	}
+	var q v1.Queue
+	if err := json.Unmarshal([]byte(c.ok(m.AdminToken, "queue", "default", "-o", "json")), &q); err != nil || len(q.Items) != 3 {
+		t.Errorf("admin queue -o json: %+v (%v)", q, err)
+	}
+	if r := c.run(alice, "queue", "nope"); r.code == 0 || !strings.Contains(r.stderr, `no resource group "nope"`) {
+		t.Errorf("queue of a missing group: exit %d\n%s", r.code, r.stderr)
+	}
+
+	if code := m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", v1.PolicyRequest{MaxSlots: map[string]string{"cpu": "8"}}, nil); code != 200 {
+		t.Fatalf("policy: %d", code)
+	}
+	out = c.ok(alice, "usage")
+	if !strings.Contains(out, "2 pending asking for cpu=12") || !strings.Contains(out, "user:alice") || !strings.Contains(out, "cpu") {
+		t.Errorf("usage:\n%s", out)
+	}
+
+	out = c.ok(m.AdminToken, "user", "ls")
+	if !strings.Contains(out, "alice") || !strings.Contains(out, "bob") || !strings.Contains(out, "PROJECT") {
+		t.Errorf("user ls:\n%s", out)
+	}
+	if r := c.run(alice, "user", "ls"); r.code == 0 {
+		t.Errorf("user ls as a user: exit 0")
+	}
+}
