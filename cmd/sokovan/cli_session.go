@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -56,6 +57,7 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 		slots, deps, agents, env                                []string
 		size, priority                                          int
 		wait, waitEnd                                           bool
+		timeout                                                 time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "create --image IMG [flags] [-- COMMAND...]",
@@ -63,10 +65,15 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 		Long: "Submit a session. Quantities are per kernel: --cpu 0.5, --mem 4g, --slot cuda.device=1.\n" +
 			"With --wait, follow the session live until it is RUNNING or has ended; the exit status is 0 for\n" +
 			"RUNNING or a successful end, 1 otherwise. With --wait-end, follow it until it has ended (for batch\n" +
-			"jobs); the exit status is 0 only when every kernel exited 0.",
+			"jobs); the exit status is 0 only when every kernel exited 0. While waiting, what holds the session (its\n" +
+			"blockers, or what its kernels wait for) is printed whenever it changes. --timeout gives up after a while\n" +
+			"(exit status 1); Ctrl-C stops waiting (exit status 0) and says where the session stands.",
 		Example: "  sokovan session create --image sleep --cpu 1 --mem 1g --wait\n" +
 			"  sokovan session create --image exit:0 --type batch --cluster-size 2 --cluster-mode multi-node",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout < 0 || timeout > 0 && !wait && !waitEnd {
+				return errors.New("--timeout is how long --wait or --wait-end waits: give one of them, and a positive duration")
+			}
 			resources, err := keyValues("slot", slots)
 			if err != nil {
 				return err
@@ -142,7 +149,7 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 			if o.json() {
 				progress = cmd.ErrOrStderr()
 			}
-			waitErr := waitSession(ctx, c, s.ID, progress, waitEnd)
+			waitErr := waitSession(ctx, c, s.ID, progress, waitEnd, timeout)
 			if o.json() {
 				if raw, err := c.do(ctx, "GET", sessionPath(s.ID), nil, nil); err == nil {
 					_ = printJSON(out, raw)
@@ -164,6 +171,7 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 	f.StringArrayVar(&deps, "depends-on", nil, "session (id, id prefix or name) that must end successfully first (repeatable)")
 	f.BoolVar(&wait, "wait", false, "follow the session until it is RUNNING or has ended")
 	f.BoolVar(&waitEnd, "wait-end", false, "follow the session until it has ended; succeed only if it succeeded")
+	f.DurationVar(&timeout, "timeout", 0, "with --wait or --wait-end: give up after this long (such as 10m), exiting 1 with the session's state")
 	f.StringVarP(&group, "group", "g", "", "resource group (default: the manager's default)")
 	f.StringVar(&startsAt, "starts-at", "", "earliest start, RFC 3339 (such as 2026-03-01T12:00:00Z)")
 	f.StringVar(&arch, "arch", "", "CPU architecture of the kernels (default x86_64)")
@@ -181,11 +189,46 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 // errWaitEnded reports a session that ended other than successfully.
 var errWaitEnded = errors.New("session did not succeed")
 
+// errWaitTimeout reports a wait that ran out of --timeout.
+var errWaitTimeout = errors.New("timed out")
+
+// whyEvery is how often a wait asks why the session has not moved on. A
+// session may wait for hours without a single status change, so the event
+// stream alone would leave the terminal silent.
+const (
+	whyFirst = time.Second
+	whyEvery = 3 * time.Second
+)
+
 // waitSession follows the session on the event stream, printing each
 // status it takes, until it is RUNNING (unless toEnd) or has ended. The
 // stream opens with the session as it is, so nothing between submit and
 // now is missed; a dropped stream is resumed from the last event seen.
-func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd bool) error {
+// Meanwhile it asks why every few seconds and prints what holds the
+// session whenever that changes. timeout, when not zero, ends the wait
+// with an error; Ctrl-C (ctx) ends it without one. Both print where the
+// session stands.
+func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd bool, timeout time.Duration) error {
+	var mu sync.Mutex // out is written by the stream and the poller
+	say := func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(out, line)
+	}
+	waitCtx, cancel := context.WithCancel(ctx)
+	if timeout > 0 {
+		waitCtx, cancel = context.WithTimeoutCause(ctx, timeout, errWaitTimeout)
+	}
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		pollWhy(waitCtx, c, id, say)
+	}()
+	defer wg.Wait()
+	defer cancel() // runs before wg.Wait: the poller stops first
+
 	last := ""
 	var result error
 	done := false
@@ -198,7 +241,7 @@ func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd
 		if reason != "" {
 			line += "  (" + reason + ")"
 		}
-		fmt.Fprintln(out, line)
+		say(line)
 		switch status {
 		case "RUNNING":
 			return !toEnd, nil
@@ -220,7 +263,7 @@ func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd
 		}
 		return false, nil
 	}
-	err := follow(ctx, c, "/v1/events?session="+url.QueryEscape(id), nil, func(ev sseEvent) error {
+	err := follow(waitCtx, c, "/v1/events?session="+url.QueryEscape(id), nil, func(ev sseEvent) error {
 		switch ev.Event {
 		case "snapshot":
 			var s v1.Session
@@ -243,7 +286,81 @@ func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd
 	if done {
 		return result
 	}
-	return err
+	if waitCtx.Err() == nil {
+		return err
+	}
+	// The wait was cut short: say where the session stands, with a
+	// context of its own, as the wait's is over.
+	cancel()
+	wg.Wait()
+	stateCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer stop()
+	state := sessionState(stateCtx, c, id)
+	if ctx.Err() != nil {
+		say("stopped waiting: " + state)
+		return nil // Ctrl-C is how a person stops waiting, not a failure
+	}
+	return fmt.Errorf("%w after %s waiting for %s: %s", errWaitTimeout, timeout, id, state)
+}
+
+// pollWhy asks why the session waits, every whyEvery until ctx ends, and
+// prints what holds it each time that changes: blockers while PENDING,
+// what the kernels wait for once placed.
+func pollWhy(ctx context.Context, c *client, id string, say func(string)) {
+	shown := ""
+	// The first look waits a moment: a session that starts at once needs
+	// no commentary.
+	t := time.NewTimer(whyFirst)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			t.Reset(whyEvery)
+		}
+		var why v1.Why
+		if _, err := c.do(ctx, "GET", sessionPath(id, "/why"), nil, &why); err == nil {
+			var lines []string
+			for _, b := range why.Blockers {
+				lines = append(lines, "  blocked: "+blockerLine(b))
+			}
+			if p := why.Progress; p != nil {
+				for _, w := range p.WaitingFor {
+					lines = append(lines, "  "+w)
+				}
+			}
+			if now := strings.Join(lines, "\n"); now != shown {
+				switch {
+				case now != "":
+					say(now)
+				case why.Status == "PENDING":
+					say("  no longer blocked: the next scheduling round should place it")
+				}
+				shown = now
+			}
+		}
+	}
+}
+
+// sessionState is one line on where a session stands: its status, and
+// what holds it if anything does.
+func sessionState(ctx context.Context, c *client, id string) string {
+	var why v1.Why
+	if _, err := c.do(ctx, "GET", sessionPath(id, "/why"), nil, &why); err != nil {
+		return fmt.Sprintf("%s (its state could not be read: %v)", id, err)
+	}
+	line := fmt.Sprintf("%s is %s", id, why.Status)
+	switch {
+	case len(why.Blockers) > 0:
+		line += "; blocked: " + why.Blockers[0].Message
+		if n := len(why.Blockers); n > 1 {
+			line += fmt.Sprintf(" (and %d more: sokovan session why %s)", n-1, id)
+		}
+	case why.Progress != nil && len(why.Progress.WaitingFor) > 0:
+		line += "; " + why.Progress.WaitingFor[0]
+	}
+	return line
 }
 
 func kernelExits(s v1.Session) string {

@@ -116,8 +116,12 @@ func TestCLICreateWaitRunning(t *testing.T) {
 	// lifecycle order, ending at RUNNING.
 	order := []string{"PENDING", "SCHEDULED", "PREPARING", "PREPARED", "CREATING", "RUNNING"}
 	last := -1
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		// "date time id STATUS  (reason)"
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		// "date time id STATUS  (reason)"; indented lines say what the
+		// session waits for in between.
+		if strings.HasPrefix(line, " ") {
+			continue
+		}
 		f := strings.Fields(line)
 		i := -1
 		if len(f) >= 4 {

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -199,5 +202,47 @@ func TestCLIQueueUsageUsers(t *testing.T) {
 	}
 	if r := c.run(alice, "user", "ls"); r.code == 0 {
 		t.Errorf("user ls as a user: exit 0")
+	}
+}
+
+// TestCLIWaitBlocked: a wait on a session that cannot start says why as
+// it waits, gives up after --timeout with its state, and stops on Ctrl-C
+// with a line instead of an error.
+func TestCLIWaitBlocked(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p1")
+
+	r := c.run(alice, "session", "create", "--image", "sleep", "--cpu", "64", "--name", "huge", "--wait", "--timeout", "2s")
+	if r.code == 0 || !strings.Contains(r.stdout, "  blocked: capacity") ||
+		!strings.Contains(r.stderr, "timed out after 2s") || !strings.Contains(r.stderr, "is PENDING; blocked: ") {
+		t.Errorf("--timeout on a blocked session: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if r := c.run(alice, "session", "create", "--image", "sleep", "--timeout", "2s"); r.code == 0 ||
+		!strings.Contains(r.stderr, "--timeout") {
+		t.Errorf("--timeout without --wait: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+
+	wait := exec.Command(binary, "session", "create", "--image", "sleep", "--cpu", "64", "--wait")
+	wait.Env = []string{"HOME=" + c.home, "PATH=" + os.Getenv("PATH"), "SOKOVAN_ADDR=" + m.URL, "SOKOVAN_TOKEN=" + alice}
+	var out lockedBuffer
+	wait.Stdout, wait.Stderr = &out, &out
+	if err := wait.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer wait.Process.Kill()
+	apitest.Eventually(t, 20*time.Second, "the wait to print the blocker", func() bool {
+		return strings.Contains(out.String(), "  blocked: capacity")
+	})
+	if err := wait.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.Wait(); err != nil {
+		t.Fatalf("wait after Ctrl-C: %v\n%s", err, out.String())
+	}
+	if got := out.String(); !strings.Contains(got, "stopped waiting: ") || !strings.Contains(got, "is PENDING; blocked:") ||
+		strings.Contains(got, "context canceled") {
+		t.Errorf("wait after Ctrl-C printed:\n%s", got)
 	}
 }
