@@ -594,6 +594,16 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 				return printJSON(w, raw)
 			}
 			switch p := why.Progress; {
+			case why.Ended != nil:
+				e := why.Ended
+				fmt.Fprintf(w, "session ended %s at %s", why.Status, e.At.Local().Format(time.DateTime))
+				if e.Outcome != "" {
+					fmt.Fprintf(w, " (%s)", e.Outcome)
+				}
+				if e.Reason != "" {
+					fmt.Fprintf(w, ": %s", e.Reason)
+				}
+				fmt.Fprintln(w)
 			case p != nil:
 				fmt.Fprintf(w, "session is %s since %s", why.Status, p.Since.Local().Format(time.DateTime))
 				if p.Deadline != nil {
@@ -645,6 +655,10 @@ func blockerHint(b v1.Blocker) string {
 	owner, name, _ := strings.Cut(b.Scope, ":")
 	switch b.Kind {
 	case "quota":
+		if b.ExceedsCapacity {
+			return fmt.Sprintf("it can never fit this quota: ask for less %s in all, or have an admin raise it "+
+				"(sokovan policy set %s %s --max-slot %s=…)", b.Slot, owner, name, b.Slot)
+		}
 		return fmt.Sprintf("end another session of %s %s, ask for less %s, or have an admin raise it "+
 			"(sokovan policy set %s %s --max-slot %s=…)", owner, name, b.Slot, owner, name, b.Slot)
 	case "concurrency":

@@ -260,9 +260,11 @@ func TestCLIWhyQuota(t *testing.T) {
 	m := apitest.New(t, apitest.Options{})
 	c := newCLI(t, m)
 	alice := m.User("alice", "user", "p1")
-	if out := c.ok(m.AdminToken, "policy", "set", "user", "alice", "--max-slot", "cpu=1"); !strings.Contains(out, "cpu=1") {
+	if out := c.ok(m.AdminToken, "policy", "set", "user", "alice", "--max-slot", "cpu=3"); !strings.Contains(out, "cpu=3") {
 		t.Errorf("policy set:\n%s", out)
 	}
+	c.ok(alice, "session", "create", "--image", "sleep", "--cpu", "2", "--wait")
+	// 2 more would make 4 of the 3 allowed.
 	id := strings.Fields(c.ok(alice, "session", "create", "--image", "sleep", "--cpu", "2"))[0]
 	out := c.ok(alice, "session", "why", id)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -273,6 +275,21 @@ func TestCLIWhyQuota(t *testing.T) {
 		if !strings.Contains(lines[0], want) {
 			t.Errorf("why line %q lacks %q", lines[0], want)
 		}
+	}
+	// Once the quota itself is smaller than the request, waiting is no use,
+	// and a new request that large is refused at once.
+	c.ok(m.AdminToken, "policy", "set", "user", "alice", "--max-slot", "cpu=1")
+	if out := c.ok(alice, "session", "why", id); !strings.Contains(out, "can never fit this quota") {
+		t.Errorf("why, over the whole quota:\n%s", out)
+	}
+	r := c.run(alice, "session", "create", "--image", "sleep", "--cpu", "2")
+	if r.code == 0 || !strings.Contains(r.stderr, "resources.cpu") || !strings.Contains(r.stderr, "could never run") {
+		t.Errorf("create over the quota: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	c.ok(alice, "session", "rm", id)
+	if out := c.ok(alice, "session", "why", id); !strings.Contains(out, "session ended CANCELLED") ||
+		!strings.Contains(out, "(cancelled): terminated by alice") {
+		t.Errorf("why on an ended session:\n%s", out)
 	}
 }
 

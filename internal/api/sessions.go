@@ -49,10 +49,14 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	caps, err := s.pendingCaps(ctx, sess.Owner)
+	policies, err := s.ownerPolicies(ctx, sess.Owner)
 	if err != nil {
 		return err
 	}
+	if e := s.checkHardLimits(sess, policies); e != nil {
+		return e
+	}
+	caps := pendingCaps(policies)
 	// The store counts and creates in one transaction, serialised per cap
 	// across every manager of the database, so no two submits can both
 	// take the last place.
@@ -357,10 +361,10 @@ func (s *Server) checkDesignated(ctx context.Context, group string, ids []string
 	return want, nil
 }
 
-// pendingCaps returns the max_pending_sessions of the owner's user,
-// project and domain policies, as limits for the store to keep.
-func (s *Server) pendingCaps(ctx context.Context, o domain.Owner) ([]store.PendingLimit, error) {
-	var caps []store.PendingLimit
+// ownerPolicies returns the policies of the owner's user, project and
+// domain that exist, in that order.
+func (s *Server) ownerPolicies(ctx context.Context, o domain.Owner) ([]domain.Policy, error) {
+	var out []domain.Policy
 	for _, c := range []struct {
 		scope domain.PolicyScope
 		name  string
@@ -379,11 +383,46 @@ func (s *Server) pendingCaps(ctx context.Context, o domain.Owner) ([]store.Pendi
 		if err != nil {
 			return nil, err
 		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// pendingCaps returns the policies' max_pending_sessions as limits for the
+// store to keep.
+func pendingCaps(policies []domain.Policy) []store.PendingLimit {
+	var caps []store.PendingLimit
+	for _, p := range policies {
 		if p.MaxPendingSessions > 0 {
 			caps = append(caps, store.PendingLimit{Scope: p.Scope, Name: p.Name, Max: p.MaxPendingSessions})
 		}
 	}
-	return caps, nil
+	return caps
+}
+
+// checkHardLimits refuses a session that asks, all kernels together, for
+// more of a slot than a policy over its owner allows at once: it could
+// never be scheduled, however long it waited.
+func (s *Server) checkHardLimits(sess domain.Session, policies []domain.Policy) *apiError {
+	total := sess.Requested.Scale(sess.ClusterSize)
+	for _, p := range policies {
+		for i := range min(len(total), len(p.MaxSlots)) {
+			id := domain.SlotID(i)
+			limit := p.MaxSlots.At(id)
+			if limit == domain.MaxQuantity || total.At(id) <= limit {
+				continue
+			}
+			t := s.slots.Type(id)
+			all := ""
+			if sess.ClusterSize > 1 {
+				all = fmt.Sprintf(" (%d kernels × %s)", sess.ClusterSize, s.slots.Format(id, sess.Requested.At(id)))
+			}
+			return invalid("resources."+t.Name, "the session asks for %s %s in all%s, more than %s %s's policy allows "+
+				"at once (max_slots %s=%s): it could never run; ask for less, or have an admin raise the limit",
+				s.slots.Format(id, total.At(id)), t.Name, all, p.Scope, p.Name, t.Name, s.slots.Format(id, limit))
+		}
+	}
+	return nil
 }
 
 // visibleSession loads the session the path names (by id, id prefix or
@@ -516,6 +555,11 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := v1.Why{Status: sk.Session.Status.String(), Blockers: []v1.Blocker{}}
+	if ss := sk.Session; ss.Status.Terminal() {
+		out.Ended = &v1.Ended{At: ss.StatusChangedAt.UTC(), Outcome: ss.Outcome.String(), Reason: ss.StatusReason}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
 	if sk.Session.Status != domain.SessionPending {
 		if out.Progress, err = s.progress(r.Context(), sk); err != nil {
 			return err
