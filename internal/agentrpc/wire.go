@@ -14,7 +14,10 @@ type Register struct {
 	Capacity      map[string]string `json:"capacity"`
 	MaxKernels    int               `json:"max_kernels,omitempty"`
 	Images        []string          `json:"images,omitempty"`
-	Kernels       []KernelReport    `json:"kernels"`
+	// Catalog is every image the runtime can run (domain.Agent.Catalog);
+	// absent for runtimes that pull from registries.
+	Catalog []string       `json:"catalog,omitempty"`
+	Kernels []KernelReport `json:"kernels"`
 }
 
 // Registered answers Register: the agent's new epoch, which fences what

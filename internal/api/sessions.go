@@ -192,6 +192,9 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 			strings.Join(strs(g.AllowedTypes), ", ")))
 	}
 	sess.ResourceGroup = g.Name
+	if err := s.checkImage(ctx, g.Name, sess.Image); err != nil {
+		return domain.Session{}, nil, err
+	}
 	// The group fills what the request leaves out, so every kernel carries
 	// a cpu and mem request: it is what the runtime turns into limits and
 	// what quotas are charged.
@@ -320,6 +323,37 @@ func (s *Server) checkDependencies(ctx context.Context, ids []string) ([]domain.
 		out = append(out, dep.Session.ID)
 	}
 	return out, nil
+}
+
+// checkImage refuses an image that no agent of the group could ever run:
+// every agent there runs only the images of its catalog (the process
+// runtime), and none has this one. An agent that pulls from registries
+// (docker) may run any image, and a group without agents may yet get one
+// that can, so neither is refused: only a certain failure is.
+func (s *Server) checkImage(ctx context.Context, group, image string) error {
+	agents, err := s.store.ListAgents(ctx, store.AgentFilter{Group: group})
+	if err != nil {
+		return err
+	}
+	if len(agents) == 0 {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, a := range agents {
+		if a.MayRun(image) {
+			return nil
+		}
+		for _, c := range a.Catalog {
+			known[c] = true
+		}
+	}
+	names := make([]string, 0, len(known))
+	for c := range known {
+		names = append(names, strings.ReplaceAll(c, "*", "…"))
+	}
+	slices.Sort(names)
+	return invalid("image", "no agent of resource group %s can run image %q: its agents run only the images they "+
+		"know (%s)", group, image, strings.Join(names, ", "))
 }
 
 func (s *Server) checkDesignated(ctx context.Context, group string, ids []string) ([]domain.AgentID, error) {

@@ -4,9 +4,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // TestSubmitNeverFits: a session larger than a policy allows at once is
@@ -57,4 +59,48 @@ func TestSubmitNeverFits(t *testing.T) {
 		!strings.Contains(why.Ended.Reason, "terminated by alice") {
 		t.Errorf("why on an ended session: %+v (ended %+v)", why, why.Ended)
 	}
+}
+
+// TestSubmitUnknownImage: an image that no agent of the group could run
+// is refused at submit when every agent there runs only its catalog; an
+// agent that pulls from registries could run anything.
+func TestSubmitUnknownImage(t *testing.T) {
+	t.Parallel()
+	engines(t, func(t *testing.T, engine string) {
+		m := apitest.New(t, apitest.Options{Engine: engine, Manual: true})
+		alice := m.User("alice", "user", "p1")
+		if code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/proc", map[string]any{}, nil); code != http.StatusCreated {
+			t.Fatalf("PUT group: %d", code)
+		}
+		capacity, err := m.Slots.ParseSlots(map[string]string{"cpu": "8", "mem": "16g"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		register := func(id, runtime string, catalog []string) {
+			t.Helper()
+			if _, err := m.Store.RegisterAgent(t.Context(), domain.Agent{ID: domain.AgentID(id), ResourceGroup: "proc",
+				Address: "127.0.0.1:0", Architecture: "x86_64", Runtime: runtime, Schedulable: true, Capacity: capacity,
+				Catalog: catalog}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// An empty group may yet get an agent that can.
+		create(t, m, alice, map[string]any{"image": "python:3.13", "resource_group": "proc"})
+		register("p1", "process", []string{"exit:*", "sleep"})
+		register("p2", "process", []string{"http-echo", "sleep"})
+
+		code, raw := m.Raw(alice, "POST", "/v1/sessions", map[string]any{"image": "python:3.13", "resource_group": "proc"})
+		e := errorOf(t, raw)
+		if code != http.StatusBadRequest || e.Field != "image" || !strings.Contains(e.Message, "exit:…, http-echo, sleep") {
+			t.Errorf("unknown image: %d %+v, want 400 naming image and what the agents run", code, e)
+		}
+		for _, img := range []string{"sleep", "exit:3", "http-echo"} {
+			create(t, m, alice, map[string]any{"image": img, "resource_group": "proc"})
+		}
+		// The default group's agents report no catalog.
+		create(t, m, alice, map[string]any{"image": "python:3.13"})
+
+		register("d1", "docker", nil)
+		create(t, m, alice, map[string]any{"image": "python:3.13", "resource_group": "proc"})
+	})
 }

@@ -33,9 +33,9 @@ ON CONFLICT (name) DO UPDATE SET
 
 const (
 	registerAgent = `INSERT INTO agents (` + codec.AgentColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 ON CONFLICT (id) DO UPDATE SET
-    resource_group = excluded.resource_group, address = excluded.address,
+    resource_group = excluded.resource_group, address = excluded.address, catalog = excluded.catalog,
     architecture = excluded.architecture, runtime = excluded.runtime, status = 'ALIVE',
     capacity = excluded.capacity, max_kernels = excluded.max_kernels,
     last_heartbeat = excluded.last_heartbeat, epoch = agents.epoch + 1,
