@@ -5,4 +5,7 @@
 // The client verbs speak API v1 in package v1's types (internal/api/v1),
 // the ones the server writes, so what they decode cannot drift from what
 // is sent. With -o json they print the answer as it came, every field.
+// They pass session references (id, id prefix or name) through to the
+// manager, which resolves them, so the CLI and the API agree on what a
+// name means.
 package main
