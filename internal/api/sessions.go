@@ -670,17 +670,17 @@ func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request) error {
 	if kernel == nil {
 		return notFound("session %s has no kernel %q", sk.Session.ID, want)
 	}
-	if kernel.Agent == "" {
-		if st := sk.Session.Status; st.Terminal() {
-			// Ended without ever running: there is nothing to fetch, and
-			// "not on an agent yet" would suggest waiting.
-			return conflict("session %s ended %s before kernel %s reached an agent, so it never ran and has no logs%s",
-				sk.Session.ID, st, kernel.ID, reasonSuffix(sk.Session.StatusReason))
-		}
-		return conflict("kernel %s is not on an agent yet (%s); its logs start once it runs", kernel.ID, kernel.Status)
+	if st := sk.Session.Status; kernel.Agent == "" && st.Terminal() {
+		// Ended without ever running: there is nothing to fetch anywhere,
+		// and "not on an agent yet" would suggest waiting.
+		return conflict("session %s ended %s before kernel %s reached an agent, so it never ran and has no logs%s",
+			sk.Session.ID, st, kernel.ID, reasonSuffix(sk.Session.StatusReason))
 	}
 	if s.logs == nil {
 		return &apiError{Status: http.StatusNotImplemented, Code: codeNotImplemented, Message: "this manager cannot fetch logs"}
+	}
+	if kernel.Agent == "" {
+		return conflict("kernel %s is not on an agent yet (%s); its logs start once it runs", kernel.ID, kernel.Status)
 	}
 	rc, err := s.logs(r.Context(), kernel.Agent, kernel.ID)
 	if err != nil {

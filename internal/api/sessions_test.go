@@ -518,6 +518,11 @@ func TestLogs(t *testing.T) {
 	if code, _ := m.Raw(alice, "GET", "/v1/sessions/"+pending.ID+"/logs", nil); code != 409 {
 		t.Errorf("logs of an unplaced kernel: %d", code)
 	}
+	m.Do(alice, "DELETE", "/v1/sessions/"+pending.ID, nil, nil)
+	if code, raw := m.Raw(alice, "GET", "/v1/sessions/"+pending.ID+"/logs", nil); code != 409 ||
+		!strings.Contains(string(raw), "ended CANCELLED before") || !strings.Contains(string(raw), "never ran") {
+		t.Errorf("logs of a session cancelled before it ran: %d %s", code, raw)
+	}
 
 	none := apitest.New(t, apitest.Options{})
 	tok := none.User("alice", "user", "p1")
