@@ -35,14 +35,19 @@ func newSessionCmd() *cobra.Command {
 	return cmd
 }
 
+// listSessionIDs offers the newest sessions for completion, by name where
+// a live session has one (what people type), and by id.
 func listSessionIDs(ctx context.Context, c *client) ([]string, error) {
 	var list v1.SessionPage
-	if _, err := c.do(ctx, "GET", "/v1/sessions?limit=200", nil, &list); err != nil {
+	if _, err := c.do(ctx, "GET", "/v1/sessions?order=newest&limit=200", nil, &list); err != nil {
 		return nil, err
 	}
-	out := make([]string, len(list.Items))
-	for i, s := range list.Items {
-		out[i] = s.ID + "\t" + s.Status + " " + s.Name
+	out := make([]string, 0, 2*len(list.Items))
+	for _, s := range list.Items {
+		if live := s.Outcome == ""; live && s.Name != "" {
+			out = append(out, s.Name+"\t"+s.Status+" "+shortID(s.ID))
+		}
+		out = append(out, s.ID+"\t"+s.Status+" "+s.Name)
 	}
 	return out, nil
 }

@@ -43,6 +43,9 @@ func TestCLISessionNames(t *testing.T) {
 	if r := c.run(bob, "session", "show", "train"); r.code == 0 || !strings.Contains(r.stderr, `no session "train"`) {
 		t.Errorf("bob show alice's train: exit %d\nstderr: %s", r.code, r.stderr)
 	}
+	if out := c.ok(alice, "__complete", "session", "show", ""); !strings.Contains(out, "train\tPENDING") || !strings.Contains(out, id+"\t") {
+		t.Errorf("completing a session offers neither its name nor its id:\n%s", out)
+	}
 	if out := c.ok(alice, "session", "rm", "train"); !strings.Contains(out, "CANCELLED") {
 		t.Errorf("rm train:\n%s", out)
 	}
