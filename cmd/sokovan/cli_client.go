@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,10 +23,12 @@ import (
 )
 
 // addClientCommands adds the verbs that talk to a manager's API: session,
-// agent, rg, user, policy and login. They find the manager through
-// SOKOVAN_ADDR and SOKOVAN_TOKEN, else the file `sokovan login` writes.
+// agent, rg, user, policy, login, queue and usage. They find the manager
+// through SOKOVAN_ADDR and SOKOVAN_TOKEN, else the file `sokovan login`
+// writes.
 func addClientCommands(root *cobra.Command) {
-	root.AddCommand(newSessionCmd(), newAgentCmd(), newRGCmd(), newUserCmd(), newPolicyCmd(), newLoginCmd())
+	root.AddCommand(newSessionCmd(), newAgentCmd(), newRGCmd(), newUserCmd(), newPolicyCmd(), newLoginCmd(),
+		newQueueCmd(), newUsageCmd())
 }
 
 // defaultAddr is where dev mode listens.
@@ -113,8 +116,27 @@ func newClient() (*client, error) {
 	if cfg.Token == "" {
 		return nil, errors.New("no token: set SOKOVAN_TOKEN or run `sokovan login`")
 	}
-	return &client{addr: strings.TrimRight(cfg.Addr, "/"), token: cfg.Token,
+	addr, err := managerAddr(cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	return &client{addr: addr, token: cfg.Token,
 		http: &http.Client{Timeout: 30 * time.Second}, stream: &http.Client{}}, nil
+}
+
+// managerAddr reads the manager's address as people write it: a URL, or
+// host:port alone (as dev mode's --listen takes it), which means http.
+func managerAddr(addr string) (string, error) {
+	addr = strings.TrimRight(strings.TrimSpace(addr), "/")
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("manager address %q (SOKOVAN_ADDR or `sokovan login --addr`) is not usable: "+
+			"want http://HOST:PORT, https://HOST:PORT or HOST:PORT", strings.TrimPrefix(addr, "http://"))
+	}
+	return addr, nil
 }
 
 // apiError is an error answer of the API. It reads as the message with the

@@ -296,7 +296,22 @@ func newUserCmd() *cobra.Command {
 	create.Flags().StringVar(&project, "project", "", "project (default: default)")
 	create.Flags().StringVar(&dom, "domain", "", "domain (default: default)")
 	_ = create.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"admin", "user"}, cobra.ShellCompDirectiveNoFileComp))
-	cmd.AddCommand(create)
+	list := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List users by name",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return call(cmd, &o, "GET", "/v1/users", nil, func(w io.Writer, l v1.List[v1.User]) error {
+				rows := make([][]string, len(l.Items))
+				for i, u := range l.Items {
+					rows[i] = []string{u.Name, u.Role, u.Project, u.Domain, when(&u.CreatedAt)}
+				}
+				return table(w, []string{"NAME", "ROLE", "PROJECT", "DOMAIN", "CREATED"}, rows)
+			})
+		},
+	}
+	cmd.AddCommand(create, list)
 	return cmd
 }
 
@@ -418,7 +433,11 @@ func newLoginCmd() *cobra.Command {
 			if token == "" {
 				return errors.New("no token given")
 			}
-			c := &client{addr: strings.TrimRight(addr, "/"), token: token, http: &http.Client{Timeout: 30 * time.Second}}
+			addr, err := managerAddr(addr)
+			if err != nil {
+				return err
+			}
+			c := &client{addr: addr, token: token, http: &http.Client{Timeout: 30 * time.Second}}
 			var me v1.User
 			raw, err := c.do(cmd.Context(), "GET", "/v1/me", nil, &me)
 			if err != nil {

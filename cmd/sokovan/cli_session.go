@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,6 +23,8 @@ func newSessionCmd() *cobra.Command {
 		Use:     "session",
 		Aliases: []string{"sessions"},
 		Short:   "Submit, inspect and end sessions",
+		Long: "Submit, inspect and end sessions. Every verb names a session by its id, a unique prefix of the\n" +
+			"id (6 characters or more, as ls shows it) or its name: a name is unique among your live sessions.",
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			return o.check()
 		},
@@ -33,14 +36,19 @@ func newSessionCmd() *cobra.Command {
 	return cmd
 }
 
+// listSessionIDs offers the newest sessions for completion, by name where
+// a live session has one (what people type), and by id.
 func listSessionIDs(ctx context.Context, c *client) ([]string, error) {
 	var list v1.SessionPage
-	if _, err := c.do(ctx, "GET", "/v1/sessions?limit=200", nil, &list); err != nil {
+	if _, err := c.do(ctx, "GET", "/v1/sessions?order=newest&limit=200", nil, &list); err != nil {
 		return nil, err
 	}
-	out := make([]string, len(list.Items))
-	for i, s := range list.Items {
-		out[i] = s.ID + "\t" + s.Status + " " + s.Name
+	out := make([]string, 0, 2*len(list.Items))
+	for _, s := range list.Items {
+		if live := s.Outcome == ""; live && s.Name != "" {
+			out = append(out, s.Name+"\t"+s.Status+" "+shortID(s.ID))
+		}
+		out = append(out, s.ID+"\t"+s.Status+" "+s.Name)
 	}
 	return out, nil
 }
@@ -55,6 +63,7 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 		slots, deps, agents, env                                []string
 		size, priority                                          int
 		wait, waitEnd                                           bool
+		timeout                                                 time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "create --image IMG [flags] [-- COMMAND...]",
@@ -62,10 +71,15 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 		Long: "Submit a session. Quantities are per kernel: --cpu 0.5, --mem 4g, --slot cuda.device=1.\n" +
 			"With --wait, follow the session live until it is RUNNING or has ended; the exit status is 0 for\n" +
 			"RUNNING or a successful end, 1 otherwise. With --wait-end, follow it until it has ended (for batch\n" +
-			"jobs); the exit status is 0 only when every kernel exited 0.",
+			"jobs); the exit status is 0 only when every kernel exited 0. While waiting, what holds the session (its\n" +
+			"blockers, or what its kernels wait for) is printed whenever it changes. --timeout gives up after a while\n" +
+			"(exit status 1); Ctrl-C stops waiting (exit status 0) and says where the session stands.",
 		Example: "  sokovan session create --image sleep --cpu 1 --mem 1g --wait\n" +
 			"  sokovan session create --image exit:0 --type batch --cluster-size 2 --cluster-mode multi-node",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout < 0 || timeout > 0 && !wait && !waitEnd {
+				return errors.New("--timeout is how long --wait or --wait-end waits: give one of them, and a positive duration")
+			}
 			resources, err := keyValues("slot", slots)
 			if err != nil {
 				return err
@@ -141,7 +155,7 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 			if o.json() {
 				progress = cmd.ErrOrStderr()
 			}
-			waitErr := waitSession(ctx, c, s.ID, progress, waitEnd)
+			waitErr := waitSession(ctx, c, s.ID, progress, waitEnd, timeout)
 			if o.json() {
 				if raw, err := c.do(ctx, "GET", sessionPath(s.ID), nil, nil); err == nil {
 					_ = printJSON(out, raw)
@@ -152,17 +166,18 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&image, "image", "", "image to run (required)")
-	f.StringVar(&name, "name", "", "session name")
+	f.StringVar(&name, "name", "", "session name, unique among your live sessions; every verb accepts it in place of the id")
 	f.StringVar(&typ, "type", "interactive", "interactive, batch or inference")
 	f.StringVar(&cpu, "cpu", "", "CPU cores per kernel, such as 2 or 0.5 (default: the group's, 1 unless set)")
-	f.StringVar(&mem, "mem", "", "memory per kernel, such as 4g or 512m (default: the group's, 1g unless set)")
+	f.StringVar(&mem, "mem", "", "memory per kernel, such as 4g, 512m or 4Gi (k/m/g/t are powers of 1024, as are Ki/Mi/Gi/Ti; default: the group's, 1g unless set)")
 	f.StringArrayVar(&slots, "slot", nil, "another slot per kernel, NAME=QUANTITY (repeatable), such as cuda.device=1; a slot not named gets the group's default")
 	f.IntVar(&size, "cluster-size", 1, "number of kernels (1 to 64)")
 	f.StringVar(&mode, "cluster-mode", "single-node", "single-node (all kernels on one agent) or multi-node")
 	f.IntVar(&priority, "priority", 10, "priority, 0 to 100; higher is scheduled first")
-	f.StringArrayVar(&deps, "depends-on", nil, "session that must end successfully first (repeatable)")
+	f.StringArrayVar(&deps, "depends-on", nil, "session (id, id prefix or name) that must end successfully first (repeatable)")
 	f.BoolVar(&wait, "wait", false, "follow the session until it is RUNNING or has ended")
 	f.BoolVar(&waitEnd, "wait-end", false, "follow the session until it has ended; succeed only if it succeeded")
+	f.DurationVar(&timeout, "timeout", 0, "with --wait or --wait-end: give up after this long (such as 10m), exiting 1 with the session's state")
 	f.StringVarP(&group, "group", "g", "", "resource group (default: the manager's default)")
 	f.StringVar(&startsAt, "starts-at", "", "earliest start, RFC 3339 (such as 2026-03-01T12:00:00Z)")
 	f.StringVar(&arch, "arch", "", "CPU architecture of the kernels (default x86_64)")
@@ -180,11 +195,46 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 // errWaitEnded reports a session that ended other than successfully.
 var errWaitEnded = errors.New("session did not succeed")
 
+// errWaitTimeout reports a wait that ran out of --timeout.
+var errWaitTimeout = errors.New("timed out")
+
+// whyEvery is how often a wait asks why the session has not moved on. A
+// session may wait for hours without a single status change, so the event
+// stream alone would leave the terminal silent.
+const (
+	whyFirst = time.Second
+	whyEvery = 3 * time.Second
+)
+
 // waitSession follows the session on the event stream, printing each
 // status it takes, until it is RUNNING (unless toEnd) or has ended. The
 // stream opens with the session as it is, so nothing between submit and
 // now is missed; a dropped stream is resumed from the last event seen.
-func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd bool) error {
+// Meanwhile it asks why every few seconds and prints what holds the
+// session whenever that changes. timeout, when not zero, ends the wait
+// with an error; Ctrl-C (ctx) ends it without one. Both print where the
+// session stands.
+func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd bool, timeout time.Duration) error {
+	var mu sync.Mutex // out is written by the stream and the poller
+	say := func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(out, line)
+	}
+	waitCtx, cancel := context.WithCancel(ctx)
+	if timeout > 0 {
+		waitCtx, cancel = context.WithTimeoutCause(ctx, timeout, errWaitTimeout)
+	}
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		pollWhy(waitCtx, c, id, say)
+	}()
+	defer wg.Wait()
+	defer cancel() // runs before wg.Wait: the poller stops first
+
 	last := ""
 	var result error
 	done := false
@@ -197,7 +247,7 @@ func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd
 		if reason != "" {
 			line += "  (" + reason + ")"
 		}
-		fmt.Fprintln(out, line)
+		say(line)
 		switch status {
 		case "RUNNING":
 			return !toEnd, nil
@@ -219,7 +269,7 @@ func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd
 		}
 		return false, nil
 	}
-	err := follow(ctx, c, "/v1/events?session="+url.QueryEscape(id), nil, func(ev sseEvent) error {
+	err := follow(waitCtx, c, "/v1/events?session="+url.QueryEscape(id), nil, func(ev sseEvent) error {
 		switch ev.Event {
 		case "snapshot":
 			var s v1.Session
@@ -242,7 +292,81 @@ func waitSession(ctx context.Context, c *client, id string, out io.Writer, toEnd
 	if done {
 		return result
 	}
-	return err
+	if waitCtx.Err() == nil {
+		return err
+	}
+	// The wait was cut short: say where the session stands, with a
+	// context of its own, as the wait's is over.
+	cancel()
+	wg.Wait()
+	stateCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer stop()
+	state := sessionState(stateCtx, c, id)
+	if ctx.Err() != nil {
+		say("stopped waiting: " + state)
+		return nil // Ctrl-C is how a person stops waiting, not a failure
+	}
+	return fmt.Errorf("%w after %s waiting for %s: %s", errWaitTimeout, timeout, id, state)
+}
+
+// pollWhy asks why the session waits, every whyEvery until ctx ends, and
+// prints what holds it each time that changes: blockers while PENDING,
+// what the kernels wait for once placed.
+func pollWhy(ctx context.Context, c *client, id string, say func(string)) {
+	shown := ""
+	// The first look waits a moment: a session that starts at once needs
+	// no commentary.
+	t := time.NewTimer(whyFirst)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			t.Reset(whyEvery)
+		}
+		var why v1.Why
+		if _, err := c.do(ctx, "GET", sessionPath(id, "/why"), nil, &why); err == nil {
+			var lines []string
+			for _, b := range why.Blockers {
+				lines = append(lines, "  blocked: "+blockerLine(b))
+			}
+			if p := why.Progress; p != nil {
+				for _, w := range p.WaitingFor {
+					lines = append(lines, "  "+w)
+				}
+			}
+			if now := strings.Join(lines, "\n"); now != shown {
+				switch {
+				case now != "":
+					say(now)
+				case why.Status == "PENDING":
+					say("  no longer blocked: the next scheduling round should place it")
+				}
+				shown = now
+			}
+		}
+	}
+}
+
+// sessionState is one line on where a session stands: its status, and
+// what holds it if anything does.
+func sessionState(ctx context.Context, c *client, id string) string {
+	var why v1.Why
+	if _, err := c.do(ctx, "GET", sessionPath(id, "/why"), nil, &why); err != nil {
+		return fmt.Sprintf("%s (its state could not be read: %v)", id, err)
+	}
+	line := fmt.Sprintf("%s is %s", id, why.Status)
+	switch {
+	case len(why.Blockers) > 0:
+		line += "; blocked: " + why.Blockers[0].Message
+		if n := len(why.Blockers); n > 1 {
+			line += fmt.Sprintf(" (and %d more: sokovan session why %s)", n-1, id)
+		}
+	case why.Progress != nil && len(why.Progress.WaitingFor) > 0:
+		line += "; " + why.Progress.WaitingFor[0]
+	}
+	return line
 }
 
 func kernelExits(s v1.Session) string {
@@ -262,54 +386,129 @@ func kernelExits(s v1.Session) string {
 
 func newSessionListCmd(o *output) *cobra.Command {
 	var (
-		statuses []string
-		limit    int
-		owner    string
+		statuses, types   []string
+		limit             int
+		user, name, group string
+		all               bool
 	)
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List sessions, oldest first",
-		Args:    cobra.NoArgs,
+		Short:   "List sessions, newest first: live ones and those that ended in the last hour",
+		Long: "List sessions, newest first. Without --all, sessions that ended more than an hour ago are left out.\n" +
+			"RESULT is how an ended session ended (success, failure, cancelled); EXIT is its main kernel's exit code.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return fmt.Errorf("--limit must be 0 (no limit) or more, not %d", limit)
+			}
 			c, err := newClient()
 			if err != nil {
 				return err
 			}
-			q := url.Values{}
+			q := url.Values{"order": {"newest"}}
 			for _, s := range statuses {
 				q.Add("status", s)
 			}
-			if limit > 0 {
-				q.Set("limit", strconv.Itoa(limit))
+			for _, t := range types {
+				q.Add("type", t)
 			}
-			if owner != "" {
-				q.Set("owner", owner)
+			if !all {
+				q.Set("ended_within", recentlyEnded.String())
 			}
-			path := "/v1/sessions"
-			if len(q) > 0 {
-				path += "?" + q.Encode()
+			for k, v := range map[string]string{"owner": user, "name": name, "resource_group": group} {
+				if v != "" {
+					q.Set(k, v)
+				}
 			}
-			var list v1.SessionPage
-			raw, err := c.do(cmd.Context(), "GET", path, nil, &list)
-			if err != nil {
-				return err
+			page := listPage
+			if limit > 0 && limit < page {
+				page = limit
+			}
+			q.Set("limit", strconv.Itoa(page))
+			// Pages are read until the limit is met or the listing ends, so
+			// --all really is everything.
+			var items []json.RawMessage
+			var sessions []v1.Session
+			for {
+				var list struct {
+					Items []json.RawMessage `json:"items"`
+					Next  string            `json:"next"`
+				}
+				if _, err := c.do(cmd.Context(), "GET", "/v1/sessions?"+q.Encode(), nil, &list); err != nil {
+					return err
+				}
+				for _, raw := range list.Items {
+					var s v1.Session
+					if err := json.Unmarshal(raw, &s); err != nil {
+						return fmt.Errorf("unexpected answer from GET /v1/sessions: %w", err)
+					}
+					items, sessions = append(items, raw), append(sessions, s)
+				}
+				if list.Next == "" || limit > 0 && len(sessions) >= limit {
+					break
+				}
+				q.Set("after", list.Next)
+			}
+			if limit > 0 && len(sessions) > limit {
+				items, sessions = items[:limit], sessions[:limit]
 			}
 			if o.json() {
+				raw, err := json.Marshal(map[string]any{"items": items})
+				if err != nil {
+					return err
+				}
 				return printJSON(cmd.OutOrStdout(), raw)
 			}
-			rows := make([][]string, len(list.Items))
-			for i, s := range list.Items {
-				rows[i] = []string{s.ID, orDash(s.Name), s.Owner, s.Type, s.Status, s.ResourceGroup,
-					slotList(s.RequestedSlots), strconv.Itoa(s.ClusterSize), when(&s.CreatedAt)}
+			rows := make([][]string, len(sessions))
+			for i, s := range sessions {
+				rows[i] = []string{shortID(s.ID), orDash(s.Name), s.Owner, s.Type, s.Status, orDash(s.Outcome), mainExit(s),
+					s.ResourceGroup, slotList(s.RequestedSlots), strconv.Itoa(s.ClusterSize), when(&s.CreatedAt)}
 			}
-			return table(cmd.OutOrStdout(), []string{"ID", "NAME", "OWNER", "TYPE", "STATUS", "GROUP", "PER KERNEL", "KERNELS", "CREATED"}, rows)
+			return table(cmd.OutOrStdout(), []string{"ID", "NAME", "OWNER", "TYPE", "STATUS", "RESULT", "EXIT", "GROUP",
+				"PER KERNEL", "KERNELS", "CREATED"}, rows)
 		},
 	}
-	cmd.Flags().StringArrayVar(&statuses, "status", nil, "only sessions in this status (repeatable)")
-	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many")
-	cmd.Flags().StringVar(&owner, "owner", "", "admins: only this user's sessions")
+	f := cmd.Flags()
+	f.StringArrayVar(&statuses, "status", nil, "only sessions in this status (repeatable)")
+	f.StringArrayVar(&types, "type", nil, "only sessions of this type: interactive, batch or inference (repeatable)")
+	f.IntVar(&limit, "limit", 0, "at most this many, the newest (0: no limit)")
+	f.BoolVarP(&all, "all", "a", false, "also sessions that ended more than an hour ago")
+	f.StringVar(&name, "name", "", "only sessions of this name")
+	f.StringVar(&user, "user", "", "admins: only this user's sessions")
+	f.StringVar(&user, "owner", "", "same as --user")
+	_ = f.MarkHidden("owner")
+	f.StringVarP(&group, "group", "g", "", "only sessions of this resource group")
+	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"interactive", "batch", "inference"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("group", completeFrom(listGroupNames))
 	return cmd
+}
+
+// recentlyEnded is how long ago a session may have ended and still be
+// listed without --all.
+const recentlyEnded = time.Hour
+
+// listPage is the page size ls asks for.
+const listPage = 500
+
+// shortID is the id as a table shows it: enough to name the session in
+// any verb (a unique prefix) without filling the line. -o json has the
+// whole id.
+func shortID(id string) string {
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
+}
+
+// mainExit is the main kernel's exit code, "-" until it exited.
+func mainExit(s v1.Session) string {
+	for _, k := range s.Kernels {
+		if k.ClusterRole == "main" && k.ExitCode != nil {
+			return strconv.Itoa(*k.ExitCode)
+		}
+	}
+	return "-"
 }
 
 func orDash(s string) string {
@@ -321,7 +520,7 @@ func orDash(s string) string {
 
 func newSessionShowCmd(o *output) *cobra.Command {
 	return &cobra.Command{
-		Use:               "show ID",
+		Use:               "show SESSION",
 		Short:             "Show a session and its kernels",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
@@ -357,7 +556,7 @@ func newSessionShowCmd(o *output) *cobra.Command {
 
 func newSessionHistoryCmd(o *output) *cobra.Command {
 	return &cobra.Command{
-		Use:               "history ID",
+		Use:               "history SESSION",
 		Short:             "Show what the scheduler did with a session, oldest first",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
@@ -385,7 +584,7 @@ func newSessionHistoryCmd(o *output) *cobra.Command {
 
 func newSessionWhyCmd(o *output) *cobra.Command {
 	return &cobra.Command{
-		Use:               "why ID",
+		Use:               "why SESSION",
 		Short:             "Say what keeps a session from starting, and what to do about it",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
@@ -404,6 +603,16 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 				return printJSON(w, raw)
 			}
 			switch p := why.Progress; {
+			case why.Ended != nil:
+				e := why.Ended
+				fmt.Fprintf(w, "session ended %s at %s", why.Status, e.At.Local().Format(time.DateTime))
+				if e.Outcome != "" {
+					fmt.Fprintf(w, " (%s)", e.Outcome)
+				}
+				if e.Reason != "" {
+					fmt.Fprintf(w, ": %s", e.Reason)
+				}
+				fmt.Fprintln(w)
 			case p != nil:
 				fmt.Fprintf(w, "session is %s since %s", why.Status, p.Since.Local().Format(time.DateTime))
 				if p.Deadline != nil {
@@ -455,6 +664,10 @@ func blockerHint(b v1.Blocker) string {
 	owner, name, _ := strings.Cut(b.Scope, ":")
 	switch b.Kind {
 	case "quota":
+		if b.ExceedsCapacity {
+			return fmt.Sprintf("it can never fit this quota: ask for less %s in all, or have an admin raise it "+
+				"(sokovan policy set %s %s --max-slot %s=…)", b.Slot, owner, name, b.Slot)
+		}
 		return fmt.Sprintf("end another session of %s %s, ask for less %s, or have an admin raise it "+
 			"(sokovan policy set %s %s --max-slot %s=…)", owner, name, b.Slot, owner, name, b.Slot)
 	case "concurrency":
@@ -488,7 +701,7 @@ func blockerHint(b v1.Blocker) string {
 func newSessionRemoveCmd(o *output) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
-		Use:               "rm ID...",
+		Use:               "rm SESSION...",
 		Aliases:           []string{"delete", "terminate"},
 		Short:             "End sessions: PENDING ones are cancelled, others terminated",
 		Args:              cobra.MinimumNArgs(1),
@@ -530,7 +743,7 @@ func newSessionLogsCmd() *cobra.Command {
 	var follow bool
 	var poll time.Duration
 	cmd := &cobra.Command{
-		Use:   "logs ID",
+		Use:   "logs SESSION",
 		Short: "Print a kernel's output (the main kernel unless --kernel)",
 		Long: `Prints what the kernel has written so far. With -f it keeps printing what the
 kernel writes until the session has ended (or Ctrl-C), asking the manager for

@@ -116,8 +116,12 @@ func TestCLICreateWaitRunning(t *testing.T) {
 	// lifecycle order, ending at RUNNING.
 	order := []string{"PENDING", "SCHEDULED", "PREPARING", "PREPARED", "CREATING", "RUNNING"}
 	last := -1
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		// "date time id STATUS  (reason)"
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		// "date time id STATUS  (reason)"; indented lines say what the
+		// session waits for in between.
+		if strings.HasPrefix(line, " ") {
+			continue
+		}
 		f := strings.Fields(line)
 		i := -1
 		if len(f) >= 4 {
@@ -165,7 +169,7 @@ func TestCLIListShowAndRemove(t *testing.T) {
 	if len(list.Items) != 1 || list.Items[0].ID != id || list.Items[0].RequestedSlots["cpu"] != "0.5" {
 		t.Errorf("ls -o json: %+v", list.Items)
 	}
-	if out := c.ok(alice, "session", "ls"); !strings.Contains(out, id) || !strings.Contains(out, "STATUS") {
+	if out := c.ok(alice, "session", "ls"); !strings.Contains(out, id[:13]) || !strings.Contains(out, "STATUS") {
 		t.Errorf("ls table:\n%s", out)
 	}
 	if out := c.ok(alice, "session", "show", id); !strings.Contains(out, id+"-k0") || !strings.Contains(out, "cpu=0.5 mem=256m") {
@@ -256,9 +260,11 @@ func TestCLIWhyQuota(t *testing.T) {
 	m := apitest.New(t, apitest.Options{})
 	c := newCLI(t, m)
 	alice := m.User("alice", "user", "p1")
-	if out := c.ok(m.AdminToken, "policy", "set", "user", "alice", "--max-slot", "cpu=1"); !strings.Contains(out, "cpu=1") {
+	if out := c.ok(m.AdminToken, "policy", "set", "user", "alice", "--max-slot", "cpu=3"); !strings.Contains(out, "cpu=3") {
 		t.Errorf("policy set:\n%s", out)
 	}
+	c.ok(alice, "session", "create", "--image", "sleep", "--cpu", "2", "--wait")
+	// 2 more would make 4 of the 3 allowed.
 	id := strings.Fields(c.ok(alice, "session", "create", "--image", "sleep", "--cpu", "2"))[0]
 	out := c.ok(alice, "session", "why", id)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -269,6 +275,21 @@ func TestCLIWhyQuota(t *testing.T) {
 		if !strings.Contains(lines[0], want) {
 			t.Errorf("why line %q lacks %q", lines[0], want)
 		}
+	}
+	// Once the quota itself is smaller than the request, waiting is no use,
+	// and a new request that large is refused at once.
+	c.ok(m.AdminToken, "policy", "set", "user", "alice", "--max-slot", "cpu=1")
+	if out := c.ok(alice, "session", "why", id); !strings.Contains(out, "can never fit this quota") {
+		t.Errorf("why, over the whole quota:\n%s", out)
+	}
+	r := c.run(alice, "session", "create", "--image", "sleep", "--cpu", "2")
+	if r.code == 0 || !strings.Contains(r.stderr, "resources.cpu") || !strings.Contains(r.stderr, "could never run") {
+		t.Errorf("create over the quota: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	c.ok(alice, "session", "rm", id)
+	if out := c.ok(alice, "session", "why", id); !strings.Contains(out, "session ended CANCELLED") ||
+		!strings.Contains(out, "(cancelled): terminated by alice") {
+		t.Errorf("why on an ended session:\n%s", out)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 func newSessionWatchCmd(o *output) *cobra.Command {
 	var kernels bool
 	cmd := &cobra.Command{
-		Use:   "watch [ID...]",
+		Use:   "watch [SESSION...]",
 		Short: "Print status changes of your sessions (or the ones named) as they happen, until Ctrl-C",
 		Long: "Follows the manager's event stream. Named sessions are first printed as they are now. " +
 			"With -o json each change is printed as the API sends it, one JSON object a line.",

@@ -8,4 +8,7 @@
 // `session logs -f` follows by polling the logs endpoint with an offset
 // (cli_logs.go says why), and `session port-forward` serves a session's
 // port locally through the manager's proxy (cli_ports.go).
+// They pass session references (id, id prefix or name) through to the
+// manager, which resolves them, so the CLI and the API agree on what a
+// name means.
 package main

@@ -189,7 +189,7 @@ func (a *Agent) register(ctx context.Context) error {
 		reg, err := a.mc.Register(ctx, agentrpc.Register{
 			ID: a.cfg.ID, ResourceGroup: a.cfg.ResourceGroup, Address: a.advertise(), Architecture: a.cfg.Architecture,
 			Runtime: a.cfg.Runtime, Capacity: a.cfg.Capacity, MaxKernels: a.cfg.MaxKernels, Images: a.rt.Images(),
-			Kernels: a.reports(), AllowsCommand: a.cfg.AllowsCommand,
+			Catalog: catalogOf(a.rt), Kernels: a.reports(), AllowsCommand: a.cfg.AllowsCommand,
 		})
 		if err == nil {
 			a.mu.Lock()
@@ -535,4 +535,14 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// catalogOf is the runtime's catalog when it has one: a runtime that can
+// run only the images it knows says which, so the manager can refuse a
+// session no agent could run instead of letting it fail its pull later.
+func catalogOf(rt runtime.Runtime) []string {
+	if c, ok := rt.(interface{ Catalog() []string }); ok {
+		return c.Catalog()
+	}
+	return nil
 }

@@ -97,7 +97,7 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 	a, err := g.store.RegisterAgent(r.Context(), domain.Agent{
 		ID: in.ID, ResourceGroup: in.ResourceGroup, Address: in.Address, Architecture: in.Architecture,
 		Runtime: in.Runtime, Status: domain.AgentAlive, Schedulable: true, Capacity: capacity,
-		MaxKernels: in.MaxKernels, Images: in.Images, AllowsCommand: in.AllowsCommand,
+		MaxKernels: in.MaxKernels, Images: in.Images, Catalog: in.Catalog, AllowsCommand: in.AllowsCommand,
 	}, g.now())
 	if err != nil {
 		g.fail(w, "register", err)

@@ -14,7 +14,10 @@ type Register struct {
 	Capacity      map[string]string `json:"capacity"`
 	MaxKernels    int               `json:"max_kernels,omitempty"`
 	Images        []string          `json:"images,omitempty"`
-	Kernels       []KernelReport    `json:"kernels"`
+	// Catalog is every image the runtime can run (domain.Agent.Catalog);
+	// absent for runtimes that pull from registries.
+	Catalog []string       `json:"catalog,omitempty"`
+	Kernels []KernelReport `json:"kernels"`
 	// AllowsCommand: the agent runs a session's own command. Agents of
 	// earlier releases leave it out and count as not allowing.
 	AllowsCommand bool `json:"allows_command,omitempty"`

@@ -9,6 +9,10 @@
 // (internal/api/v1), shared with the CLI; the document is reflected from
 // them, and a test holds every schema in it to that package.
 //
+// Sessions are named in every route by id, unique id prefix or name
+// (resolve.go), so the API and the CLI read a reference alike; the queue
+// view and why share one dry run of the scheduler (queue.go).
+//
 // Handlers validate, call, and convert errors at the boundary only: a
 // request that fails validation writes nothing. Everything the API needs
 // is passed in through Deps as small interfaces it owns (the store methods
@@ -17,7 +21,7 @@
 //
 // It may import internal/api/v1, internal/domain, internal/store (types
 // and error classes), internal/scheduler and its framework (for the "why"
-// dry run), the Prometheus client's HTTP handler, and the standard
+// and queue dry runs), the Prometheus client's HTTP handler, and the standard
 // library.
 //
 // A submit with a command is checked against the group's agents (some must

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
-	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
@@ -38,11 +37,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	if len(q["session"]) > maxListItems {
 		return invalid("session", "follows more than %d sessions", maxListItems)
 	}
-	for _, id := range q["session"] {
-		if !validID(id) {
-			return notFound("no session %q", id)
+	// Sessions may be named as every verb names them; the feed is by id.
+	var named []store.SessionWithKernels
+	for _, ref := range q["session"] {
+		sk, err := s.resolve(ctx, ref)
+		if err != nil {
+			return err
 		}
-		f.Sessions = append(f.Sessions, domain.SessionID(id))
+		named = append(named, sk)
+		f.Sessions = append(f.Sessions, sk.Session.ID)
 	}
 	var snapshot []v1.Session
 	if resume != "" {
@@ -59,8 +62,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		f.After = after
-		for _, id := range f.Sessions {
-			sk, err := s.visible(ctx, string(id))
+		// Read again after the position: a change between the first read
+		// and the position would otherwise be in neither.
+		for _, sk := range named {
+			sk, err := s.get(ctx, sk.Session.ID)
 			if err != nil {
 				return err
 			}

@@ -68,6 +68,11 @@ func (rt route) pathParams() []string {
 	return out
 }
 
+// sessionRefDesc says how every /v1/sessions/{id} route reads {id}.
+const sessionRefDesc = "{id} is the session's id, a unique prefix of it (6 characters or more), or its name " +
+	"(unique among the owner's live sessions; a name only ended sessions have names the one of them, if only one). " +
+	"409 when a prefix or name matches several sessions, listing them. Another user's session is 404, as a missing one."
+
 func (s *Server) table() []route {
 	statusParam := param{name: "status", typ: "string", repeat: true,
 		desc: "only sessions in these statuses (repeat the parameter or separate with commas)"}
@@ -85,17 +90,22 @@ func (s *Server) table() []route {
 			desc: "Validates the whole request before writing anything. resources are per kernel. " +
 				"429 when the caller's user, project or domain already has max_pending_sessions PENDING sessions.",
 			body: v1.CreateSessionRequest{}, status: http.StatusCreated, resp: v1.Session{}, handle: s.createSession},
-		{method: "GET", path: "/v1/sessions", access: user, summary: "List sessions, oldest first",
+		{method: "GET", path: "/v1/sessions", access: user, summary: "List sessions, oldest first (or newest first)",
 			desc: "Users see their own sessions; admins see everyone's and may filter by owner. " +
-				"A full page has next: pass it as after= for the following one. Listed sessions leave " +
+				"A full page has next: pass it as after= for the following one, with the same order. Listed sessions leave " +
 				"command and env empty; GET /v1/sessions/{id} has them.",
 			query: []param{statusParam,
+				{name: "order", typ: "string", desc: "oldest (default) or newest first; limit keeps the first of that order"},
+				{name: "name", typ: "string", desc: "only sessions of this name"},
+				{name: "type", typ: "string", repeat: true, desc: "only sessions of these types (interactive, batch, inference)"},
+				{name: "ended_within", typ: "string", desc: "leave out sessions that ended longer ago than this duration (such as 1h); live sessions are always listed"},
 				{name: "limit", typ: "integer", desc: "at most this many (1 to 10000, default 1000)"},
 				{name: "after", typ: "string", desc: "the next of the previous page: only sessions after that one"},
 				{name: "owner", typ: "string", desc: "admins: only this user's sessions"},
 				{name: "resource_group", typ: "string", desc: "only sessions of this resource group"}},
 			status: http.StatusOK, resp: v1.SessionPage{}, handle: s.listSessions},
 		{method: "GET", path: "/v1/sessions/{id}", access: user, summary: "One session with its kernels",
+			desc:   sessionRefDesc,
 			status: http.StatusOK, resp: v1.Session{}, handle: s.getSession},
 		{method: "GET", path: "/v1/sessions/{id}/history", access: user, summary: "The session's handler outcomes, oldest first",
 			status: http.StatusOK, resp: v1.List[v1.History]{}, handle: s.sessionHistory},
@@ -144,6 +154,12 @@ func (s *Server) table() []route {
 			status: http.StatusOK, resp: v1.List[v1.Group]{}, handle: s.listGroups},
 		{method: "GET", path: "/v1/resource-groups/{name}", access: user, summary: "One resource group",
 			status: http.StatusOK, resp: v1.Group{}, handle: s.getGroup},
+		{method: "GET", path: "/v1/resource-groups/{name}/queue", access: user, summary: "The group's PENDING sessions in the order the next round tries them",
+			desc: "Runs a dry scheduling round of the group on a fresh snapshot, as why does, and lists its PENDING sessions in " +
+				"the order the group's sequencer hands them out (higher priority first), with what the round would do " +
+				"(start, wait, never) and the blockers. Users see their own sessions with their positions in the whole " +
+				"queue; other users' sessions are only counted (hidden). estimated_start is absent for now.",
+			status: http.StatusOK, resp: v1.Queue{}, handle: s.queue},
 		{method: "PUT", path: "/v1/resource-groups/{name}", access: admin, summary: "Create or change a resource group",
 			desc: "Fields left out keep their current value, or the default for a new group (ACTIVE, fifo, " +
 				"concentrated, head_of_line skip, max_retries 3, default timeouts). Durations are Go durations " +
@@ -153,8 +169,15 @@ func (s *Server) table() []route {
 		{method: "POST", path: "/v1/users", access: admin, summary: "Create a user and its token",
 			desc: "The token is shown once, in this answer; only its hash is stored.",
 			body: v1.CreateUserRequest{}, status: http.StatusCreated, resp: v1.NewUser{}, handle: s.createUser},
+		{method: "GET", path: "/v1/users", access: admin, summary: "List users by name",
+			status: http.StatusOK, resp: v1.List[v1.User]{}, handle: s.listUsers},
 		{method: "GET", path: "/v1/me", access: user, summary: "The caller",
 			status: http.StatusOK, resp: v1.User{}, handle: s.me},
+		{method: "GET", path: "/v1/me/usage", access: user, summary: "What the caller's sessions hold and ask for, against its quotas",
+			desc: "occupied sums the requests of the caller's sessions that hold resources (SCHEDULED to TERMINATING), all " +
+				"kernels together; pending those of its PENDING sessions. limits has each user, project and domain policy " +
+				"over the caller with what that whole scope holds.",
+			status: http.StatusOK, resp: v1.Usage{}, handle: s.usage},
 		{method: "PUT", path: "/v1/policies/{scope}/{name}", access: admin, summary: "Set the resource policy of a user, project or domain",
 			desc: "scope is user, project or domain; name is the user's name, or the project or domain. Slots " +
 				"left out of max_slots are unlimited; a zero count is no limit.",

@@ -36,6 +36,7 @@ type Store interface {
 	History(ctx context.Context, id domain.SessionID) ([]domain.HistoryEntry, error)
 	PutPolicy(ctx context.Context, p domain.Policy) error
 	GetPolicy(ctx context.Context, scope domain.PolicyScope, name string) (domain.Policy, error)
+	ListUsers(ctx context.Context) ([]store.User, error)
 	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
 	Changes(ctx context.Context, f store.ChangeFilter) ([]store.Change, error)
 	LastChange(ctx context.Context) (int64, error)

@@ -14,7 +14,6 @@ import (
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
-	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
@@ -50,10 +49,14 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	caps, err := s.pendingCaps(ctx, sess.Owner)
+	policies, err := s.ownerPolicies(ctx, sess.Owner)
 	if err != nil {
 		return err
 	}
+	if e := s.checkHardLimits(sess, policies); e != nil {
+		return e
+	}
+	caps := pendingCaps(policies)
 	// The store counts and creates in one transaction, serialised per cap
 	// across every manager of the database, so no two submits can both
 	// take the last place.
@@ -63,6 +66,11 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 			return &apiError{Status: http.StatusTooManyRequests, Code: codeExhausted, Message: fmt.Sprintf(
 				"%s %s already has %d PENDING sessions, the most its policy allows (max_pending_sessions %d); "+
 					"wait for one to start, or end one", full.Limit.Scope, full.Limit.Name, full.Pending, full.Limit.Max)}
+		}
+		if errors.Is(err, store.ErrNameTaken) {
+			e := conflict("you already have a live session named %q; end it, or choose another name", sess.Name)
+			e.Field = "name"
+			return e
 		}
 		if errors.Is(err, store.ErrNotFound) {
 			// What it refers to was checked a moment ago; nothing is ever
@@ -184,6 +192,9 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 			strings.Join(strs(g.AllowedTypes), ", ")))
 	}
 	sess.ResourceGroup = g.Name
+	if err := s.checkImage(ctx, g.Name, sess.Image); err != nil {
+		return domain.Session{}, nil, err
+	}
 	// The group fills what the request leaves out, so every kernel carries
 	// a cpu and mem request: it is what the runtime turns into limits and
 	// what quotas are charged.
@@ -198,7 +209,7 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 	}
 	sess.Requested = full
 
-	deps, e2 := s.checkDependencies(ctx, u, req.DependsOn)
+	deps, e2 := s.checkDependencies(ctx, req.DependsOn)
 	if e2 != nil {
 		return domain.Session{}, nil, e2
 	}
@@ -289,32 +300,63 @@ func checkEnv(env map[string]string) *apiError {
 	return nil
 }
 
-// checkDependencies accepts sessions the caller can see, each once. A
-// session of another user is refused exactly as a missing one is, so the
-// answer does not tell whether it exists.
-func (s *Server) checkDependencies(ctx context.Context, u store.User, ids []string) ([]domain.SessionID, error) {
+// checkDependencies accepts sessions the caller can see, each once, named
+// as every verb names them (see resolve). A session of another user is
+// refused exactly as a missing one is, so the answer does not tell
+// whether it exists.
+func (s *Server) checkDependencies(ctx context.Context, ids []string) ([]domain.SessionID, error) {
 	if len(ids) > maxListItems {
 		return nil, invalid("depends_on", "lists more than %d sessions", maxListItems)
 	}
 	out := make([]domain.SessionID, 0, len(ids))
-	for i, id := range ids {
+	for i, ref := range ids {
 		f := fmt.Sprintf("depends_on[%d]", i)
-		if slices.Contains(out, domain.SessionID(id)) {
-			return nil, invalid(f, "session %q is listed twice", id)
-		}
-		if !validID(id) {
-			return nil, invalid(f, "no such session %q", id)
-		}
-		dep, err := s.store.GetSession(ctx, domain.SessionID(id))
-		if errors.Is(err, store.ErrNotFound) || err == nil && !isAdmin(u) && dep.Session.Owner.User != u.Name {
-			return nil, invalid(f, "no such session %q", id)
+		dep, err := s.resolve(ctx, ref)
+		var e *apiError
+		if errors.As(err, &e) {
+			// Not found or ambiguous: the client's to fix, at this field.
+			return nil, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Message: e.Message, Field: f}
 		}
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, domain.SessionID(id))
+		if slices.Contains(out, dep.Session.ID) {
+			return nil, invalid(f, "session %q (%s) is listed twice", ref, dep.Session.ID)
+		}
+		out = append(out, dep.Session.ID)
 	}
 	return out, nil
+}
+
+// checkImage refuses an image that no agent of the group could ever run:
+// every agent there runs only the images of its catalog (the process
+// runtime), and none has this one. An agent that pulls from registries
+// (docker) may run any image, and a group without agents may yet get one
+// that can, so neither is refused: only a certain failure is.
+func (s *Server) checkImage(ctx context.Context, group, image string) error {
+	agents, err := s.store.ListAgents(ctx, store.AgentFilter{Group: group})
+	if err != nil {
+		return err
+	}
+	if len(agents) == 0 {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, a := range agents {
+		if a.MayRun(image) {
+			return nil
+		}
+		for _, c := range a.Catalog {
+			known[c] = true
+		}
+	}
+	names := make([]string, 0, len(known))
+	for c := range known {
+		names = append(names, strings.ReplaceAll(c, "*", "…"))
+	}
+	slices.Sort(names)
+	return invalid("image", "no agent of resource group %s can run image %q: its agents run only the images they "+
+		"know (%s)", group, image, strings.Join(names, ", "))
 }
 
 func (s *Server) checkDesignated(ctx context.Context, group string, ids []string) ([]domain.AgentID, error) {
@@ -376,10 +418,10 @@ func (s *Server) checkCommandRunnable(ctx context.Context, group string, cmd []s
 		"with `sokovan agent run --allow-command`); leave command out to run the image's own", group)
 }
 
-// pendingCaps returns the max_pending_sessions of the owner's user,
-// project and domain policies, as limits for the store to keep.
-func (s *Server) pendingCaps(ctx context.Context, o domain.Owner) ([]store.PendingLimit, error) {
-	var caps []store.PendingLimit
+// ownerPolicies returns the policies of the owner's user, project and
+// domain that exist, in that order.
+func (s *Server) ownerPolicies(ctx context.Context, o domain.Owner) ([]domain.Policy, error) {
+	var out []domain.Policy
 	for _, c := range []struct {
 		scope domain.PolicyScope
 		name  string
@@ -398,34 +440,53 @@ func (s *Server) pendingCaps(ctx context.Context, o domain.Owner) ([]store.Pendi
 		if err != nil {
 			return nil, err
 		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// pendingCaps returns the policies' max_pending_sessions as limits for the
+// store to keep.
+func pendingCaps(policies []domain.Policy) []store.PendingLimit {
+	var caps []store.PendingLimit
+	for _, p := range policies {
 		if p.MaxPendingSessions > 0 {
 			caps = append(caps, store.PendingLimit{Scope: p.Scope, Name: p.Name, Max: p.MaxPendingSessions})
 		}
 	}
-	return caps, nil
+	return caps
 }
 
-// visibleSession loads the session named in the path if the caller may
-// see it. Another user's session is answered exactly as a missing one.
+// checkHardLimits refuses a session that asks, all kernels together, for
+// more of a slot than a policy over its owner allows at once: it could
+// never be scheduled, however long it waited.
+func (s *Server) checkHardLimits(sess domain.Session, policies []domain.Policy) *apiError {
+	total := sess.Requested.Scale(sess.ClusterSize)
+	for _, p := range policies {
+		for i := range min(len(total), len(p.MaxSlots)) {
+			id := domain.SlotID(i)
+			limit := p.MaxSlots.At(id)
+			if limit == domain.MaxQuantity || total.At(id) <= limit {
+				continue
+			}
+			t := s.slots.Type(id)
+			all := ""
+			if sess.ClusterSize > 1 {
+				all = fmt.Sprintf(" (%d kernels × %s)", sess.ClusterSize, s.slots.Format(id, sess.Requested.At(id)))
+			}
+			return invalid("resources."+t.Name, "the session asks for %s %s in all%s, more than %s %s's policy allows "+
+				"at once (max_slots %s=%s): it could never run; ask for less, or have an admin raise the limit",
+				s.slots.Format(id, total.At(id)), t.Name, all, p.Scope, p.Name, t.Name, s.slots.Format(id, limit))
+		}
+	}
+	return nil
+}
+
+// visibleSession loads the session the path names (by id, id prefix or
+// name; see resolve) if the caller may see it. Another user's session is
+// answered exactly as a missing one.
 func (s *Server) visibleSession(r *http.Request) (store.SessionWithKernels, error) {
-	return s.visible(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) visible(ctx context.Context, id string) (store.SessionWithKernels, error) {
-	if !validID(id) {
-		return store.SessionWithKernels{}, notFound("no session %q", id)
-	}
-	sk, err := s.store.GetSession(ctx, domain.SessionID(id))
-	if errors.Is(err, store.ErrNotFound) {
-		return store.SessionWithKernels{}, notFound("no session %q", id)
-	}
-	if err != nil {
-		return store.SessionWithKernels{}, err
-	}
-	if u := caller(ctx); !isAdmin(u) && sk.Session.Owner.User != u.Name {
-		return store.SessionWithKernels{}, notFound("no session %q", id)
-	}
-	return sk, nil
+	return s.resolve(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
@@ -441,7 +502,31 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	u := caller(ctx)
 	q := r.URL.Query()
-	f := store.SessionFilter{Limit: defaultListLimit, Group: q.Get("resource_group")}
+	f := store.SessionFilter{Limit: defaultListLimit, Group: q.Get("resource_group"), Name: q.Get("name")}
+	for _, v := range q["type"] {
+		for _, name := range strings.Split(v, ",") {
+			t, err := domain.ParseSessionType(strings.TrimSpace(name))
+			if err != nil {
+				return invalid("type", "%v", err)
+			}
+			f.Types = append(f.Types, t)
+		}
+	}
+	switch q.Get("order") {
+	case "", "oldest":
+	case "newest":
+		f.Newest = true
+	default:
+		return invalid("order", "must be oldest or newest, not %q", q.Get("order"))
+	}
+	if v := q.Get("ended_within"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return invalid("ended_within", "must be a positive duration such as 1h or 90m")
+		}
+		// The manager's clock, not the client's, decides what is recent.
+		f.EndedSince = s.clock.Now().Add(-d)
+	}
 	for _, v := range q["status"] {
 		for _, name := range strings.Split(v, ",") {
 			st, err := domain.ParseSessionStatus(strings.ToUpper(strings.TrimSpace(name)))
@@ -527,6 +612,11 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := v1.Why{Status: sk.Session.Status.String(), Blockers: []v1.Blocker{}}
+	if ss := sk.Session; ss.Status.Terminal() {
+		out.Ended = &v1.Ended{At: ss.StatusChangedAt.UTC(), Outcome: ss.Outcome.String(), Reason: ss.StatusReason}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
 	if sk.Session.Status != domain.SessionPending {
 		if out.Progress, err = s.progress(r.Context(), sk); err != nil {
 			return err
@@ -534,13 +624,9 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
-	snap, err := s.store.LoadSnapshot(r.Context(), sk.Session.ResourceGroup, s.clock.Now())
+	snap, plan, err := s.dryRun(r.Context(), sk.Session.ResourceGroup)
 	if err != nil {
 		return err
-	}
-	plan, err := s.sched.Schedule(&snap)
-	if err != nil {
-		return fmt.Errorf("dry run of group %s: %w", sk.Session.ResourceGroup, err)
 	}
 	owners := make(map[domain.SessionID]string, len(snap.Pending))
 	for _, p := range snap.Pending {
@@ -552,12 +638,8 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) error {
 			continue
 		}
 		for _, b := range d.Blockers {
-			bo := s.blockerOut(b)
-			// The head of a blocked queue may be anyone's: a user learns
-			// where they stand, not whose session it is.
-			head, isSession := strings.CutPrefix(b.Scope, "session:")
-			if b.Kind == framework.BlockQueuePosition && isSession && !isAdmin(u) && owners[domain.SessionID(head)] != u.Name {
-				bo.Scope = "another session"
+			bo, hidden := s.visibleBlocker(u, owners, b)
+			if hidden {
 				bo.Message = fmt.Sprintf("queued behind another session, which does not fit yet (head-of-line: block); "+
 					"this session is number %d in the queue", pos-len(plan.Impossible)+1)
 			}
@@ -619,11 +701,17 @@ func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request) error {
 	if kernel == nil {
 		return notFound("session %s has no kernel %q", sk.Session.ID, want)
 	}
+	if st := sk.Session.Status; kernel.Agent == "" && st.Terminal() {
+		// Ended without ever running: there is nothing to fetch anywhere,
+		// and "not on an agent yet" would suggest waiting.
+		return conflict("session %s ended %s before kernel %s reached an agent, so it never ran and has no logs%s",
+			sk.Session.ID, st, kernel.ID, reasonSuffix(sk.Session.StatusReason))
+	}
 	if s.logs == nil {
 		return &apiError{Status: http.StatusNotImplemented, Code: codeNotImplemented, Message: "this manager cannot fetch logs"}
 	}
 	if kernel.Agent == "" {
-		return conflict("kernel %s is not on an agent yet (%s)", kernel.ID, kernel.Status)
+		return conflict("kernel %s is not on an agent yet (%s); its logs start once it runs", kernel.ID, kernel.Status)
 	}
 	if kernel.Status < domain.KernelRunning {
 		// Placed but not started: its agent has no log to give yet, and a
@@ -664,4 +752,12 @@ func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
+}
+
+// reasonSuffix is ": reason" when there is one.
+func reasonSuffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + reason
 }

@@ -251,10 +251,13 @@ func TestWhyQuota(t *testing.T) {
 		m := apitest.New(t, apitest.Options{Engine: engine})
 		alice := m.User("alice", "user", "p1")
 		var p v1.Policy
-		if code := m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_slots": map[string]string{"cpu": "1.5"}}, &p); code != 200 ||
-			p.Scope != "user" || p.MaxSlots["cpu"] != "1.5" {
+		if code := m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_slots": map[string]string{"cpu": "3.5"}}, &p); code != 200 ||
+			p.Scope != "user" || p.MaxSlots["cpu"] != "3.5" {
 			t.Fatalf("put policy: %d %+v", code, p)
 		}
+		first := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "2", "mem": "1g"}})
+		waitStatus(t, m, alice, first.ID, "RUNNING")
+		// 2 more would make 4 of the 3.5 allowed: 1.5 is left.
 		s := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "2", "mem": "1g"}})
 		// Wait for a real round to have skipped it.
 		apitest.Eventually(t, 20*time.Second, "a scheduling round", func() bool {
@@ -270,11 +273,18 @@ func TestWhyQuota(t *testing.T) {
 			t.Fatalf("why: %+v", why)
 		}
 		b := why.Blockers[0]
-		if b.Kind != "quota" || b.Scope != "user:alice" || b.Slot != "cpu" || b.Requested != "2" || b.Available != "1.5" || b.Message == "" {
+		if b.Kind != "quota" || b.Scope != "user:alice" || b.Slot != "cpu" || b.Requested != "2" || b.Available != "1.5" ||
+			b.ExceedsCapacity || b.Message == "" {
 			t.Errorf("quota blocker: %+v", b)
 		}
 		// Raising the limit lets it run.
 		m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_slots": map[string]string{"cpu": "4"}}, nil)
+		// A request over the limit itself is refused at submit.
+		var refused v1.ErrorResponse
+		if code := m.Do(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "5"}}, &refused); code != 400 ||
+			refused.Error.Field != "resources.cpu" || !strings.Contains(refused.Error.Message, "user alice's policy") {
+			t.Errorf("a request over the quota: %d %+v", code, refused)
+		}
 		waitStatus(t, m, alice, s.ID, "RUNNING")
 
 		var e v1.ErrorResponse
@@ -296,10 +306,10 @@ func TestPendingCap(t *testing.T) {
 		m := apitest.New(t, apitest.Options{Engine: engine})
 		alice := m.User("alice", "user", "p1")
 		bob := m.User("bob", "user", "p1")
-		// cpu 0 keeps every session of alice's PENDING.
-		m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_slots": map[string]string{"cpu": "0"}, "max_pending_sessions": 2}, nil)
+		// 64 cpu, more than any agent has, keeps a session PENDING.
+		m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_pending_sessions": 2}, nil)
 		for range 2 {
-			create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}})
+			create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}})
 		}
 		before := stored(t, m)
 		var e v1.ErrorResponse
@@ -312,14 +322,14 @@ func TestPendingCap(t *testing.T) {
 		}
 		// Concurrent submits cannot overshoot a cap together.
 		carol := m.User("carol", "user", "p2")
-		m.Do(m.AdminToken, "PUT", "/v1/policies/user/carol", map[string]any{"max_slots": map[string]string{"cpu": "0"}, "max_pending_sessions": 3}, nil)
+		m.Do(m.AdminToken, "PUT", "/v1/policies/user/carol", map[string]any{"max_pending_sessions": 3}, nil)
 		codes := make(chan int, 10)
 		var wg sync.WaitGroup
 		for range 10 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				code, _ := m.Raw(carol, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}})
+				code, _ := m.Raw(carol, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}})
 				codes <- code
 			}()
 		}
@@ -351,7 +361,8 @@ func TestPendingCapAcrossManagers(t *testing.T) {
 	m1 := apitest.New(t, apitest.Options{Engine: "postgres", Manual: true})
 	m2 := apitest.New(t, apitest.Options{Engine: "postgres", Manual: true, Share: m1})
 	carol := m1.User("carol", "user", "p2")
-	m2.Do(m2.AdminToken, "PUT", "/v1/policies/user/carol", map[string]any{"max_slots": map[string]string{"cpu": "0"}, "max_pending_sessions": 3}, nil)
+	// Manual managers never schedule: every accepted session stays PENDING.
+	m2.Do(m2.AdminToken, "PUT", "/v1/policies/user/carol", map[string]any{"max_pending_sessions": 3}, nil)
 	const submits = 20
 	codes := make([]int, submits)
 	refusals := make([]v1.ErrorResponse, submits)
@@ -506,6 +517,11 @@ func TestLogs(t *testing.T) {
 	}
 	if code, _ := m.Raw(alice, "GET", "/v1/sessions/"+pending.ID+"/logs", nil); code != 409 {
 		t.Errorf("logs of an unplaced kernel: %d", code)
+	}
+	m.Do(alice, "DELETE", "/v1/sessions/"+pending.ID, nil, nil)
+	if code, raw := m.Raw(alice, "GET", "/v1/sessions/"+pending.ID+"/logs", nil); code != 409 ||
+		!strings.Contains(string(raw), "ended CANCELLED before") || !strings.Contains(string(raw), "never ran") {
+		t.Errorf("logs of a session cancelled before it ran: %d %s", code, raw)
 	}
 
 	none := apitest.New(t, apitest.Options{})

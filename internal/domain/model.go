@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -144,11 +145,31 @@ type Agent struct {
 	// earlier incarnation.
 	Epoch  int64
 	Images []string
-	Labels map[string]string
 	// AllowsCommand: the agent runs a session's own command instead of its
 	// image's. The API refuses a command at submit when no agent of the
 	// group would run it, rather than let it fail at start.
 	AllowsCommand bool
+	// Catalog is every image the agent's runtime can run, as exact names
+	// and "prefix*" patterns, for runtimes that cannot fetch others (the
+	// process runtime); empty for those that pull from registries and so
+	// may run any image (docker).
+	Catalog []string
+	Labels  map[string]string
+}
+
+// MayRun reports whether the agent could run the image at all: its
+// catalog names it or a pattern of it matches, or it has no catalog. A
+// pattern's parameter (the N of exit:N) is the runtime's to check.
+func (a Agent) MayRun(image string) bool {
+	if len(a.Catalog) == 0 {
+		return true
+	}
+	for _, c := range a.Catalog {
+		if prefix, ok := strings.CutSuffix(c, "*"); ok && strings.HasPrefix(image, prefix) || c == image {
+			return true
+		}
+	}
+	return false
 }
 
 // Session is a user's request for one or more kernels.

@@ -40,6 +40,7 @@ func (s *Scheduler) Schedule(snap *framework.Snapshot) (framework.Plan, error) {
 	for _, band := range bands(st) {
 		q := seq.Queue(st, band)
 		for i, ok := q.Next(); ok; i, ok = q.Next() {
+			plan.Tried = append(plan.Tried, st.Sessions[i].Pending.Session.ID)
 			if r.try(&st.Sessions[i]) {
 				q.Placed(i)
 			}

@@ -17,9 +17,10 @@
 //     position has seen every change before it;
 //   - a PendingLimit given to CreateSession is exact however many store
 //     instances create sessions at once: the count and the insert are one
-//     transaction, serialised per limit;
+//     transaction, serialised per limit; so is a session's name, unique
+//     among its owner's live sessions (ErrNameTaken);
 //   - no driver error leaks upward: callers see ErrNotFound, ErrConflict,
-//     ErrGuardFailed, ErrInvalid, ErrLimitReached (a *LimitError),
+//     ErrNameTaken, ErrGuardFailed, ErrInvalid, ErrLimitReached (a *LimitError),
 //     ErrCorrupt (a *CorruptRowError naming the row) or ErrUnavailable,
 //     and context errors as they are.
 //

@@ -22,6 +22,9 @@ var (
 	// ErrLimitReached: a limit the caller asked the store to keep would be
 	// exceeded; see LimitError.
 	ErrLimitReached = errors.New("limit reached")
+	// ErrNameTaken: a live session of the same owner already has the
+	// name a new session asks for. It is a conflict.
+	ErrNameTaken = fmt.Errorf("%w: a live session of the owner has that name", ErrConflict)
 	// ErrUnavailable: the database failed or was busy for too long; the same
 	// call may succeed later.
 	ErrUnavailable = errors.New("store unavailable")

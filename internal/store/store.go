@@ -39,7 +39,9 @@ type Store interface {
 	ListAgents(ctx context.Context, f AgentFilter) ([]domain.Agent, error)
 
 	// CreateSession stores a new PENDING session with its PENDING kernels
-	// and its dependencies, all or nothing. s.CreatedAt is the creation
+	// and its dependencies, all or nothing. A name that a live session of
+	// the same owner already has is refused with ErrNameTaken, whichever
+	// store instance created that one. s.CreatedAt is the creation
 	// (and status change) time. Each limit is checked in the same
 	// transaction, serialised with every other creation that checks the
 	// same limit, whichever store instance makes it; one already reached
@@ -48,8 +50,8 @@ type Store interface {
 	// GetSession returns the session whole, its command and environment
 	// included.
 	GetSession(ctx context.Context, id domain.SessionID) (SessionWithKernels, error)
-	// ListSessions returns sessions oldest first, without their command
-	// and environment (see SessionSpec).
+	// ListSessions returns sessions oldest first (newest first with
+	// f.Newest), without their command and environment (see SessionSpec).
 	ListSessions(ctx context.Context, f SessionFilter) ([]domain.Session, error)
 	// SessionSpecs returns the command and environment of those of ids
 	// that exist.
@@ -63,6 +65,8 @@ type Store interface {
 	// CreateUser stores a user and the hash of its first token; the token
 	// itself is never stored.
 	CreateUser(ctx context.Context, u User, tokenHash []byte) error
+	// ListUsers returns every user by name.
+	ListUsers(ctx context.Context) ([]User, error)
 	UserByTokenHash(ctx context.Context, tokenHash []byte) (User, error)
 
 	// PutPolicy creates or replaces the policy of a user, project or domain.
@@ -143,9 +147,18 @@ type SessionFilter struct {
 	Project  string
 	Domain   string
 	Group    string
+	Types    []domain.SessionType
+	// Name, when set, selects the sessions of that exact name.
+	Name string
+	// IDPrefix, when set, selects the sessions whose id starts with it.
+	IDPrefix string
+	// EndedSince, when set, leaves out the sessions that ended before it;
+	// live ones are always kept.
+	EndedSince time.Time
+	// Newest lists newest first instead of oldest first.
+	Newest bool
 	// After, when set, pages a listing: only the sessions after this one
-	// in listing order (oldest first) are returned, none when it does not
-	// exist.
+	// in listing order are returned, none when it does not exist.
 	After domain.SessionID
 	// Limit caps the number returned; zero means no cap.
 	Limit int

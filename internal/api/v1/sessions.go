@@ -150,6 +150,17 @@ type Why struct {
 	// Progress explains a session that is placed but not yet running, or
 	// terminating; absent for PENDING, RUNNING and ended sessions.
 	Progress *Progress `json:"progress,omitempty"`
+	// Ended says how and why an ended session ended; absent for a live
+	// one.
+	Ended *Ended `json:"ended,omitempty"`
+}
+
+// Ended is how a session ended: when, its outcome (success, failure,
+// cancelled) and the reason it entered its final status.
+type Ended struct {
+	At      time.Time `json:"at"`
+	Outcome string    `json:"outcome"`
+	Reason  string    `json:"reason"`
 }
 
 // Progress says what a placed session waits for: one line per kernel
@@ -180,7 +191,8 @@ type Blocker struct {
 	Capacity   string `json:"capacity,omitempty"`
 	Impossible bool   `json:"impossible,omitempty"`
 	// ExceedsCapacity: the request is larger than any eligible agent in
-	// total, so waiting alone will not help.
+	// total (capacity, gang), or than the whole quota (quota), so waiting
+	// alone will not help.
 	ExceedsCapacity bool   `json:"exceeds_capacity,omitempty"`
 	Detail          string `json:"detail,omitempty"`
 	// Message is the blocker in one sentence.

@@ -21,6 +21,10 @@ type Plan struct {
 	// cancelled dependency, a type the group does not run); they are to be
 	// cancelled with the reason in their blockers.
 	Impossible []Decision
+	// Tried are the round's sessions in the order the sequencer handed
+	// them out, bands of higher priority first: the queue as this round
+	// saw it, which the queue view shows.
+	Tried []domain.SessionID
 	// Cursor is the round-robin position to keep for the next round.
 	Cursor domain.AgentID
 }
@@ -89,9 +93,17 @@ type Blocker struct {
 }
 
 // ExceedsCapacity reports whether the request is larger than any eligible
-// agent's total capacity: it waits for a bigger agent to join.
+// agent's total capacity (it waits for a bigger agent to join), or than a
+// quota itself (it waits for the quota to be raised): waiting for others
+// to finish will not help.
 func (b Blocker) ExceedsCapacity() bool {
-	return (b.Kind == BlockCapacity || b.Kind == BlockGang) && b.Slot != "" && b.Requested > b.Capacity
+	switch b.Kind {
+	case BlockCapacity, BlockGang:
+		return b.Slot != "" && b.Requested > b.Capacity
+	case BlockQuota:
+		return b.Capacity > 0 && b.Requested > b.Capacity
+	}
+	return false
 }
 
 // Message renders the blocker for a person, using reg to write quantities.
@@ -108,6 +120,10 @@ func (b Blocker) Message(reg *domain.Registry) string {
 	}
 	switch b.Kind {
 	case BlockQuota:
+		if b.ExceedsCapacity() {
+			return fmt.Sprintf("%s limit on %s: requested %s, more than the whole quota of %s: it can never fit this quota "+
+				"unless the limit is raised", b.Scope, b.Slot, q(b.Requested), q(b.Capacity))
+		}
 		return fmt.Sprintf("%s limit on %s: requested %s, %s left", b.Scope, b.Slot, q(b.Requested), q(b.Available))
 	case BlockConcurrency:
 		return fmt.Sprintf("%s runs %d of at most %d concurrent sessions", b.Scope, int64(b.Requested)-1, int64(b.Requested)-1+int64(b.Available))

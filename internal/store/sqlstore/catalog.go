@@ -127,6 +127,19 @@ func (s *Store) CreateUser(ctx context.Context, u store.User, tokenHash []byte) 
 	})
 }
 
+// ListUsers returns every user by name.
+func (s *Store) ListUsers(ctx context.Context) ([]store.User, error) {
+	var out []store.User
+	err := s.read(ctx, "list users", func(tx txn) error {
+		return tx.query(ctx, selectUsers, nil, func(sc codec.Scanner) error {
+			u, err := codec.ScanUser(sc)
+			out = append(out, u)
+			return err
+		})
+	})
+	return out, err
+}
+
 // UserByTokenHash finds the user a token belongs to.
 func (s *Store) UserByTokenHash(ctx context.Context, tokenHash []byte) (store.User, error) {
 	var u store.User

@@ -33,9 +33,9 @@ ON CONFLICT (name) DO UPDATE SET
 
 const (
 	registerAgent = `INSERT INTO agents (` + codec.AgentColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 ON CONFLICT (id) DO UPDATE SET
-    resource_group = excluded.resource_group, address = excluded.address,
+    resource_group = excluded.resource_group, address = excluded.address, catalog = excluded.catalog,
     architecture = excluded.architecture, runtime = excluded.runtime, status = 'ALIVE',
     capacity = excluded.capacity, max_kernels = excluded.max_kernels,
     last_heartbeat = excluded.last_heartbeat, epoch = agents.epoch + 1,
@@ -61,16 +61,30 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 	insertDependency = `INSERT INTO session_dependencies (session_id, depends_on) VALUES ($1, $2)`
 	selectSession    = `SELECT ` + codec.SessionSpecColumns + ` FROM sessions WHERE id = $1`
 	selectSpecs      = `SELECT ` + codec.SpecColumns + ` FROM sessions WHERE id {in $1}`
-	selectSessions   = `SELECT ` + codec.SessionColumns + ` FROM sessions
+	// The listing's filters; $6 is the limit and $8 the page's cursor.
+	// The prefix is matched with substr, not LIKE, so no character of it
+	// is a wildcard.
+	sessionsWhere = ` FROM sessions
 WHERE ({empty $1} OR status {in $1})
   AND ($2 = '' OR owner_user = $2)
   AND ($3 = '' OR owner_project = $3)
   AND ($4 = '' OR owner_domain = $4)
   AND ($5 = '' OR resource_group = $5)
   AND ({empty $7} OR id {in $7})
+  AND ($9 = '' OR name = $9)
+  AND ($10 = '' OR substr(id, 1, length($10)) = $10)
+  AND ({empty $11} OR type {in $11})
+  AND (status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR') OR status_changed_at >= $12)`
+	selectSessions = `SELECT ` + codec.SessionColumns + sessionsWhere + `
   AND ($8 = '' OR (created_at, id) > (SELECT created_at, id FROM sessions WHERE id = $8))
 ORDER BY created_at, id
 LIMIT $6`
+	selectSessionsNewest = `SELECT ` + codec.SessionColumns + sessionsWhere + `
+  AND ($8 = '' OR (created_at, id) < (SELECT created_at, id FROM sessions WHERE id = $8))
+ORDER BY created_at DESC, id DESC
+LIMIT $6`
+	countLiveNamed = `SELECT COUNT(*) FROM sessions
+WHERE owner_user = $1 AND name = $2 AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR')`
 	selectDependencies = `SELECT session_id, depends_on FROM session_dependencies
 WHERE session_id {in $1} ORDER BY session_id, depends_on`
 	selectSessionKernels = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE session_id = $1 ORDER BY cluster_idx`
@@ -96,6 +110,7 @@ WHERE status = 'PENDING' AND owner_domain = $1 LIMIT $2) p`
 const (
 	insertUser    = `INSERT INTO users (` + codec.UserColumns + `) VALUES ($1, $2, $3, $4, $5, $6)`
 	insertToken   = `INSERT INTO tokens (hash, user_id, created_at) VALUES ($1, $2, $3)`
+	selectUsers   = `SELECT ` + codec.UserColumns + ` FROM users ORDER BY name`
 	selectByToken = `SELECT ` + codec.UserColumns + ` FROM users WHERE id = (SELECT user_id FROM tokens WHERE hash = $1)`
 	upsertPolicy  = `INSERT INTO policies (` + codec.PolicyColumns + `) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (scope, name) DO UPDATE SET

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -40,11 +41,39 @@ func (s *Store) CreateSession(ctx context.Context, sess domain.Session, kernels 
 		stmts = append(stmts, Stmt{SQL: insertDependency, Args: []any{string(sess.ID), string(d)}})
 	}
 	return s.write(ctx, "create session "+string(sess.ID), func(tx txn) error {
+		if err := s.checkName(ctx, tx, sess); err != nil {
+			return err
+		}
 		if err := s.checkLimits(ctx, tx, limits); err != nil {
 			return err
 		}
 		return tx.batch(ctx, stmts...)
 	})
+}
+
+// checkName refuses a name that a live session of the same owner has.
+// The name's lock (taken before any limit's, so locks are always taken in
+// one order) makes two creations of one name queue, so the second sees
+// the first's session; the partial unique index of migration 00032 is the
+// backstop should a caller get around it.
+func (s *Store) checkName(ctx context.Context, tx txn, sess domain.Session) error {
+	if sess.Name == "" {
+		return nil
+	}
+	var stmts []Stmt
+	if locker, ok := s.eng.(KeyLocker); ok {
+		stmts = append(stmts, locker.KeyLock("session name "+sess.Owner.User+" "+sess.Name))
+	}
+	var n int64
+	stmts = append(stmts, Stmt{SQL: countLiveNamed, Args: []any{sess.Owner.User, sess.Name},
+		Row: func(sc codec.Scanner) error { return sc.Scan(&n) }})
+	if err := tx.batch(ctx, stmts...); err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("session name %q of %s: %w", sess.Name, sess.Owner.User, store.ErrNameTaken)
+	}
+	return nil
 }
 
 // countPending is the count of each scope's limit.
@@ -125,14 +154,28 @@ func (s *Store) GetSession(ctx context.Context, id domain.SessionID) (store.Sess
 	return out, err
 }
 
-// ListSessions returns the sessions the filter selects, oldest first.
+// ListSessions returns the sessions the filter selects, oldest first or
+// newest first.
 func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error) {
 	var out []domain.Session
+	types := make([]string, len(f.Types))
+	for i, t := range f.Types {
+		types[i] = string(t)
+	}
+	// A time that is unset filters nothing: every session ended after 0.
+	var endedSince any = ts(f.EndedSince)
+	if f.EndedSince.IsZero() {
+		endedSince = ts(time.Unix(0, 0))
+	}
+	query := selectSessions
+	if f.Newest {
+		query = selectSessionsNewest
+	}
 	err := s.read(ctx, "list sessions", func(tx txn) error {
 		args := []any{List(codec.StatusNames(f.Statuses)), f.User, f.Project, f.Domain, f.Group, limit(f.Limit),
-			List(codec.Strings(f.IDs)), string(f.After)}
+			List(codec.Strings(f.IDs)), string(f.After), f.Name, f.IDPrefix, List(types), endedSince}
 		var ids []string
-		err := tx.query(ctx, selectSessions, args, func(sc codec.Scanner) error {
+		err := tx.query(ctx, query, args, func(sc codec.Scanner) error {
 			sess, err := codec.ScanSession(s.reg, sc)
 			out = append(out, sess)
 			ids = append(ids, string(sess.ID))

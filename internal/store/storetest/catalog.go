@@ -122,6 +122,7 @@ func testAgents(t *testing.T, e Engine) {
 		ID: "a1", ResourceGroup: "g1", Address: "10.0.0.1:6001", Architecture: "aarch64", Runtime: "process",
 		Schedulable: true, Capacity: f.slots("cpu", "8", "mem", "32g", "cuda.shares", "2.5"), MaxKernels: 4,
 		Images: []string{"sleep", "python:3.13"}, Labels: map[string]string{"zone": "b"},
+		Catalog: []string{"exit:*", "sleep"},
 		// Ignored on registration: a new agent is ALIVE, holds nothing and
 		// starts at epoch 1.
 		Status: domain.AgentLost, Occupied: f.slots("cpu", "1"), KernelCount: 3, Epoch: 9,
@@ -145,10 +146,11 @@ func testAgents(t *testing.T, e Engine) {
 
 	a.Capacity = f.slots("cpu", "16", "mem", "64g")
 	a.Address = "10.0.0.2:6001"
-	a.Schedulable = true // a restarting agent does not lift a cordon
+	a.Catalog = []string{"http-echo"} // a new build of the agent knows other images
+	a.Schedulable = true              // a restarting agent does not lift a cordon
 	got, err = f.s.RegisterAgent(f.ctx, a, at(5))
 	f.must(err, "re-register")
-	want.Capacity, want.Address, want.LastHeartbeat = a.Capacity, a.Address, at(5)
+	want.Capacity, want.Address, want.LastHeartbeat, want.Catalog = a.Capacity, a.Address, at(5), a.Catalog
 	want.Epoch, want.Schedulable, want.Status = 2, false, domain.AgentAlive
 	want.Occupied, want.KernelCount = f.slots("cpu", "2"), 1
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -228,6 +230,11 @@ func testUsers(t *testing.T, e Engine) {
 	wantErr(t, f.s.CreateUser(f.ctx, bob, []byte(strings.Repeat("d", 32))), store.ErrInvalid, "unknown role")
 	bob.Role = store.RoleUser
 	f.must(f.s.CreateUser(f.ctx, bob, []byte(strings.Repeat("d", 32))), "create bob")
+	users, err := f.s.ListUsers(f.ctx)
+	f.must(err, "list users")
+	if diff := cmp.Diff([]store.User{alice, bob}, users); diff != "" {
+		t.Errorf("users by name (-want +got):\n%s", diff)
+	}
 	f.invariant()
 }
 

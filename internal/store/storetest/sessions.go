@@ -372,3 +372,134 @@ func testListSessionsPages(t *testing.T, e Engine) {
 		t.Errorf("after a session that does not exist: %d sessions, %v", len(list), err)
 	}
 }
+
+// testSessionNames: a name is unique among an owner's live sessions, so
+// it can stand for the session; ended sessions free it.
+func testSessionNames(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	named := func(name string) func(*domain.Session) { return func(s *domain.Session) { s.Name = name } }
+	f.session("s1", "g", "alice", 1, []string{"cpu", "1"}, named("train"))
+
+	s, k := f.build("s2", "g", "alice", 1, []string{"cpu", "1"}, named("train"))
+	err := f.s.CreateSession(f.ctx, s, k)
+	wantErr(t, err, store.ErrNameTaken, "second live session named train")
+	wantErr(t, err, store.ErrConflict, "a taken name is a conflict")
+	if _, err := f.s.GetSession(f.ctx, "s2"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("refused session was stored: %v", err)
+	}
+	f.session("s3", "g", "bob", 1, []string{"cpu", "1"}, named("train")) // another owner
+	f.session("s4", "g", "alice", 1, []string{"cpu", "1"}, named(""))
+	f.session("s5", "g", "alice", 1, []string{"cpu", "1"}, named("")) // no name is no name
+
+	_, err = f.s.TransitionSessions(f.ctx, []domain.SessionID{"s1"}, []domain.SessionStatus{domain.SessionPending},
+		domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}, "", at(5))
+	f.must(err, "cancel s1")
+	f.session("s6", "g", "alice", 1, []string{"cpu", "1"}, named("train")) // s1 ended: the name is free
+
+	// Creations of one name race: exactly one wins, whatever the engine.
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, k := f.build(fmt.Sprintf("race%d", i), "g", "carol", 1, []string{"cpu", "1"}, named("same"))
+			errs[i] = f.s.CreateSession(f.ctx, s, k)
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, store.ErrNameTaken) && !errors.Is(err, store.ErrConflict):
+			t.Errorf("racing creation: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d racing creations of one name won, want 1", won)
+	}
+	f.invariant()
+}
+
+// testListSessionsFilters covers the filters a person lists by and the
+// newest-first order, paged.
+func testListSessionsFilters(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	mk := func(id, user string, created int, mods ...func(*domain.Session)) {
+		mods = append(mods, func(s *domain.Session) { s.CreatedAt = at(created) })
+		f.session(id, "g", user, 1, []string{"cpu", "1"}, mods...)
+	}
+	inter := func(s *domain.Session) { s.Type = domain.TypeInteractive }
+	mk("abc111", "alice", 1)
+	mk("abc222", "alice", 2, inter)
+	mk("abd333", "alice", 3)
+	mk("abc444", "bob", 4)
+	mk("old", "alice", 0)
+	// old ended at 10, abd333 at 30.
+	cancel := func(id domain.SessionID, when int) {
+		_, err := f.s.TransitionSessions(f.ctx, []domain.SessionID{id}, []domain.SessionStatus{domain.SessionPending},
+			domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}, "", at(when))
+		f.must(err, "cancel %s", id)
+	}
+	cancel("old", 10)
+	cancel("abd333", 30)
+
+	for _, tc := range []struct {
+		name   string
+		filter store.SessionFilter
+		want   []domain.SessionID
+	}{
+		{"name", store.SessionFilter{Name: "abc222"}, []domain.SessionID{"abc222"}},
+		{"prefix", store.SessionFilter{IDPrefix: "abc"}, []domain.SessionID{"abc111", "abc222", "abc444"}},
+		{"prefix of a user", store.SessionFilter{IDPrefix: "abc", User: "alice"}, []domain.SessionID{"abc111", "abc222"}},
+		{"prefix is not a pattern", store.SessionFilter{IDPrefix: "ab_"}, nil},
+		{"type", store.SessionFilter{Types: []domain.SessionType{domain.TypeInteractive}}, []domain.SessionID{"abc222"}},
+		// Live sessions stay whatever the time; ended ones only when they
+		// ended at or after it.
+		{"ended since 20", store.SessionFilter{EndedSince: at(20)}, []domain.SessionID{"abc111", "abc222", "abd333", "abc444"}},
+		{"ended since 31", store.SessionFilter{EndedSince: at(31)}, []domain.SessionID{"abc111", "abc222", "abc444"}},
+		{"newest first", store.SessionFilter{Newest: true}, []domain.SessionID{"abc444", "abd333", "abc222", "abc111", "old"}},
+		{"newest limit", store.SessionFilter{Newest: true, Limit: 2}, []domain.SessionID{"abc444", "abd333"}},
+		{"newest after", store.SessionFilter{Newest: true, After: "abd333"}, []domain.SessionID{"abc222", "abc111", "old"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			list, err := f.s.ListSessions(f.ctx, tc.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []domain.SessionID
+			for _, s := range list {
+				ids = append(ids, s.ID)
+			}
+			if diff := cmp.Diff(tc.want, ids); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	// Paging newest first with ties on created_at loses and repeats
+	// nothing.
+	for i, id := range []string{"t-e", "t-b", "t-d", "t-a", "t-c"} {
+		mk(id, "dave", 50+i/2)
+	}
+	var got []domain.SessionID
+	after := domain.SessionID("")
+	for page := 0; page < 10; page++ {
+		list, err := f.s.ListSessions(f.ctx, store.SessionFilter{User: "dave", Newest: true, After: after, Limit: 2})
+		f.must(err, "page %d", page)
+		if len(list) == 0 {
+			break
+		}
+		for _, s := range list {
+			got = append(got, s.ID)
+		}
+		after = list[len(list)-1].ID
+	}
+	if diff := cmp.Diff([]domain.SessionID{"t-c", "t-d", "t-a", "t-e", "t-b"}, got); diff != "" {
+		t.Errorf("dave's sessions newest first, page by page (-want +got):\n%s", diff)
+	}
+}

@@ -45,6 +45,8 @@ func Run(t *testing.T, e Engine) {
 		{"PendingLimit", testPendingLimit},
 		{"SessionSpecs", testSessionSpecs},
 		{"ListSessionsPages", testListSessionsPages},
+		{"ListSessionsFilters", testListSessionsFilters},
+		{"SessionNames", testSessionNames},
 		{"AvoidAgents", testAvoidAgents},
 		{"Users", testUsers},
 		{"Policies", testPolicies},

@@ -121,6 +121,20 @@ func parseExitCode(p string) (int, error) {
 	return n, nil
 }
 
+// Patterns lists the catalog as the manager matches images against it:
+// exact names, and each prefix followed by "*", sorted.
+func (c Catalog) Patterns() []string {
+	out := make([]string, 0, len(c.Images)+len(c.Prefixes))
+	for name := range c.Images {
+		out = append(out, name)
+	}
+	for prefix := range c.Prefixes {
+		out = append(out, prefix+"*")
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Known lists the images the catalog accepts, sorted, as Usage writes them.
 func (c Catalog) Known() []string {
 	var out []string

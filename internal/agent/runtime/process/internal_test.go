@@ -239,3 +239,13 @@ func TestRunChildRouting(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogPatterns: the catalog the agent reports is what the manager
+// matches submitted images against.
+func TestCatalogPatterns(t *testing.T) {
+	t.Parallel()
+	got := strings.Join(DefaultCatalog("/bin/self").Patterns(), " ")
+	if want := "exit:* http-echo sleep"; got != want {
+		t.Errorf("patterns %q, want %q", got, want)
+	}
+}

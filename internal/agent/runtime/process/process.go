@@ -265,6 +265,10 @@ func (r *Runtime) Pull(ctx context.Context, image string) error {
 	})
 }
 
+// Catalog lists every image the runtime can run: names, and "prefix*"
+// for the images named by a prefix and a parameter (exit:N).
+func (r *Runtime) Catalog() []string { return r.cfg.Catalog.Patterns() }
+
 // Images lists the pulled images.
 func (r *Runtime) Images() []string { return r.images.List() }
 

@@ -17,7 +17,7 @@ const (
 		creating_timeout_ns, terminating_timeout_ns, allowed_types, default_slots, min_slots`
 	AgentColumns = `id, resource_group, address, architecture, runtime, status, schedulable,
 		capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels,
-		allows_command`
+		allows_command, catalog`
 	// SessionColumns leave out a session's command and environment: they
 	// may run to tens of kilobytes each, and only kernel creation and
 	// showing the one session need them, while schedulers and listings
@@ -100,7 +100,7 @@ func AgentArgs(reg *domain.Registry, a domain.Agent, now time.Time, ts TimeParam
 	return []any{
 		string(a.ID), a.ResourceGroup, a.Address, a.Architecture, a.Runtime,
 		domain.AgentAlive.String(), a.Schedulable, capacity, "{}", a.MaxKernels, 0,
-		ts(now), int64(1), JSONList(a.Images), JSONMap(a.Labels), a.AllowsCommand,
+		ts(now), int64(1), JSONList(a.Images), JSONMap(a.Labels), a.AllowsCommand, JSONList(a.Catalog),
 	}, nil
 }
 
@@ -111,11 +111,12 @@ func ScanAgent(reg *domain.Registry, sc Scanner) (domain.Agent, error) {
 		id, status         string
 		capacity, occupied string
 		images, labels     string
+		catalog            string
 		heartbeat          rawTime
 	)
 	if err := sc.Scan(&id, &a.ResourceGroup, &a.Address, &a.Architecture, &a.Runtime, &status,
 		&a.Schedulable, &capacity, &occupied, &a.MaxKernels, &a.KernelCount, &heartbeat, &a.Epoch,
-		&images, &labels, &a.AllowsCommand); err != nil {
+		&images, &labels, &a.AllowsCommand, &catalog); err != nil {
 		return a, err
 	}
 	a.ID = domain.AgentID(id)
@@ -128,8 +129,12 @@ func ScanAgent(reg *domain.Registry, sc Scanner) (domain.Agent, error) {
 	a.LastHeartbeat = e.time("last_heartbeat", heartbeat)
 	e.json("images", images, &a.Images)
 	e.json("labels", labels, &a.Labels)
+	e.json("catalog", catalog, &a.Catalog)
 	if len(a.Images) == 0 {
 		a.Images = nil
+	}
+	if len(a.Catalog) == 0 {
+		a.Catalog = nil
 	}
 	if len(a.Labels) == 0 {
 		a.Labels = nil
