@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/probe"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -120,6 +121,20 @@ type KernelState struct {
 	Message    string
 	StartedAt  time.Time
 	FinishedAt time.Time
+	// Ready is set, for a running kernel, by a runtime that evaluates
+	// readiness probes: true when every probe of the kernel is SUCCESS
+	// (or it has none). Nil means the runtime does not evaluate them, so
+	// readiness is unknown rather than false.
+	Ready *bool
+	// Probes is each readiness probe's standing, in spec order.
+	Probes []probe.State
+}
+
+// CapacityReporter is a runtime that can say what it offers now, when its
+// capacity is not fixed at start (a SLURM partition whose nodes come and
+// go). The agent asks it before each heartbeat.
+type CapacityReporter interface {
+	Capacity(ctx context.Context) (map[string]string, error)
 }
 
 // Sink receives a runtime's events: what it reports on its own, without
@@ -163,6 +178,10 @@ type Spec struct {
 	// is not reachable from other hosts unless the agent asks for it.
 	Port     int
 	BindHost string
+	// Readiness are the kernel's readiness probes, checked while it runs;
+	// none means ready once running. Sessions do not carry them yet: they
+	// come with deployments (issue 12).
+	Readiness []probe.Spec
 }
 
 // Environment variables every kernel gets.
@@ -208,6 +227,11 @@ func (s Spec) Validate() error {
 		}
 		if strings.ContainsRune(v, 0) {
 			return fmt.Errorf("%w: kernel %s: environment %s holds a NUL byte", ErrInvalidSpec, s.Kernel, k)
+		}
+	}
+	for i, p := range s.Readiness {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("%w: kernel %s: readiness probe %d: %v", ErrInvalidSpec, s.Kernel, i, err)
 		}
 	}
 	for _, a := range s.Command {
