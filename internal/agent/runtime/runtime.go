@@ -137,6 +137,19 @@ type CapacityReporter interface {
 	Capacity(ctx context.Context) (map[string]string, error)
 }
 
+// WaitReporter is a runtime whose kernels may wait, created but not
+// started, on something outside the agent (a SLURM queue); the agent tells
+// the manager why.
+type WaitReporter interface {
+	Waiting() []Waiting
+}
+
+// Waiting is one kernel waiting to start, and why, for people.
+type Waiting struct {
+	ID   domain.KernelID
+	Note string
+}
+
 // Sink receives a runtime's events: what it reports on its own, without
 // being asked. Runtimes emit domain.EventImagePull{Started,Finished,Failed}
 // with Image set, domain.EventKernelStarted and domain.EventKernelTerminated

@@ -498,6 +498,18 @@ func (r *Runtime) Queued() []QueuedKernel {
 	return out
 }
 
+var _ runtime.WaitReporter = (*Runtime)(nil)
+
+// Waiting is Queued in the agent's terms.
+func (r *Runtime) Waiting() []runtime.Waiting {
+	q := r.Queued()
+	out := make([]runtime.Waiting, len(q))
+	for i, k := range q {
+		out[i] = runtime.Waiting{ID: k.ID, Note: k.Note}
+	}
+	return out
+}
+
 // Images lists the images Pull has accepted.
 func (r *Runtime) Images() []string { return r.images.List() }
 
