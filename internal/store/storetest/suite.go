@@ -37,6 +37,8 @@ func Run(t *testing.T, e Engine) {
 		{"ResourceGroups", testResourceGroups},
 		{"GroupSlots", testGroupSlots},
 		{"Agents", testAgents},
+		{"AgentCapacity", testAgentCapacity},
+		{"NoteWaitingKernels", testNoteWaitingKernels},
 		{"SessionRoundTrip", testSessionRoundTrip},
 		{"ListSessionsAndKernels", testListSessionsAndKernels},
 		{"CreateSessionErrors", testCreateSessionErrors},
