@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/probe"
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
@@ -189,7 +190,7 @@ func (a *Agent) register(ctx context.Context) error {
 		reg, err := a.mc.Register(ctx, agentrpc.Register{
 			ID: a.cfg.ID, ResourceGroup: a.cfg.ResourceGroup, Address: a.advertise(), Architecture: a.cfg.Architecture,
 			Runtime: a.cfg.Runtime, Capacity: a.cfg.Capacity, MaxKernels: a.cfg.MaxKernels, Images: a.rt.Images(),
-			Catalog: catalogOf(a.rt), Kernels: a.reports(), AllowsCommand: a.cfg.AllowsCommand,
+			Catalog: catalogOf(a.rt), Kernels: a.reports(), Waiting: a.waiting(), AllowsCommand: a.cfg.AllowsCommand,
 		})
 		if err == nil {
 			a.mu.Lock()
@@ -215,8 +216,48 @@ func (a *Agent) reports() []agentrpc.KernelReport {
 	for i, k := range live {
 		out[i] = agentrpc.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: exitReason(k.Reason, k.Message),
 			ServicePorts: k.Ports}
+		if k.Running {
+			out[i].Ready = k.Ready
+			for _, p := range k.Probes {
+				out[i].Probes = append(out[i].Probes, agentrpc.ProbeReport{Status: string(p.Status), Successes: p.Successes,
+					Failures: p.Failures, Message: p.Message})
+			}
+		}
 	}
 	return out
+}
+
+// waiting lists the kernels the runtime has taken but not started, when
+// it can say why they wait.
+func (a *Agent) waiting() []agentrpc.WaitingKernel {
+	wr, ok := a.rt.(runtime.WaitReporter)
+	if !ok {
+		return nil
+	}
+	var out []agentrpc.WaitingKernel
+	for _, w := range wr.Waiting() {
+		out = append(out, agentrpc.WaitingKernel{ID: w.ID, Note: w.Note})
+	}
+	return out
+}
+
+// capacity is what the runtime offers now, when it can say; nil leaves the
+// manager's record as it is. A failed read is logged and skipped: a
+// slurmctld outage must not make the agent look empty.
+func (a *Agent) capacity(ctx context.Context) map[string]string {
+	cr, ok := a.rt.(runtime.CapacityReporter)
+	if !ok {
+		return nil
+	}
+	caps, err := cr.Capacity(ctx)
+	if err == nil {
+		_, err = a.cfg.Registry.ParseSlots(caps)
+	}
+	if err != nil {
+		a.cfg.Log.Warn("reading the runtime's capacity failed; the manager keeps the last one", "agent", a.cfg.ID, "err", err)
+		return nil
+	}
+	return caps
 }
 
 func (a *Agent) heartbeats(ctx context.Context) {
@@ -234,7 +275,8 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		a.mu.Lock()
 		epoch := a.epoch
 		a.mu.Unlock()
-		reply, err := a.mc.Heartbeat(ctx, agentrpc.Heartbeat{ID: a.cfg.ID, Epoch: epoch, Images: a.rt.Images(), Kernels: a.reports()})
+		reply, err := a.mc.Heartbeat(ctx, agentrpc.Heartbeat{ID: a.cfg.ID, Epoch: epoch, Images: a.rt.Images(), Kernels: a.reports(),
+			Capacity: a.capacity(ctx), Waiting: a.waiting()})
 		if err != nil {
 			a.cfg.Log.Warn("heartbeat failed", "agent", a.cfg.ID, "err", err)
 			continue
@@ -506,6 +548,9 @@ func (a *Agent) spec(k agentrpc.KernelSpec) (runtime.Spec, error) {
 	if k.ClusterIdx >= 0 && k.ClusterIdx < len(k.ClusterHosts) {
 		spec.Hostname = k.ClusterHosts[k.ClusterIdx]
 	}
+	for _, p := range k.Readiness {
+		spec.Readiness = append(spec.Readiness, probeSpec(p))
+	}
 	if p, err := strconv.Atoi(k.Env["PORT"]); err == nil {
 		spec.Port = p
 	} else if strings.HasPrefix(k.Image, "http-") {
@@ -514,6 +559,18 @@ func (a *Agent) spec(k agentrpc.KernelSpec) (runtime.Spec, error) {
 		}
 	}
 	return spec, nil
+}
+
+// probeSpec turns the wire's probe into the runtime's; Spec.Validate
+// judges it.
+func probeSpec(p agentrpc.ProbeSpec) probe.Spec {
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	out := probe.Spec{Exec: p.Exec, Period: ms(p.PeriodMS), Timeout: ms(p.TimeoutMS), InitialDelay: ms(p.InitialDelayMS),
+		SuccessThreshold: p.SuccessThreshold, FailureThreshold: p.FailureThreshold}
+	if p.HTTP != nil {
+		out.HTTP = &probe.HTTPGet{URL: p.HTTP.URL, Port: p.HTTP.Port, Path: p.HTTP.Path}
+	}
+	return out
 }
 
 func (a *Agent) create(ctx context.Context, spec runtime.Spec) error {

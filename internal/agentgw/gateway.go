@@ -20,6 +20,8 @@ type Store interface {
 	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
 	RegisterAgent(ctx context.Context, a domain.Agent, now time.Time) (domain.Agent, error)
 	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
+	SetAgentCapacity(ctx context.Context, id domain.AgentID, epoch int64, capacity domain.Vec) (bool, error)
+	NoteWaitingKernels(ctx context.Context, agent domain.AgentID, notes map[domain.KernelID]string) (int, error)
 }
 
 // Coordinator is what the gateway needs from the coordinator.
@@ -103,9 +105,14 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, "register", err)
 		return
 	}
-	present := make([]domain.KernelID, len(in.Kernels))
-	for i, k := range in.Kernels {
-		present[i] = k.ID
+	present := make([]domain.KernelID, 0, len(in.Kernels)+len(in.Waiting))
+	for _, k := range in.Kernels {
+		present = append(present, k.ID)
+	}
+	// A kernel still waiting in the runtime (a job queued in SLURM that a
+	// restarted agent re-adopted) lives on and must not be settled as lost.
+	for _, k := range in.Waiting {
+		present = append(present, k.ID)
 	}
 	// What the previous incarnation ran and this one does not report has
 	// died with it: settle that before anything else is believed.
@@ -163,12 +170,55 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, "heartbeat", err)
 		return
 	}
+	g.refreshCapacity(r.Context(), in)
+	g.noteWaiting(r.Context(), in)
 	destroy, err := g.settle(r.Context(), in.ID, in.Epoch, in.Kernels)
 	if err != nil {
 		g.fail(w, "heartbeat", err)
 		return
 	}
 	agentrpc.WriteJSON(w, http.StatusOK, agentrpc.HeartbeatReply{Destroy: destroy})
+}
+
+// refreshCapacity keeps the capacity a heartbeat carries when it changed,
+// and wakes the scheduler so grown room is used. What is occupied stays:
+// a capacity below it evicts nothing, the scheduler just finds no room.
+// Failures are logged, not answered: the heartbeat's liveness matters
+// more, and the next heartbeat carries the capacity again.
+func (g *Gateway) refreshCapacity(ctx context.Context, in agentrpc.Heartbeat) {
+	if in.Capacity == nil {
+		return
+	}
+	capacity, err := g.slots.ParseSlots(in.Capacity)
+	if err == nil {
+		var changed bool
+		changed, err = g.store.SetAgentCapacity(ctx, in.ID, in.Epoch, capacity)
+		if changed {
+			g.log.Info("agent capacity changed", "agent", in.ID, "capacity", in.Capacity)
+			g.coord.Mark()
+		}
+	}
+	if err != nil {
+		g.log.Warn("agent capacity not updated", "agent", in.ID, "err", err)
+	}
+}
+
+// noteWaiting records why kernels the agent took have not started, for
+// `why` and progress. Like capacity, a failure is logged and retried by
+// the next heartbeat.
+func (g *Gateway) noteWaiting(ctx context.Context, in agentrpc.Heartbeat) {
+	notes := make(map[domain.KernelID]string, len(in.Waiting))
+	for _, k := range in.Waiting {
+		if k.Note != "" {
+			notes[k.ID] = k.Note
+		}
+	}
+	if len(notes) == 0 {
+		return
+	}
+	if _, err := g.store.NoteWaitingKernels(ctx, in.ID, notes); err != nil {
+		g.log.Warn("waiting kernels' notes not recorded", "agent", in.ID, "err", err)
+	}
 }
 
 // settle hands a kernel report to the coordinator, which applies what it

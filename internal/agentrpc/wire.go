@@ -21,6 +21,9 @@ type Register struct {
 	// AllowsCommand: the agent runs a session's own command. Agents of
 	// earlier releases leave it out and count as not allowing.
 	AllowsCommand bool `json:"allows_command,omitempty"`
+	// Waiting are kernels created but not started yet; they are the
+	// agent's, so a restart does not count them lost.
+	Waiting []WaitingKernel `json:"waiting,omitempty"`
 }
 
 // Registered answers Register: the agent's new epoch, which fences what
@@ -37,6 +40,22 @@ type Heartbeat struct {
 	Epoch   int64          `json:"epoch"`
 	Images  []string       `json:"images,omitempty"`
 	Kernels []KernelReport `json:"kernels"`
+	// Capacity, when set, is what the agent offers now; runtimes whose
+	// capacity changes (a SLURM partition) send it, and the manager keeps
+	// it when it differs. Managers of earlier releases ignore it.
+	Capacity map[string]string `json:"capacity,omitempty"`
+	// Waiting are kernels created but not started yet, with why they wait.
+	Waiting []WaitingKernel `json:"waiting,omitempty"`
+}
+
+// WaitingKernel is a kernel the agent has taken but whose start waits on
+// something outside it, such as a SLURM queue. It is a separate list, not
+// a KernelReport, since a manager of an earlier release would read a
+// report that is not running as an exit.
+type WaitingKernel struct {
+	ID domain.KernelID `json:"id"`
+	// Note says why, for people: "queued in SLURM: Resources".
+	Note string `json:"note,omitempty"`
 }
 
 // HeartbeatReply lists kernels to destroy; Reregister asks the agent to
@@ -55,6 +74,19 @@ type KernelReport struct {
 	// ServicePorts are what a running kernel serves (as on its
 	// kernel_started event), for a manager that missed that event.
 	ServicePorts []domain.ServicePort `json:"service_ports,omitempty"`
+	// Ready is set for a running kernel by runtimes that evaluate
+	// readiness probes; absent means unknown, not false.
+	Ready  *bool         `json:"ready,omitempty"`
+	Probes []ProbeReport `json:"probes,omitempty"`
+}
+
+// ProbeReport is one readiness probe's standing, named as seed 002 names
+// it: SUCCESS, FAILURE, FAILED_THRESHOLD or UNKNOWN.
+type ProbeReport struct {
+	Status    string `json:"status"`
+	Successes int    `json:"successes,omitempty"`
+	Failures  int    `json:"failures,omitempty"`
+	Message   string `json:"message,omitempty"`
 }
 
 // Events carries agent events in the order they happened. The agent and
@@ -109,6 +141,28 @@ type KernelSpec struct {
 	ClusterHosts []string          `json:"cluster_hosts"`
 	Command      []string          `json:"command,omitempty"`
 	Env          map[string]string `json:"env,omitempty"`
+	// Readiness are the kernel's readiness probes. Sessions do not carry
+	// them yet; deployments (issue 12) will.
+	Readiness []ProbeSpec `json:"readiness,omitempty"`
+}
+
+// ProbeSpec is one readiness probe: an HTTP GET or a command. Durations
+// are in milliseconds; zero takes the runtime's default.
+type ProbeSpec struct {
+	HTTP             *HTTPProbe `json:"http,omitempty"`
+	Exec             []string   `json:"exec,omitempty"`
+	PeriodMS         int64      `json:"period_ms,omitempty"`
+	TimeoutMS        int64      `json:"timeout_ms,omitempty"`
+	InitialDelayMS   int64      `json:"initial_delay_ms,omitempty"`
+	SuccessThreshold int        `json:"success_threshold,omitempty"`
+	FailureThreshold int        `json:"failure_threshold,omitempty"`
+}
+
+// HTTPProbe is a GET of URL, or of Path on Port of the kernel's host.
+type HTTPProbe struct {
+	URL  string `json:"url,omitempty"`
+	Port int    `json:"port,omitempty"`
+	Path string `json:"path,omitempty"`
 }
 
 // DestroyKernel asks an agent to stop a kernel and answers once it has.

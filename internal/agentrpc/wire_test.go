@@ -79,3 +79,63 @@ func TestKernelStartedCarriesServicePorts(t *testing.T) {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }
+
+// heartbeatJSON is a heartbeat as agents of earlier releases write it; an
+// agent whose runtime reports nothing more must still write these bytes.
+const heartbeatJSON = `{"id":"a1","epoch":2,"kernels":[{"id":"k1","running":true}]}`
+
+// heartbeatNewJSON adds what later agents may send: capacity, waiting
+// kernels and readiness, all omitted when empty so older managers see the
+// bytes above.
+const heartbeatNewJSON = `{"id":"a1","epoch":2,"kernels":[{"id":"k1","running":true,"ready":false,` +
+	`"probes":[{"status":"FAILED_THRESHOLD","failures":3,"message":"GET /healthz: 503"}]}],` +
+	`"capacity":{"cpu":"12"},"waiting":[{"id":"k2","note":"queued in SLURM: Resources"}]}`
+
+func TestHeartbeatWireIsAdditive(t *testing.T) {
+	t.Parallel()
+	old := agentrpc.Heartbeat{ID: "a1", Epoch: 2, Kernels: []agentrpc.KernelReport{{ID: "k1", Running: true}}}
+	got, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(heartbeatJSON, string(got)); diff != "" {
+		t.Errorf("encoded heartbeat (-want +got):\n%s", diff)
+	}
+	notReady := false
+	hb := old
+	hb.Kernels = []agentrpc.KernelReport{{ID: "k1", Running: true, Ready: &notReady,
+		Probes: []agentrpc.ProbeReport{{Status: "FAILED_THRESHOLD", Failures: 3, Message: "GET /healthz: 503"}}}}
+	hb.Capacity = map[string]string{"cpu": "12"}
+	hb.Waiting = []agentrpc.WaitingKernel{{ID: "k2", Note: "queued in SLURM: Resources"}}
+	got, err = json.Marshal(hb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(heartbeatNewJSON, string(got)); diff != "" {
+		t.Errorf("encoded heartbeat with the new fields (-want +got):\n%s", diff)
+	}
+}
+
+// A kernel spec without probes encodes as before; probes are additive.
+func TestKernelSpecReadinessIsAdditive(t *testing.T) {
+	t.Parallel()
+	spec := agentrpc.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep"}
+	got, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"kernel":"k1","session":"s1","image":"sleep","slots":null,"cluster_role":"","cluster_idx":0,"cluster_size":0,"cluster_hosts":null}`
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("encoded spec (-want +got):\n%s", diff)
+	}
+	spec.Readiness = []agentrpc.ProbeSpec{{Exec: []string{"test", "-f", "ready"}, PeriodMS: 500, FailureThreshold: 2}}
+	got, err = json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const withProbe = `{"kernel":"k1","session":"s1","image":"sleep","slots":null,"cluster_role":"","cluster_idx":0,"cluster_size":0,"cluster_hosts":null,` +
+		`"readiness":[{"exec":["test","-f","ready"],"period_ms":500,"failure_threshold":2}]}`
+	if diff := cmp.Diff(withProbe, string(got)); diff != "" {
+		t.Errorf("encoded spec with a probe (-want +got):\n%s", diff)
+	}
+}

@@ -35,6 +35,16 @@ type Store interface {
 	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
 	SetAgentStatus(ctx context.Context, id domain.AgentID, status domain.AgentStatus) error
 	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error
+	// SetAgentCapacity replaces the capacity of the agent's current
+	// incarnation and reports whether it changed; an older epoch gets
+	// ErrGuardFailed. Occupied slots and kernels stay: a capacity that
+	// shrinks below what is occupied evicts nothing, the scheduler just
+	// finds no room there until kernels end.
+	SetAgentCapacity(ctx context.Context, id domain.AgentID, epoch int64, capacity domain.Vec) (bool, error)
+	// NoteWaitingKernels records why the agent's CREATING kernels wait to
+	// start (a SLURM queue's reason) as their status reason, and returns
+	// how many rows changed; other kernels are left alone.
+	NoteWaitingKernels(ctx context.Context, agent domain.AgentID, notes map[domain.KernelID]string) (int, error)
 	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
 	ListAgents(ctx context.Context, f AgentFilter) ([]domain.Agent, error)
 

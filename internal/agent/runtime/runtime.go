@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/probe"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -122,6 +123,33 @@ type KernelState struct {
 	FinishedAt time.Time
 	// Ports are what the kernel serves, as its kernel_started event said.
 	Ports []domain.ServicePort
+	// Ready is set, for a running kernel, by a runtime that evaluates
+	// readiness probes: true when every probe of the kernel is SUCCESS
+	// (or it has none). Nil means the runtime does not evaluate them, so
+	// readiness is unknown rather than false.
+	Ready *bool
+	// Probes is each readiness probe's standing, in spec order.
+	Probes []probe.State
+}
+
+// CapacityReporter is a runtime that can say what it offers now, when its
+// capacity is not fixed at start (a SLURM partition whose nodes come and
+// go). The agent asks it before each heartbeat.
+type CapacityReporter interface {
+	Capacity(ctx context.Context) (map[string]string, error)
+}
+
+// WaitReporter is a runtime whose kernels may wait, created but not
+// started, on something outside the agent (a SLURM queue); the agent tells
+// the manager why.
+type WaitReporter interface {
+	Waiting() []Waiting
+}
+
+// Waiting is one kernel waiting to start, and why, for people.
+type Waiting struct {
+	ID   domain.KernelID
+	Note string
 }
 
 // Sink receives a runtime's events: what it reports on its own, without
@@ -165,6 +193,10 @@ type Spec struct {
 	// is not reachable from other hosts unless the agent asks for it.
 	Port     int
 	BindHost string
+	// Readiness are the kernel's readiness probes, checked while it runs;
+	// none means ready once running. Sessions do not carry them yet: they
+	// come with deployments (issue 12).
+	Readiness []probe.Spec
 }
 
 // Environment variables every kernel gets.
@@ -210,6 +242,11 @@ func (s Spec) Validate() error {
 		}
 		if strings.ContainsRune(v, 0) {
 			return fmt.Errorf("%w: kernel %s: environment %s holds a NUL byte", ErrInvalidSpec, s.Kernel, k)
+		}
+	}
+	for i, p := range s.Readiness {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("%w: kernel %s: readiness probe %d: %v", ErrInvalidSpec, s.Kernel, i, err)
 		}
 	}
 	for _, a := range s.Command {

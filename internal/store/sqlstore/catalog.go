@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -77,6 +78,59 @@ func (s *Store) Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, n
 		}
 		return fmt.Errorf("%w: agent is at epoch %d, heartbeat is from epoch %d", store.ErrGuardFailed, current, epoch)
 	})
+}
+
+// SetAgentCapacity replaces the capacity of the agent's current
+// incarnation when it differs. The update is guarded by the epoch and by
+// the capacity itself, so an unchanged one costs no write; only when it
+// misses does a second statement find out why.
+func (s *Store) SetAgentCapacity(ctx context.Context, id domain.AgentID, epoch int64, capacity domain.Vec) (bool, error) {
+	enc, err := codec.EncodeSlots(s.reg, capacity)
+	if err != nil {
+		return false, fmt.Errorf("set capacity of agent %s: %w: %w", id, store.ErrInvalid, err)
+	}
+	changed := false
+	err = s.write(ctx, "set capacity of agent "+string(id), func(tx txn) error {
+		n, err := tx.exec(ctx, setAgentCapacity, enc, string(id), epoch)
+		if err != nil || n == 1 {
+			changed = n == 1
+			return err
+		}
+		var current int64
+		if err := tx.queryRow(ctx, selectAgentEpoch, string(id)).Scan(&current); err != nil {
+			return err
+		}
+		if current != epoch {
+			return fmt.Errorf("%w: agent is at epoch %d, capacity is from epoch %d", store.ErrGuardFailed, current, epoch)
+		}
+		return nil
+	})
+	return changed, err
+}
+
+// NoteWaitingKernels records, as their status reason, why the agent's
+// CREATING kernels wait to start; each row is written only when its note
+// changed. Kernels in another status or on another agent are left alone.
+func (s *Store) NoteWaitingKernels(ctx context.Context, agent domain.AgentID, notes map[domain.KernelID]string) (int, error) {
+	ids := make([]domain.KernelID, 0, len(notes))
+	for id := range notes {
+		ids = append(ids, id)
+	}
+	// A fixed order keeps two managers' writes from deadlocking.
+	slices.Sort(ids)
+	changed := 0
+	err := s.write(ctx, "note waiting kernels of agent "+string(agent), func(tx txn) error {
+		changed = 0
+		for _, id := range ids {
+			n, err := tx.exec(ctx, noteWaitingKernel, notes[id], string(id), string(agent))
+			if err != nil {
+				return err
+			}
+			changed += int(n)
+		}
+		return nil
+	})
+	return changed, err
 }
 
 // SetAgentStatus records the agent's liveness.

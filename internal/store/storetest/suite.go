@@ -39,6 +39,8 @@ func Run(t *testing.T, e Engine) {
 		{"Agents", testAgents},
 		{"AgentAllowsCommand", testAgentAllowsCommand},
 		{"KernelServicePorts", testKernelServicePorts},
+		{"AgentCapacity", testAgentCapacity},
+		{"NoteWaitingKernels", testNoteWaitingKernels},
 		{"SessionRoundTrip", testSessionRoundTrip},
 		{"ListSessionsAndKernels", testListSessionsAndKernels},
 		{"CreateSessionErrors", testCreateSessionErrors},

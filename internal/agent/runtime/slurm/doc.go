@@ -13,8 +13,13 @@
 //
 // A kernel whose job is queued is still being created: Live leaves it out
 // and kernel_started is reported only once SLURM runs the job; Queued says
-// why it waits. A slurmctld outage never by itself ends a running kernel.
+// why it waits, and Waiting hands that to the agent's heartbeats. A
+// running kernel (R or CG) is ready once every readiness probe of its spec
+// is SUCCESS (package probe); probes run on the agent's host, exec probes
+// in the job's shared work directory. Capacity reads sinfo afresh, so each
+// heartbeat carries the partition as it is now. A slurmctld outage never
+// by itself ends a running kernel.
 //
-// It may import internal/agent/runtime, internal/domain and the standard
+// It may import internal/agent/runtime (and its probe), internal/domain and the standard
 // library; nothing from the coordinator, the scheduler or the store.
 package slurm

@@ -145,6 +145,7 @@ func (r *Runtime) start(t tracked) {
 	if !r.kernels.Start(t.k, at) {
 		return
 	}
+	r.startProbes(t.k)
 	if st, err := readState(t.dir); err == nil {
 		st.StartedAt = at
 		if err := writeState(t.dir, st); err != nil {
@@ -177,6 +178,7 @@ func (r *Runtime) end(t tracked, code int, ran bool, state, msg string) {
 			return
 		}
 	}
+	r.stopProbes(t.k)
 	reason := domain.ReasonExited
 	if state == "OUT_OF_MEMORY" {
 		reason = domain.ReasonOOMKilled
@@ -295,7 +297,7 @@ func (r *Runtime) adopt(st state, dir string, rows map[string]jobRow, listed boo
 	submitted := make(chan struct{})
 	close(submitted)
 	r.ids[st.Kernel] = struct{}{}
-	k.Own = &job{dir: dir, submitted: submitted, id: st.JobID, note: "queued in SLURM: recovered"}
+	k.Own = &job{dir: dir, submitted: submitted, id: st.JobID, note: "queued in SLURM: recovered", readiness: st.Readiness}
 	k.Image = st.Image
 	r.mu.Unlock()
 	r.images.Add(st.Image)

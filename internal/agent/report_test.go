@@ -1,0 +1,119 @@
+package agent_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/agent"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/probe"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
+	"github.com/sokovan-go/sokovan/internal/agentrpc"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// reporting is a sim runtime that also reports capacity, waiting kernels
+// and readiness, as the slurm runtime does, and keeps the specs it is given.
+type reporting struct {
+	*sim.Runtime
+	mu    sync.Mutex
+	cpu   string
+	specs []runtime.Spec
+}
+
+func (r *reporting) Capacity(context.Context) (map[string]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return map[string]string{"cpu": r.cpu, "mem": "4g"}, nil
+}
+
+func (r *reporting) Waiting() []runtime.Waiting {
+	return []runtime.Waiting{{ID: "queued", Note: "queued in SLURM: Resources"}}
+}
+
+func (r *reporting) Create(ctx context.Context, spec runtime.Spec) error {
+	r.mu.Lock()
+	r.specs = append(r.specs, spec)
+	r.mu.Unlock()
+	return r.Runtime.Create(ctx, spec)
+}
+
+func (r *reporting) Live() []runtime.KernelState {
+	live := r.Runtime.Live()
+	for i := range live {
+		ready := false
+		live[i].Ready, live[i].Probes = &ready, []probe.State{{Status: probe.FailedThreshold, Failures: 3, Message: "503"}}
+	}
+	return live
+}
+
+// Heartbeats carry the runtime's current capacity, the kernels waiting to
+// start with why, and each running kernel's readiness; a create's probes
+// reach the runtime's spec.
+func TestHeartbeatCarriesCapacityWaitingAndReadiness(t *testing.T) {
+	t.Parallel()
+	fm := &fakeManager{}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	a, err := agent.New(agent.Config{ID: "a1", ResourceGroup: "default", Manager: srv.URL, Token: "tok", Listen: "127.0.0.1:0",
+		Capacity: map[string]string{"cpu": "4", "mem": "4g"}, HeartbeatInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.New(sim.Config{Sink: a.Sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &reporting{Runtime: s, cpu: "4"}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, rt) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	mc := agentrpc.NewAgentClient(staticLookup{"a1": "http://" + a.Addr()}, "tok")
+	if _, err := mc.CheckAndPull(ctx, "a1", []string{"sleep"}); err != nil {
+		t.Fatal(err)
+	}
+	reg := domain.DefaultRegistry()
+	err = mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "sleep", Slots: reg.FormatSlots(reg.NewVec()),
+		Readiness: []agentrpc.ProbeSpec{{HTTP: &agentrpc.HTTPProbe{Port: 8080, Path: "/healthz"}, PeriodMS: 500, SuccessThreshold: 2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.mu.Lock()
+	got := rt.specs[0].Readiness
+	rt.mu.Unlock()
+	if len(got) != 1 || got[0].HTTP == nil || got[0].HTTP.Port != 8080 || got[0].Period != 500*time.Millisecond || got[0].SuccessThreshold != 2 {
+		t.Errorf("runtime spec readiness %+v, want the wire's probe", got)
+	}
+
+	rt.mu.Lock()
+	rt.cpu = "12"
+	rt.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fm.mu.Lock()
+		var hb agentrpc.Heartbeat
+		if n := len(fm.beats); n > 0 {
+			hb = fm.beats[n-1]
+		}
+		fm.mu.Unlock()
+		ok := hb.Capacity["cpu"] == "12" && len(hb.Waiting) == 1 && hb.Waiting[0].Note == "queued in SLURM: Resources" &&
+			len(hb.Kernels) == 1 && hb.Kernels[0].Ready != nil && !*hb.Kernels[0].Ready &&
+			len(hb.Kernels[0].Probes) == 1 && hb.Kernels[0].Probes[0].Status == "FAILED_THRESHOLD"
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("last heartbeat %+v, want capacity cpu 12, one waiting kernel and k1 not ready", hb)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
