@@ -33,6 +33,9 @@ function leave() {
 function loginView(message) {
   leave();
   me = null;
+  // Signed out, the router must not draw a view (sign-out moves the hash).
+  if (routing) window.removeEventListener('hashchange', routing);
+  routing = null;
   const input = h('input', { type: 'password', autocomplete: 'current-password', required: true, spellcheck: 'false',
     placeholder: 'skv_…' });
   const status = h('p', { class: 'form-error', role: 'alert', hidden: !message }, message || '');
