@@ -445,3 +445,118 @@ func TestDashboardAdmin(t *testing.T) {
 		return g.Sequencer == "lifo" && g.Timeouts.Pending == "600s"
 	})
 }
+
+// TestDashboardQueue: one agent (cpu 8) runs alice's first session of
+// cpu 6, so her next two wait behind it. The queue page lists them at
+// positions 1 and 2 with the capacity blocker and no estimated start,
+// follows the event stream when the first one ends, shows bob, who
+// owns none of them, only how many are hidden, and an admin the owner.
+// My usage draws alice's policy as a bar.
+func TestDashboardQueue(t *testing.T) {
+	exe := chromium(t)
+	d := startDash(t, apitest.Options{Agents: 1})
+	alice := d.User("alice", "user", "p1")
+	bob := d.User("bob", "user", "p2")
+	if code := d.Do(d.AdminToken, "PUT", "/v1/policies/user/alice",
+		v1.PolicyRequest{MaxSlots: map[string]string{"cpu": "16"}}, nil); code != http.StatusOK {
+		t.Fatalf("alice's policy: status %d", code)
+	}
+	create := func(name string) v1.Session {
+		t.Helper()
+		var se v1.Session
+		if code := d.Do(alice, "POST", "/v1/sessions", v1.CreateSessionRequest{Name: name, Image: "sleep",
+			Resources: map[string]string{"cpu": "6", "mem": "1g"}}, &se); code != http.StatusCreated {
+			t.Fatalf("session %s: status %d", name, code)
+		}
+		return se
+	}
+	runs := create("runs")
+	apitest.Eventually(t, 10*time.Second, "the first session running", func() bool {
+		var se v1.Session
+		d.Do(alice, "GET", "/v1/sessions/"+runs.ID, nil, &se)
+		return se.Status == "RUNNING"
+	})
+	first, second := create("first-wait"), create("second-wait")
+
+	b := newBrowser(t, exe)
+	b.login(t, d.URL, alice, "alice")
+	b.go_(t, "#/queue", `document.querySelectorAll('#queue-rows tr').length === 2`)
+	b.checkLabels(t, "queue")
+	type rowT struct {
+		Pos     string `json:"pos"`
+		ID      string `json:"id"`
+		Outcome string `json:"outcome"`
+		Text    string `json:"text"`
+		Est     string `json:"est"`
+	}
+	rows := eval[[]rowT](t, b, `[...document.querySelectorAll('#queue-rows tr')].map(r => ({pos: r.cells[0].textContent,
+		id: r.dataset.id, outcome: r.dataset.outcome, text: r.querySelector('td.blockers').textContent,
+		est: r.querySelector('td.est').textContent}))`)
+	if len(rows) != 2 || rows[0].Pos != "1" || rows[0].ID != first.ID || rows[1].Pos != "2" || rows[1].ID != second.ID {
+		t.Fatalf("alice's queue = %+v; want first-wait at 1 and second-wait at 2", rows)
+	}
+	for _, r := range rows {
+		if r.Outcome != "wait" || !strings.Contains(r.Text, "cpu") || !strings.Contains(r.Text, "agents are busy") || r.Est != "—" {
+			t.Errorf("queue row %+v; want wait, a cpu capacity blocker with its hint, and no estimated start", r)
+		}
+	}
+	if summary := eval[string](t, b, `document.getElementById('queue-summary').textContent`); !strings.HasPrefix(summary, "2 pending in default") {
+		t.Errorf("queue summary = %q", summary)
+	}
+	if owners := eval[int](t, b, `[...document.querySelectorAll('#queue th')].filter(th => th.textContent === 'Owner').length`); owners != 0 {
+		t.Error("a user's queue has an owner column")
+	}
+	b.shot(t, "queue")
+
+	b.go_(t, "#/usage", `document.querySelector('.usage-limit[data-scope=user] [data-slot=cpu] .meter-text')?.textContent === '6 / 16 (38%)'`)
+	b.checkLabels(t, "usage")
+	if asking := eval[string](t, b, `document.querySelector('.usage-limit[data-scope=user] [data-slot=cpu] .hint')?.textContent`); asking != "your pending sessions ask for 12 more" {
+		t.Errorf("usage hint = %q", asking)
+	}
+	b.shot(t, "usage")
+
+	// The first session ends: the event stream brings first-wait to the
+	// agent and second-wait to the head of the queue, without a click.
+	b.go_(t, "#/queue", `document.querySelectorAll('#queue-rows tr').length === 2`)
+	if code := d.Do(alice, "DELETE", "/v1/sessions/"+runs.ID, nil, nil); code >= 300 {
+		t.Fatalf("cancel the running session: status %d", code)
+	}
+	b.waitJS(t, "second-wait at the head of the queue", fmt.Sprintf(`(() => { const r = document.querySelectorAll('#queue-rows tr');
+		return r.length === 1 && r[0].dataset.id === %q && r[0].dataset.position === '1'; })()`, second.ID))
+	b.run(t, "refresh", chromedp.Click(chromedp.ID("queue-refresh")))
+	b.waitJS(t, "the refresh done", `!document.getElementById('queue-refresh').disabled`)
+
+	// bob sees alice's pending session only as a count.
+	b.run(t, "sign out", chromedp.Click(chromedp.CSS(`header .who button`)))
+	b.login(t, d.URL, bob, "bob")
+	b.go_(t, "#/queue/default", `document.getElementById('queue-summary').dataset.hidden === '1'`)
+	b.checkLabels(t, "queue as bob")
+	type bobT struct {
+		Rows    int    `json:"rows"`
+		Table   bool   `json:"table"`
+		Summary string `json:"summary"`
+		Empty   string `json:"empty"`
+		Main    string `json:"main"`
+	}
+	seen := eval[bobT](t, b, `({rows: document.querySelectorAll('#queue-rows tr').length, table: !document.getElementById('queue').hidden,
+		summary: document.getElementById('queue-summary').textContent, empty: document.getElementById('queue-empty').textContent,
+		main: document.getElementById('main').textContent})`)
+	if seen.Rows != 0 || seen.Table || !strings.Contains(seen.Summary, "1 of them other users'") ||
+		seen.Empty != "None of your sessions wait in this group." || strings.Contains(seen.Main, "second-wait") ||
+		strings.Contains(seen.Main, second.ID[:8]) {
+		t.Errorf("bob's queue: %+v; want only the hidden count", seen)
+	}
+	b.shot(t, "queue-other-user")
+	b.go_(t, "#/usage", `document.getElementById('usage-limits').textContent.includes('No user, project or domain policy')`)
+
+	// An admin sees every session, with its owner.
+	b.run(t, "sign out", chromedp.Click(chromedp.CSS(`header .who button`)))
+	b.login(t, d.URL, d.AdminToken, "admin")
+	b.go_(t, "#/queue", `document.querySelectorAll('#queue-rows tr').length === 1`)
+	if owner := eval[string](t, b, `document.querySelector('#queue-rows td[data-label=Owner]').textContent`); owner != "alice" {
+		t.Errorf("admin's queue owner = %q, want alice", owner)
+	}
+	if !b.noCSPViolations(t) {
+		t.Error("the page broke its Content-Security-Policy")
+	}
+}

@@ -10,6 +10,8 @@ import * as sessions from './views/sessions.js';
 import * as session from './views/session.js';
 import * as agents from './views/agents.js';
 import * as groups from './views/groups.js';
+import * as queue from './views/queue.js';
+import * as usage from './views/usage.js';
 
 const root = document.getElementById('app');
 
@@ -19,6 +21,9 @@ const routes = [
   { re: /^#\/sessions\/([^/?]+)$/, view: session, nav: 'sessions' },
   { re: /^#\/agents\/?$/, view: agents, nav: 'agents' },
   { re: /^#\/groups\/?$/, view: groups, nav: 'groups' },
+  { re: /^#\/queue\/?$/, view: queue, nav: 'queue' },
+  { re: /^#\/queue\/([^/?]+)$/, view: queue, nav: 'queue' },
+  { re: /^#\/usage\/?$/, view: usage, nav: 'usage' },
 ];
 
 let me = null;
@@ -33,6 +38,9 @@ function leave() {
 function loginView(message) {
   leave();
   me = null;
+  // Signed out, the router must not draw a view (sign-out moves the hash).
+  if (routing) window.removeEventListener('hashchange', routing);
+  routing = null;
   const input = h('input', { type: 'password', autocomplete: 'current-password', required: true, spellcheck: 'false',
     placeholder: 'skv_…' });
   const status = h('p', { class: 'form-error', role: 'alert', hidden: !message }, message || '');
@@ -74,7 +82,8 @@ function shell() {
     h('a', { class: 'brand', href: '#/' }, h('img', { src: '/ui/icon.svg', alt: '', width: 22, height: 22 }), 'Sokovan'),
     h('nav', { 'aria-label': 'Main' },
       link('#/', 'Overview', 'overview'), link('#/sessions', 'Sessions', 'sessions'),
-      link('#/agents', 'Agents', 'agents'), link('#/groups', 'Resource groups', 'groups')),
+      link('#/agents', 'Agents', 'agents'), link('#/groups', 'Resource groups', 'groups'),
+      link('#/queue', 'Queue', 'queue'), link('#/usage', 'My usage', 'usage')),
     h('div', { class: 'who' }, live,
       h('span', { class: 'user', id: 'whoami' }, me.name, ' ', h('span', { class: 'role role-' + me.role }, me.role)),
       signOut));

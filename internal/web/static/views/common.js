@@ -1,11 +1,30 @@
-// Pieces several views share: status badges, error banners, and a
-// debounced reloader for views that redraw from the API when the event
-// stream says something changed.
+// Pieces several views share: status badges, error banners, blocker
+// hints, and a debounced reloader for views that redraw from the API
+// when the event stream says something changed.
 
 import { h } from '../dom.js';
 
 export function badge(status) {
   return h('span', { class: 'badge st-' + status }, status || '—');
+}
+
+// hint says what a user can do about a blocker.
+export function hint(b) {
+  if (b.exceeds_capacity || b.impossible) return 'Waiting will not help: ask for less, or for another resource group.';
+  switch (b.kind) {
+    case 'quota': return 'A resource policy caps this; end another session or ask an admin to raise the limit.';
+    case 'concurrency': return 'Too many sessions at once for this scope; one must end first.';
+    case 'capacity': return 'The agents are busy; it starts when enough is freed.';
+    case 'no_agents': return 'No agent can take it now (none alive, all cordoned, or none with this slot).';
+    case 'architecture': return 'No agent has this architecture.';
+    case 'dependency': return 'It waits for the sessions it depends on to finish successfully.';
+    case 'start_time': return 'It was asked to start later.';
+    case 'queue_position': return 'Sessions ahead of it in the queue go first.';
+    case 'resource_group_state': return 'The resource group is not ACTIVE; an admin must start it.';
+    case 'gang': return 'All its kernels must fit at once.';
+    case 'session_type': return 'The resource group does not run this type of session.';
+    default: return '';
+  }
 }
 
 export function banner(err) {

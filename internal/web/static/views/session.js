@@ -6,7 +6,7 @@ import { APIError, call, follow, get, token } from '../api.js';
 import { fill, h, labelled, select } from '../dom.js';
 import { swimlanes } from '../charts.js';
 import { LIVE, ago, short, slotsText, time } from '../format.js';
-import { badge, banner, reloader, section } from './common.js';
+import { badge, banner, hint, reloader, section } from './common.js';
 
 const LOG_MAX = 256 * 1024;
 
@@ -133,25 +133,6 @@ export function render(ctx) {
   ctx.onLeave(poke.stop);
   load();
   ctx.onLeave(follow('session=' + encodeURIComponent(id), () => poke(), ctx.setLive));
-}
-
-// hint says what a user can do about a blocker.
-function hint(b) {
-  if (b.exceeds_capacity || b.impossible) return 'Waiting will not help: ask for less, or for another resource group.';
-  switch (b.kind) {
-    case 'quota': return 'A resource policy caps this; end another session or ask an admin to raise the limit.';
-    case 'concurrency': return 'Too many sessions at once for this scope; one must end first.';
-    case 'capacity': return 'The agents are busy; it starts when enough is freed.';
-    case 'no_agents': return 'No agent can take it now (none alive, all cordoned, or none with this slot).';
-    case 'architecture': return 'No agent has this architecture.';
-    case 'dependency': return 'It waits for the sessions it depends on to finish successfully.';
-    case 'start_time': return 'It was asked to start later.';
-    case 'queue_position': return 'Sessions ahead of it in the queue go first.';
-    case 'resource_group_state': return 'The resource group is not ACTIVE; an admin must start it.';
-    case 'gang': return 'All its kernels must fit at once.';
-    case 'session_type': return 'The resource group does not run this type of session.';
-    default: return '';
-  }
 }
 
 // logsPanel reads GET …/logs as a stream, appending as output arrives.
