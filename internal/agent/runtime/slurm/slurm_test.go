@@ -312,3 +312,65 @@ func calls(t *testing.T, shim string) int {
 	}
 	return strings.Count(string(b), "\n")
 }
+
+// A slurmctld restart mid-run loses nothing: while the controller is down
+// squeue fails, a running job stays running (an outage never ends a kernel
+// by itself), and a job that ends meanwhile is found by its status file;
+// once the controller is back, with its saved state, polling carries on.
+func TestSlurmctldRestartLosesNothing(t *testing.T) {
+	e := newEnv(t, nil)
+	sleeper := e.spec("sleep", nil)
+	exiter := e.spec("exit:5", map[string]string{"SOKOVAN_EXIT_AFTER": "3"})
+	e.d.Start(sleeper)
+	e.d.Start(exiter)
+	e.rec.WaitFor(t, "start", runtimetest.IsStart(sleeper.Kernel))
+	e.rec.WaitFor(t, "start", runtimetest.IsStart(exiter.Kernel))
+
+	if out, err := exec.Command("pkill", "-x", "slurmctld").CombinedOutput(); err != nil {
+		t.Fatalf("pkill slurmctld: %v: %s", err, out)
+	}
+	// Started again however the test ends, so the tests after this one
+	// find a controller.
+	restarted := false
+	restart := func() {
+		if restarted {
+			return
+		}
+		restarted = true
+		cmd := exec.Command("slurmctld")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("start slurmctld: %v: %s", err, out)
+		}
+		wait(t, "slurmctld up", func() bool {
+			out, err := exec.Command("scontrol", "ping").CombinedOutput()
+			return err == nil && strings.Contains(string(out), "is UP")
+		})
+	}
+	t.Cleanup(restart)
+	wait(t, "slurmctld down", func() bool { return exec.Command("pgrep", "-x", "slurmctld").Run() != nil })
+
+	ev := e.rec.Exit(t, exiter.Kernel)
+	if runtimetest.Code(ev) != 5 {
+		t.Errorf("exit during the outage = %+v, want code 5 from the status file", ev)
+	}
+	time.Sleep(5 * poll)
+	if st, ok := e.d.Live(sleeper.Kernel); !ok || !st.Running {
+		t.Errorf("during the outage Live has %+v (listed %v), want running", st, ok)
+	}
+
+	restart()
+	time.Sleep(5 * poll)
+	if st, ok := e.d.Live(sleeper.Kernel); !ok || !st.Running {
+		t.Errorf("after the restart Live has %+v (listed %v), want running", st, ok)
+	}
+	if n := e.rec.Count(runtimetest.IsExit(sleeper.Kernel)); n != 0 {
+		t.Errorf("%d exits reported for the job that kept running", n)
+	}
+	if n := e.rec.Count(runtimetest.IsExit(exiter.Kernel)); n != 1 {
+		t.Errorf("%d exits reported for the job that ended, want 1", n)
+	}
+	e.d.Destroy(sleeper.Kernel, 5*time.Second)
+	if ev := e.rec.Exit(t, sleeper.Kernel); ev.Reason != domain.ReasonDestroyed {
+		t.Errorf("destroy after the restart = %+v, want reason destroyed", ev)
+	}
+}
