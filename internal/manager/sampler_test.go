@@ -14,7 +14,7 @@ import (
 // fakeClock is a settable clock.
 type fakeClock struct{ now atomic.Pointer[time.Time] }
 
-func (c *fakeClock) Now() time.Time { return *c.now.Load() }
+func (c *fakeClock) Now() time.Time  { return *c.now.Load() }
 func (c *fakeClock) set(t time.Time) { c.now.Store(&t) }
 
 type fakeLease struct{ held atomic.Bool }
