@@ -40,6 +40,7 @@ type Store interface {
 	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
 	Changes(ctx context.Context, f store.ChangeFilter) ([]store.Change, error)
 	LastChange(ctx context.Context) (int64, error)
+	Utilisation(ctx context.Context, group string, from, to time.Time, step time.Duration) ([]store.UtilisationPoint, error)
 }
 
 // Sessions is the part of the coordinator the API drives;

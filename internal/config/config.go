@@ -27,6 +27,11 @@ type Settings struct {
 	LostGrace        Duration `json:"lost_grace,omitempty"`
 	// ChangeRetention is how long the event feed keeps changes (24h).
 	ChangeRetention Duration `json:"change_retention,omitempty"`
+	// UtilisationInterval is how often the leading manager samples
+	// utilisation (10s); UtilisationRetention how long samples are kept
+	// (168h).
+	UtilisationInterval  Duration `json:"utilisation_interval,omitempty"`
+	UtilisationRetention Duration `json:"utilisation_retention,omitempty"`
 	// GroupDefaults fill what a resource group leaves unset.
 	GroupDefaults GroupDefaults `json:"group_defaults,omitzero"`
 }

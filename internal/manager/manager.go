@@ -81,6 +81,9 @@ type Manager struct {
 	ln     net.Listener
 	log    *slog.Logger
 	cfg    Config
+
+	// sampler records utilisation under the coordinator's lease.
+	sampler *Sampler
 }
 
 // Open opens the store and builds everything; Run starts serving.
@@ -127,9 +130,10 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		deps.Lease = lease
 	}
 	coord := coordinator.New(deps, cfg.Coordinator)
+	sampler := NewSampler(st, deps.Lease, nil, cfg.Log)
 	gw := agentgw.New(st, coord, slots, cfg.AgentToken, nil, cfg.Log)
 	m := &Manager{Parts: Parts{Store: st, Coordinator: coord, Slots: slots, Plugins: plugins, Agents: agents,
-		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken}, gw: gw, lease: lease, source: source, etcd: etcd, leader: leader, log: cfg.Log, cfg: cfg}
+		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken}, gw: gw, lease: lease, source: source, etcd: etcd, leader: leader, log: cfg.Log, cfg: cfg, sampler: sampler}
 	if cfg.Events != "" {
 		host, _ := os.Hostname()
 		m.bus, err = events.OpenRedis(ctx, events.RedisConfig{URL: cfg.Events, Stream: cfg.EventsStream,
@@ -181,7 +185,10 @@ func (m *Manager) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			base := m.cfg.Coordinator
-			if err := m.source.Watch(ctx, func(s config.Settings) { m.Coordinator.Configure(apply(base, s)) }); err != nil {
+			if err := m.source.Watch(ctx, func(s config.Settings) {
+				m.Coordinator.Configure(apply(base, s))
+				m.sampler.Configure(time.Duration(s.UtilisationInterval), time.Duration(s.UtilisationRetention))
+			}); err != nil {
 				errs <- err
 			}
 		}()
@@ -195,7 +202,11 @@ func (m *Manager) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		_ = m.sampler.Run(ctx) // logs its own failures; ends with ctx
+	}()
 	go func() {
 		defer wg.Done()
 		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

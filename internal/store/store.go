@@ -138,6 +138,20 @@ type Store interface {
 	// given twice.
 	PruneChanges(ctx context.Context, before time.Time) (int64, error)
 
+	// RecordUtilisation takes one utilisation sample at now: for every
+	// resource group with an ALIVE agent, per slot, the summed capacity
+	// and occupancy of its ALIVE agents. Agents LOST or TERMINATED count
+	// toward neither. A second sample at the same time replaces the first.
+	RecordUtilisation(ctx context.Context, now time.Time) error
+	// Utilisation returns the group's samples taken in [from, to), averaged
+	// per step counted from from: one point per step and slot that has
+	// samples, by step then slot. No samples (or an unknown group) is an
+	// empty series; a step under a microsecond is ErrInvalid.
+	Utilisation(ctx context.Context, group string, from, to time.Time, step time.Duration) ([]UtilisationPoint, error)
+	// PruneUtilisation deletes the samples taken before before and returns
+	// how many.
+	PruneUtilisation(ctx context.Context, before time.Time) (int64, error)
+
 	Close() error
 }
 
@@ -229,6 +243,19 @@ type Change struct {
 	Agent    domain.AgentID
 	ExitCode *int
 	At       time.Time
+}
+
+// UtilisationPoint is one slot of one group over one step of a
+// utilisation series. Capacity and Occupied are the averages of the
+// step's samples in the slot's stored unit (thousandths for counts and
+// shares, bytes for bytes); Samples is how many there were.
+type UtilisationPoint struct {
+	// At is where the step starts.
+	At       time.Time
+	Slot     string
+	Capacity float64
+	Occupied float64
+	Samples  int
 }
 
 // SessionSpec is what a session's kernels start with beyond their own

@@ -560,3 +560,60 @@ func TestDashboardQueue(t *testing.T) {
 		t.Error("the page broke its Content-Security-Policy")
 	}
 }
+
+// TestDashboardUtilisation seeds ten minutes of samples, the last five
+// with a session holding 2 of 16 cores and 8 of 32 GiB, and checks that a user sees the
+// overview's utilisation chart draw a line per slot, switch range, and
+// keep every control labelled.
+func TestDashboardUtilisation(t *testing.T) {
+	exe := chromium(t)
+	d := startDash(t, apitest.Options{})
+	ctx := t.Context()
+	now := time.Now()
+	sample := func(from, to time.Duration) {
+		for off := from; off <= to; off += 10 * time.Second {
+			if err := d.Store.RecordUtilisation(ctx, now.Add(off)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sample(-10*time.Minute, -5*time.Minute-10*time.Second)
+	carol := d.User("carol", "user", "p1")
+	var hers v1.Session
+	if code := d.Do(carol, "POST", "/v1/sessions", v1.CreateSessionRequest{Name: "carols", Image: "sleep",
+		Resources: map[string]string{"cpu": "2", "mem": "8g"}}, &hers); code != http.StatusCreated {
+		t.Fatalf("carol's session: status %d", code)
+	}
+	apitest.Eventually(t, 10*time.Second, "carol's session running", func() bool {
+		var s v1.Session
+		d.Do(carol, "GET", "/v1/sessions/"+hers.ID, nil, &s)
+		return s.Status == "RUNNING"
+	})
+	sample(-5*time.Minute, 0)
+
+	b := newBrowser(t, exe)
+	b.login(t, d.URL, carol, "carol")
+	b.waitJS(t, "a line per slot", `document.querySelectorAll('#utilisation svg path.line').length === 2`)
+	cpu := eval[string](t, b, `document.querySelector('#utilisation path[data-slot=cpu]').getAttribute('d')`)
+	if !strings.HasPrefix(cpu, "M") || !strings.Contains(cpu, "L") {
+		t.Errorf("cpu line: d = %q, want a path of several points", cpu)
+	}
+	// 5 time labels at 1280 px, and 0%, 50%, 100%.
+	if n := eval[int](t, b, `document.querySelectorAll('#utilisation svg text.axis').length`); n < 6 {
+		t.Errorf("%d axis labels, want time and percentage labels", n)
+	}
+	if got := eval[string](t, b, `document.querySelector('#util-legend [data-slot=cpu]').textContent`); !strings.HasPrefix(got, "cpu 13%") {
+		t.Errorf("cpu legend = %q, want the last point's 2 of 16 cores (13%%)", got)
+	}
+	if label := eval[string](t, b, `document.querySelector('#utilisation svg').getAttribute('aria-label')`); !strings.Contains(label, "default") {
+		t.Errorf("chart label %q does not name the group", label)
+	}
+	b.checkLabels(t, "overview with utilisation")
+	b.screenshots(t, "utilisation")
+
+	eval[bool](t, b, `(() => { const r = document.getElementById('util-range'); r.value = '7d';
+		return r.dispatchEvent(new Event('change')); })()`)
+	b.waitJS(t, "the 7-day range drawn", `document.getElementById('utilisation').dataset.range === '7d' &&
+		document.querySelectorAll('#utilisation svg path.line').length === 2`)
+	b.shot(t, "utilisation-7d")
+}

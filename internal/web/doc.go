@@ -11,7 +11,7 @@
 // cannot send that header.
 //
 // Why no framework and no npm build: the pages are tables, forms and a
-// few bar and swimlane charts, which a small DOM helper (dom.js) and a
+// few bar, swimlane and line charts, which a small DOM helper (dom.js) and a
 // few dozen lines of SVG drawing cover; a bundler would make `go build`
 // depend on Node, and a vendored framework would be thousands of lines
 // nobody here reviews. Plain modules load as they are, the browser caches

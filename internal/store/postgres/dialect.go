@@ -26,6 +26,8 @@ var dialect = sqlstore.Dialect{
 	JSONPairs: "LATERAL jsonb_each_text(%s)",
 	RowLock:   "FOR NO KEY UPDATE",
 	ChangePos: "pos",
+	// EXTRACT gives numeric, exact to the microsecond TIMESTAMPTZ keeps.
+	Micros: "CAST(EXTRACT(EPOCH FROM %s) * 1000000 AS BIGINT)",
 }
 
 func rowSet(first int, alias string, cols []sqlstore.Column) string {

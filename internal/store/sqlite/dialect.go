@@ -16,7 +16,8 @@ import (
 // with json_each, so every statement's text stays fixed however long the
 // list and SQLite's limit on variables never applies. The feed position is
 // the row's seq: with one writer at a time, rows commit in seq order, so a
-// reader never passes a gap that fills later.
+// reader never passes a gap that fills later. Times are stored in
+// microseconds already.
 var dialect = sqlstore.Dialect{
 	Param:     "?%d",
 	InList:    "IN (SELECT value FROM json_each(%s))",
@@ -26,6 +27,7 @@ var dialect = sqlstore.Dialect{
 	JSONPairs: "json_each(%s)",
 	RowLock:   "",
 	ChangePos: "seq",
+	Micros:    "%s",
 }
 
 // rowSet reads a JSON array of rows, each an array of the columns; a set

@@ -24,6 +24,8 @@ type Column struct {
 //	                      member of the stored JSON object expr
 //	{lock}                after a SELECT: lock the rows it returns
 //	{pos}                 the change feed's position column
+//	{micros expr}         expr, a stored time, as integer microseconds
+//	                      since the Unix epoch (for arithmetic on times)
 //
 // Each string field is a format with the one %s its fragment takes.
 type Dialect struct {
@@ -40,6 +42,7 @@ type Dialect struct {
 	// Statements that only lock are skipped where it is empty.
 	RowLock   string
 	ChangePos string
+	Micros    string
 }
 
 // param writes parameter n in the dialect.
@@ -111,6 +114,8 @@ func (d Dialect) fragment(f, q string) string {
 		return d.RowLock
 	case "pos":
 		return d.ChangePos
+	case "micros":
+		return fmt.Sprintf(d.Micros, rest)
 	case "rows":
 		p, set, _ := strings.Cut(rest, " ")
 		alias, cols, ok := strings.Cut(strings.TrimSuffix(set, ")"), "(")

@@ -256,3 +256,33 @@ LIMIT $4`
     (SELECT {pos} FROM status_changes WHERE {pos} IS NOT NULL AND at >= $1 ORDER BY {pos} LIMIT 1),
     (SELECT MAX({pos}) FROM status_changes))`
 )
+
+// Utilisation samples. Only ALIVE agents count, toward capacity and
+// occupancy alike: a LOST agent's slots cannot be used, and counting what
+// its kernels held against capacity it no longer offers could put a group
+// above 100%. The two slot vectors are read as one set of (slot, capacity,
+// occupied) rows so a slot occupied but not offered (a shrunk agent) still
+// shows. Sampling twice at one time keeps the later sample.
+const (
+	recordUtilisation = `INSERT INTO utilisation_samples (resource_group, at, slot, capacity, occupied)
+SELECT u.resource_group, $1, u.slot, CAST(SUM(u.capacity) AS BIGINT), CAST(SUM(u.occupied) AS BIGINT)
+FROM (
+    SELECT a.resource_group, e.key AS slot, CAST(e.value AS BIGINT) AS capacity, CAST(0 AS BIGINT) AS occupied
+    FROM agents a CROSS JOIN {pairs a.capacity} e WHERE a.status = 'ALIVE'
+    UNION ALL
+    SELECT a.resource_group, e.key, CAST(0 AS BIGINT), CAST(e.value AS BIGINT)
+    FROM agents a CROSS JOIN {pairs a.occupied} e WHERE a.status = 'ALIVE'
+) u
+GROUP BY u.resource_group, u.slot
+ON CONFLICT (resource_group, at, slot) DO UPDATE SET capacity = excluded.capacity, occupied = excluded.occupied`
+	// The step a sample falls in is counted from $3 (from, in
+	// microseconds) in steps of $4 microseconds; both engines divide
+	// integers exactly, and at >= from keeps the quotient non-negative.
+	selectUtilisation = `SELECT ({micros at} - $3) / $4 AS step, slot,
+       CAST(AVG(capacity) AS DOUBLE PRECISION), CAST(AVG(occupied) AS DOUBLE PRECISION), COUNT(*)
+FROM utilisation_samples
+WHERE resource_group = $1 AND at >= $2 AND at < $5
+GROUP BY step, slot
+ORDER BY step, slot`
+	pruneUtilisation = `DELETE FROM utilisation_samples WHERE at < $1`
+)

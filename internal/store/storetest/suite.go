@@ -73,6 +73,10 @@ func Run(t *testing.T, e Engine) {
 		{"Changes", testChanges},
 		{"ChangesConcurrent", testChangesConcurrent},
 		{"PruneChanges", testPruneChanges},
+		{"UtilisationSampling", testUtilisationSampling},
+		{"UtilisationRange", testUtilisationRange},
+		{"UtilisationDownsampling", testUtilisationDownsampling},
+		{"PruneUtilisation", testPruneUtilisation},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,5 +1,6 @@
 // Charts as inline SVG, drawn with the DOM helpers: a usage bar, a bar
-// list and the swimlane timeline of a session's history. Each is a pure
+// list, the swimlane timeline of a session's history and a line chart of
+// utilisation over time. Each is a pure
 // function of its data that returns a node.
 
 import { h, s } from './dom.js';
@@ -107,4 +108,55 @@ export function swimlanes(items, { now = Date.now(), ended = false, created = ''
     s('title', null, `${it.handler}: ${it.result}${it.attempt > 1 ? ' ×' + it.attempt : ''} — ${it.message || ''}`)));
   }
   return svg;
+}
+
+// lines draws each series' used fraction (0–100%) over [from, to] (ms):
+// one path per series, its points at the middle of their step, broken
+// where a step has no sample so a gap in sampling shows as a gap. Drawn
+// at its pixel width, as swimlanes is, so labels keep their size.
+export function lines(series, { from, to, step, width = 900, height = 220, title = 'line chart' } = {}) {
+  const left = 44;
+  const right = 16;
+  const top = 10;
+  const bottom = 26;
+  const span = Math.max(1, to - from);
+  const x = (t) => left + ((width - left - right) * (t - from)) / span;
+  const y = (f) => top + (height - top - bottom) * (1 - Math.min(1, Math.max(0, f)));
+  const svg = s('svg', { class: 'lines', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img',
+    'aria-label': title });
+  for (const f of [0, 0.25, 0.5, 0.75, 1]) {
+    svg.append(s('line', { x1: left, x2: width - right, y1: y(f), y2: y(f), class: f === 0 ? 'axis-line' : 'grid-line' }));
+    if (f * 4 % 2 === 0) {
+      svg.append(s('text', { x: left - 6, y: y(f) + 4, 'text-anchor': 'end', class: 'axis' }, `${f * 100}%`));
+    }
+  }
+  // Five time labels; at most a day apart they are clock times, beyond
+  // that days with the hour.
+  const ticks = Math.max(2, Math.min(5, Math.floor((width - left - right) / 110)));
+  for (let i = 0; i <= ticks; i++) {
+    const t = from + (span * i) / ticks;
+    const anchor = i === 0 ? 'start' : i === ticks ? 'end' : 'middle';
+    svg.append(s('line', { x1: x(t), x2: x(t), y1: y(0), y2: y(0) + 4, class: 'axis-line' }),
+      s('text', { x: x(t), y: height - 6, 'text-anchor': anchor, class: 'axis' }, tickLabel(t, span)));
+  }
+  series.forEach((se, i) => {
+    let d = '';
+    let prev = null;
+    for (const p of se.points) {
+      const t = Date.parse(p.at) + step / 2;
+      // A lone point's zero-length segment draws as a dot (round caps).
+      d += prev !== null && t - prev <= step * 1.5 ? `L${x(t).toFixed(1)},${y(p.used).toFixed(1)}`
+        : `M${x(t).toFixed(1)},${y(p.used).toFixed(1)}l0,0`;
+      prev = t;
+    }
+    if (d) svg.append(s('path', { d, class: 'line c-' + (i % 6), dataset: { slot: se.slot } }, s('title', null, se.slot)));
+  });
+  return svg;
+}
+
+function tickLabel(t, span) {
+  const d = new Date(t);
+  if (span <= 24 * 3600e3) return d.toLocaleTimeString(undefined, { hour12: false, hour: '2-digit', minute: '2-digit' });
+  return d.toLocaleDateString(undefined, { weekday: 'short', day: 'numeric' }) + ' ' +
+    d.toLocaleTimeString(undefined, { hour12: false, hour: '2-digit', minute: '2-digit' });
 }

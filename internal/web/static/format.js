@@ -72,3 +72,12 @@ export function short(id) {
 export function slotsText(slots) {
   return Object.entries(slots || {}).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k} ${v}`).join(', ') || '—';
 }
+
+// goDuration reads a Go duration as the API writes it ("10s", "28m1s",
+// "1h0m0s") in milliseconds; 0 when it cannot.
+export function goDuration(str) {
+  const units = { h: 3600e3, m: 60e3, s: 1e3, ms: 1, us: 1e-3, 'µs': 1e-3, ns: 1e-6 };
+  let ms = 0;
+  for (const [, n, u] of String(str || '').matchAll(/(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)/g)) ms += Number(n) * units[u];
+  return ms;
+}

@@ -1,17 +1,21 @@
 // Overview: cluster capacity against occupancy per slot type, sessions by
-// status, the queue of each resource group, and a live feed of status
-// changes. Everything is computed from three listings in one pass, so
+// status, the queue of each resource group, a live feed of status
+// changes, and a group's utilisation over the last hour, day or week. Everything is computed from three listings in one pass, so
 // 1,000 agents and 10,000 sessions draw in a few milliseconds; the
 // listings are fetched again, at most every two seconds, when the event
 // stream reports changes.
 
 import { follow, get } from '../api.js';
 import { fill, h } from '../dom.js';
-import { bars, meter } from '../charts.js';
-import { STATUSES, amount, clock, isBytes, pct, quantity, short } from '../format.js';
+import { bars, lines, meter } from '../charts.js';
+import { STATUSES, amount, clock, goDuration, isBytes, pct, quantity, short } from '../format.js';
 import { badge, banner, reloader, section } from './common.js';
 
 const FEED_MAX = 50;
+const RANGES = { '1h': 3600e3, '24h': 24 * 3600e3, '7d': 7 * 24 * 3600e3 };
+// The manager samples every 10 s; a minute keeps the chart current
+// without a request per sample.
+const UTIL_REFRESH_MS = 60e3;
 
 export function render(ctx) {
   const { main } = ctx;
@@ -21,12 +25,14 @@ export function render(ctx) {
   const tiles = h('div', { class: 'tiles', id: 'tiles' });
   const feed = h('ol', { class: 'feed', id: 'feed', 'aria-live': 'polite' });
   const error = h('div');
+  const util = utilisation(ctx);
   main.append(h('h1', null, 'Overview'), error, tiles,
     h('div', { class: 'grid' },
       section('Capacity and occupancy', capacity),
       section(ctx.admin ? 'Sessions by status' : 'Your sessions by status', byStatus),
       section('Queue per resource group', queues),
-      section('Live status changes', feed, h('p', { class: 'muted', id: 'feed-empty' }, 'Waiting for changes…'))));
+      section('Live status changes', feed, h('p', { class: 'muted', id: 'feed-empty' }, 'Waiting for changes…'))),
+    util.node);
 
   const load = async () => {
     const t0 = performance.now();
@@ -41,6 +47,7 @@ export function render(ctx) {
     const t1 = performance.now();
     error.replaceChildren();
     draw(agents.items || [], sessions.items || [], groups.items || []);
+    util.groups((groups.items || []).map((g) => g.name));
     const t2 = performance.now();
     main.dataset.loadMs = String(Math.round(t1 - t0));
     main.dataset.drawMs = String(Math.round(t2 - t1));
@@ -108,6 +115,71 @@ export function render(ctx) {
     poke();
   }, ctx.setLive);
   ctx.onLeave(stop);
+}
+
+// utilisation is the chart of one group's used fraction per slot over a
+// chosen range, with its controls. groups() offers the group names the
+// overview listed; the chart loads once it knows them.
+function utilisation(ctx) {
+  const group = h('select', { id: 'util-group' });
+  const range = h('select', { id: 'util-range' },
+    h('option', { value: '1h' }, 'Last hour'), h('option', { value: '24h' }, 'Last 24 hours'),
+    h('option', { value: '7d' }, 'Last 7 days'));
+  const chart = h('div', { id: 'utilisation', class: 'utilisation', 'aria-live': 'polite' });
+  const legend = h('ul', { class: 'legend', id: 'util-legend' });
+  const node = h('section', { class: 'card' }, h('h2', null, 'Utilisation over time'),
+    h('div', { class: 'util-controls' },
+      h('span', { class: 'util-control' }, h('label', { for: 'util-group' }, 'Resource group'), group),
+      h('span', { class: 'util-control' }, h('label', { for: 'util-range' }, 'Range'), range)),
+    chart, legend);
+  let seq = 0;
+  const load = async () => {
+    if (!group.value) return;
+    const mine = ++seq;
+    const to = Date.now();
+    const from = to - RANGES[range.value];
+    const q = new URLSearchParams({ from: new Date(from).toISOString(), to: new Date(to).toISOString() });
+    let u;
+    try {
+      u = await get(`/v1/resource-groups/${encodeURIComponent(group.value)}/utilisation?${q}`);
+    } catch (err) {
+      if (mine === seq) { fill(chart, banner(err)); legend.replaceChildren(); }
+      return;
+    }
+    if (mine !== seq) return; // a later choice answered first
+    const series = u.series || [];
+    chart.dataset.range = range.value;
+    chart.dataset.group = u.resource_group;
+    chart.dataset.points = String(series.reduce((n, se) => n + se.points.length, 0));
+    if (!series.length) {
+      fill(chart, h('p', { class: 'muted' }, 'No samples in this range yet: the manager samples every 10 seconds.'));
+      legend.replaceChildren();
+      return;
+    }
+    const width = Math.max(320, chart.clientWidth || 900);
+    fill(chart, lines(series, { from, to, step: goDuration(u.step), width,
+      title: `Used share of capacity per slot in ${u.resource_group}, ${range.selectedOptions[0].textContent.toLowerCase()}` }));
+    fill(legend, series.map((se, i) => {
+      const last = se.points[se.points.length - 1];
+      return h('li', { dataset: { slot: se.slot } }, h('span', { class: 'swatch c-' + (i % 6), 'aria-hidden': 'true' }),
+        `${se.slot} ${pct(last.occupied, last.capacity)}%`, h('span', { class: 'muted' }, ` at ${clock(last.at)}`));
+    }));
+  };
+  group.addEventListener('change', load);
+  range.addEventListener('change', load);
+  const timer = setInterval(load, UTIL_REFRESH_MS);
+  ctx.onLeave(() => clearInterval(timer));
+  return {
+    node,
+    groups(names) {
+      const have = [...group.options].map((o) => o.value);
+      if (names.length === have.length && names.every((n, i) => n === have[i])) return;
+      const keep = group.value || (names.includes('default') ? 'default' : names[0]);
+      fill(group, names.map((n) => h('option', { value: n }, n)));
+      if (names.includes(keep)) group.value = keep;
+      load();
+    },
+  };
 }
 
 function tile(label, value, id) {

@@ -1,0 +1,64 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/store"
+	"github.com/sokovan-go/sokovan/internal/store/internal/codec"
+)
+
+// RecordUtilisation samples every group's ALIVE agents at now, in one
+// statement: the sums run over the stored base-unit integers in SQL, so no
+// agent row is decoded and the sample is one consistent read.
+func (s *Store) RecordUtilisation(ctx context.Context, now time.Time) error {
+	return s.write(ctx, "record utilisation", func(tx txn) error {
+		_, err := tx.exec(ctx, recordUtilisation, ts(now))
+		return err
+	})
+}
+
+// Utilisation averages a group's samples per step in SQL, so a week read
+// at a coarse step returns a few hundred rows rather than every sample.
+func (s *Store) Utilisation(ctx context.Context, group string, from, to time.Time, step time.Duration) ([]store.UtilisationPoint, error) {
+	if step < time.Microsecond {
+		return nil, fmt.Errorf("utilisation: %w: step %v is under the stored precision of 1µs", store.ErrInvalid, step)
+	}
+	if !to.After(from) {
+		return nil, nil
+	}
+	from = from.Truncate(time.Microsecond)
+	micros := step.Microseconds()
+	var out []store.UtilisationPoint
+	err := s.read(ctx, "utilisation", func(tx txn) error {
+		out = out[:0]
+		args := []any{group, ts(from), from.UnixMicro(), micros, ts(to)}
+		return tx.query(ctx, selectUtilisation, args, func(sc codec.Scanner) error {
+			var p store.UtilisationPoint
+			var n int64
+			if err := sc.Scan(&n, &p.Slot, &p.Capacity, &p.Occupied, &p.Samples); err != nil {
+				return err
+			}
+			p.At = from.Add(time.Duration(n) * time.Duration(micros) * time.Microsecond)
+			out = append(out, p)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PruneUtilisation deletes samples taken before before; the index on at
+// makes its cost the number of rows it deletes.
+func (s *Store) PruneUtilisation(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := s.write(ctx, "prune utilisation", func(tx txn) error {
+		var err error
+		n, err = tx.exec(ctx, pruneUtilisation, ts(before))
+		return err
+	})
+	return n, err
+}
