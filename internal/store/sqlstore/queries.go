@@ -29,6 +29,16 @@ ON CONFLICT (name) DO UPDATE SET
 	selectGroups      = `SELECT ` + codec.GroupColumns + ` FROM resource_groups ORDER BY name`
 	selectGroupCursor = `SELECT rr_cursor FROM resource_groups WHERE name = $1`
 	saveGroupCursor   = `UPDATE resource_groups SET rr_cursor = $1 WHERE name = $2`
+	// A group's generation counts the changes to its scheduling input
+	// that the change feed does not carry: its agents' status, cordon and
+	// capacity, its configuration, policies. It is bumped after the row
+	// it is about is written, so agents are locked before groups, as in
+	// ApplyPlan.
+	bumpGroup         = `UPDATE resource_groups SET generation = generation + 1 WHERE name = $1`
+	bumpGroupOfAgent  = `UPDATE resource_groups SET generation = generation + 1 WHERE name = (SELECT resource_group FROM agents WHERE id = $1)`
+	bumpAllGroups     = `UPDATE resource_groups SET generation = generation + 1`
+	selectAgentGroup  = `SELECT resource_group FROM agents WHERE id = $1`
+	selectGenerations = `SELECT name, generation FROM resource_groups`
 )
 
 const (
