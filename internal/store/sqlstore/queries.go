@@ -71,8 +71,15 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 	insertDependency = `INSERT INTO session_dependencies (session_id, depends_on) VALUES ($1, $2)`
 	selectSession    = `SELECT ` + codec.SessionSpecColumns + ` FROM sessions WHERE id = $1`
 	selectSpecs      = `SELECT ` + codec.SpecColumns + ` FROM sessions WHERE id {in $1}`
-	selectSessions   = `SELECT ` + codec.SessionColumns + ` FROM sessions
-WHERE ({empty $1} OR status {in $1})
+	// A listing is driven by the most selective filter it has: an
+	// optional filter written "({empty $n} OR ...)" keeps the planner off
+	// the index (SQLite scans every session, PostgreSQL's generic plan
+	// too), and every cycle lists a few statuses among sessions that
+	// mostly ended long ago.
+	selectSessions         = `SELECT ` + codec.SessionColumns + ` FROM sessions WHERE ` + sessionsFilter
+	selectSessionsByID     = `SELECT ` + codec.SessionColumns + ` FROM sessions WHERE id {in $7} AND ` + sessionsFilter
+	selectSessionsByStatus = `SELECT ` + codec.SessionColumns + ` FROM sessions WHERE status {in $1} AND ` + sessionsFilter
+	sessionsFilter         = `({empty $1} OR status {in $1})
   AND ($2 = '' OR owner_user = $2)
   AND ($3 = '' OR owner_project = $3)
   AND ($4 = '' OR owner_domain = $4)
@@ -84,8 +91,13 @@ LIMIT $6`
 	selectDependencies = `SELECT session_id, depends_on FROM session_dependencies
 WHERE session_id {in $1} ORDER BY session_id, depends_on`
 	selectSessionKernels = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE session_id = $1 ORDER BY cluster_idx`
-	selectKernels        = `SELECT ` + codec.KernelColumns + ` FROM kernels
-WHERE ({empty $1} OR session_id {in $1})
+	// Driven by the most selective filter, as selectSessions is.
+	selectKernels          = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE ` + kernelsFilter
+	selectKernelsByID      = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE id {in $4} AND ` + kernelsFilter
+	selectKernelsBySession = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE session_id {in $1} AND ` + kernelsFilter
+	selectKernelsByAgent   = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE agent_id {in $2} AND ` + kernelsFilter
+	selectKernelsByStatus  = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE status {in $3} AND ` + kernelsFilter
+	kernelsFilter          = `({empty $1} OR session_id {in $1})
   AND ({empty $2} OR agent_id {in $2})
   AND ({empty $3} OR status {in $3})
   AND ({empty $4} OR id {in $4})

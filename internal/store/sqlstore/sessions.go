@@ -131,8 +131,15 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]doma
 	err := s.read(ctx, "list sessions", func(tx txn) error {
 		args := []any{List(codec.StatusNames(f.Statuses)), f.User, f.Project, f.Domain, f.Group, limit(f.Limit),
 			List(codec.Strings(f.IDs)), string(f.After)}
+		q := selectSessions
+		switch {
+		case len(f.IDs) > 0:
+			q = selectSessionsByID
+		case len(f.Statuses) > 0:
+			q = selectSessionsByStatus
+		}
 		var ids []string
-		err := tx.query(ctx, selectSessions, args, func(sc codec.Scanner) error {
+		err := tx.query(ctx, q, args, func(sc codec.Scanner) error {
 			sess, err := codec.ScanSession(s.reg, sc)
 			out = append(out, sess)
 			ids = append(ids, string(sess.ID))
@@ -189,7 +196,18 @@ func (s *Store) ListKernels(ctx context.Context, f store.KernelFilter) ([]domain
 	err := s.read(ctx, "list kernels", func(tx txn) error {
 		args := []any{List(codec.Strings(f.Sessions)), List(codec.Strings(f.Agents)),
 			List(codec.StatusNames(f.Statuses)), List(codec.Strings(f.IDs))}
-		return tx.query(ctx, selectKernels, args, func(sc codec.Scanner) error {
+		q := selectKernels
+		switch {
+		case len(f.IDs) > 0:
+			q = selectKernelsByID
+		case len(f.Sessions) > 0:
+			q = selectKernelsBySession
+		case len(f.Agents) > 0:
+			q = selectKernelsByAgent
+		case len(f.Statuses) > 0:
+			q = selectKernelsByStatus
+		}
+		return tx.query(ctx, q, args, func(sc codec.Scanner) error {
 			k, err := codec.ScanKernel(s.reg, sc)
 			out = append(out, k)
 			return err
