@@ -84,32 +84,53 @@ func (c *Coordinator) ScheduleNewSessions(ctx context.Context) error {
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	// Read what changed before any snapshot: a change landing in between
+	// is then seen again by the next cycle, never missed.
+	now := c.clock.Now()
+	if err := c.idle.observe(ctx, c.store, now, c.conf().ChangeRetention); err != nil {
+		return fmt.Errorf("read changes: %w", err)
+	}
+	gens, err := c.store.GroupGenerations(ctx)
+	if err != nil {
+		return fmt.Errorf("read group generations: %w", err)
+	}
 	for _, name := range names {
-		if err := c.scheduleGroup(ctx, h, name, gs); err != nil {
+		gen := generation(gens, name)
+		if c.idle.skip(name, gen, now) {
+			continue
+		}
+		idle, due, err := c.scheduleGroup(ctx, h, name, gs)
+		c.idle.remember(name, gen, err == nil && idle, due)
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandler, group string, gs groups) error {
+// scheduleGroup runs one round for the group. idle reports a round that
+// placed, refused and cancelled nothing, which the next may skip until
+// something relevant changes or due passes.
+func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandler, group string, gs groups) (idle bool, due time.Time, err error) {
 	now := c.clock.Now()
 	snap, err := c.store.LoadSnapshot(ctx, group, now)
 	if err != nil {
-		return fmt.Errorf("snapshot of %s: %w", group, err)
+		return false, time.Time{}, fmt.Errorf("snapshot of %s: %w", group, err)
 	}
 	c.metrics.queue(group, len(snap.Pending))
 	if len(snap.Pending) == 0 {
-		return nil
+		return true, time.Time{}, nil
 	}
 	plan, err := c.sched.Schedule(&snap)
 	if err != nil {
-		return fmt.Errorf("schedule %s: %w", group, err)
+		return false, time.Time{}, fmt.Errorf("schedule %s: %w", group, err)
 	}
 	applied, err := c.store.ApplyPlan(ctx, plan, now)
 	if err != nil {
-		return fmt.Errorf("apply plan of %s: %w", group, err)
+		return false, time.Time{}, fmt.Errorf("apply plan of %s: %w", group, err)
 	}
+	idle = len(applied.Applied) == 0 && len(applied.Rejected) == 0 && len(plan.Impossible) == 0
+	due = idleDue(snap.Pending, gs.timeout(group, domain.SessionPending), now)
 	targets := make([]store.SessionWithKernels, len(snap.Pending))
 	for i, p := range snap.Pending {
 		targets[i] = store.SessionWithKernels{Session: p.Session, Kernels: p.Kernels}
@@ -128,9 +149,9 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 		c.Mark()
 	}
 	if err := c.apply(ctx, h, handlerPolicy{}, targets, res, gs); err != nil {
-		return err
+		return false, time.Time{}, err
 	}
-	return c.cancelImpossible(ctx, h, plan.Impossible, snap.Slots, now)
+	return idle, due, c.cancelImpossible(ctx, h, plan.Impossible, snap.Slots, now)
 }
 
 // cancelImpossible cancels sessions waiting cannot help, with the reason.
