@@ -99,8 +99,8 @@ func (c *Coordinator) ScheduleNewSessions(ctx context.Context) error {
 		if c.idle.skip(name, gen, now) {
 			continue
 		}
-		idle, due, err := c.scheduleGroup(ctx, h, name, gs)
-		c.idle.remember(name, gen, err == nil && idle, due)
+		r, err := c.scheduleGroup(ctx, h, name, gs)
+		c.idle.remember(name, gen, err == nil && r.empty, err == nil && r.idle, r.due)
 		if err != nil {
 			return err
 		}
@@ -108,29 +108,42 @@ func (c *Coordinator) ScheduleNewSessions(ctx context.Context) error {
 	return nil
 }
 
-// scheduleGroup runs one round for the group. idle reports a round that
-// placed, refused and cancelled nothing, which the next may skip until
-// something relevant changes or due passes.
-func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandler, group string, gs groups) (idle bool, due time.Time, err error) {
+// round is what a scheduling round leaves for idleRounds.
+type round struct {
+	// empty: no session is left waiting.
+	empty bool
+	// idle: it placed, refused and cancelled nothing; the next may be
+	// skipped until something relevant changes or due passes.
+	idle bool
+	due  time.Time
+}
+
+// scheduleGroup runs one round for the group.
+func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandler, group string, gs groups) (round, error) {
 	now := c.clock.Now()
 	snap, err := c.store.LoadSnapshot(ctx, group, now)
 	if err != nil {
-		return false, time.Time{}, fmt.Errorf("snapshot of %s: %w", group, err)
+		return round{}, fmt.Errorf("snapshot of %s: %w", group, err)
 	}
 	c.metrics.queue(group, len(snap.Pending))
 	if len(snap.Pending) == 0 {
-		return true, time.Time{}, nil
+		return round{empty: true}, nil
 	}
 	plan, err := c.sched.Schedule(&snap)
 	if err != nil {
-		return false, time.Time{}, fmt.Errorf("schedule %s: %w", group, err)
+		return round{}, fmt.Errorf("schedule %s: %w", group, err)
 	}
 	applied, err := c.store.ApplyPlan(ctx, plan, now)
 	if err != nil {
-		return false, time.Time{}, fmt.Errorf("apply plan of %s: %w", group, err)
+		return round{}, fmt.Errorf("apply plan of %s: %w", group, err)
 	}
-	idle = len(applied.Applied) == 0 && len(applied.Rejected) == 0 && len(plan.Impossible) == 0
-	due = idleDue(snap.Pending, gs.timeout(group, domain.SessionPending), now)
+	r := round{
+		// Every pending session placed: the queue is empty now.
+		empty: len(plan.Waiting) == 0 && len(plan.Impossible) == 0 && len(applied.Rejected) == 0 &&
+			len(applied.Applied) == len(snap.Pending),
+		idle: len(applied.Applied) == 0 && len(applied.Rejected) == 0 && len(plan.Impossible) == 0,
+		due:  idleDue(snap.Pending, gs.timeout(group, domain.SessionPending), now),
+	}
 	targets := make([]store.SessionWithKernels, len(snap.Pending))
 	for i, p := range snap.Pending {
 		targets[i] = store.SessionWithKernels{Session: p.Session, Kernels: p.Kernels}
@@ -148,10 +161,15 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 	if len(applied.Applied) > 0 {
 		c.Mark()
 	}
-	if err := c.apply(ctx, h, handlerPolicy{}, targets, res, gs); err != nil {
-		return false, time.Time{}, err
+	if r.empty {
+		// The next rounds are skipped while it stays so; the gauge must
+		// not keep the queue this round found.
+		c.metrics.queue(group, 0)
 	}
-	return idle, due, c.cancelImpossible(ctx, h, plan.Impossible, snap.Slots, now)
+	if err := c.apply(ctx, h, handlerPolicy{}, targets, res, gs); err != nil {
+		return round{}, err
+	}
+	return r, c.cancelImpossible(ctx, h, plan.Impossible, snap.Slots, now)
 }
 
 // cancelImpossible cancels sessions waiting cannot help, with the reason.

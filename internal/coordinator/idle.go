@@ -47,8 +47,11 @@ type idleRounds struct {
 
 // idleRound is what a round that changed nothing leaves for the next.
 type idleRound struct {
-	gen  int64
-	conf int64
+	// empty: the round left no session waiting. Until one is queued,
+	// nothing else matters: a round with no pending session does nothing.
+	empty bool
+	gen   int64
+	conf  int64
 	// due is the earliest instant time alone could change the round; zero
 	// when none.
 	due time.Time
@@ -84,10 +87,19 @@ func (r *idleRounds) observe(ctx context.Context, st Store, now time.Time, reten
 		clear(r.group)
 		return nil
 	}
+	var rel bool
 	for _, ch := range chs {
-		if relevant(ch) {
+		if queued(ch) {
 			clear(r.group)
 			return nil
+		}
+		rel = rel || relevant(ch)
+	}
+	if rel {
+		for g, m := range r.group {
+			if !m.empty {
+				delete(r.group, g)
+			}
 		}
 	}
 	return nil
@@ -98,14 +110,25 @@ func (r *idleRounds) skip(group string, gen int64, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m, ok := r.group[group]
+	if ok && m.empty {
+		return true
+	}
 	return ok && m.gen == gen && m.conf == r.conf && (m.due.IsZero() || now.Before(m.due))
 }
 
-// remember records the outcome of a round run at gen: idle (placed and
-// cancelled nothing, at most due to change by time) or not.
-func (r *idleRounds) remember(group string, gen int64, idle bool, due time.Time) {
+// remember records the outcome of a round run at gen: empty (it left no
+// session waiting), idle (it placed and cancelled nothing, and is due to
+// change by time alone at due), or neither.
+func (r *idleRounds) remember(group string, gen int64, empty, idle bool, due time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if empty {
+		if r.group == nil {
+			r.group = map[string]idleRound{}
+		}
+		r.group[group] = idleRound{empty: true}
+		return
+	}
 	if !idle {
 		delete(r.group, group)
 		return
@@ -121,6 +144,12 @@ func (r *idleRounds) reconfigured() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.conf++
+}
+
+// queued reports whether a change put a session in a queue: created, or
+// sent back to PENDING.
+func queued(ch store.Change) bool {
+	return ch.Kind == store.ChangeSession && (ch.From == "" || ch.To == domain.SessionPending.String())
 }
 
 // relevant reports whether a change could let a session that waited go
