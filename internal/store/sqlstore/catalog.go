@@ -139,7 +139,7 @@ func (s *Store) ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.A
 	err := s.read(ctx, "list agents", func(tx txn) error {
 		args := []any{f.Group, List(codec.StatusNames(f.Statuses)), List(codec.Strings(f.IDs))}
 		return tx.query(ctx, selectAgents, args, func(sc codec.Scanner) error {
-			a, err := codec.ScanAgent(s.reg, sc)
+			a, err := s.agents.Scan(sc)
 			out = append(out, a)
 			return err
 		})
