@@ -21,7 +21,7 @@ func newSimulateCmd() *cobra.Command {
 		outJSON, outHTML, saveWorkload, cpuProfile      string
 		sets, compare                                   []string
 		seed                                            uint64
-		horizon                                         time.Duration
+		horizon, tick                                   time.Duration
 		samples                                         int
 		progress                                        bool
 	)
@@ -73,7 +73,7 @@ func newSimulateCmd() *cobra.Command {
 					return err
 				}
 			}
-			opt := simulate.Options{Seed: seed, Horizon: horizon, Samples: samples}
+			opt := simulate.Options{Seed: seed, Horizon: horizon, Samples: samples, Tick: tick}
 			if progress || isTerminal(os.Stderr) {
 				opt.Progress = cmd.ErrOrStderr()
 			}
@@ -121,6 +121,7 @@ func newSimulateCmd() *cobra.Command {
 	f.StringArrayVar(&compare, "compare", nil, "KEY=V1,V2,…: run each value on the same workload (repeatable: cross product)")
 	f.Uint64Var(&seed, "seed", 1, "seed of the sim agents, and of --generate unless it names seed=")
 	f.DurationVar(&horizon, "horizon", 0, "stop at this virtual time (0: when every session has ended)")
+	f.DurationVar(&tick, "tick", 0, "handle events only at multiples of this virtual time: faster, and every wait longer by up to it (0: at their exact instants)")
 	f.IntVar(&samples, "samples", 200, "points of the utilisation series")
 	f.StringVarP(&outJSON, "output", "o", "", "write the JSON report here")
 	f.StringVar(&outHTML, "html", "", "write a self-contained HTML report here")
