@@ -420,6 +420,9 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 			for _, b := range why.Blockers {
 				fmt.Fprintln(w, blockerLine(b))
 			}
+			if t := why.EstimatedStart; t != nil {
+				fmt.Fprintf(w, "estimated start: ~%s (estimate)\n", estimateTime(*t, time.Now()))
+			}
 			return nil
 		},
 	}
@@ -555,4 +558,15 @@ func newSessionLogsCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&kernel, "kernel", "", "kernel id or cluster index")
 	return cmd
+}
+
+// estimateTime writes an estimated start in local time to the minute,
+// with the date only when it is not today: more precision would claim
+// more than a replay with guessed run times knows.
+func estimateTime(t, now time.Time) string {
+	t, now = t.Local(), now.Local()
+	if t.Year() == now.Year() && t.YearDay() == now.YearDay() {
+		return t.Format("15:04")
+	}
+	return t.Format("2006-01-02 15:04")
 }

@@ -141,6 +141,10 @@ func (r *runner) setUpLive(ctx context.Context, live Live, known map[domain.Sess
 				Image: s.Image, Architecture: k.Architecture, Requested: k.Requested.Clone(),
 				Status: domain.KernelPending, StatusChangedAt: s.CreatedAt}
 		}
+		if len(ks) == 0 {
+			return nil // nothing of it is held or queued
+		}
+		s.ClusterSize = len(ks)
 		if err := r.st.CreateSession(ctx, s, ks); err != nil {
 			return fmt.Errorf("session %s: %w", s.ID, err)
 		}
@@ -153,8 +157,8 @@ func (r *runner) setUpLive(ctx context.Context, live Live, known map[domain.Sess
 			placeable = placeable && alive[k.Agent]
 			pl.Kernels = append(pl.Kernels, framework.KernelPlacement{Kernel: k.ID, Agent: k.Agent, Slots: k.Requested.Clone()})
 		}
-		if !placeable {
-			continue // on a lost agent: it holds nothing the replay has
+		if !placeable || len(ls.Kernels) == 0 {
+			continue // on a lost agent, or holding nothing: the replay has no room for it
 		}
 		if err := add(ls, ls.End.Sub(now)); err != nil {
 			return err
