@@ -15,7 +15,10 @@
 // those outcomes out as status changes and history; groups.go reads what
 // resource groups set (max_retries, residence bounds); events.go applies
 // agent events; settle.go takes agents' kernel reports and restarts;
-// sweep.go handles agent loss; terminate.go ends sessions users stop.
+// sweep.go handles agent loss; terminate.go ends sessions users stop;
+// idle.go decides, from the change feed and the groups' generations,
+// when a group's scheduling round could only repeat its last one and is
+// skipped.
 //
 // It owns the small interfaces it needs from the store (Store) and from
 // agents (Agents), and takes a clock, so tests drive it with an injected
