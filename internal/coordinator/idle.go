@@ -84,7 +84,14 @@ func (r *idleRounds) observe(ctx context.Context, st Store, now time.Time, reten
 	}
 	r.pos = chs[len(chs)-1].Pos
 	if len(chs) == feedPage {
+		// Everything is taken as changed, so the rest of the backlog
+		// need not be read: start again from the feed's end.
 		clear(r.group)
+		last, err := st.LastChange(ctx)
+		if err != nil {
+			return err
+		}
+		r.pos = max(r.pos, last)
 		return nil
 	}
 	var rel bool
