@@ -15,8 +15,9 @@ import (
 const feedPage = 1000
 
 // idleRounds lets ScheduleNewSessions skip a group's round that could only
-// repeat the group's last one: that round placed, cancelled and expired
-// nothing, and nothing it read has changed since. Loading a group's
+// repeat the group's last one: that round left no session waiting and none
+// has been queued since, or it placed, refused and cancelled nothing and
+// nothing it read has changed since. Loading a group's
 // snapshot (every agent, every pending session) is most of an idle
 // cycle's cost, and a cycle runs on every mark and every second.
 //
