@@ -633,6 +633,9 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 			for _, b := range why.Blockers {
 				fmt.Fprintln(w, blockerLine(b))
 			}
+			if t := why.EstimatedStart; t != nil {
+				fmt.Fprintf(w, "estimated start: ~%s (estimate)\n", estimateTime(*t, time.Now()))
+			}
 			return nil
 		},
 	}
@@ -774,4 +777,15 @@ what is new every --poll.`,
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the session ends")
 	cmd.Flags().DurationVar(&poll, "poll", 500*time.Millisecond, "with -f: how often to ask for new output")
 	return cmd
+}
+
+// estimateTime writes an estimated start in local time to the minute,
+// with the date only when it is not today: more precision would claim
+// more than a replay with guessed run times knows.
+func estimateTime(t, now time.Time) string {
+	t, now = t.Local(), now.Local()
+	if t.Year() == now.Year() && t.YearDay() == now.YearDay() {
+		return t.Format("15:04")
+	}
+	return t.Format("2006-01-02 15:04")
 }

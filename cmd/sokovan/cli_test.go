@@ -443,3 +443,21 @@ func TestCLIWatch(t *testing.T) {
 		t.Fatalf("watch after Ctrl-C: %v\n%s", err, out.String())
 	}
 }
+
+// TestCLISimulateFrom: simulate --from reads the live cluster through the
+// API and estimates each pending session; one its quota never lets start
+// gets none.
+func TestCLISimulateFrom(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p1")
+	c.ok(m.AdminToken, "policy", "set", "user", "alice", "--max-slot", "cpu=1")
+	id := strings.Fields(c.ok(alice, "session", "create", "--image", "sleep", "--cpu", "2"))[0]
+	out := c.ok(m.AdminToken, "simulate", "--from", m.URL)
+	for _, want := range []string{"ESTIMATED START", id, "alice", "none (cannot start"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("simulate --from lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -18,10 +18,11 @@ import (
 func newSimulateCmd() *cobra.Command {
 	var (
 		workloadFile, generate, importSpec, clusterSpec string
+		from                                            string
 		outJSON, outHTML, saveWorkload, cpuProfile      string
 		sets, compare                                   []string
 		seed                                            uint64
-		horizon                                         time.Duration
+		horizon, tick                                   time.Duration
 		samples                                         int
 		progress                                        bool
 	)
@@ -32,10 +33,14 @@ func newSimulateCmd() *cobra.Command {
 			"simulated agents on a virtual clock, and reports waits, utilisation and fairness.\n" +
 			"The workload format and the generator are described in docs/SIMULATION.md.",
 		Example: "  sokovan simulate --generate sessions=2000,users=20,seed=1 --cluster agents=50,cpu=64,mem=256g,cuda.shares=8 -o r.json --html r.html\n" +
-			"  sokovan simulate --workload w.jsonl --cluster cluster.json --compare group.sequencer=fifo,lifo,drf",
+			"  sokovan simulate --workload w.jsonl --cluster cluster.json --compare group.sequencer=fifo,lifo,drf\n" +
+			"  SOKOVAN_TOKEN=... sokovan simulate --from http://manager:8080",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			reg := domain.DefaultRegistry()
+			if from != "" {
+				return estimateFrom(cmd.Context(), cmd.OutOrStdout(), from, reg)
+			}
 			sources := 0
 			for _, s := range []string{workloadFile, generate, importSpec} {
 				if s != "" {
@@ -73,7 +78,7 @@ func newSimulateCmd() *cobra.Command {
 					return err
 				}
 			}
-			opt := simulate.Options{Seed: seed, Horizon: horizon, Samples: samples}
+			opt := simulate.Options{Seed: seed, Horizon: horizon, Samples: samples, Tick: tick}
 			if progress || isTerminal(os.Stderr) {
 				opt.Progress = cmd.ErrOrStderr()
 			}
@@ -121,6 +126,8 @@ func newSimulateCmd() *cobra.Command {
 	f.StringArrayVar(&compare, "compare", nil, "KEY=V1,V2,…: run each value on the same workload (repeatable: cross product)")
 	f.Uint64Var(&seed, "seed", 1, "seed of the sim agents, and of --generate unless it names seed=")
 	f.DurationVar(&horizon, "horizon", 0, "stop at this virtual time (0: when every session has ended)")
+	f.StringVar(&from, "from", "", "load the live cluster of the manager at this address (SOKOVAN_TOKEN, admin) and print each pending session's estimated start")
+	f.DurationVar(&tick, "tick", 0, "handle events only at multiples of this virtual time: faster, and every wait longer by up to it (0: at their exact instants)")
 	f.IntVar(&samples, "samples", 200, "points of the utilisation series")
 	f.StringVarP(&outJSON, "output", "o", "", "write the JSON report here")
 	f.StringVar(&outHTML, "html", "", "write a self-contained HTML report here")

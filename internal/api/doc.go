@@ -17,7 +17,9 @@
 // request that fails validation writes nothing. Everything the API needs
 // is passed in through Deps as small interfaces it owns (the store methods
 // it uses, the coordinator's Terminate and Mark), so it imports neither the
-// coordinator nor a storage engine.
+// coordinator nor a storage engine. The start estimate of why comes the
+// same way, as a function (Deps.Estimate), because it replays the group
+// through both.
 //
 // It may import internal/api/v1, internal/domain, internal/store (types
 // and error classes), internal/scheduler and its framework (for the "why"

@@ -106,6 +106,11 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) error {
 		if e.Outcome == "" {
 			e.Outcome = "wait"
 		}
+		// The same replay why reports, cached per group, so a queue of
+		// any length costs one replay every few seconds.
+		if e.EstimatedStart, err = s.estimatedStart(ctx, g.Name, id); err != nil {
+			return err
+		}
 		for _, b := range blockers[id] {
 			bo, hidden := s.visibleBlocker(u, owners, b)
 			if hidden {

@@ -91,6 +91,9 @@ type Deps struct {
 	Ready      func(ctx context.Context) error
 	Clock      Clock
 	Log        *slog.Logger
+	// Estimate, when set, adds estimated_start to why (cached per group
+	// for a few seconds).
+	Estimate EstimateFunc
 }
 
 // Config tunes the server. Zero fields take the defaults.
@@ -178,6 +181,8 @@ type Server struct {
 	feed      *feed
 	streamsMu sync.Mutex
 	streams   map[string]int
+	// est caches each group's estimated starts for why.
+	est estimates
 }
 
 // New builds the server and its routes.
@@ -192,6 +197,7 @@ func New(cfg Config, d Deps) *Server {
 		cfg: cfg.withDefaults(), store: d.Store, sessions: d.Sessions, slots: d.Slots, plugins: d.Plugins,
 		sched: scheduler.New(d.Plugins), agentRPC: d.AgentRPC, logs: d.Logs, gatherer: d.Gatherer,
 		ready: d.Ready, clock: d.Clock, log: d.Log, mux: http.NewServeMux(), streams: map[string]int{},
+		est: estimates{fn: d.Estimate},
 	}
 	polls := func() {}
 	if d.AgentToken != "" {

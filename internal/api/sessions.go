@@ -646,6 +646,11 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) error {
 			out.Blockers = append(out.Blockers, bo)
 		}
 	}
+	// The blockers stand without the estimate; a failed replay only
+	// leaves it out.
+	if out.EstimatedStart, err = s.estimatedStart(r.Context(), sk.Session.ResourceGroup, sk.Session.ID); err != nil {
+		s.log.Warn("estimate start", "session", sk.Session.ID, "err", err)
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -64,6 +64,7 @@ type Coordinator struct {
 	metrics  *Metrics
 	marks    chan struct{}
 	lease    Lease
+	idle     idleRounds
 }
 
 // Deps are what a coordinator is built from. Metrics and Log may be nil.
@@ -107,6 +108,7 @@ func (c *Coordinator) Configure(cfg Config, d GroupDefaults) {
 	full := cfg.withDefaults()
 	c.cfg.Store(&full)
 	c.defaults.Store(&d)
+	c.idle.reconfigured()
 	select {
 	case c.reconf <- struct{}{}:
 	default:

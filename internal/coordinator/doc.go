@@ -19,6 +19,9 @@
 // metrics.go holds the handlers' series and collector.go the cluster's
 // (agents' capacity and occupancy, users' holdings), read from the store
 // at scrape time.
+// idle.go decides, from the change feed and the groups' generations,
+// when a group's scheduling round could only repeat its last one and is
+// skipped.
 //
 // It owns the small interfaces it needs from the store (Store) and from
 // agents (Agents), and takes a clock, so tests drive it with an injected

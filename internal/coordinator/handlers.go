@@ -84,31 +84,65 @@ func (c *Coordinator) ScheduleNewSessions(ctx context.Context) error {
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	// Read what changed before any snapshot: a change landing in between
+	// is then seen again by the next cycle, never missed.
+	now := c.clock.Now()
+	if err := c.idle.observe(ctx, c.store, now, c.conf().ChangeRetention); err != nil {
+		return fmt.Errorf("read changes: %w", err)
+	}
+	gens, err := c.store.GroupGenerations(ctx)
+	if err != nil {
+		return fmt.Errorf("read group generations: %w", err)
+	}
 	for _, name := range names {
-		if err := c.scheduleGroup(ctx, h, name, gs); err != nil {
+		gen := generation(gens, name)
+		if c.idle.skip(name, gen, now) {
+			continue
+		}
+		r, err := c.scheduleGroup(ctx, h, name, gs)
+		c.idle.remember(name, gen, err == nil && r.empty, err == nil && r.idle, r.due)
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandler, group string, gs groups) error {
+// round is what a scheduling round leaves for idleRounds.
+type round struct {
+	// empty: no session is left waiting.
+	empty bool
+	// idle: it placed, refused and cancelled nothing; the next may be
+	// skipped until something relevant changes or due passes.
+	idle bool
+	due  time.Time
+}
+
+// scheduleGroup runs one round for the group.
+func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandler, group string, gs groups) (round, error) {
 	now := c.clock.Now()
 	snap, err := c.store.LoadSnapshot(ctx, group, now)
 	if err != nil {
-		return fmt.Errorf("snapshot of %s: %w", group, err)
+		return round{}, fmt.Errorf("snapshot of %s: %w", group, err)
 	}
 	c.metrics.queue(group, len(snap.Pending))
 	if len(snap.Pending) == 0 {
-		return nil
+		return round{empty: true}, nil
 	}
 	plan, err := c.sched.Schedule(&snap)
 	if err != nil {
-		return fmt.Errorf("schedule %s: %w", group, err)
+		return round{}, fmt.Errorf("schedule %s: %w", group, err)
 	}
 	applied, err := c.store.ApplyPlan(ctx, plan, now)
 	if err != nil {
-		return fmt.Errorf("apply plan of %s: %w", group, err)
+		return round{}, fmt.Errorf("apply plan of %s: %w", group, err)
+	}
+	r := round{
+		// Every pending session placed: the queue is empty now.
+		empty: len(plan.Waiting) == 0 && len(plan.Impossible) == 0 && len(applied.Rejected) == 0 &&
+			len(applied.Applied) == len(snap.Pending),
+		idle: len(applied.Applied) == 0 && len(applied.Rejected) == 0 && len(plan.Impossible) == 0,
+		due:  idleDue(snap.Pending, gs.timeout(group, domain.SessionPending), now),
 	}
 	c.metrics.round(group, len(applied.Applied), len(applied.Rejected), len(plan.Waiting), len(plan.Impossible))
 	targets := make([]store.SessionWithKernels, len(snap.Pending))
@@ -133,10 +167,15 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 	if len(applied.Applied) > 0 {
 		c.Mark()
 	}
-	if err := c.apply(ctx, h, handlerPolicy{}, targets, res, gs); err != nil {
-		return err
+	if r.empty {
+		// The next rounds are skipped while it stays so; the gauge must
+		// not keep the queue this round found.
+		c.metrics.queue(group, 0)
 	}
-	return c.cancelImpossible(ctx, h, plan.Impossible, snap.Slots, now)
+	if err := c.apply(ctx, h, handlerPolicy{}, targets, res, gs); err != nil {
+		return round{}, err
+	}
+	return r, c.cancelImpossible(ctx, h, plan.Impossible, snap.Slots, now)
 }
 
 // cancelImpossible cancels sessions waiting cannot help, with the reason.

@@ -11,6 +11,11 @@
 // time, Jain's fairness, bounded slowdown, gang waits, makespan) and its
 // JSON, table and HTML renderings, and what-if comparison of settings.
 //
+// It also owns the start estimate: Estimate replays a live group (Live,
+// read from a store by LoadLive) forward through the same loop and says
+// when each queued session starts; the manager hands Estimator to its API
+// for why's estimated_start.
+//
 // agents.go is the one file that speaks the coordinator's agent port and
 // the runtimes' and kernel state engine's event types.
 //

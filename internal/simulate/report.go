@@ -135,7 +135,7 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 	}
 	gpu := cl.gpuSlot(r.reg)
 	capacity := cl.capacity(r.reg)
-	end := r.clock.Now().Sub(Origin)
+	end := r.clock.Now().Sub(r.origin)
 
 	classWaits := make([][]float64, len(sizeClasses))
 	classes := make([]Class, len(sizeClasses))

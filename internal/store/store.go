@@ -87,6 +87,14 @@ type Store interface {
 	// round of the group needs; its sessions leave out their command and
 	// environment, as ListSessions' do.
 	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
+	// GroupGenerations returns each resource group's generation: a counter
+	// that grows in the same transaction as every change to the group's
+	// scheduling input the change feed does not carry — an agent of the
+	// group registered, its status or cordon set; the group written; any
+	// policy written. Heartbeats, placements and kernel changes leave it
+	// alone (the feed has those). With the feed it lets a manager skip a
+	// round that cannot place anything new.
+	GroupGenerations(ctx context.Context) (map[string]int64, error)
 	// ApplyPlan re-checks and applies a plan's placements in order, in one
 	// transaction: each is applied whole or reported back in Rejected, never
 	// half. The group's round-robin cursor is saved.

@@ -32,7 +32,9 @@ type QueueEntry struct {
 	RequestedSlots map[string]string `json:"requested_slots"`
 	ClusterSize    int               `json:"cluster_size"`
 	Blockers       []Blocker         `json:"blockers"`
-	// EstimatedStart is left out until the manager can estimate it.
+	// EstimatedStart is when a replay of the group says the session
+	// starts, as in why: an estimate, absent when the manager has no
+	// estimator or the session cannot start within a week.
 	EstimatedStart *time.Time `json:"estimated_start,omitempty"`
 }
 

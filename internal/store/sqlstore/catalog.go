@@ -19,7 +19,10 @@ func (s *Store) PutResourceGroup(ctx context.Context, g domain.ResourceGroup) er
 		return fmt.Errorf("put resource group %s: %w", g.Name, err)
 	}
 	return s.write(ctx, "put resource group "+g.Name, func(tx txn) error {
-		_, err := tx.exec(ctx, upsertGroup, args...)
+		if _, err := tx.exec(ctx, upsertGroup, args...); err != nil {
+			return err
+		}
+		_, err := tx.exec(ctx, bumpGroup, g.Name)
 		return err
 	})
 }
@@ -56,9 +59,27 @@ func (s *Store) RegisterAgent(ctx context.Context, a domain.Agent, now time.Time
 	}
 	var out domain.Agent
 	err = s.write(ctx, "register agent "+string(a.ID), func(tx txn) error {
-		var err error
-		out, err = codec.ScanAgent(s.reg, tx.queryRow(ctx, registerAgent, args...))
-		return err
+		// The group it leaves, when it moves, loses capacity too.
+		var before string
+		err := tx.batch(ctx, Stmt{SQL: selectAgentGroup, Args: []any{string(a.ID)}, Row: func(sc codec.Scanner) error {
+			return sc.Scan(&before)
+		}})
+		if err != nil {
+			return err
+		}
+		if out, err = codec.ScanAgent(s.reg, tx.queryRow(ctx, registerAgent, args...)); err != nil {
+			return err
+		}
+		bump := []string{out.ResourceGroup}
+		if before != "" && before != out.ResourceGroup {
+			bump = append(bump, before)
+		}
+		for _, g := range bump {
+			if _, err := tx.exec(ctx, bumpGroup, g); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return out, err
 }
@@ -136,14 +157,22 @@ func (s *Store) NoteWaitingKernels(ctx context.Context, agent domain.AgentID, no
 // SetAgentStatus records the agent's liveness.
 func (s *Store) SetAgentStatus(ctx context.Context, id domain.AgentID, status domain.AgentStatus) error {
 	return s.write(ctx, "set status of agent "+string(id), func(tx txn) error {
-		return tx.execOne(ctx, setAgentStatus, codec.StatusName(status), string(id))
+		if err := tx.execOne(ctx, setAgentStatus, codec.StatusName(status), string(id)); err != nil {
+			return err
+		}
+		_, err := tx.exec(ctx, bumpGroupOfAgent, string(id))
+		return err
 	})
 }
 
 // SetAgentSchedulable cordons (false) or uncordons (true) the agent.
 func (s *Store) SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error {
 	return s.write(ctx, "set schedulable of agent "+string(id), func(tx txn) error {
-		return tx.execOne(ctx, setAgentSchedulable, schedulable, string(id))
+		if err := tx.execOne(ctx, setAgentSchedulable, schedulable, string(id)); err != nil {
+			return err
+		}
+		_, err := tx.exec(ctx, bumpGroupOfAgent, string(id))
+		return err
 	})
 }
 
@@ -164,7 +193,7 @@ func (s *Store) ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.A
 	err := s.read(ctx, "list agents", func(tx txn) error {
 		args := []any{f.Group, List(codec.StatusNames(f.Statuses)), List(codec.Strings(f.IDs))}
 		return tx.query(ctx, selectAgents, args, func(sc codec.Scanner) error {
-			a, err := codec.ScanAgent(s.reg, sc)
+			a, err := s.agents.Scan(sc)
 			out = append(out, a)
 			return err
 		})
@@ -212,7 +241,12 @@ func (s *Store) PutPolicy(ctx context.Context, p domain.Policy) error {
 		return fmt.Errorf("put policy %s:%s: %w", p.Scope, p.Name, err)
 	}
 	return s.write(ctx, fmt.Sprintf("put policy %s:%s", p.Scope, p.Name), func(tx txn) error {
-		_, err := tx.exec(ctx, upsertPolicy, args...)
+		if _, err := tx.exec(ctx, upsertPolicy, args...); err != nil {
+			return err
+		}
+		// Policies are per owner, not per group: any group may hold the
+		// owner's sessions.
+		_, err := tx.exec(ctx, bumpAllGroups)
 		return err
 	})
 }
@@ -226,4 +260,21 @@ func (s *Store) GetPolicy(ctx context.Context, scope domain.PolicyScope, name st
 		return err
 	})
 	return p, err
+}
+
+// GroupGenerations returns each resource group's generation (see
+// bumpGroup). It is one small read, so a manager can afford it every
+// cycle.
+func (s *Store) GroupGenerations(ctx context.Context) (map[string]int64, error) {
+	out := map[string]int64{}
+	err := s.read(ctx, "read group generations", func(tx txn) error {
+		return tx.batch(ctx, Stmt{SQL: selectGenerations, Row: func(sc codec.Scanner) error {
+			var name string
+			var gen int64
+			err := sc.Scan(&name, &gen)
+			out[name] = gen
+			return err
+		}})
+	})
+	return out, err
 }

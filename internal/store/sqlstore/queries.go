@@ -29,6 +29,16 @@ ON CONFLICT (name) DO UPDATE SET
 	selectGroups      = `SELECT ` + codec.GroupColumns + ` FROM resource_groups ORDER BY name`
 	selectGroupCursor = `SELECT rr_cursor FROM resource_groups WHERE name = $1`
 	saveGroupCursor   = `UPDATE resource_groups SET rr_cursor = $1 WHERE name = $2`
+	// A group's generation counts the changes to its scheduling input
+	// that the change feed does not carry: its agents' status, cordon and
+	// capacity, its configuration, policies. It is bumped after the row
+	// it is about is written, so agents are locked before groups, as in
+	// ApplyPlan.
+	bumpGroup         = `UPDATE resource_groups SET generation = generation + 1 WHERE name = $1`
+	bumpGroupOfAgent  = `UPDATE resource_groups SET generation = generation + 1 WHERE name = (SELECT resource_group FROM agents WHERE id = $1)`
+	bumpAllGroups     = `UPDATE resource_groups SET generation = generation + 1`
+	selectAgentGroup  = `SELECT resource_group FROM agents WHERE id = $1`
+	selectGenerations = `SELECT name, generation FROM resource_groups`
 )
 
 const (
@@ -63,11 +73,18 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 	insertDependency = `INSERT INTO session_dependencies (session_id, depends_on) VALUES ($1, $2)`
 	selectSession    = `SELECT ` + codec.SessionSpecColumns + ` FROM sessions WHERE id = $1`
 	selectSpecs      = `SELECT ` + codec.SpecColumns + ` FROM sessions WHERE id {in $1}`
-	// The listing's filters; $6 is the limit and $8 the page's cursor.
-	// The prefix is matched with substr, not LIKE, so no character of it
-	// is a wildcard.
-	sessionsWhere = ` FROM sessions
-WHERE ({empty $1} OR status {in $1})
+	// A listing is driven by the most selective filter it has: an
+	// optional filter written "({empty $n} OR ...)" keeps the planner off
+	// the index (SQLite scans every session, PostgreSQL's generic plan
+	// too), and every cycle lists a few statuses among sessions that
+	// mostly ended long ago. ListSessions puts together selectSessionsFrom,
+	// one of the drivers and one of the orders. $6 is the limit and $8 the
+	// page's cursor. The prefix is matched with substr, not LIKE, so no
+	// character of it is a wildcard.
+	selectSessionsFrom     = `SELECT ` + codec.SessionColumns + ` FROM sessions WHERE `
+	sessionsDrivenByID     = `id {in $7} AND `
+	sessionsDrivenByStatus = `status {in $1} AND `
+	sessionsFilter         = `({empty $1} OR status {in $1})
   AND ($2 = '' OR owner_user = $2)
   AND ($3 = '' OR owner_project = $3)
   AND ($4 = '' OR owner_domain = $4)
@@ -77,11 +94,11 @@ WHERE ({empty $1} OR status {in $1})
   AND ($10 = '' OR substr(id, 1, length($10)) = $10)
   AND ({empty $11} OR type {in $11})
   AND (status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR') OR status_changed_at >= $12)`
-	selectSessions = `SELECT ` + codec.SessionColumns + sessionsWhere + `
+	sessionsOldest = sessionsFilter + `
   AND ($8 = '' OR (created_at, id) > (SELECT created_at, id FROM sessions WHERE id = $8))
 ORDER BY created_at, id
 LIMIT $6`
-	selectSessionsNewest = `SELECT ` + codec.SessionColumns + sessionsWhere + `
+	sessionsNewest = sessionsFilter + `
   AND ($8 = '' OR (created_at, id) < (SELECT created_at, id FROM sessions WHERE id = $8))
 ORDER BY created_at DESC, id DESC
 LIMIT $6`
@@ -90,8 +107,13 @@ WHERE owner_user = $1 AND name = $2 AND status NOT IN ('TERMINATED', 'CANCELLED'
 	selectDependencies = `SELECT session_id, depends_on FROM session_dependencies
 WHERE session_id {in $1} ORDER BY session_id, depends_on`
 	selectSessionKernels = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE session_id = $1 ORDER BY cluster_idx`
-	selectKernels        = `SELECT ` + codec.KernelColumns + ` FROM kernels
-WHERE ({empty $1} OR session_id {in $1})
+	// Driven by the most selective filter, as the session listing is.
+	selectKernels          = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE ` + kernelsFilter
+	selectKernelsByID      = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE id {in $4} AND ` + kernelsFilter
+	selectKernelsBySession = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE session_id {in $1} AND ` + kernelsFilter
+	selectKernelsByAgent   = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE agent_id {in $2} AND ` + kernelsFilter
+	selectKernelsByStatus  = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE status {in $3} AND ` + kernelsFilter
+	kernelsFilter          = `({empty $1} OR session_id {in $1})
   AND ({empty $2} OR agent_id {in $2})
   AND ({empty $3} OR status {in $3})
   AND ({empty $4} OR id {in $4})

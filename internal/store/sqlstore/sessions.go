@@ -167,10 +167,17 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]doma
 	if f.EndedSince.IsZero() {
 		endedSince = ts(time.Unix(0, 0))
 	}
-	query := selectSessions
-	if f.Newest {
-		query = selectSessionsNewest
+	driver, order := "", sessionsOldest
+	switch {
+	case len(f.IDs) > 0:
+		driver = sessionsDrivenByID
+	case len(f.Statuses) > 0:
+		driver = sessionsDrivenByStatus
 	}
+	if f.Newest {
+		order = sessionsNewest
+	}
+	query := selectSessionsFrom + driver + order
 	err := s.read(ctx, "list sessions", func(tx txn) error {
 		args := []any{List(codec.StatusNames(f.Statuses)), f.User, f.Project, f.Domain, f.Group, limit(f.Limit),
 			List(codec.Strings(f.IDs)), string(f.After), f.Name, f.IDPrefix, List(types), endedSince}
@@ -232,7 +239,18 @@ func (s *Store) ListKernels(ctx context.Context, f store.KernelFilter) ([]domain
 	err := s.read(ctx, "list kernels", func(tx txn) error {
 		args := []any{List(codec.Strings(f.Sessions)), List(codec.Strings(f.Agents)),
 			List(codec.StatusNames(f.Statuses)), List(codec.Strings(f.IDs))}
-		return tx.query(ctx, selectKernels, args, func(sc codec.Scanner) error {
+		q := selectKernels
+		switch {
+		case len(f.IDs) > 0:
+			q = selectKernelsByID
+		case len(f.Sessions) > 0:
+			q = selectKernelsBySession
+		case len(f.Agents) > 0:
+			q = selectKernelsByAgent
+		case len(f.Statuses) > 0:
+			q = selectKernelsByStatus
+		}
+		return tx.query(ctx, q, args, func(sc codec.Scanner) error {
 			k, err := codec.ScanKernel(s.reg, sc)
 			out = append(out, k)
 			return err

@@ -40,7 +40,7 @@ func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (
 				return err
 			}},
 			Stmt{SQL: selectGroupAgents, Args: []any{group}, Row: func(sc codec.Scanner) error {
-				a, err := codec.ScanAgent(s.reg, sc)
+				a, err := s.agents.Scan(sc)
 				snap.Agents = append(snap.Agents, a)
 				return err
 			}},

@@ -22,6 +22,8 @@ type Store struct {
 	// texts maps query text as written here to the dialect's, rendered on
 	// first use.
 	texts sync.Map
+	// agents decodes the agent rows of snapshots and listings.
+	agents *codec.AgentDecoder
 }
 
 var _ store.Store = (*Store)(nil)
@@ -41,7 +43,7 @@ const maxAttempts = 5
 // New returns a store over eng, whose SQL is d. reg converts stored slot
 // names to vector indexes; fault is for tests only (see store.FaultHook).
 func New(reg *domain.Registry, eng Engine, d Dialect, fault store.FaultHook) *Store {
-	return &Store{reg: reg, eng: eng, dialect: d, fault: fault}
+	return &Store{reg: reg, eng: eng, dialect: d, fault: fault, agents: codec.NewAgentDecoder(reg)}
 }
 
 // Close closes the engine.

@@ -35,6 +35,7 @@ func Run(t *testing.T, e Engine) {
 		fn   func(t *testing.T, e Engine)
 	}{
 		{"ResourceGroups", testResourceGroups},
+		{"GroupGenerations", testGroupGenerations},
 		{"GroupSlots", testGroupSlots},
 		{"Agents", testAgents},
 		{"AgentAllowsCommand", testAgentAllowsCommand},

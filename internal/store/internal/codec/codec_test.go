@@ -125,3 +125,47 @@ func TestMergeHistory(t *testing.T) {
 func base(sec int) time.Time {
 	return time.Date(2025, 1, 16, 0, 0, sec, 0, time.UTC)
 }
+
+// TestDecodeFastAgreesWithJSON checks the hand-written reader against
+// encoding/json's on what each engine gives back and on what it must
+// leave to the general path.
+func TestDecodeFastAgreesWithJSON(t *testing.T) {
+	reg := domain.DefaultRegistry()
+	tests := []struct {
+		name, in string
+	}{
+		{"canonical", `{"cpu":"1500","mem":"4294967296"}`},
+		{"jsonb spacing", `{"cpu": "1500", "mem": "4294967296", "cuda.shares": "8000"}`},
+		{"empty", `{}`},
+		{"empty spaced", ` { } `},
+		{"bare integer", `{"cpu":1500}`},
+		{"escaped name", `{"c\u0070u":"1"}`},
+		{"repeated key", `{"cpu":"1","cpu":"2"}`},
+		{"unknown slot", `{"tpu":"1"}`},
+		{"not a number", `{"cpu":"1.5"}`},
+		{"trailing garbage", `{"cpu":"1"}x`},
+		{"array", `["cpu"]`},
+		{"null", `null`},
+		{"truncated", `{"cpu":"1"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, limits := range []bool{false, true} {
+				fresh := func() domain.Vec {
+					if limits {
+						return domain.Unlimited(reg.Len())
+					}
+					return reg.NewVec()
+				}
+				got, gotErr := decodeVec(reg, tc.in, fresh())
+				want, wantErr := decodeVecJSON(reg, tc.in, fresh())
+				if (gotErr == nil) != (wantErr == nil) {
+					t.Fatalf("limits=%v: error %v, want %v", limits, gotErr, wantErr)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("limits=%v: (-want +got):\n%s", limits, diff)
+				}
+			}
+		})
+	}
+}

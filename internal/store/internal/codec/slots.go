@@ -70,6 +70,100 @@ func DecodeLimits(reg *domain.Registry, s string) (domain.Vec, error) {
 }
 
 func decodeVec(reg *domain.Registry, s string, v domain.Vec) (domain.Vec, error) {
+	// A snapshot decodes every agent's capacity and occupancy each round;
+	// encoding/json made that most of a round's cost. What EncodeSlots
+	// wrote (and PostgreSQL's jsonb gives back, spaced) is read by hand;
+	// anything else takes the general path, which also words the errors.
+	if fast, ok := decodeVecFast(reg, s, v); ok {
+		return fast, nil
+	}
+	// What the fast path wrote before giving up, the general path writes
+	// again or refuses the whole vector.
+	return decodeVecJSON(reg, s, v)
+}
+
+// decodeVecFast reads a flat object of plain names to decimal strings,
+// with optional blanks between tokens. It reports false, leaving v
+// partly written, on anything else.
+func decodeVecFast(reg *domain.Registry, s string, v domain.Vec) (domain.Vec, bool) {
+	i := 0
+	blank := func() {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+			i++
+		}
+	}
+	// str reads a quoted string without escapes.
+	str := func() (string, bool) {
+		if i >= len(s) || s[i] != '"' {
+			return "", false
+		}
+		start := i + 1
+		for j := start; j < len(s); j++ {
+			switch s[j] {
+			case '"':
+				i = j + 1
+				return s[start:j], true
+			case '\\':
+				return "", false
+			}
+		}
+		return "", false
+	}
+	seen := 0
+	blank()
+	if i >= len(s) || s[i] != '{' {
+		return nil, false
+	}
+	i++
+	blank()
+	if i < len(s) && s[i] == '}' {
+		i++
+		blank()
+		return v, i == len(s)
+	}
+	for {
+		blank()
+		name, ok := str()
+		if !ok {
+			return nil, false
+		}
+		blank()
+		if i >= len(s) || s[i] != ':' {
+			return nil, false
+		}
+		i++
+		blank()
+		num, ok := str()
+		if !ok {
+			return nil, false
+		}
+		id, known := reg.Lookup(name)
+		n, err := strconv.ParseInt(num, 10, 64)
+		if !known || err != nil || int(id) >= 64 || seen&(1<<id) != 0 {
+			// Unknown slots, bad numbers and repeated keys are the
+			// general path's to judge.
+			return nil, false
+		}
+		seen |= 1 << id
+		v[id] = domain.Quantity(n)
+		blank()
+		if i >= len(s) {
+			return nil, false
+		}
+		switch s[i] {
+		case ',':
+			i++
+		case '}':
+			i++
+			blank()
+			return v, i == len(s)
+		default:
+			return nil, false
+		}
+	}
+}
+
+func decodeVecJSON(reg *domain.Registry, s string, v domain.Vec) (domain.Vec, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
 		return nil, fmt.Errorf("slot vector: %w", err)

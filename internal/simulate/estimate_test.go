@@ -1,0 +1,63 @@
+package simulate_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/simulate"
+)
+
+func TestEstimate(t *testing.T) {
+	reg := domain.DefaultRegistry()
+	now := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
+	slots := func(pairs ...string) domain.Vec {
+		t.Helper()
+		m := map[string]string{}
+		for i := 0; i < len(pairs); i += 2 {
+			m[pairs[i]] = pairs[i+1]
+		}
+		v, err := reg.ParseSlots(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	session := func(id string, created time.Time, req domain.Vec, agent domain.AgentID) simulate.LiveSession {
+		s := domain.Session{ID: domain.SessionID(id), Name: id, Owner: domain.Owner{User: "alice", Project: "p", Domain: "default"},
+			Type: domain.TypeBatch, Architecture: "x86_64", ClusterMode: domain.SingleNode, ClusterSize: 1,
+			Priority: 10, Requested: req, CreatedAt: created}
+		k := domain.Kernel{ID: domain.KernelID(id + "-k0"), SessionID: s.ID, ClusterRole: domain.RoleMain,
+			Architecture: "x86_64", Requested: req.Clone(), Agent: agent}
+		return simulate.LiveSession{Session: s, Kernels: []domain.Kernel{k}}
+	}
+	group := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
+		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
+	agent := domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
+		Capacity: slots("cpu", "4", "mem", "16g")}
+	ends := now.Add(90 * time.Minute)
+
+	running := session("run", now.Add(-time.Hour), slots("cpu", "4", "mem", "8g"), "a1")
+	running.End = ends
+	next := session("next", now.Add(-time.Minute), slots("cpu", "2", "mem", "4g"), "")
+	next.Run = time.Hour
+	huge := session("huge", now.Add(-2*time.Minute), slots("cpu", "8", "mem", "4g"), "")
+	huge.Run = time.Hour
+
+	got, err := simulate.Estimate(context.Background(), simulate.Live{Now: now, Slots: reg, Group: group,
+		Agents: []domain.Agent{agent}, Running: []simulate.LiveSession{running},
+		Pending: []simulate.LiveSession{huge, next}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The one agent is full until the running session ends at 15:30; the
+	// next session starts then, within the store's microseconds.
+	if at, ok := got["next"]; !ok || at.Sub(ends).Abs() > time.Second {
+		t.Errorf("estimate of next: %v (present %v), want about %v", at, ok, ends)
+	}
+	// Larger than every agent: it can never start, so no estimate.
+	if at, ok := got["huge"]; ok {
+		t.Errorf("estimate of huge: %v, want none", at)
+	}
+}
