@@ -683,13 +683,8 @@ func (r *Runtime) stop(ctx context.Context, k *kernel, grace time.Duration) erro
 	}
 	if grace > 0 {
 		r.signal(k, syscall.SIGTERM, false)
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-k.Done():
+		if k.WaitExit(ctx, grace) {
 			return nil
-		case <-t.C:
-		case <-ctx.Done():
 		}
 	}
 	r.signal(k, syscall.SIGKILL, true)

@@ -390,15 +390,8 @@ func (r *Runtime) stop(ctx context.Context, k *kernel, jobID string, grace time.
 			grace = 0
 		}
 	}
-	if grace > 0 {
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-k.Done():
-			return nil
-		case <-t.C:
-		case <-ctx.Done():
-		}
+	if grace > 0 && k.WaitExit(ctx, grace) {
+		return nil
 	}
 	// Detached: a cancelled ctx means force now, and the force must go out.
 	kill := context.WithoutCancel(ctx)
