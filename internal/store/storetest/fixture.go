@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -215,3 +217,20 @@ func (f *fixture) invariant() {
 		f.t.Fatal(err)
 	}
 }
+
+// wantIDs fails t unless rows, by id, are want in order. An empty list is
+// nil, so a row that wants none writes nil.
+func wantIDs[R, ID any](t *testing.T, rows []R, id func(R) ID, want []ID) {
+	t.Helper()
+	var got []ID
+	for _, r := range rows {
+		got = append(got, id(r))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func sessionID(s domain.Session) domain.SessionID { return s.ID }
+func kernelID(k domain.Kernel) domain.KernelID    { return k.ID }
+func agentID(a domain.Agent) domain.AgentID       { return a.ID }

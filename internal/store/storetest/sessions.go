@@ -91,13 +91,7 @@ func testListSessionsAndKernels(t *testing.T, e Engine) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ids []domain.SessionID
-			for _, s := range list {
-				ids = append(ids, s.ID)
-			}
-			if diff := cmp.Diff(tc.want, ids); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
+			wantIDs(t, list, sessionID, tc.want)
 		})
 	}
 	for _, tc := range []struct {
@@ -118,13 +112,7 @@ func testListSessionsAndKernels(t *testing.T, e Engine) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ids []domain.KernelID
-			for _, k := range list {
-				ids = append(ids, k.ID)
-			}
-			if diff := cmp.Diff(tc.want, ids); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
+			wantIDs(t, list, kernelID, tc.want)
 		})
 	}
 	f.invariant()
@@ -471,13 +459,7 @@ func testListSessionsFilters(t *testing.T, e Engine) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ids []domain.SessionID
-			for _, s := range list {
-				ids = append(ids, s.ID)
-			}
-			if diff := cmp.Diff(tc.want, ids); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
+			wantIDs(t, list, sessionID, tc.want)
 		})
 	}
 
