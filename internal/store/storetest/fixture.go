@@ -234,3 +234,24 @@ func wantIDs[R, ID any](t *testing.T, rows []R, id func(R) ID, want []ID) {
 func sessionID(s domain.Session) domain.SessionID { return s.ID }
 func kernelID(k domain.Kernel) domain.KernelID    { return k.ID }
 func agentID(a domain.Agent) domain.AgentID       { return a.ID }
+
+// pages lists the sessions filter matches a page at a time, each page
+// after the last id of the one before, limit(page) long. It stops at ten
+// pages: a store that repeats a page would otherwise never end the test.
+func (f *fixture) pages(filter store.SessionFilter, limit func(page int) int) []domain.SessionID {
+	f.t.Helper()
+	var got []domain.SessionID
+	for page := 0; page < 10; page++ {
+		filter.Limit = limit(page)
+		list, err := f.s.ListSessions(f.ctx, filter)
+		f.must(err, "page %d", page)
+		if len(list) == 0 {
+			break
+		}
+		for _, s := range list {
+			got = append(got, s.ID)
+		}
+		filter.After = list[len(list)-1].ID
+	}
+	return got
+}
