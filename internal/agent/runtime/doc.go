@@ -11,7 +11,8 @@
 // are kept once: Table, the kernels by id (created once with later Creates
 // waiting for the first, started and exited each recorded and reported
 // once, listed by Live, removed by Destroy, refused after Close), and
-// Images, the pulled images (pulled once, concurrent pulls waiting for it).
+// Images, the pulled images (pulled once, concurrent pulls waiting for it),
+// and Shutdown, the order in which a Close ends them.
 // A runtime keeps only what is its own: how a kernel starts and stops and
 // where its output goes.
 //

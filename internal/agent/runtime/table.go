@@ -86,6 +86,21 @@ func (k *Kernel[K]) Started() <-chan struct{} { return k.started }
 // failed.
 func (k *Kernel[K]) Done() <-chan struct{} { return k.done }
 
+// WaitExit waits up to grace for Done and reports whether it came; false
+// at once when ctx ends. It is the polite half of a Destroy: a runtime
+// forces the kernel when it returns false.
+func (k *Kernel[K]) WaitExit(ctx context.Context, grace time.Duration) bool {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-k.done:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
 // Err is why the kernel's creation failed, nil if it did not. Only
 // meaningful once Started is closed.
 func (k *Kernel[K]) Err() error { return k.startErr }

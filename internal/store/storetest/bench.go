@@ -34,24 +34,33 @@ type BenchSeed struct {
 // BenchGroup, writes the data set with seed, has the database analyze it,
 // and runs BenchApplyPlan.
 func BenchApplyPlanOn(b *testing.B, e Engine, seed BenchSeed) {
+	s, reg := benchStore(b, e, seed, "round-robin", BenchAgents, BenchSessions)
+	BenchApplyPlan(b, s, reg, BenchSessions, BenchAgents)
+}
+
+// benchStore makes a database with e, opens a store on it, creates
+// BenchGroup with selector, writes the data set at the given size with
+// seed and has the database analyze it. The store is closed when b ends.
+func benchStore(b *testing.B, e Engine, seed BenchSeed, selector string, agents, sessions int) (store.Store, *domain.Registry) {
+	b.Helper()
 	db := e.NewDB(b)
 	reg := domain.DefaultRegistry()
 	s, err := e.Open(b.Context(), db, Options{Registry: reg})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(func() { s.Close() })
 	g := domain.ResourceGroup{Name: BenchGroup, State: domain.GroupActive, Sequencer: "fifo",
-		Selector: "round-robin", HeadOfLine: domain.HOLSkip, MaxRetries: 3}
+		Selector: selector, HeadOfLine: domain.HOLSkip, MaxRetries: 3}
 	if err := s.PutResourceGroup(b.Context(), g); err != nil {
 		b.Fatal(err)
 	}
 	rows := func(q string, n int) string { return strings.ReplaceAll(q, "{rows}", strconv.Itoa(n)) }
-	e.Exec(b, db, rows(seed.Agents, BenchAgents))
-	e.Exec(b, db, rows(seed.Sessions, BenchSessions))
-	e.Exec(b, db, rows(seed.Kernels, BenchSessions))
+	e.Exec(b, db, rows(seed.Agents, agents))
+	e.Exec(b, db, rows(seed.Sessions, sessions))
+	e.Exec(b, db, rows(seed.Kernels, sessions))
 	e.Exec(b, db, "ANALYZE")
-	BenchApplyPlan(b, s, reg, BenchSessions, BenchAgents)
+	return s, reg
 }
 
 // BenchAgentID names the i-th benchmark agent.

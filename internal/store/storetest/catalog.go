@@ -193,13 +193,7 @@ func testAgents(t *testing.T, e Engine) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ids []domain.AgentID
-			for _, a := range list {
-				ids = append(ids, a.ID)
-			}
-			if diff := cmp.Diff(tc.want, ids); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
+			wantIDs(t, list, agentID, tc.want)
 		})
 	}
 	f.invariant()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -214,4 +216,42 @@ func (f *fixture) invariant() {
 	if err := CheckInvariants(f.ctx, f.s); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// wantIDs fails t unless rows, by id, are want in order. An empty list is
+// nil, so a row that wants none writes nil.
+func wantIDs[R, ID any](t *testing.T, rows []R, id func(R) ID, want []ID) {
+	t.Helper()
+	var got []ID
+	for _, r := range rows {
+		got = append(got, id(r))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func sessionID(s domain.Session) domain.SessionID { return s.ID }
+func kernelID(k domain.Kernel) domain.KernelID    { return k.ID }
+func agentID(a domain.Agent) domain.AgentID       { return a.ID }
+
+// pages lists the sessions filter matches a page at a time, each page
+// after the last id of the one before, limit(page) long. It stops at ten
+// pages: a store that repeats a page would otherwise never end the test.
+func (f *fixture) pages(filter store.SessionFilter, limit func(page int) int) []domain.SessionID {
+	f.t.Helper()
+	var got []domain.SessionID
+	for page := 0; page < 10; page++ {
+		filter.Limit = limit(page)
+		list, err := f.s.ListSessions(f.ctx, filter)
+		f.must(err, "page %d", page)
+		if len(list) == 0 {
+			break
+		}
+		for _, s := range list {
+			got = append(got, s.ID)
+		}
+		filter.After = list[len(list)-1].ID
+	}
+	return got
 }

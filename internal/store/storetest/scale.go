@@ -1,12 +1,6 @@
 package storetest
 
-import (
-	"strconv"
-	"strings"
-	"testing"
-
-	"github.com/sokovan-go/sokovan/internal/domain"
-)
+import "testing"
 
 // The large data set of issue 18: the benchmark's data set (see
 // BenchGroup) at 10k agents and 100k pending sessions, of which one plan
@@ -24,23 +18,7 @@ const (
 // BenchScalePlaced placements. ApplyPlan runs last because it leaves the
 // sessions it placed SCHEDULED.
 func BenchScaleOn(b *testing.B, e Engine, seed BenchSeed) {
-	db := e.NewDB(b)
-	reg := domain.DefaultRegistry()
-	s, err := e.Open(b.Context(), db, Options{Registry: reg})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	g := domain.ResourceGroup{Name: BenchGroup, State: domain.GroupActive, Sequencer: "fifo",
-		Selector: "concentrated", HeadOfLine: domain.HOLSkip, MaxRetries: 3}
-	if err := s.PutResourceGroup(b.Context(), g); err != nil {
-		b.Fatal(err)
-	}
-	rows := func(q string, n int) string { return strings.ReplaceAll(q, "{rows}", strconv.Itoa(n)) }
-	e.Exec(b, db, rows(seed.Agents, BenchScaleAgents))
-	e.Exec(b, db, rows(seed.Sessions, BenchScaleSessions))
-	e.Exec(b, db, rows(seed.Kernels, BenchScaleSessions))
-	e.Exec(b, db, "ANALYZE")
+	s, reg := benchStore(b, e, seed, "concentrated", BenchScaleAgents, BenchScaleSessions)
 
 	b.Run("LoadSnapshot", func(b *testing.B) {
 		for b.Loop() {

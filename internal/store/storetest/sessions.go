@@ -91,13 +91,7 @@ func testListSessionsAndKernels(t *testing.T, e Engine) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ids []domain.SessionID
-			for _, s := range list {
-				ids = append(ids, s.ID)
-			}
-			if diff := cmp.Diff(tc.want, ids); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
+			wantIDs(t, list, sessionID, tc.want)
 		})
 	}
 	for _, tc := range []struct {
@@ -118,13 +112,7 @@ func testListSessionsAndKernels(t *testing.T, e Engine) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ids []domain.KernelID
-			for _, k := range list {
-				ids = append(ids, k.ID)
-			}
-			if diff := cmp.Diff(tc.want, ids); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
+			wantIDs(t, list, kernelID, tc.want)
 		})
 	}
 	f.invariant()
@@ -351,19 +339,7 @@ func testListSessionsPages(t *testing.T, e Engine) {
 		f.session(id, "g", "alice", 1, []string{"cpu", "1"}, func(s *domain.Session) { s.CreatedAt = created })
 	}
 	f.session("bob", "g", "bob", 1, []string{"cpu", "1"}, func(s *domain.Session) { s.CreatedAt = at(11) })
-	var got []domain.SessionID
-	after := domain.SessionID("")
-	for page := 0; ; page++ {
-		list, err := f.s.ListSessions(f.ctx, store.SessionFilter{User: "alice", After: after, Limit: 4 - page%2*2})
-		f.must(err, "page %d", page)
-		if len(list) == 0 {
-			break
-		}
-		for _, s := range list {
-			got = append(got, s.ID)
-		}
-		after = list[len(list)-1].ID
-	}
+	got := f.pages(store.SessionFilter{User: "alice"}, func(page int) int { return 4 - page%2*2 })
 	if diff := cmp.Diff([]domain.SessionID{"b", "e", "a", "d", "c", "f"}, got); diff != "" {
 		t.Errorf("alice's sessions page by page (-want +got):\n%s", diff)
 	}
@@ -471,13 +447,7 @@ func testListSessionsFilters(t *testing.T, e Engine) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ids []domain.SessionID
-			for _, s := range list {
-				ids = append(ids, s.ID)
-			}
-			if diff := cmp.Diff(tc.want, ids); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
+			wantIDs(t, list, sessionID, tc.want)
 		})
 	}
 
@@ -486,19 +456,7 @@ func testListSessionsFilters(t *testing.T, e Engine) {
 	for i, id := range []string{"t-e", "t-b", "t-d", "t-a", "t-c"} {
 		mk(id, "dave", 50+i/2)
 	}
-	var got []domain.SessionID
-	after := domain.SessionID("")
-	for page := 0; page < 10; page++ {
-		list, err := f.s.ListSessions(f.ctx, store.SessionFilter{User: "dave", Newest: true, After: after, Limit: 2})
-		f.must(err, "page %d", page)
-		if len(list) == 0 {
-			break
-		}
-		for _, s := range list {
-			got = append(got, s.ID)
-		}
-		after = list[len(list)-1].ID
-	}
+	got := f.pages(store.SessionFilter{User: "dave", Newest: true}, func(int) int { return 2 })
 	if diff := cmp.Diff([]domain.SessionID{"t-c", "t-d", "t-a", "t-e", "t-b"}, got); diff != "" {
 		t.Errorf("dave's sessions newest first, page by page (-want +got):\n%s", diff)
 	}

@@ -654,27 +654,18 @@ func (r *Runtime) Logs(id domain.KernelID) (io.ReadCloser, error) {
 }
 
 // Close destroys every kernel with CloseGrace (their containers are
-// removed), stops the watchers, delivers the remaining events and closes
-// the engine connection.
+// removed), stops the watchers, closes the engine connection and delivers
+// the remaining events.
 func (r *Runtime) Close(ctx context.Context) error {
-	r.images.Close()
-	first, err := r.kernels.CloseAll(ctx, func(ctx context.Context, k *kernel) error {
-		if err := r.Destroy(ctx, k.ID, r.cfg.CloseGrace); err != nil {
-			return fmt.Errorf("close: %w", err)
-		}
-		return nil
-	})
-	if !first {
-		return nil
-	}
-	errs := []error{err}
-	r.cancelBG()
-	r.watchers.Wait()
-	if err := r.out.Flush(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("close: deliver events: %w", err))
-	}
-	if err := r.cli.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("close: %w", err))
-	}
-	return errors.Join(errs...)
+	return runtime.Shutdown[box]{Images: r.images, Kernels: r.kernels, Destroy: r.Destroy, Grace: r.cfg.CloseGrace,
+		Stop: func() error {
+			r.cancelBG()
+			// The watchers are the connection's last users.
+			r.watchers.Wait()
+			if err := r.cli.Close(); err != nil {
+				return fmt.Errorf("close: %w", err)
+			}
+			return nil
+		},
+		Out: r.out}.Run(ctx)
 }

@@ -89,36 +89,20 @@ func DefaultCatalog(selfExe string) Catalog {
 			"exit:": {
 				Usage:   "exit:N",
 				Program: "sh",
-				Param:   func(p string) error { _, err := parseExitCode(p); return err },
+				Param:   func(p string) error { _, err := runtime.ParseExitCode(p); return err },
 				Args: func(p string, _ runtime.Spec) ([]string, error) {
-					code, err := parseExitCode(p)
+					code, err := runtime.ParseExitCode(p)
 					if err != nil {
 						return nil, err
 					}
-					// sleep(1) does the parsing of SOKOVAN_EXIT_AFTER (it takes
-					// fractions); a value it refuses is a user error the logs
-					// should explain rather than a silent exit N.
 					script := fmt.Sprintf(`echo "exit:%[1]d: exiting with %[1]d after ${SOKOVAN_EXIT_AFTER:-1}s"
-sleep "${SOKOVAN_EXIT_AFTER:-1}" || { echo "exit:%[1]d: SOKOVAN_EXIT_AFTER=$SOKOVAN_EXIT_AFTER is not a number of seconds" >&2; exit 125; }
-exit %[1]d`, code)
+%[2]s
+exit %[1]d`, code, runtime.ExitAfterSh(code))
 					return []string{"-c", script, "exit:" + p}, nil
 				},
 			},
 		},
 	}
-}
-
-// parseExitCode accepts only plain decimal 0-255, so "exit:+3" or "exit:1e2"
-// are unknown images rather than surprising aliases.
-func parseExitCode(p string) (int, error) {
-	if p == "" || len(p) > 3 || strings.Trim(p, "0123456789") != "" {
-		return 0, fmt.Errorf("exit code %q is not a number from 0 to 255", p)
-	}
-	n, _ := strconv.Atoi(p)
-	if n > 255 {
-		return 0, fmt.Errorf("exit code %d is outside 0-255", n)
-	}
-	return n, nil
 }
 
 // Patterns lists the catalog as the manager matches images against it:

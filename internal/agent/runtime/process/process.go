@@ -683,13 +683,8 @@ func (r *Runtime) stop(ctx context.Context, k *kernel, grace time.Duration) erro
 	}
 	if grace > 0 {
 		r.signal(k, syscall.SIGTERM, false)
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-k.Done():
+		if k.WaitExit(ctx, grace) {
 			return nil
-		case <-t.C:
-		case <-ctx.Done():
 		}
 	}
 	r.signal(k, syscall.SIGKILL, true)
@@ -742,34 +737,32 @@ func (r *Runtime) Logs(id domain.KernelID) (io.ReadCloser, error) {
 // When ctx ends first, the kernels still alive are SIGKILLed and Close waits
 // a bounded time more for them, so it does not return with kernels running.
 func (r *Runtime) Close(ctx context.Context) error {
-	r.images.Close()
-	// A Destroy that fails has had its ctx end; the wait for the waiters
-	// below is what bounds Close then.
-	first, _ := r.kernels.CloseAll(ctx, func(ctx context.Context, k *kernel) error {
-		return r.Destroy(ctx, k.ID, r.cfg.CloseGrace)
-	})
-	if !first {
-		return nil
-	}
-
-	waited := make(chan struct{})
-	go func() {
-		r.waiters.Wait()
-		close(waited)
-	}()
-	var errs []error
-	select {
-	case <-waited:
-	case <-time.After(killWait):
-		// The goroutine above ends when the stuck waiters do.
-		errs = append(errs, errors.New("close: kernel processes did not stop after SIGKILL"))
-	}
-	r.dog.stop()
-	if r.cg != nil {
-		r.cg.close()
-	}
-	if err := r.out.Flush(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("close: deliver events: %w", err))
-	}
-	return errors.Join(errs...)
+	return runtime.Shutdown[proc]{Images: r.images, Kernels: r.kernels,
+		// A Destroy that fails has had its ctx end; the wait for the
+		// waiters in Stop is what bounds Close then.
+		Destroy: func(ctx context.Context, id domain.KernelID, grace time.Duration) error {
+			_ = r.Destroy(ctx, id, grace)
+			return nil
+		},
+		Grace: r.cfg.CloseGrace,
+		Stop: func() error {
+			waited := make(chan struct{})
+			go func() {
+				r.waiters.Wait()
+				close(waited)
+			}()
+			var err error
+			select {
+			case <-waited:
+			case <-time.After(killWait):
+				// The goroutine above ends when the stuck waiters do.
+				err = errors.New("close: kernel processes did not stop after SIGKILL")
+			}
+			r.dog.stop()
+			if r.cg != nil {
+				r.cg.close()
+			}
+			return err
+		},
+		Out: r.out}.Run(ctx)
 }

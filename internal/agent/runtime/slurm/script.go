@@ -38,27 +38,13 @@ func imageCommand(image string) (string, error) {
 	case image == "sleep":
 		return "exec sleep infinity", nil
 	case strings.HasPrefix(image, "exit:"):
-		code, err := parseExitCode(strings.TrimPrefix(image, "exit:"))
+		code, err := runtime.ParseExitCode(strings.TrimPrefix(image, "exit:"))
 		if err != nil {
 			return "", &runtime.UnknownImageError{Image: image, Known: slices.Clone(knownImages), Detail: err.Error()}
 		}
-		// sleep(1) parses SOKOVAN_EXIT_AFTER (fractions too); a value it
-		// refuses is a user error the log should explain.
-		return fmt.Sprintf(`sleep "${SOKOVAN_EXIT_AFTER:-1}" || { echo "exit:%[1]d: SOKOVAN_EXIT_AFTER=$SOKOVAN_EXIT_AFTER is not a number of seconds" >&2; exit 125; }; exit %[1]d`, code), nil
+		return fmt.Sprintf("%s; exit %d", runtime.ExitAfterSh(code), code), nil
 	}
 	return "", &runtime.UnknownImageError{Image: image, Known: slices.Clone(knownImages)}
-}
-
-// parseExitCode accepts plain decimal 0-255 only, as the process runtime.
-func parseExitCode(p string) (int, error) {
-	if p == "" || len(p) > 3 || strings.Trim(p, "0123456789") != "" {
-		return 0, fmt.Errorf("exit code %q is not a number from 0 to 255", p)
-	}
-	n, _ := strconv.Atoi(p)
-	if n > 255 {
-		return 0, fmt.Errorf("exit code %d is outside 0-255", n)
-	}
-	return n, nil
 }
 
 // quote makes s one word for sh.

@@ -390,15 +390,8 @@ func (r *Runtime) stop(ctx context.Context, k *kernel, jobID string, grace time.
 			grace = 0
 		}
 	}
-	if grace > 0 {
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-k.Done():
-			return nil
-		case <-t.C:
-		case <-ctx.Done():
-		}
+	if grace > 0 && k.WaitExit(ctx, grace) {
+		return nil
 	}
 	// Detached: a cancelled ctx means force now, and the force must go out.
 	kill := context.WithoutCancel(ctx)
@@ -524,23 +517,13 @@ func (r *Runtime) Logs(id domain.KernelID) (io.ReadCloser, error) {
 // Close cancels every kernel's job with CloseGrace, stops the poller and
 // delivers the remaining events.
 func (r *Runtime) Close(ctx context.Context) error {
-	r.images.Close()
-	first, err := r.kernels.CloseAll(ctx, func(ctx context.Context, k *kernel) error {
-		if err := r.Destroy(ctx, k.ID, r.cfg.CloseGrace); err != nil {
-			return fmt.Errorf("close: %w", err)
-		}
-		return nil
-	})
-	if !first {
-		return nil
-	}
-	errs := []error{err}
-	r.stopLoop()
-	<-r.loopDone
-	if err := r.out.Flush(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("close: deliver events: %w", err))
-	}
-	return errors.Join(errs...)
+	return runtime.Shutdown[*job]{Images: r.images, Kernels: r.kernels, Destroy: r.Destroy, Grace: r.cfg.CloseGrace,
+		Stop: func() error {
+			r.stopLoop()
+			<-r.loopDone
+			return nil
+		},
+		Out: r.out}.Run(ctx)
 }
 
 var _ runtime.CapacityReporter = (*Runtime)(nil)
