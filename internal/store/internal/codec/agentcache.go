@@ -36,37 +36,19 @@ func NewAgentDecoder(reg *domain.Registry) *AgentDecoder {
 
 // Scan reads one row of AgentColumns, as ScanAgent does.
 func (d *AgentDecoder) Scan(sc Scanner) (domain.Agent, error) {
-	var (
-		a                  domain.Agent
-		id, status         string
-		capacity, occupied string
-		images, labels     string
-		heartbeat          rawTime
-	)
-	if err := sc.Scan(&id, &a.ResourceGroup, &a.Address, &a.Architecture, &a.Runtime, &status,
-		&a.Schedulable, &capacity, &occupied, &a.MaxKernels, &a.KernelCount, &heartbeat, &a.Epoch,
-		&images, &labels); err != nil {
-		return a, err
+	r, e, err := scanAgentRow(sc)
+	if err != nil {
+		return r.a, err
 	}
-	a.ID = domain.AgentID(id)
-	e := rowErr{table: "agents", id: id}
-	var err error
-	a.Status, err = domain.ParseAgentStatus(status)
-	e.fail("status", err)
-	a.LastHeartbeat = e.time("last_heartbeat", heartbeat)
+	a := r.a
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	a.Capacity = d.vec(&e, "capacity", capacity)
-	a.Occupied = d.vec(&e, "occupied", occupied)
-	a.Images = memo(d.images, images, &e, "images", slices.Clone[[]string])
-	a.Labels = memo(d.labels, labels, &e, "labels", maps.Clone[map[string]string])
-	if len(a.Images) == 0 {
-		a.Images = nil
-	}
-	if len(a.Labels) == 0 {
-		a.Labels = nil
-	}
-	return a, e.err
+	a.Capacity = d.vec(&e, "capacity", r.capacity)
+	a.Occupied = d.vec(&e, "occupied", r.occupied)
+	a.Images = memo(d.images, r.images, &e, "images", slices.Clone[[]string])
+	a.Catalog = memo(d.images, r.catalog, &e, "catalog", slices.Clone[[]string])
+	a.Labels = memo(d.labels, r.labels, &e, "labels", maps.Clone[map[string]string])
+	return emptyAsNil(a), e.err
 }
 
 func (d *AgentDecoder) vec(e *rowErr, column, s string) domain.Vec {

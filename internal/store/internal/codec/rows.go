@@ -104,32 +104,53 @@ func AgentArgs(reg *domain.Registry, a domain.Agent, now time.Time, ts TimeParam
 	}, nil
 }
 
+// agentRow is one row of AgentColumns as it comes from the database, the
+// JSON columns still text: ScanAgent and AgentDecoder decode it their own
+// ways, from one list of columns.
+type agentRow struct {
+	a                  domain.Agent
+	id, status         string
+	capacity, occupied string
+	images, labels     string
+	catalog            string
+	heartbeat          rawTime
+}
+
+func scanAgentRow(sc Scanner) (agentRow, rowErr, error) {
+	var r agentRow
+	a := &r.a
+	if err := sc.Scan(&r.id, &a.ResourceGroup, &a.Address, &a.Architecture, &a.Runtime, &r.status,
+		&a.Schedulable, &r.capacity, &r.occupied, &a.MaxKernels, &a.KernelCount, &r.heartbeat, &a.Epoch,
+		&r.images, &r.labels, &a.AllowsCommand, &r.catalog); err != nil {
+		return r, rowErr{}, err
+	}
+	a.ID = domain.AgentID(r.id)
+	e := rowErr{table: "agents", id: r.id}
+	var err error
+	a.Status, err = domain.ParseAgentStatus(r.status)
+	e.fail("status", err)
+	a.LastHeartbeat = e.time("last_heartbeat", r.heartbeat)
+	return r, e, nil
+}
+
 // ScanAgent reads AgentColumns.
 func ScanAgent(reg *domain.Registry, sc Scanner) (domain.Agent, error) {
-	var (
-		a                  domain.Agent
-		id, status         string
-		capacity, occupied string
-		images, labels     string
-		catalog            string
-		heartbeat          rawTime
-	)
-	if err := sc.Scan(&id, &a.ResourceGroup, &a.Address, &a.Architecture, &a.Runtime, &status,
-		&a.Schedulable, &capacity, &occupied, &a.MaxKernels, &a.KernelCount, &heartbeat, &a.Epoch,
-		&images, &labels, &a.AllowsCommand, &catalog); err != nil {
-		return a, err
+	r, e, err := scanAgentRow(sc)
+	if err != nil {
+		return r.a, err
 	}
-	a.ID = domain.AgentID(id)
-	e := rowErr{table: "agents", id: id}
-	var err error
-	a.Status, err = domain.ParseAgentStatus(status)
-	e.fail("status", err)
-	a.Capacity = e.slots("capacity", reg, capacity)
-	a.Occupied = e.slots("occupied", reg, occupied)
-	a.LastHeartbeat = e.time("last_heartbeat", heartbeat)
-	e.json("images", images, &a.Images)
-	e.json("labels", labels, &a.Labels)
-	e.json("catalog", catalog, &a.Catalog)
+	a := r.a
+	a.Capacity = e.slots("capacity", reg, r.capacity)
+	a.Occupied = e.slots("occupied", reg, r.occupied)
+	e.json("images", r.images, &a.Images)
+	e.json("labels", r.labels, &a.Labels)
+	e.json("catalog", r.catalog, &a.Catalog)
+	return emptyAsNil(a), e.err
+}
+
+// emptyAsNil leaves an agent's empty lists and maps nil, as they were
+// before they were stored.
+func emptyAsNil(a domain.Agent) domain.Agent {
 	if len(a.Images) == 0 {
 		a.Images = nil
 	}
@@ -139,7 +160,7 @@ func ScanAgent(reg *domain.Registry, sc Scanner) (domain.Agent, error) {
 	if len(a.Labels) == 0 {
 		a.Labels = nil
 	}
-	return a, e.err
+	return a
 }
 
 // SessionArgs returns a new session's values in SessionSpecColumns order, as
