@@ -452,8 +452,8 @@ func TestCLISimulateFrom(t *testing.T) {
 	m := apitest.New(t, apitest.Options{})
 	c := newCLI(t, m)
 	alice := m.User("alice", "user", "p1")
-	c.ok(m.AdminToken, "policy", "set", "user", "alice", "--max-slot", "cpu=1")
-	id := strings.Fields(c.ok(alice, "session", "create", "--image", "sleep", "--cpu", "2"))[0]
+	// Larger than any agent: it waits, and the replay can give it no start.
+	id := strings.Fields(c.ok(alice, "session", "create", "--image", "sleep", "--cpu", "1000"))[0]
 	out := c.ok(m.AdminToken, "simulate", "--from", m.URL)
 	for _, want := range []string{"ESTIMATED START", id, "alice", "none (cannot start"} {
 		if !strings.Contains(out, want) {
