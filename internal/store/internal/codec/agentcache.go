@@ -41,11 +41,12 @@ func (d *AgentDecoder) Scan(sc Scanner) (domain.Agent, error) {
 		id, status         string
 		capacity, occupied string
 		images, labels     string
+		catalog            string
 		heartbeat          rawTime
 	)
 	if err := sc.Scan(&id, &a.ResourceGroup, &a.Address, &a.Architecture, &a.Runtime, &status,
 		&a.Schedulable, &capacity, &occupied, &a.MaxKernels, &a.KernelCount, &heartbeat, &a.Epoch,
-		&images, &labels); err != nil {
+		&images, &labels, &a.AllowsCommand, &catalog); err != nil {
 		return a, err
 	}
 	a.ID = domain.AgentID(id)
@@ -60,8 +61,13 @@ func (d *AgentDecoder) Scan(sc Scanner) (domain.Agent, error) {
 	a.Occupied = d.vec(&e, "occupied", occupied)
 	a.Images = memo(d.images, images, &e, "images", slices.Clone[[]string])
 	a.Labels = memo(d.labels, labels, &e, "labels", maps.Clone[map[string]string])
+	// The catalog is an image list too, and as alike across a fleet.
+	a.Catalog = memo(d.images, catalog, &e, "catalog", slices.Clone[[]string])
 	if len(a.Images) == 0 {
 		a.Images = nil
+	}
+	if len(a.Catalog) == 0 {
+		a.Catalog = nil
 	}
 	if len(a.Labels) == 0 {
 		a.Labels = nil
