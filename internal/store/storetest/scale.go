@@ -1,6 +1,11 @@
 package storetest
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
 
 // The large data set of issue 18: the benchmark's data set (see
 // BenchGroup) at 10k agents and 100k pending sessions, of which one plan
@@ -35,4 +40,12 @@ func BenchScaleOn(b *testing.B, e Engine, seed BenchSeed) {
 	b.Run("ApplyPlan", func(b *testing.B) {
 		BenchApplyPlan(b, s, reg, BenchScalePlaced, BenchScaleAgents)
 	})
+}
+
+// BenchScaleStore makes a database with e and seeds the large data set in
+// it, for benchmarks above the store (a whole scheduling cycle). The
+// group's selector is concentrated, as in BenchScaleOn.
+func BenchScaleStore(b *testing.B, e Engine, seed BenchSeed) (store.Store, *domain.Registry) {
+	b.Helper()
+	return benchStore(b, e, seed, "concentrated", BenchScaleAgents, BenchScaleSessions)
 }
