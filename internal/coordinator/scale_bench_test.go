@@ -16,14 +16,29 @@ import (
 
 // BenchmarkScheduleNewSessionsScale runs the real ScheduleNewSessions
 // once per iteration over issue 18's group on PostgreSQL: 10k agents and
-// 100k pending sessions (storetest.BenchScaleStore). Between iterations,
+// 100k pending sessions (storetest.BenchScaleStore), in two shapes: a busy
+// group whose agents have room for 40k of them (placed=40k, the size the
+// issue's target assumes), and an idle one where all 100k fit
+// (placed=100k). Between iterations,
 // with the timer stopped, placed sessions go back to PENDING and a new
 // coordinator is made, so no round is skipped as idle. Besides ns/op it
 // reports the store calls that make up a cycle, in seconds per cycle.
 //
 //	go test -run '^$' -bench ScheduleNewSessionsScale -benchtime 3x -timeout 30m ./internal/coordinator/
 func BenchmarkScheduleNewSessionsScale(b *testing.B) {
-	st, reg := storetest.BenchScaleStore(b, pgtest.Engine(), pgtest.BenchSeed)
+	for _, shape := range []struct {
+		name string
+		cpu  int
+	}{
+		{"placed=40k", storetest.BenchScalePlaced / storetest.BenchScaleAgents},
+		{"placed=100k", storetest.BenchAgentCPU},
+	} {
+		b.Run(shape.name, func(b *testing.B) { benchScheduleScale(b, shape.cpu) })
+	}
+}
+
+func benchScheduleScale(b *testing.B, cpu int) {
+	st, reg := storetest.BenchScaleStore(b, pgtest.Engine(), pgtest.BenchSeed, cpu)
 	ts := &timedStore{Store: st}
 	ids := make([]domain.SessionID, storetest.BenchScaleSessions)
 	for i := range ids {

@@ -18,7 +18,7 @@ var BenchSeed = storetest.BenchSeed{
 	Agents: `INSERT INTO agents (id, resource_group, address, architecture, runtime, status, schedulable,
     capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels)
 SELECT 'a' || i, 'bench', '', 'x86_64', 'sim', 'ALIVE', TRUE,
-    '{"cpu": "16000", "mem": "68719476736"}'::jsonb, '{}'::jsonb, 0, 0, now(), 1, '[]'::jsonb, '{}'::jsonb
+    '{"cpu": "{cpu}000", "mem": "68719476736"}'::jsonb, '{}'::jsonb, 0, 0, now(), 1, '[]'::jsonb, '{}'::jsonb
 FROM generate_series(0, {rows} - 1) AS i`,
 	Sessions: `INSERT INTO sessions (id, name, owner_user, owner_project, owner_domain, type, image, architecture,
     resource_group, cluster_mode, cluster_size, priority, requested, status, status_reason, status_changed_at,
