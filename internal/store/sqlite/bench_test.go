@@ -14,7 +14,7 @@ var seed = storetest.BenchSeed{
 INSERT INTO agents (id, resource_group, address, architecture, runtime, status, schedulable,
     capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels)
 SELECT 'a' || i, 'bench', '', 'x86_64', 'sim', 'ALIVE', 1,
-    '{"cpu":"16000","mem":"68719476736"}', '{}', 0, 0, 1737000000000000, 1, '[]', '{}' FROM n`,
+    '{"cpu":"{cpu}000","mem":"68719476736"}', '{}', 0, 0, 1737000000000000, 1, '[]', '{}' FROM n`,
 	Sessions: `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {rows})
 INSERT INTO sessions (id, name, owner_user, owner_project, owner_domain, type, image, architecture,
     resource_group, cluster_mode, cluster_size, priority, requested, status, status_reason, status_changed_at,

@@ -12,20 +12,23 @@ import (
 
 // The benchmark's data set, which each engine seeds its own fastest way:
 // group BenchGroup; agents BenchAgentID(0..agents-1), ALIVE and
-// schedulable, each offering cpu 16 and mem 64g; sessions
+// schedulable, each offering cpu 16 (BenchAgentCPU) and mem 64g; sessions
 // BenchSessionID(0..sessions-1), PENDING, one kernel BenchKernelID(i) each,
 // requesting cpu 1 and mem 1g.
 const BenchGroup = "bench"
 
-// The benchmark's size: BenchSessions sessions over BenchAgents agents.
+// The benchmark's size: BenchSessions sessions over BenchAgents agents,
+// each offering BenchAgentCPU cpus.
 const (
+	BenchAgentCPU = 16
 	BenchSessions = 10_000
 	BenchAgents   = 1_000
 )
 
 // BenchSeed is an engine's set-based SQL that writes the benchmark's data
 // set in the stored form: agents, then sessions, then kernels, each with
-// {rows} where the number of rows goes (BenchAgents or BenchSessions).
+// {rows} where the number of rows goes (BenchAgents or BenchSessions) and,
+// in the agents', {cpu} where each agent's cpu count goes.
 type BenchSeed struct {
 	Agents, Sessions, Kernels string
 }
@@ -34,14 +37,14 @@ type BenchSeed struct {
 // BenchGroup, writes the data set with seed, has the database analyze it,
 // and runs BenchApplyPlan.
 func BenchApplyPlanOn(b *testing.B, e Engine, seed BenchSeed) {
-	s, reg := benchStore(b, e, seed, "round-robin", BenchAgents, BenchSessions)
+	s, reg := benchStore(b, e, seed, "round-robin", BenchAgents, BenchSessions, BenchAgentCPU)
 	BenchApplyPlan(b, s, reg, BenchSessions, BenchAgents)
 }
 
 // benchStore makes a database with e, opens a store on it, creates
-// BenchGroup with selector, writes the data set at the given size with
-// seed and has the database analyze it. The store is closed when b ends.
-func benchStore(b *testing.B, e Engine, seed BenchSeed, selector string, agents, sessions int) (store.Store, *domain.Registry) {
+// BenchGroup with selector, writes the data set at the given size, with
+// cpu cpus per agent, with seed and has the database analyze it. The store is closed when b ends.
+func benchStore(b *testing.B, e Engine, seed BenchSeed, selector string, agents, sessions, cpu int) (store.Store, *domain.Registry) {
 	b.Helper()
 	db := e.NewDB(b)
 	reg := domain.DefaultRegistry()
@@ -56,7 +59,7 @@ func benchStore(b *testing.B, e Engine, seed BenchSeed, selector string, agents,
 		b.Fatal(err)
 	}
 	rows := func(q string, n int) string { return strings.ReplaceAll(q, "{rows}", strconv.Itoa(n)) }
-	e.Exec(b, db, rows(seed.Agents, agents))
+	e.Exec(b, db, strings.ReplaceAll(rows(seed.Agents, agents), "{cpu}", strconv.Itoa(cpu)))
 	e.Exec(b, db, rows(seed.Sessions, sessions))
 	e.Exec(b, db, rows(seed.Kernels, sessions))
 	e.Exec(b, db, "ANALYZE")

@@ -1,6 +1,11 @@
 package storetest
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
 
 // The large data set of issue 18: the benchmark's data set (see
 // BenchGroup) at 10k agents and 100k pending sessions, of which one plan
@@ -18,7 +23,7 @@ const (
 // BenchScalePlaced placements. ApplyPlan runs last because it leaves the
 // sessions it placed SCHEDULED.
 func BenchScaleOn(b *testing.B, e Engine, seed BenchSeed) {
-	s, reg := benchStore(b, e, seed, "concentrated", BenchScaleAgents, BenchScaleSessions)
+	s, reg := benchStore(b, e, seed, "concentrated", BenchScaleAgents, BenchScaleSessions, BenchAgentCPU)
 
 	b.Run("LoadSnapshot", func(b *testing.B) {
 		for b.Loop() {
@@ -35,4 +40,15 @@ func BenchScaleOn(b *testing.B, e Engine, seed BenchSeed) {
 	b.Run("ApplyPlan", func(b *testing.B) {
 		BenchApplyPlan(b, s, reg, BenchScalePlaced, BenchScaleAgents)
 	})
+}
+
+// BenchScaleStore makes a database with e and seeds the large data set in
+// it, each agent offering cpu cpus, for benchmarks above the store (a
+// whole scheduling cycle). A session asks for one cpu, so cpu sets how
+// many of the pending sessions one round can place: all of them at
+// BenchAgentCPU, BenchScalePlaced at 4. The group's selector is
+// concentrated, as in BenchScaleOn.
+func BenchScaleStore(b *testing.B, e Engine, seed BenchSeed, cpu int) (store.Store, *domain.Registry) {
+	b.Helper()
+	return benchStore(b, e, seed, "concentrated", BenchScaleAgents, BenchScaleSessions, cpu)
 }

@@ -46,6 +46,7 @@ func (d *AgentDecoder) Scan(sc Scanner) (domain.Agent, error) {
 	a.Capacity = d.vec(&e, "capacity", r.capacity)
 	a.Occupied = d.vec(&e, "occupied", r.occupied)
 	a.Images = memo(d.images, r.images, &e, "images", slices.Clone[[]string])
+	// The catalog is an image list too, and as alike across a fleet.
 	a.Catalog = memo(d.images, r.catalog, &e, "catalog", slices.Clone[[]string])
 	a.Labels = memo(d.labels, r.labels, &e, "labels", maps.Clone[map[string]string])
 	return emptyAsNil(a), e.err

@@ -223,8 +223,8 @@ func scanSession(reg *domain.Registry, sc Scanner, spec bool) (domain.Session, e
 	s.StatusChangedAt = e.time("status_changed_at", changed)
 	s.CreatedAt = e.time("created_at", created)
 	s.StartsAt = e.time("starts_at", starts)
-	e.json("designated_agents", designated, &s.DesignatedAgents)
-	e.json("avoid_agents", avoid, &s.AvoidAgents)
+	s.DesignatedAgents = e.agentList("designated_agents", designated)
+	s.AvoidAgents = e.agentList("avoid_agents", avoid)
 	s.Outcome, err = domain.ParseOutcome(outcome)
 	e.fail("outcome", err)
 	if spec {
