@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -107,7 +108,11 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request) error {
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{})
 	_ = rc.SetReadDeadline(time.Time{})
+	s.touch(r.Context(), sk.Session)
 	rp.ServeHTTP(w, r)
+	// A long stream is activity until it ends, and the client may be gone
+	// by then.
+	s.touch(context.WithoutCancel(r.Context()), sk.Session)
 	return nil
 }
 
