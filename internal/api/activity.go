@@ -23,6 +23,34 @@ type activity struct {
 	last map[domain.SessionID]time.Time
 }
 
+// touchWhile touches the session now and every activityEvery until the
+// returned stop is called, and once more then (the client may be gone by
+// then, so that last write does not use its context).
+func (s *Server) touchWhile(ctx context.Context, sess domain.Session) (stop func()) {
+	s.touch(ctx, sess)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(activityEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.touch(ctx, sess)
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+		s.touch(context.WithoutCancel(ctx), sess)
+	}
+}
+
 // touch records that the owner used a running session (its proxied ports,
 // its logs), for the interactive hook's idle timeout. A failed write is
 // logged, not returned: it must not fail the user's request, and the next

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -108,11 +107,11 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request) error {
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{})
 	_ = rc.SetReadDeadline(time.Time{})
-	s.touch(r.Context(), sk.Session)
+	// An open proxied connection is use of the session for as long as it
+	// lasts: a notebook talks to its kernel over one websocket for hours.
+	stop := s.touchWhile(r.Context(), sk.Session)
 	rp.ServeHTTP(w, r)
-	// A long stream is activity until it ends, and the client may be gone
-	// by then.
-	s.touch(context.WithoutCancel(r.Context()), sk.Session)
+	stop()
 	return nil
 }
 
