@@ -150,7 +150,7 @@ func newAgentDaemonCmd() *cobra.Command {
 	f.StringVar(&sl.Account, "slurm-account", "", "slurm runtime: sbatch --account")
 	f.StringVar(&sl.WorkDir, "slurm-workdir", "", "slurm runtime: job scripts, outputs and status files, on a file system the compute nodes share (default: DATA-DIR/slurm)")
 	f.DurationVar(&sl.PollInterval, "slurm-poll", 2*time.Second, "slurm runtime: how often one squeue call polls every job")
-	f.DurationVar(&sl.TimeLimit, "slurm-time", 0, "slurm runtime: sbatch --time for every job (0: the partition's default)")
+	f.DurationVar(&sl.TimeLimit, "slurm-time", 0, "slurm runtime: sbatch --time for jobs whose session has no time limit (0: the partition's default)")
 	f.BoolVar(&sl.AllowCommand, "slurm-allow-command", false, "slurm runtime: let a session's command replace its image's (runs any program as the agent's user)")
 	return cmd
 }

@@ -165,6 +165,8 @@ func newRGCmd() *cobra.Command {
 		for _, p := range timeoutList(g.Timeouts) {
 			fmt.Fprintf(w, "  %-12s %s\n", p[0]+":", p[1])
 		}
+		fmt.Fprintf(w, "Time limit:    default %s, max %s\nIdle timeout:  %s\n",
+			g.DefaultTimeLimit, g.MaxTimeLimit, g.IdleTimeout)
 	}
 	ls := &cobra.Command{
 		Use:     "ls",
@@ -197,6 +199,8 @@ func newRGCmd() *cobra.Command {
 		state, seq, sel, hol string
 		retries              int
 		timeouts, types      []string
+		defLimit, maxLimit   string
+		idle                 string
 	)
 	set := &cobra.Command{
 		Use:   "set NAME [flags]",
@@ -228,6 +232,15 @@ func newRGCmd() *cobra.Command {
 			if f.Changed("allowed-types") {
 				body.AllowedTypes = &types
 			}
+			if f.Changed("default-time-limit") {
+				body.DefaultTimeLimit = &defLimit
+			}
+			if f.Changed("max-time-limit") {
+				body.MaxTimeLimit = &maxLimit
+			}
+			if f.Changed("idle-timeout") {
+				body.IdleTimeout = &idle
+			}
 			if len(timeouts) > 0 {
 				pairs, err := keyValues("timeout", timeouts)
 				if err != nil {
@@ -250,6 +263,9 @@ func newRGCmd() *cobra.Command {
 	sf.StringVar(&hol, "head-of-line", "", "skip (later sessions may pass one that does not fit) or block")
 	sf.IntVar(&retries, "max-retries", 0, "failed attempts per phase before giving up")
 	sf.StringSliceVar(&types, "allowed-types", nil, "session types the group runs (comma-separated; empty: all)")
+	sf.StringVar(&defLimit, "default-time-limit", "", "time limit of sessions that ask for none, such as 4h (0s: none)")
+	sf.StringVar(&maxLimit, "max-time-limit", "", "the most time limit a session may ask for, such as 24h (0s: no cap)")
+	sf.StringVar(&idle, "idle-timeout", "", "end interactive sessions unused this long, such as 30m (0s: off)")
 	sf.StringArrayVar(&timeouts, "timeout", nil, "PHASE=DURATION, such as pending=1h or creating=10m (0s: no bound; repeatable)")
 	_ = set.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]string{"ACTIVE", "STOPPED", "DRAINING"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("sequencer", cobra.FixedCompletions([]string{"fifo", "lifo", "drf"}, cobra.ShellCompDirectiveNoFileComp))

@@ -60,6 +60,7 @@ func sessionPath(id string, rest ...string) string {
 func newSessionCreateCmd(o *output) *cobra.Command {
 	var (
 		image, name, typ, cpu, mem, mode, group, startsAt, arch string
+		timeLimit                                               string
 		slots, deps, agents, env                                []string
 		size, priority                                          int
 		wait, waitEnd                                           bool
@@ -122,6 +123,11 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 			if f.Changed("starts-at") {
 				body.StartsAt = startsAt
 			}
+			if f.Changed("time-limit") {
+				// Sent as typed: the server names time_limit when it is
+				// wrong or above the group's maximum.
+				body.TimeLimit = timeLimit
+			}
 			if f.Changed("arch") {
 				body.Architecture = arch
 			}
@@ -180,6 +186,7 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 	f.DurationVar(&timeout, "timeout", 0, "with --wait or --wait-end: give up after this long (such as 10m), exiting 1 with the session's state")
 	f.StringVarP(&group, "group", "g", "", "resource group (default: the manager's default)")
 	f.StringVar(&startsAt, "starts-at", "", "earliest start, RFC 3339 (such as 2026-03-01T12:00:00Z)")
+	f.StringVar(&timeLimit, "time-limit", "", "end the session this long after it starts running, such as 2h (default: the group's)")
 	f.StringVar(&arch, "arch", "", "CPU architecture of the kernels (default x86_64)")
 	f.StringArrayVar(&agents, "agent", nil, "run only on this agent (repeatable)")
 	f.StringArrayVar(&env, "env", nil, "environment variable NAME=VALUE (repeatable)")
@@ -531,7 +538,8 @@ func newSessionShowCmd(o *output) *cobra.Command {
 					{"Status", s.Status}, {"Reason", orDash(s.StatusReason)}, {"Since", when(&s.StatusChangedAt)},
 					{"Created", when(&s.CreatedAt)}, {"Group", s.ResourceGroup}, {"Priority", strconv.Itoa(s.Priority)},
 					{"Per kernel", slotList(s.RequestedSlots)}, {"Cluster", fmt.Sprintf("%s × %d", s.ClusterMode, s.ClusterSize)},
-					{"Depends on", orDash(strings.Join(s.DependsOn, ", "))}, {"Outcome", orDash(s.Outcome)},
+					{"Depends on", orDash(strings.Join(s.DependsOn, ", "))}, {"Time limit", orDash(s.TimeLimit)},
+					{"Outcome", orDash(s.Outcome)},
 				}
 				for _, r := range rows {
 					fmt.Fprintf(w, "%-11s %s\n", r[0]+":", r[1])

@@ -341,6 +341,8 @@ func TestCLIErrors(t *testing.T) {
 		{"unknown sequencer", m.AdminToken, []string{"rg", "set", "default", "--sequencer", "random"}, "(field: sequencer)"},
 		{"unknown timeout phase", m.AdminToken, []string{"rg", "set", "default", "--timeout", "running=1s"}, `unknown phase "running"`},
 		{"bad timeout", m.AdminToken, []string{"rg", "set", "default", "--timeout", "pending=soon"}, "(field: timeouts.pending)"},
+		{"zero time limit", alice, []string{"session", "create", "--image", "sleep", "--time-limit", "0s"}, "(field: time_limit)"},
+		{"bad max time limit", m.AdminToken, []string{"rg", "set", "default", "--max-time-limit", "soon"}, "(field: max_time_limit)"},
 	} {
 		r := c.run(tc.token, tc.args...)
 		if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
@@ -459,5 +461,31 @@ func TestCLISimulateFrom(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("simulate --from lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestCLITimeLimits: rg set sets a group's time limits and idle timeout,
+// rg show shows them, and a session's --time-limit is held to the
+// group's maximum and shown by session show.
+func TestCLITimeLimits(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p1")
+	out := c.ok(m.AdminToken, "rg", "set", "default", "--default-time-limit", "1h", "--max-time-limit", "4h", "--idle-timeout", "30m")
+	if !strings.Contains(out, "Time limit:    default 3600s, max 14400s") || !strings.Contains(out, "Idle timeout:  1800s") {
+		t.Errorf("rg set:\n%s", out)
+	}
+	if r := c.run(alice, "session", "create", "--image", "sleep", "--time-limit", "5h"); r.code == 0 ||
+		!strings.Contains(r.stderr, "(field: time_limit)") || !strings.Contains(r.stderr, "at most") {
+		t.Errorf("above the max: exit %d, stderr %q", r.code, r.stderr)
+	}
+	id := strings.Fields(c.ok(alice, "session", "create", "--image", "sleep", "--time-limit", "2h"))[0]
+	if out := c.ok(alice, "session", "show", id); !strings.Contains(out, "Time limit: 7200s") {
+		t.Errorf("show:\n%s", out)
+	}
+	id = strings.Fields(c.ok(alice, "session", "create", "--image", "sleep"))[0]
+	if out := c.ok(alice, "session", "show", id); !strings.Contains(out, "Time limit: 3600s") {
+		t.Errorf("show, the group default:\n%s", out)
 	}
 }

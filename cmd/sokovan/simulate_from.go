@@ -170,7 +170,8 @@ func groupIn(reg *domain.Registry, g v1.Group) (domain.ResourceGroup, error) {
 		MaxRetries: g.MaxRetries, DefaultSlots: def, MinSlots: minimum,
 		Timeouts: domain.Timeouts{Pending: dur(g.Timeouts.Pending), Scheduled: dur(g.Timeouts.Scheduled),
 			Preparing: dur(g.Timeouts.Preparing), Prepared: dur(g.Timeouts.Prepared), Creating: dur(g.Timeouts.Creating),
-			Terminating: dur(g.Timeouts.Terminating)}}
+			Terminating: dur(g.Timeouts.Terminating)},
+		DefaultTimeLimit: dur(g.DefaultTimeLimit), MaxTimeLimit: dur(g.MaxTimeLimit), IdleTimeout: dur(g.IdleTimeout)}
 	for _, t := range g.AllowedTypes {
 		out.AllowedTypes = append(out.AllowedTypes, domain.SessionType(t))
 	}
@@ -195,6 +196,12 @@ func sessionIn(reg *domain.Registry, s v1.Session, now time.Time) (simulate.Live
 		CreatedAt: s.CreatedAt, DesignatedStrict: s.DesignatedStrict}
 	if s.StartsAt != nil {
 		sess.StartsAt = *s.StartsAt
+	}
+	if s.TimeLimit != "" {
+		sess.TimeLimit, err = time.ParseDuration(s.TimeLimit)
+		if err != nil {
+			return simulate.LiveSession{}, fmt.Errorf("session %s: time_limit: %w", s.ID, err)
+		}
 	}
 	for _, d := range s.DependsOn {
 		sess.DependsOn = append(sess.DependsOn, domain.SessionID(d))

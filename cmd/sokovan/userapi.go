@@ -27,7 +27,7 @@ func userAPI(p manager.Parts, adminToken string) (http.Handler, error) {
 		}
 	}
 	return web.Mount(api.New(api.Config{}, api.Deps{
-		Store: p.Store, Sessions: p.Coordinator, Slots: p.Slots, Plugins: p.Plugins,
+		Store: p.Store, Sessions: p.Coordinator, Slots: p.Slots, Plugins: p.Plugins, Hooks: p.Hooks,
 		AgentRPC: p.Gateway, AgentToken: p.AgentToken, Logs: p.Agents.Logs, Gatherer: p.Gatherer, Registerer: p.Registerer,
 		Ready: func(ctx context.Context) error {
 			_, err := p.Store.ListResourceGroups(ctx)

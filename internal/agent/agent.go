@@ -544,7 +544,7 @@ func (a *Agent) spec(k agentrpc.KernelSpec) (runtime.Spec, error) {
 	}
 	spec := runtime.Spec{Kernel: k.Kernel, Session: k.Session, Image: k.Image, Slots: slots, Registry: a.cfg.Registry,
 		Command: k.Command, Env: k.Env, ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: k.ClusterSize,
-		ClusterHosts: k.ClusterHosts}
+		ClusterHosts: k.ClusterHosts, TimeLimit: time.Duration(k.TimeLimitMS) * time.Millisecond}
 	if k.ClusterIdx >= 0 && k.ClusterIdx < len(k.ClusterHosts) {
 		spec.Hostname = k.ClusterHosts[k.ClusterIdx]
 	}

@@ -52,7 +52,7 @@ func (r *reporting) Live() []runtime.KernelState {
 
 // Heartbeats carry the runtime's current capacity, the kernels waiting to
 // start with why, and each running kernel's readiness; a create's probes
-// reach the runtime's spec.
+// and time limit reach the runtime's spec.
 func TestHeartbeatCarriesCapacityWaitingAndReadiness(t *testing.T) {
 	t.Parallel()
 	fm := &fakeManager{}
@@ -83,13 +83,16 @@ func TestHeartbeatCarriesCapacityWaitingAndReadiness(t *testing.T) {
 	}
 	reg := domain.DefaultRegistry()
 	err = mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "sleep", Slots: reg.FormatSlots(reg.NewVec()),
-		Readiness: []agentrpc.ProbeSpec{{HTTP: &agentrpc.HTTPProbe{Port: 8080, Path: "/healthz"}, PeriodMS: 500, SuccessThreshold: 2}}}})
+		TimeLimitMS: 90_000, Readiness: []agentrpc.ProbeSpec{{HTTP: &agentrpc.HTTPProbe{Port: 8080, Path: "/healthz"}, PeriodMS: 500, SuccessThreshold: 2}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rt.mu.Lock()
-	got := rt.specs[0].Readiness
+	got, limit := rt.specs[0].Readiness, rt.specs[0].TimeLimit
 	rt.mu.Unlock()
+	if limit != 90*time.Second {
+		t.Errorf("runtime spec time limit %s, want the wire's 90s", limit)
+	}
 	if len(got) != 1 || got[0].HTTP == nil || got[0].HTTP.Port != 8080 || got[0].Period != 500*time.Millisecond || got[0].SuccessThreshold != 2 {
 		t.Errorf("runtime spec readiness %+v, want the wire's probe", got)
 	}

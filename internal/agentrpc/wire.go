@@ -141,6 +141,10 @@ type KernelSpec struct {
 	ClusterHosts []string          `json:"cluster_hosts"`
 	Command      []string          `json:"command,omitempty"`
 	Env          map[string]string `json:"env,omitempty"`
+	// TimeLimitMS is the session's time limit in milliseconds (0: none).
+	// The manager enforces it; a runtime with a scheduler of its own
+	// (SLURM) hands it on so the job is also bounded there.
+	TimeLimitMS int64 `json:"time_limit_ms,omitempty"`
 	// Readiness are the kernel's readiness probes. Sessions do not carry
 	// them yet; deployments (issue 12) will.
 	Readiness []ProbeSpec `json:"readiness,omitempty"`

@@ -223,6 +223,30 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		}
 		g.MinSlots = v
 	}
+	for _, f := range []struct {
+		name string
+		v    *string
+		dst  *time.Duration
+	}{
+		{"default_time_limit", req.DefaultTimeLimit, &g.DefaultTimeLimit},
+		{"max_time_limit", req.MaxTimeLimit, &g.MaxTimeLimit},
+		{"idle_timeout", req.IdleTimeout, &g.IdleTimeout},
+	} {
+		if f.v == nil {
+			continue
+		}
+		d, err := time.ParseDuration(*f.v)
+		if err != nil || d < 0 {
+			return invalid(f.name, "must be a duration such as \"2h\" or \"30m\" (\"0s\": none)")
+		}
+		*f.dst = d
+	}
+	// A default above the maximum would refuse every session that asks
+	// for no limit.
+	if g.MaxTimeLimit > 0 && g.DefaultTimeLimit > g.MaxTimeLimit {
+		return invalid("default_time_limit", "must be at most max_time_limit %s, not %s",
+			formatDuration(g.MaxTimeLimit), formatDuration(g.DefaultTimeLimit))
+	}
 	// A default below the minimum would refuse every request that leaves
 	// that slot out, which no operator means.
 	def, floor := g.EffectiveDefaultSlots(s.slots), g.EffectiveMinSlots(s.slots)

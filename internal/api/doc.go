@@ -21,8 +21,12 @@
 // same way, as a function (Deps.Estimate), because it replays the group
 // through both.
 //
-// It may import internal/api/v1, internal/domain, internal/store (types
-// and error classes), internal/scheduler and its framework (for the "why"
+// Session-type hooks (internal/hook) fill in and check a session's time
+// limit at submit. Proxied traffic and logs record the session's activity
+// for the idle timeout, at most once per 30 s per session (activity.go).
+//
+// It may import internal/api/v1, internal/domain, internal/hook,
+// internal/store (types and error classes), internal/scheduler and its framework (for the "why"
 // and queue dry runs), the Prometheus client's HTTP handler, and the standard
 // library.
 //

@@ -107,7 +107,11 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request) error {
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{})
 	_ = rc.SetReadDeadline(time.Time{})
+	// An open proxied connection is use of the session for as long as it
+	// lasts: a notebook talks to its kernel over one websocket for hours.
+	stop := s.touchWhile(r.Context(), sk.Session)
 	rp.ServeHTTP(w, r)
+	stop()
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/hook"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
 	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -41,6 +42,7 @@ type Store interface {
 	Changes(ctx context.Context, f store.ChangeFilter) ([]store.Change, error)
 	LastChange(ctx context.Context) (int64, error)
 	Utilisation(ctx context.Context, group string, from, to time.Time, step time.Duration) ([]store.UtilisationPoint, error)
+	TouchSession(ctx context.Context, id domain.SessionID, at time.Time) error
 }
 
 // Sessions is the part of the coordinator the API drives;
@@ -94,6 +96,8 @@ type Deps struct {
 	// Estimate, when set, adds estimated_start to why (cached per group
 	// for a few seconds).
 	Estimate EstimateFunc
+	// Hooks are the session-type hooks; nil means hook.Standard().
+	Hooks *hook.Registry
 }
 
 // Config tunes the server. Zero fields take the defaults.
@@ -182,7 +186,10 @@ type Server struct {
 	streamsMu sync.Mutex
 	streams   map[string]int
 	// est caches each group's estimated starts for why.
-	est estimates
+	est   estimates
+	hooks *hook.Registry
+	// act rate-limits the recording of session activity.
+	act activity
 }
 
 // New builds the server and its routes.
@@ -193,11 +200,14 @@ func New(cfg Config, d Deps) *Server {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
+	if d.Hooks == nil {
+		d.Hooks = hook.Standard()
+	}
 	s := &Server{
 		cfg: cfg.withDefaults(), store: d.Store, sessions: d.Sessions, slots: d.Slots, plugins: d.Plugins,
 		sched: scheduler.New(d.Plugins), agentRPC: d.AgentRPC, logs: d.Logs, gatherer: d.Gatherer,
 		ready: d.Ready, clock: d.Clock, log: d.Log, mux: http.NewServeMux(), streams: map[string]int{},
-		est: estimates{fn: d.Estimate},
+		est: estimates{fn: d.Estimate}, hooks: d.Hooks, act: activity{last: map[domain.SessionID]time.Time{}},
 	}
 	polls := func() {}
 	if d.AgentToken != "" {

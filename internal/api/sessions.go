@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/hook"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
@@ -162,6 +163,13 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 		}
 		sess.StartsAt = at.UTC().Truncate(time.Microsecond)
 	}
+	if req.TimeLimit != "" {
+		d, err := time.ParseDuration(req.TimeLimit)
+		if err != nil || d <= 0 {
+			return fail(invalid("time_limit", "must be a positive duration such as \"2h\" or \"90m\", not %q", req.TimeLimit))
+		}
+		sess.TimeLimit = d
+	}
 	if e := checkCommand(req.Command); e != nil {
 		return fail(e)
 	}
@@ -192,6 +200,15 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 			strings.Join(strs(g.AllowedTypes), ", ")))
 	}
 	sess.ResourceGroup = g.Name
+	// The type's hook fills in the group's default time limit and holds
+	// the request to the group's maximum.
+	if err := s.hooks.For(sess.Type).OnSchedule(&sess, g); err != nil {
+		var fe *hook.FieldError
+		if errors.As(err, &fe) {
+			return fail(invalid(fe.Field, "%s", fe.Message))
+		}
+		return domain.Session{}, nil, err
+	}
 	if err := s.checkImage(ctx, g.Name, sess.Image); err != nil {
 		return domain.Session{}, nil, err
 	}
@@ -723,6 +740,7 @@ func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request) error {
 		// follower should wait rather than see the agent's failure.
 		return conflict("kernel %s has not started yet (%s): it has no output", kernel.ID, kernel.Status)
 	}
+	s.touch(r.Context(), sk.Session)
 	rc, err := s.logs(r.Context(), kernel.Agent, kernel.ID, offset)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {

@@ -30,6 +30,9 @@ func (s *Server) sessionOut(sk store.SessionWithKernels) v1.Session {
 	if out.Env == nil {
 		out.Env = map[string]string{}
 	}
+	if ss.TimeLimit > 0 {
+		out.TimeLimit = formatDuration(ss.TimeLimit)
+	}
 	if !ss.StartsAt.IsZero() {
 		t := ss.StartsAt.UTC()
 		out.StartsAt = &t
@@ -141,7 +144,9 @@ func groupOut(reg *domain.Registry, g domain.ResourceGroup) v1.Group {
 		Timeouts: v1.Timeouts{Pending: formatDuration(t.Pending), Scheduled: formatDuration(t.Scheduled),
 			Preparing: formatDuration(t.Preparing), Prepared: formatDuration(t.Prepared),
 			Creating: formatDuration(t.Creating), Terminating: formatDuration(t.Terminating)},
-		DefaultSlots: reg.FormatSlots(g.EffectiveDefaultSlots(reg)), MinSlots: reg.FormatSlots(g.EffectiveMinSlots(reg))}
+		DefaultSlots: reg.FormatSlots(g.EffectiveDefaultSlots(reg)), MinSlots: reg.FormatSlots(g.EffectiveMinSlots(reg)),
+		DefaultTimeLimit: formatDuration(g.DefaultTimeLimit), MaxTimeLimit: formatDuration(g.MaxTimeLimit),
+		IdleTimeout: formatDuration(g.IdleTimeout)}
 }
 
 func userOut(u store.User) v1.User {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/hook"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
 )
 
@@ -65,6 +66,7 @@ type Coordinator struct {
 	marks    chan struct{}
 	lease    Lease
 	idle     idleRounds
+	hooks    *hook.Registry
 }
 
 // Deps are what a coordinator is built from. Metrics and Log may be nil.
@@ -78,6 +80,8 @@ type Deps struct {
 	Log       *slog.Logger
 	// Lease, when set, gates Run's cycles and sweeps; nil means alone.
 	Lease Lease
+	// Hooks are the session-type hooks; nil means hook.Standard().
+	Hooks *hook.Registry
 }
 
 // New returns a coordinator; Run drives it, or tests call Cycle and Sweep.
@@ -94,8 +98,12 @@ func New(d Deps, cfg Config) *Coordinator {
 	if d.Lease == nil {
 		d.Lease = alwaysHeld{}
 	}
+	if d.Hooks == nil {
+		d.Hooks = hook.Standard()
+	}
 	c := &Coordinator{store: d.Store, agents: d.Agents, sched: d.Scheduler, slots: d.Slots, clock: d.Clock,
-		log: d.Log, metrics: d.Metrics, marks: make(chan struct{}, 1), lease: d.Lease, reconf: make(chan struct{}, 1)}
+		log: d.Log, metrics: d.Metrics, marks: make(chan struct{}, 1), lease: d.Lease, reconf: make(chan struct{}, 1),
+		hooks: d.Hooks}
 	full := cfg.withDefaults()
 	c.cfg.Store(&full)
 	c.defaults.Store(&GroupDefaults{})

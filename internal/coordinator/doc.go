@@ -15,7 +15,9 @@
 // those outcomes out as status changes and history; groups.go reads what
 // resource groups set (max_retries, residence bounds); events.go applies
 // agent events; settle.go takes agents' kernel reports and restarts;
-// sweep.go handles agent loss; terminate.go ends sessions users stop;
+// sweep.go handles agent loss; due.go ends running sessions their type's
+// hook says are done (time limit, idle timeout); terminate.go ends
+// sessions users stop;
 // metrics.go holds the handlers' series and collector.go the cluster's
 // (agents' capacity and occupancy, users' holdings), read from the store
 // at scrape time.
@@ -26,7 +28,7 @@
 // It owns the small interfaces it needs from the store (Store) and from
 // agents (Agents), and takes a clock, so tests drive it with an injected
 // clock and in-process agents with fault injection. It may import
-// internal/domain, internal/kernelstate, internal/scheduler (and its
-// framework), internal/store for its shared types and errors, and
+// internal/domain, internal/hook, internal/kernelstate,
+// internal/scheduler (and its framework), internal/store for its shared types and errors, and
 // Prometheus client_golang.
 package coordinator

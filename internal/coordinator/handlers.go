@@ -365,6 +365,7 @@ func (c *Coordinator) createKernels(ctx context.Context, t store.SessionWithKern
 	for i, k := range t.Kernels {
 		hosts[i] = fmt.Sprintf("%s%d", k.ClusterRole, k.ClusterIdx)
 	}
+	start := c.hooks.For(t.Session.Type).OnStart(t.Session)
 	byAgent := map[domain.AgentID][]KernelSpec{}
 	for _, k := range t.Kernels {
 		if k.Status != domain.KernelPrepared || k.Agent == "" {
@@ -373,7 +374,7 @@ func (c *Coordinator) createKernels(ctx context.Context, t store.SessionWithKern
 		byAgent[k.Agent] = append(byAgent[k.Agent], KernelSpec{
 			Kernel: k.ID, Session: t.Session.ID, Image: k.Image, Slots: c.slots.FormatSlots(k.Requested),
 			ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: len(t.Kernels), ClusterHosts: hosts,
-			Command: spec.Command, Env: spec.Env,
+			Command: spec.Command, Env: spec.Env, TimeLimit: start.TimeLimit,
 		})
 	}
 	for _, agent := range sortedAgents(byAgent) {

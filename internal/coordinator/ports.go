@@ -36,6 +36,8 @@ type Store interface {
 	Changes(ctx context.Context, f store.ChangeFilter) ([]store.Change, error)
 	LastChange(ctx context.Context) (int64, error)
 	GroupGenerations(ctx context.Context) (map[string]int64, error)
+	DueSessions(ctx context.Context, now time.Time, idleTypes []domain.SessionType) ([]store.DueSession, error)
+	FailSessions(ctx context.Context, ids []domain.SessionID, reason string, now time.Time) ([]domain.SessionID, error)
 }
 
 // ErrImpossible marks an agent call that failed in a way no retry can fix:
@@ -79,6 +81,10 @@ type KernelSpec struct {
 	ClusterHosts []string
 	Command      []string
 	Env          map[string]string
+	// TimeLimit is the session's, from its type's OnStart hook (0: none);
+	// a runtime with its own enforcement (SLURM's --time) uses it as a
+	// backstop behind the coordinator's.
+	TimeLimit time.Duration
 }
 
 // Clock tells the time; tests inject one they move by hand.

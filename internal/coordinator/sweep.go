@@ -11,7 +11,8 @@ import (
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
-// Sweep prunes the change feed and handles agent loss: an ALIVE agent
+// Sweep prunes the change feed, ends the sessions their type's hook says
+// are done (EndDue), and handles agent loss: an ALIVE agent
 // silent past the heartbeat timeout becomes LOST and unschedulable; after
 // the grace its kernels are given up — sessions that had not started go
 // back to PENDING with their slots released, running ones see their
@@ -19,6 +20,9 @@ import (
 func (c *Coordinator) Sweep(ctx context.Context) error {
 	now := c.clock.Now()
 	if err := c.countSessions(ctx); err != nil {
+		return err
+	}
+	if err := c.EndDue(ctx); err != nil {
 		return err
 	}
 	cfg := c.conf()

@@ -108,6 +108,14 @@ type ResourceGroup struct {
 	// defaults are filled in. Every group keeps cpu and mem above zero (see
 	// FloorSlots): a kernel with neither escapes every limit and quota.
 	MinSlots Vec
+	// DefaultTimeLimit is the time limit of a session that declares none
+	// (0: none); MaxTimeLimit the most a session may declare (0: no cap),
+	// as SLURM's partition DefaultTime and MaxTime.
+	DefaultTimeLimit time.Duration
+	MaxTimeLimit     time.Duration
+	// IdleTimeout ends an interactive session its owner has not used for
+	// this long (0: off). See the interactive session hook.
+	IdleTimeout time.Duration
 }
 
 // Allows reports whether the group runs sessions of type t.
@@ -202,6 +210,10 @@ type Session struct {
 	Outcome     Outcome
 	Command     []string
 	Env         map[string]string
+	// TimeLimit bounds how long the session may run, counted from when it
+	// became RUNNING (0: none). Fixed at submission, the group's default
+	// filled in.
+	TimeLimit time.Duration
 }
 
 // Cluster roles of a session's kernels.

@@ -52,11 +52,13 @@ const (
 
 // Names of moves made outside the tables, so that history can still say
 // who moved a session: a user's cancel or termination, and the sweep
-// requeueing sessions whose agent was lost.
+// requeueing sessions whose agent was lost, and the sweep ending sessions
+// their type's hook says are done (time limit, idle timeout).
 const (
 	HandlerUserCancel    HandlerName = "UserCancel"
 	HandlerUserTerminate HandlerName = "UserTerminate"
 	HandlerAgentLost     HandlerName = "AgentLost"
+	HandlerEndDue        HandlerName = "EndDueSessions"
 )
 
 // LifecycleHandler is one row of seed 001's lifecycle table: which sessions

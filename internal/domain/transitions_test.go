@@ -171,7 +171,7 @@ func TestHandlerTablesAreFreshCopies(t *testing.T) {
 // History tells movers apart by name, so a name outside the tables must
 // not repeat one inside them.
 func TestHandlerNamesAreDistinct(t *testing.T) {
-	names := []HandlerName{HandlerUserCancel, HandlerUserTerminate, HandlerAgentLost}
+	names := []HandlerName{HandlerUserCancel, HandlerUserTerminate, HandlerAgentLost, HandlerEndDue}
 	for _, h := range LifecycleHandlers() {
 		names = append(names, h.Name)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/events"
+	"github.com/sokovan-go/sokovan/internal/hook"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
 	"github.com/sokovan-go/sokovan/internal/store"
 	"github.com/sokovan-go/sokovan/internal/store/postgres"
@@ -60,11 +61,13 @@ type Parts struct {
 	Coordinator *coordinator.Coordinator
 	Slots       *domain.Registry
 	Plugins     *scheduler.Registry
-	Agents      *agentrpc.AgentClient
-	Gateway     http.Handler
-	Gatherer    prometheus.Gatherer
-	Registerer  prometheus.Registerer
-	AgentToken  string
+	// Hooks are the session-type hooks the coordinator and the API share.
+	Hooks      *hook.Registry
+	Agents     *agentrpc.AgentClient
+	Gateway    http.Handler
+	Gatherer   prometheus.Gatherer
+	Registerer prometheus.Registerer
+	AgentToken string
 }
 
 // Manager is a started manager.
@@ -107,10 +110,11 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		coordinator.NewCollector(st, slots, cfg.Log))
 	plugins := scheduler.NewRegistry()
+	hooks := hook.Standard()
 	agents := agentrpc.NewAgentClient(st, cfg.AgentToken)
 	var lease *loggedLease
 	deps := coordinator.Deps{Store: st, Agents: agentgw.NewAgents(agents), Scheduler: scheduler.New(plugins), Slots: slots,
-		Metrics: coordinator.NewMetrics(reg), Log: cfg.Log}
+		Metrics: coordinator.NewMetrics(reg), Log: cfg.Log, Hooks: hooks}
 	source, etcd, err := openSource(cfg.Config, cfg.Log)
 	if err != nil {
 		st.Close()
@@ -132,7 +136,7 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	coord := coordinator.New(deps, cfg.Coordinator)
 	sampler := NewSampler(st, deps.Lease, nil, cfg.Log)
 	gw := agentgw.New(st, coord, slots, cfg.AgentToken, nil, cfg.Log)
-	m := &Manager{Parts: Parts{Store: st, Coordinator: coord, Slots: slots, Plugins: plugins, Agents: agents,
+	m := &Manager{Parts: Parts{Store: st, Coordinator: coord, Slots: slots, Plugins: plugins, Hooks: hooks, Agents: agents,
 		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken}, gw: gw, lease: lease, source: source, etcd: etcd, leader: leader, log: cfg.Log, cfg: cfg, sampler: sampler}
 	if cfg.Events != "" {
 		host, _ := os.Hostname()

@@ -14,6 +14,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/hook"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
 	"github.com/sokovan-go/sokovan/internal/store"
 	"github.com/sokovan-go/sokovan/internal/store/sqlite"
@@ -128,6 +129,10 @@ type runner struct {
 
 	next      int // the next session to submit
 	deadlines deadlineHeap
+	// limits are the sessions' time limits as submitted (the workload's,
+	// or the group's default), by workload index.
+	limits    []time.Duration
+	hooks     *hook.Registry
 	cycles    int
 	lastSweep time.Time
 	progress  time.Time
@@ -164,9 +169,11 @@ func (r *runner) setUp(ctx context.Context, cl Cluster) error {
 
 // start makes the coordinator, once the store holds the cluster.
 func (r *runner) start() {
+	r.hooks = hook.Standard()
 	r.c = coordinator.New(coordinator.Deps{Store: r.st, Agents: r.fleet, Scheduler: scheduler.New(scheduler.NewRegistry()),
-		Slots: r.reg, Clock: r.clock}, coordinator.Config{HeartbeatTimeout: heartbeatNever})
+		Slots: r.reg, Clock: r.clock, Hooks: r.hooks}, coordinator.Config{HeartbeatTimeout: heartbeatNever})
 	r.lastSweep = r.clock.Now()
+	r.limits = make([]time.Duration, len(r.w.Sessions))
 	for i, s := range r.w.Sessions {
 		r.tr.idx[domain.SessionID(s.ID)] = i
 	}
@@ -184,14 +191,22 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 			r.next++
 		}
+		// The coordinator enforces time limits itself (EndDue, which its
+		// sweep runs); the deadlines only wake the run at each limit's
+		// instant, so the limit takes effect exactly rather than at the
+		// next sweep.
+		due := false
 		for len(r.deadlines) > 0 && !r.deadlines[0].at.After(now) {
 			d := heap.Pop(&r.deadlines).(deadline)
 			if r.tr.recs[d.sess].end >= 0 {
 				continue
 			}
 			r.tr.recs[d.sess].limitHit = true
-			if _, err := r.c.Terminate(ctx, domain.SessionID(r.w.Sessions[d.sess].ID), "time limit reached", false); err != nil {
-				return fmt.Errorf("time limit of %s: %w", r.w.Sessions[d.sess].ID, err)
+			due = true
+		}
+		if due {
+			if err := r.c.EndDue(ctx); err != nil {
+				return fmt.Errorf("time limits at %v: %w", now.Sub(r.origin), err)
 			}
 		}
 		if now.Sub(r.lastSweep) >= sweepEvery {
@@ -271,8 +286,8 @@ func (r *runner) settle(ctx context.Context) error {
 			return err
 		}
 		for _, i := range r.tr.started {
-			if lim := r.w.Sessions[i].TimeLimit; lim > 0 {
-				heap.Push(&r.deadlines, deadline{at: r.origin.Add(r.tr.recs[i].start + seconds(lim)), sess: i})
+			if lim := r.limits[i]; lim > 0 {
+				heap.Push(&r.deadlines, deadline{at: r.origin.Add(r.tr.recs[i].start + lim), sess: i})
 			}
 		}
 		r.tr.started = r.tr.started[:0]
@@ -307,6 +322,11 @@ func (r *runner) submit(ctx context.Context, i int, now time.Time) error {
 	if !g.Allows(typ) {
 		return refuse("type: the group does not run " + s.Type + " sessions")
 	}
+	limited := domain.Session{Type: typ, TimeLimit: seconds(s.TimeLimit)}
+	if err := r.hooks.For(typ).OnSchedule(&limited, g); err != nil {
+		return refuse(err.Error())
+	}
+	r.limits[i] = limited.TimeLimit
 	req, _ := r.reg.ParseSlots(s.Resources) // validated with the workload
 	full, below := g.CompleteRequest(r.reg, req, func(id domain.SlotID) bool {
 		_, named := s.Resources[r.reg.Type(id).Name]
@@ -339,7 +359,7 @@ func (r *runner) submit(ctx context.Context, i int, now time.Time) error {
 	sess := domain.Session{ID: id, Name: s.ID, Owner: owner, Type: typ, Image: image, Architecture: "x86_64",
 		ResourceGroup: GroupName, ClusterMode: domain.ClusterMode(s.ClusterMode), ClusterSize: s.ClusterSize,
 		Priority: *s.Priority, Requested: full, Status: domain.SessionPending, CreatedAt: now, StatusChangedAt: now,
-		DependsOn: deps, Env: map[string]string{"SOKOVAN_EXIT_AFTER": strconv.FormatFloat(seconds(s.Duration).Seconds(), 'f', -1, 64)}}
+		DependsOn: deps, TimeLimit: limited.TimeLimit, Env: map[string]string{"SOKOVAN_EXIT_AFTER": strconv.FormatFloat(seconds(s.Duration).Seconds(), 'f', -1, 64)}}
 	kernels := make([]domain.Kernel, s.ClusterSize)
 	for k := range kernels {
 		role := domain.RoleSub

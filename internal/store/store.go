@@ -107,6 +107,20 @@ type Store interface {
 	// session cannot start over.
 	TransitionSessions(ctx context.Context, ids []domain.SessionID, from []domain.SessionStatus,
 		to domain.Transition, reason string, now time.Time) ([]domain.SessionID, error)
+	// DueSessions lists, in one query, the RUNNING sessions that by now
+	// are past their time limit or past their group's idle timeout (idle
+	// since their last activity, or since they started when they have
+	// none), in id order. Idle timeouts apply to idleTypes only. The
+	// coordinator's session-type hooks make the final call; this only
+	// narrows the sessions they weigh.
+	DueSessions(ctx context.Context, now time.Time, idleTypes []domain.SessionType) ([]DueSession, error)
+	// FailSessions moves those of ids still RUNNING to TERMINATING with
+	// reason and records failure as the outcome they will end with,
+	// whatever their kernels' exit codes. It returns the sessions moved.
+	FailSessions(ctx context.Context, ids []domain.SessionID, reason string, now time.Time) ([]domain.SessionID, error)
+	// TouchSession records that a session's owner used it at at (proxied
+	// traffic, logs). Callers rate-limit it; it never moves the time back.
+	TouchSession(ctx context.Context, id domain.SessionID, at time.Time) error
 	// UpdateKernel applies one agent event to one kernel, guarded by the
 	// statuses the caller expects it in, releasing its slots when it stops
 	// holding them. It returns the kernel as stored afterwards.
@@ -364,3 +378,17 @@ const (
 	FaultAgents   = "agents"   // agents written
 	FaultCommit   = "commit"   // just before commit
 )
+
+// DueSession is a RUNNING session with what its hook needs to decide
+// whether it ends: Started is when it became RUNNING (its status change
+// time), LastActivity is zero when its owner never used it, IdleTimeout
+// is its group's.
+type DueSession struct {
+	ID            domain.SessionID
+	Type          domain.SessionType
+	ResourceGroup string
+	Started       time.Time
+	TimeLimit     time.Duration
+	LastActivity  time.Time
+	IdleTimeout   time.Duration
+}

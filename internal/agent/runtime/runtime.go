@@ -188,6 +188,10 @@ type Spec struct {
 	// order; Hostname is this kernel's own.
 	ClusterHosts []string
 	Hostname     string
+	// TimeLimit is the session's time limit (0: none). The manager ends
+	// the session at it; runtimes that submit to a scheduler of their own
+	// pass it on (SLURM's --time) so the job is bounded there too.
+	TimeLimit time.Duration
 	// Port is where a serving image listens; zero when it serves nothing.
 	// BindHost is the address it binds, 127.0.0.1 when empty, so a kernel
 	// is not reachable from other hosts unless the agent asks for it.

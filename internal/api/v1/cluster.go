@@ -55,6 +55,12 @@ type Group struct {
 	// over the built-in defaults and floors.
 	DefaultSlots map[string]string `json:"default_slots"`
 	MinSlots     map[string]string `json:"min_slots"`
+	// DefaultTimeLimit is a session's time limit when it asks for none;
+	// MaxTimeLimit the most one may ask for; IdleTimeout ends interactive
+	// sessions unused that long. Durations; "0s" is none (no cap, off).
+	DefaultTimeLimit string `json:"default_time_limit"`
+	MaxTimeLimit     string `json:"max_time_limit"`
+	IdleTimeout      string `json:"idle_timeout"`
 }
 
 // Timeouts bound how long a session may stay in each status before it
@@ -82,6 +88,10 @@ type GroupRequest struct {
 	// goes back to the built-in ones.
 	DefaultSlots *map[string]string `json:"default_slots,omitempty"`
 	MinSlots     *map[string]string `json:"min_slots,omitempty"`
+	// Durations, "0s" for none: see Group.
+	DefaultTimeLimit *string `json:"default_time_limit,omitempty"`
+	MaxTimeLimit     *string `json:"max_time_limit,omitempty"`
+	IdleTimeout      *string `json:"idle_timeout,omitempty"`
 }
 
 // TimeoutsRequest changes some of a group's timeouts; a nil one keeps its

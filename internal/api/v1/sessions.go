@@ -29,6 +29,12 @@ type CreateSessionRequest struct {
 	DependsOn []string `json:"depends_on,omitempty"`
 	// StartsAt is the earliest start, RFC 3339.
 	StartsAt string `json:"starts_at,omitempty"`
+	// TimeLimit bounds how long the session runs, counted from when it
+	// becomes RUNNING, as a Go duration ("2h", "90m"); past it the session
+	// is terminated with reason "time limit" and outcome failure. Default
+	// the resource group's default_time_limit; at most its
+	// max_time_limit.
+	TimeLimit string `json:"time_limit,omitempty"`
 	// DesignatedAgents restricts placement to these agents, or with
 	// DesignatedStrict false only prefers them.
 	DesignatedAgents []string `json:"designated_agents,omitempty"`
@@ -76,7 +82,11 @@ type Session struct {
 	DesignatedAgents []string `json:"designated_agents"`
 	DesignatedStrict bool     `json:"designated_strict"`
 	// Outcome is set once the session ended: success, failure, cancelled.
+	// A session ended for its time limit or idleness shows failure from
+	// the moment it was sent to TERMINATING.
 	Outcome string `json:"outcome,omitempty"`
+	// TimeLimit is how long it may run once RUNNING; absent when none.
+	TimeLimit string `json:"time_limit,omitempty"`
 	// Command and Env are in GET /v1/sessions/{id} only: listings leave
 	// them out, as they can be large.
 	Command []string          `json:"command,omitempty"`

@@ -17,14 +17,16 @@ const (
 
 const (
 	upsertGroup = `INSERT INTO resource_groups (` + codec.GroupColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 ON CONFLICT (name) DO UPDATE SET
     state = excluded.state, sequencer = excluded.sequencer, selector = excluded.selector,
     head_of_line = excluded.head_of_line, max_retries = excluded.max_retries,
     pending_timeout_ns = excluded.pending_timeout_ns, scheduled_timeout_ns = excluded.scheduled_timeout_ns,
     preparing_timeout_ns = excluded.preparing_timeout_ns, prepared_timeout_ns = excluded.prepared_timeout_ns,
     creating_timeout_ns = excluded.creating_timeout_ns, terminating_timeout_ns = excluded.terminating_timeout_ns,
-    allowed_types = excluded.allowed_types, default_slots = excluded.default_slots, min_slots = excluded.min_slots`
+    allowed_types = excluded.allowed_types, default_slots = excluded.default_slots, min_slots = excluded.min_slots,
+    default_time_limit_ns = excluded.default_time_limit_ns, max_time_limit_ns = excluded.max_time_limit_ns,
+    idle_timeout_ns = excluded.idle_timeout_ns`
 	selectGroup       = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE name = $1`
 	selectGroups      = `SELECT ` + codec.GroupColumns + ` FROM resource_groups ORDER BY name`
 	selectGroupCursor = `SELECT rr_cursor FROM resource_groups WHERE name = $1`
@@ -67,7 +69,7 @@ ORDER BY id`
 
 const (
 	insertSession = `INSERT INTO sessions (` + codec.SessionSpecColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`
 	insertKernel = `INSERT INTO kernels (` + codec.KernelColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 	insertDependency = `INSERT INTO session_dependencies (session_id, depends_on) VALUES ($1, $2)`
@@ -206,7 +208,11 @@ SET status = $1, status_reason = $2, status_changed_at = $3,
 WHERE id {in $4}`
 	// A session that ends records how: success only when every kernel
 	// terminated with exit code 0 (domain.Outcome).
+	// An outcome already set while the session ran (the coordinator ended
+	// it for its time limit or idleness) stands: kernels killed for it may
+	// still exit 0.
 	setOutcome = `UPDATE sessions SET outcome = CASE
+    WHEN outcome = 'failure' THEN 'failure'
     WHEN status = 'CANCELLED' THEN 'cancelled'
     WHEN status = 'ERROR' THEN 'failure'
     WHEN EXISTS (SELECT 1 FROM kernels k WHERE k.session_id = sessions.id

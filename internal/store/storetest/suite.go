@@ -62,6 +62,7 @@ func Run(t *testing.T, e Engine) {
 		{"ReleaseOnce", testReleaseOnce},
 		{"KernelsAheadStay", testKernelsAheadStay},
 		{"Outcome", testOutcome},
+		{"TimeLimits", testTimeLimits},
 		{"UpdateKernel", testUpdateKernel},
 		{"History", testHistory},
 		{"Tries", testTries},

@@ -20,6 +20,11 @@
 // heartbeat carries the partition as it is now. A slurmctld outage never
 // by itself ends a running kernel.
 //
+// A job's --time is its session's time limit (runtime.Spec.TimeLimit),
+// rounded up to whole minutes, or Config.TimeLimit (--slurm-time) when the
+// session has none: the manager ends the session at its limit, and SLURM
+// bounds the job too should the manager be away.
+//
 // It may import internal/agent/runtime (and its probe), internal/domain and the standard
 // library; nothing from the coordinator, the scheduler or the store.
 package slurm

@@ -98,8 +98,15 @@ func sbatchArgs(cfg Config, spec runtime.Spec, name, output, dir string) []strin
 	if n := ceilDiv(spec.Slot("cuda.device"), 1000); n > 0 {
 		args = append(args, "--gres=gpu:"+strconv.FormatInt(n, 10))
 	}
-	if cfg.TimeLimit > 0 {
-		args = append(args, "--time="+strconv.FormatInt(int64(math.Ceil(cfg.TimeLimit.Minutes())), 10))
+	// The session's own limit wins over the agent's blanket --slurm-time;
+	// sbatch counts whole minutes, and rounding up keeps SLURM from
+	// killing the job before the manager's own limit does.
+	limit := cfg.TimeLimit
+	if spec.TimeLimit > 0 {
+		limit = spec.TimeLimit
+	}
+	if limit > 0 {
+		args = append(args, "--time="+strconv.FormatInt(int64(math.Ceil(limit.Minutes())), 10))
 	}
 	return args
 }

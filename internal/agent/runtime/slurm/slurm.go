@@ -44,8 +44,8 @@ type Config struct {
 	// LostGrace is how long a job may be unknown to squeue and scontrol,
 	// with no status file, before its kernel ends as lost; zero means 60s.
 	LostGrace time.Duration
-	// TimeLimit, when set, is every job's --time (rounded up to minutes).
-	// Sessions carry no time limit to the agent today.
+	// TimeLimit, when set, is the --time (rounded up to minutes) of jobs
+	// whose session has no time limit of its own.
 	TimeLimit time.Duration
 	// AllowCommand lets Spec.Command replace an image's command line.
 	AllowCommand bool

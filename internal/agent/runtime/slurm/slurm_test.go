@@ -374,3 +374,33 @@ func TestSlurmctldRestartLosesNothing(t *testing.T) {
 		t.Errorf("destroy after the restart = %+v, want reason destroyed", ev)
 	}
 }
+
+// A session's time limit becomes its job's --time, rounded up to whole
+// minutes, over the agent's --slurm-time; squeue shows it as SLURM holds
+// it (%l, the job's time limit).
+func TestSessionTimeLimitIsJobTime(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnv(t, func(c *slurm.Config) { c.WorkDir = dir; c.TimeLimit = 2 * time.Hour })
+	for _, tc := range []struct {
+		limit time.Duration
+		want  string
+	}{
+		{90 * time.Second, "2:00"}, // 1.5 min rounds up to 2
+		{0, "2:00:00"},             // the agent's --slurm-time
+	} {
+		spec := e.spec("sleep", nil)
+		spec.TimeLimit = tc.limit
+		e.d.Start(spec)
+		e.rec.WaitFor(t, "start", runtimetest.IsStart(spec.Kernel))
+		job := jobOf(t, dir, spec.Kernel)
+		out, err := exec.Command("squeue", "-h", "-j", job, "--states=all", "-o", "%l").Output()
+		if err != nil {
+			t.Fatalf("squeue -j %s: %v", job, err)
+		}
+		if got := strings.TrimSpace(string(out)); got != tc.want {
+			t.Errorf("limit %s: job time limit %q, want %q", tc.limit, got, tc.want)
+		}
+		e.d.Destroy(spec.Kernel, 5*time.Second)
+		e.rec.Exit(t, spec.Kernel)
+	}
+}

@@ -14,7 +14,8 @@ import (
 const (
 	GroupColumns = `name, state, sequencer, selector, head_of_line, max_retries,
 		pending_timeout_ns, scheduled_timeout_ns, preparing_timeout_ns, prepared_timeout_ns,
-		creating_timeout_ns, terminating_timeout_ns, allowed_types, default_slots, min_slots`
+		creating_timeout_ns, terminating_timeout_ns, allowed_types, default_slots, min_slots,
+		default_time_limit_ns, max_time_limit_ns, idle_timeout_ns`
 	AgentColumns = `id, resource_group, address, architecture, runtime, status, schedulable,
 		capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels,
 		allows_command, catalog`
@@ -26,7 +27,7 @@ const (
 	SessionColumns = `id, name, owner_user, owner_project, owner_domain, type, image, architecture,
 		resource_group, cluster_mode, cluster_size, priority, requested, status, status_reason,
 		status_changed_at, created_at, starts_at, designated_agents, designated_strict, avoid_agents,
-		outcome`
+		outcome, time_limit_ns`
 	SessionSpecColumns = SessionColumns + `, command, env`
 	KernelColumns      = `id, session_id, cluster_role, cluster_idx, image, architecture, requested,
 		agent_id, status, status_reason, status_changed_at, container_id, exit_code, service_ports`
@@ -50,6 +51,7 @@ func GroupArgs(reg *domain.Registry, g domain.ResourceGroup) ([]any, error) {
 		g.Name, StatusName(g.State), g.Sequencer, g.Selector, string(g.HeadOfLine), g.MaxRetries,
 		int64(t.Pending), int64(t.Scheduled), int64(t.Preparing), int64(t.Prepared),
 		int64(t.Creating), int64(t.Terminating), JSONList(g.AllowedTypes), defaults, mins,
+		int64(g.DefaultTimeLimit), int64(g.MaxTimeLimit), int64(g.IdleTimeout),
 	}, nil
 }
 
@@ -62,11 +64,14 @@ func ScanGroup(reg *domain.Registry, sc Scanner) (domain.ResourceGroup, error) {
 		pend, sched, prep, prepd int64
 		creat, term              int64
 		defaults, mins           string
+		deflim, maxlim, idle     int64
 	)
 	if err := sc.Scan(&g.Name, &state, &g.Sequencer, &g.Selector, &hol, &g.MaxRetries,
-		&pend, &sched, &prep, &prepd, &creat, &term, &allowed, &defaults, &mins); err != nil {
+		&pend, &sched, &prep, &prepd, &creat, &term, &allowed, &defaults, &mins,
+		&deflim, &maxlim, &idle); err != nil {
 		return g, err
 	}
+	g.DefaultTimeLimit, g.MaxTimeLimit, g.IdleTimeout = time.Duration(deflim), time.Duration(maxlim), time.Duration(idle)
 	e := rowErr{table: "resource_groups", id: g.Name}
 	var err error
 	g.State, err = domain.ParseGroupState(state)
@@ -175,7 +180,7 @@ func SessionArgs(reg *domain.Registry, s domain.Session, ts TimeParam) ([]any, e
 		s.Architecture, s.ResourceGroup, string(s.ClusterMode), s.ClusterSize, s.Priority, requested,
 		domain.SessionPending.String(), s.StatusReason, ts(s.CreatedAt), ts(s.CreatedAt), ts(s.StartsAt),
 		JSONList(s.DesignatedAgents), s.DesignatedStrict, JSONList(s.AvoidAgents),
-		"", JSONList(s.Command), JSONMap(s.Env),
+		"", int64(s.TimeLimit), JSONList(s.Command), JSONMap(s.Env),
 	}, nil
 }
 
@@ -198,10 +203,11 @@ func scanSession(reg *domain.Registry, sc Scanner, spec bool) (domain.Session, e
 		outcome, designated, avoid       string
 		command, env                     string
 		changed, created, starts         rawTime
+		limit                            int64
 	)
 	dest := []any{&id, &s.Name, &s.Owner.User, &s.Owner.Project, &s.Owner.Domain, &typ, &s.Image,
 		&s.Architecture, &s.ResourceGroup, &mode, &s.ClusterSize, &s.Priority, &requested, &status,
-		&s.StatusReason, &changed, &created, &starts, &designated, &s.DesignatedStrict, &avoid, &outcome}
+		&s.StatusReason, &changed, &created, &starts, &designated, &s.DesignatedStrict, &avoid, &outcome, &limit}
 	if spec {
 		dest = append(dest, &command, &env)
 	}
@@ -227,6 +233,7 @@ func scanSession(reg *domain.Registry, sc Scanner, spec bool) (domain.Session, e
 	s.AvoidAgents = e.agentList("avoid_agents", avoid)
 	s.Outcome, err = domain.ParseOutcome(outcome)
 	e.fail("outcome", err)
+	s.TimeLimit = time.Duration(limit)
 	if spec {
 		e.json("command", command, &s.Command)
 		e.json("env", env, &s.Env)

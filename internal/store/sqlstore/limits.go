@@ -1,0 +1,88 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+	"github.com/sokovan-go/sokovan/internal/store/internal/codec"
+)
+
+const (
+	// A RUNNING session's status_changed_at is when it started running:
+	// nothing rewrites it until it leaves RUNNING. Limits are stored in
+	// nanoseconds and times compare in microseconds, the precision both
+	// engines keep. The status index narrows the scan to RUNNING sessions.
+	selectDue = `SELECT ` + codec.DueColumns + `
+FROM sessions s JOIN resource_groups g ON g.name = s.resource_group
+WHERE s.status = 'RUNNING' AND (
+    (s.time_limit_ns > 0 AND {micros s.status_changed_at} + s.time_limit_ns / 1000 <= $1)
+ OR (g.idle_timeout_ns > 0 AND s.type {in $2}
+     AND {micros COALESCE(s.last_activity, s.status_changed_at)} + g.idle_timeout_ns / 1000 <= $1))
+ORDER BY s.id`
+	failSessions = `UPDATE sessions SET status = 'TERMINATING', status_reason = $1, status_changed_at = $2,
+    outcome = 'failure'
+WHERE id {in $3}`
+	touchSession = `UPDATE sessions SET last_activity = $1
+WHERE id = $2 AND status = 'RUNNING' AND (last_activity IS NULL OR last_activity < $1)`
+)
+
+// DueSessions implements store.Store.
+func (s *Store) DueSessions(ctx context.Context, now time.Time, idleTypes []domain.SessionType) ([]store.DueSession, error) {
+	var out []store.DueSession
+	types := make([]string, len(idleTypes))
+	for i, t := range idleTypes {
+		types[i] = string(t)
+	}
+	err := s.read(ctx, "due sessions", func(tx txn) error {
+		out = nil
+		return tx.query(ctx, selectDue, []any{now.UnixMicro(), List(types)}, func(sc codec.Scanner) error {
+			d, err := codec.ScanDue(sc)
+			out = append(out, d)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FailSessions implements store.Store. Kernels are left to
+// TerminateSessions, as for a user's termination.
+func (s *Store) FailSessions(ctx context.Context, ids []domain.SessionID, reason string, now time.Time) ([]domain.SessionID, error) {
+	var moved []domain.SessionID
+	err := s.write(ctx, "fail sessions", func(tx txn) error {
+		moved = nil
+		var guarded []string
+		args := []any{List(codec.Strings(ids)), List([]string{domain.SessionRunning.String()})}
+		if err := tx.query(ctx, lockGuardSessions, args, func(sc codec.Scanner) error {
+			var id string
+			err := sc.Scan(&id)
+			guarded = append(guarded, id)
+			return err
+		}); err != nil || len(guarded) == 0 {
+			return err
+		}
+		if _, err := tx.exec(ctx, failSessions, reason, ts(now), List(guarded)); err != nil {
+			return err
+		}
+		for _, id := range guarded {
+			moved = append(moved, domain.SessionID(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return moved, nil
+}
+
+// TouchSession implements store.Store.
+func (s *Store) TouchSession(ctx context.Context, id domain.SessionID, at time.Time) error {
+	return s.write(ctx, "touch session", func(tx txn) error {
+		_, err := tx.exec(ctx, touchSession, ts(at), string(id))
+		return err
+	})
+}
