@@ -18,7 +18,7 @@ import (
 // Store is what the gateway needs from the store.
 type Store interface {
 	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
-	RegisterAgent(ctx context.Context, a domain.Agent, now time.Time) (domain.Agent, error)
+	RegisterAgent(ctx context.Context, a domain.Agent, now time.Time, guard ...store.RegisterGuard) (domain.Agent, error)
 	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
 	SetAgentCapacity(ctx context.Context, id domain.AgentID, epoch int64, capacity domain.Vec) (bool, error)
 	NoteWaitingKernels(ctx context.Context, agent domain.AgentID, notes map[domain.KernelID]string) (int, error)
@@ -87,7 +87,8 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 		agentrpc.WriteError(w, http.StatusBadRequest, errors.New("id, address and resource_group are required"))
 		return
 	}
-	if err := g.mayRegister(r.Context(), in); err != nil {
+	guard, err := g.mayRegister(r.Context(), in)
+	if err != nil {
 		if errors.Is(err, errAliveElsewhere) {
 			g.log.Warn("agent registration refused", "agent", in.ID, "address", in.Address, "err", err)
 			agentrpc.WriteError(w, http.StatusConflict, err)
@@ -100,7 +101,13 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 		ID: in.ID, ResourceGroup: in.ResourceGroup, Address: in.Address, Architecture: in.Architecture,
 		Runtime: in.Runtime, Status: domain.AgentAlive, Schedulable: true, Capacity: capacity,
 		MaxKernels: in.MaxKernels, Images: in.Images, Catalog: in.Catalog, AllowsCommand: in.AllowsCommand,
-	}, g.now())
+	}, g.now(), guard)
+	if errors.Is(err, store.ErrGuardFailed) {
+		// Another registration of this id came between the check and
+		// this one; judged again, the agent's retry is refused or let in.
+		agentrpc.WriteError(w, http.StatusConflict, fmt.Errorf("agent %s registered again meanwhile; retry: %w", in.ID, err))
+		return
+	}
 	if err != nil {
 		g.fail(w, "register", err)
 		return
@@ -141,18 +148,21 @@ var errAliveElsewhere = errors.New("alive at another address")
 // otherwise end a live agent's sessions by registering its id from
 // elsewhere. The same address is the real agent restarting and may always
 // register again; a new address may take over once the agent is lost.
-func (g *Gateway) mayRegister(ctx context.Context, in agentrpc.Register) error {
+// The guard it returns holds the registration to the agent as judged here,
+// so two registrations racing from new addresses cannot both pass.
+func (g *Gateway) mayRegister(ctx context.Context, in agentrpc.Register) (store.RegisterGuard, error) {
 	prev, err := g.store.GetAgent(ctx, in.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil
+		return store.RegisterGuard{}, nil
 	}
 	if err != nil {
-		return err
+		return store.RegisterGuard{}, err
 	}
+	guard := store.RegisterGuard{Epoch: prev.Epoch}
 	if prev.Address == in.Address || !g.coord.Alive(prev) {
-		return nil
+		return guard, nil
 	}
-	return fmt.Errorf("agent %s is %w %s (last heartbeat %s); a registration from %s is refused until it is lost",
+	return guard, fmt.Errorf("agent %s is %w %s (last heartbeat %s); a registration from %s is refused until it is lost",
 		in.ID, errAliveElsewhere, prev.Address, prev.LastHeartbeat.UTC().Format(time.RFC3339), in.Address)
 }
 

@@ -29,7 +29,12 @@ type Store interface {
 	// ALIVE, and its description and capacity are replaced, while its
 	// occupied slots, kernel count and schedulable flag are kept (kernels
 	// may still run there; a cordon survives a restart).
-	RegisterAgent(ctx context.Context, a domain.Agent, now time.Time) (domain.Agent, error)
+	//
+	// With a guard, the registration happens only if the agent's epoch is
+	// still the one the caller judged it by (0: no such agent yet), and
+	// fails with ErrGuardFailed otherwise, so a decision made on a read
+	// cannot be overtaken by another registration in between.
+	RegisterAgent(ctx context.Context, a domain.Agent, now time.Time, guard ...RegisterGuard) (domain.Agent, error)
 	// Heartbeat records a sign of life from the agent's current
 	// incarnation; an older epoch gets ErrGuardFailed.
 	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
@@ -208,6 +213,12 @@ type SessionFilter struct {
 	After domain.SessionID
 	// Limit caps the number returned; zero means no cap.
 	Limit int
+}
+
+// RegisterGuard is what a registration expects to find: the agent's epoch
+// when the caller read it, or 0 when the caller found no such agent.
+type RegisterGuard struct {
+	Epoch int64
 }
 
 // PendingLimit caps the PENDING sessions of one user, project or domain

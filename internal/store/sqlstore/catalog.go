@@ -52,20 +52,28 @@ func (s *Store) ListResourceGroups(ctx context.Context) ([]domain.ResourceGroup,
 }
 
 // RegisterAgent inserts the agent or re-registers it under a new epoch.
-func (s *Store) RegisterAgent(ctx context.Context, a domain.Agent, now time.Time) (domain.Agent, error) {
+func (s *Store) RegisterAgent(ctx context.Context, a domain.Agent, now time.Time, guard ...store.RegisterGuard) (domain.Agent, error) {
 	args, err := codec.AgentArgs(s.reg, a, now, ts)
 	if err != nil {
 		return domain.Agent{}, fmt.Errorf("register agent %s: %w", a.ID, err)
 	}
 	var out domain.Agent
 	err = s.write(ctx, "register agent "+string(a.ID), func(tx txn) error {
-		// The group it leaves, when it moves, loses capacity too.
+		// The group it leaves, when it moves, loses capacity too. The row
+		// is locked so that a guard's epoch stays true until the upsert.
 		var before string
-		err := tx.batch(ctx, Stmt{SQL: selectAgentGroup, Args: []any{string(a.ID)}, Row: func(sc codec.Scanner) error {
-			return sc.Scan(&before)
+		var epoch int64
+		err := tx.batch(ctx, Stmt{SQL: lockAgentForRegister, Args: []any{string(a.ID)}, Row: func(sc codec.Scanner) error {
+			return sc.Scan(&before, &epoch)
 		}})
 		if err != nil {
 			return err
+		}
+		for _, g := range guard {
+			if g.Epoch != epoch {
+				return fmt.Errorf("%w: agent %s is at epoch %d, the registration expected %d",
+					store.ErrGuardFailed, a.ID, epoch, g.Epoch)
+			}
 		}
 		if out, err = codec.ScanAgent(s.reg, tx.queryRow(ctx, registerAgent, args...)); err != nil {
 			return err

@@ -36,11 +36,11 @@ ON CONFLICT (name) DO UPDATE SET
 	// capacity, its configuration, policies. It is bumped after the row
 	// it is about is written, so agents are locked before groups, as in
 	// ApplyPlan.
-	bumpGroup         = `UPDATE resource_groups SET generation = generation + 1 WHERE name = $1`
-	bumpGroupOfAgent  = `UPDATE resource_groups SET generation = generation + 1 WHERE name = (SELECT resource_group FROM agents WHERE id = $1)`
-	bumpAllGroups     = `UPDATE resource_groups SET generation = generation + 1`
-	selectAgentGroup  = `SELECT resource_group FROM agents WHERE id = $1`
-	selectGenerations = `SELECT name, generation FROM resource_groups`
+	bumpGroup            = `UPDATE resource_groups SET generation = generation + 1 WHERE name = $1`
+	bumpGroupOfAgent     = `UPDATE resource_groups SET generation = generation + 1 WHERE name = (SELECT resource_group FROM agents WHERE id = $1)`
+	bumpAllGroups        = `UPDATE resource_groups SET generation = generation + 1`
+	lockAgentForRegister = `SELECT resource_group, epoch FROM agents WHERE id = $1 {lock}`
+	selectGenerations    = `SELECT name, generation FROM resource_groups`
 )
 
 const (

@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,5 +263,51 @@ func testPolicies(t *testing.T, e Engine) {
 	wantErr(t, f.s.PutPolicy(f.ctx, p), store.ErrInvalid, "unknown scope")
 	p.Scope, p.MaxPendingSessions = domain.ScopeDomain, -1
 	wantErr(t, f.s.PutPolicy(f.ctx, p), store.ErrInvalid, "negative cap")
+	f.invariant()
+}
+
+// testRegisterGuard: a guarded registration happens only while the agent
+// is as its caller saw it. Registrations racing from two store instances
+// (two managers) with the same guard let exactly one in: the other finds
+// the epoch moved and changes nothing.
+func testRegisterGuard(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g1")
+	a := domain.Agent{ID: "a1", ResourceGroup: "g1", Address: "10.0.0.1:6001", Capacity: f.slots("cpu", "4")}
+	got, err := f.s.RegisterAgent(f.ctx, a, at(1), store.RegisterGuard{Epoch: 0})
+	f.must(err, "first registration, guarded as new")
+	if got.Epoch != 1 {
+		t.Fatalf("epoch %d, want 1", got.Epoch)
+	}
+	_, err = f.s.RegisterAgent(f.ctx, a, at(2), store.RegisterGuard{Epoch: 0})
+	wantErr(t, err, store.ErrGuardFailed, "a registration that expected no agent")
+	if got := f.getAgent("a1"); got.Epoch != 1 || !got.LastHeartbeat.Equal(at(1)) {
+		t.Errorf("after a refused registration: epoch %d, heartbeat %v; want 1 and unchanged", got.Epoch, got.LastHeartbeat)
+	}
+
+	stores := []store.Store{f.s, f.open(Options{Registry: f.reg})}
+	const racers = 8
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() {
+			b := a
+			b.Address = fmt.Sprintf("10.0.1.%d:6001", i)
+			_, errs[i] = stores[i%2].RegisterAgent(f.ctx, b, at(3), store.RegisterGuard{Epoch: 1})
+		})
+	}
+	wg.Wait()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, store.ErrGuardFailed):
+			t.Errorf("racer %d: %v, want success or ErrGuardFailed", i, err)
+		}
+	}
+	if got := f.getAgent("a1"); won != 1 || got.Epoch != 2 {
+		t.Errorf("%d registrations won, epoch %d; want exactly 1 and epoch 2", won, got.Epoch)
+	}
 	f.invariant()
 }

@@ -38,6 +38,7 @@ func Run(t *testing.T, e Engine) {
 		{"GroupGenerations", testGroupGenerations},
 		{"GroupSlots", testGroupSlots},
 		{"Agents", testAgents},
+		{"RegisterGuard", testRegisterGuard},
 		{"AgentAllowsCommand", testAgentAllowsCommand},
 		{"KernelServicePorts", testKernelServicePorts},
 		{"AgentCapacity", testAgentCapacity},
