@@ -166,7 +166,7 @@ func (r *Runtime) known(image string) error {
 		return nil
 	}
 	if p, ok := strings.CutPrefix(image, "exit:"); ok && slices.Contains(r.cfg.KnownImages, "exit:N") {
-		if _, err := exitCode(p); err != nil {
+		if _, err := runtime.ParseExitCode(p); err != nil {
 			return &runtime.UnknownImageError{Image: image, Known: r.knownList(), Detail: err.Error()}
 		}
 		return nil
@@ -176,14 +176,6 @@ func (r *Runtime) known(image string) error {
 
 func (r *Runtime) knownList() []string {
 	return slices.Sorted(slices.Values(r.cfg.KnownImages))
-}
-
-func exitCode(p string) (int, error) {
-	n, err := strconv.Atoi(p)
-	if err != nil || n < 0 || n > 255 || strconv.Itoa(n) != p {
-		return 0, fmt.Errorf("exit code %q is not a number from 0 to 255", p)
-	}
-	return n, nil
 }
 
 // Pull takes PullDuration and fails with PullFailureRate. Concurrent pulls
@@ -295,7 +287,7 @@ func (r *Runtime) imageBehaviour(spec runtime.Spec, runFor time.Duration, code i
 		return 0, 0, true
 	}
 	if p, ok := strings.CutPrefix(spec.Image, "exit:"); ok {
-		if n, err := exitCode(p); err == nil {
+		if n, err := runtime.ParseExitCode(p); err == nil {
 			after := time.Second
 			if s, err := strconv.ParseFloat(spec.Env["SOKOVAN_EXIT_AFTER"], 64); err == nil && s >= 0 {
 				after = time.Duration(s * float64(time.Second))
