@@ -14,8 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sokovan-go/sokovan/internal/store"
-	"github.com/sokovan-go/sokovan/internal/store/postgres"
+	"github.com/sokovan-go/sokovan/internal/store/pgtest"
 	"github.com/sokovan-go/sokovan/internal/store/storetest"
 )
 
@@ -133,23 +132,11 @@ func newSchema(t testing.TB) string {
 }
 
 func engine() storetest.Engine {
-	return storetest.Engine{
-		NewDB: func(t testing.TB) string { return newSchema(t) },
-		Open: func(ctx context.Context, db string, opts storetest.Options) (store.Store, error) {
-			return postgres.Open(ctx, db, postgres.Options{Registry: opts.Registry, Fault: opts.Fault})
-		},
-		Exec: func(t testing.TB, db, query string) {
-			t.Helper()
-			conn, err := pgx.Connect(t.Context(), db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close(context.Background())
-			if _, err := conn.Exec(t.Context(), query); err != nil {
-				t.Fatalf("raw SQL %q: %v", query, err)
-			}
-		},
-	}
+	// pgtest's engine, with a schema per test instead of a database per
+	// test: the conformance suite opens hundreds.
+	e := pgtest.Engine()
+	e.NewDB = func(t testing.TB) string { return newSchema(t) }
+	return e
 }
 
 func TestConformance(t *testing.T) {
