@@ -42,7 +42,8 @@ func (c *Coordinator) EndDue(ctx context.Context) error {
 	slices.Sort(reasons)
 	var hist []domain.HistoryEntry
 	for _, why := range reasons {
-		moved, err := c.store.FailSessions(ctx, byReason[why], why, now)
+		moved, err := c.store.TransitionSessions(ctx, byReason[why], []domain.SessionStatus{domain.SessionRunning},
+			domain.Transition{Session: domain.SessionTerminating, Fail: true}, why, now)
 		if err != nil {
 			return fmt.Errorf("end due sessions (%s): %w", why, err)
 		}

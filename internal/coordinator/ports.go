@@ -37,7 +37,6 @@ type Store interface {
 	LastChange(ctx context.Context) (int64, error)
 	GroupGenerations(ctx context.Context) (map[string]int64, error)
 	DueSessions(ctx context.Context, now time.Time, idleTypes []domain.SessionType) ([]store.DueSession, error)
-	FailSessions(ctx context.Context, ids []domain.SessionID, reason string, now time.Time) ([]domain.SessionID, error)
 }
 
 // ErrImpossible marks an agent call that failed in a way no retry can fix:

@@ -8,6 +8,10 @@ package domain
 type Transition struct {
 	Session SessionStatus
 	Kernel  KernelStatus
+	// Fail fixes the outcome the sessions will end with at failure,
+	// whatever their kernels' exit codes: the coordinator ended them (a
+	// time limit, idleness), and kernels killed for it may still exit 0.
+	Fail bool
 }
 
 // Transitions holds a lifecycle handler's targets per outcome. A nil entry

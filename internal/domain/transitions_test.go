@@ -29,9 +29,9 @@ func TestLifecycleHandlersMatchSeed(t *testing.T) {
 			TargetSession: []SessionStatus{SessionPending},
 			TargetKernel:  []KernelStatus{KernelPending},
 			Transitions: Transitions{
-				Success: &Transition{SessionScheduled, KernelScheduled},
-				Expired: &Transition{SessionCancelled, KernelCancelled},
-				GiveUp:  &Transition{SessionCancelled, KernelCancelled},
+				Success: &Transition{Session: SessionScheduled, Kernel: KernelScheduled},
+				Expired: &Transition{Session: SessionCancelled, Kernel: KernelCancelled},
+				GiveUp:  &Transition{Session: SessionCancelled, Kernel: KernelCancelled},
 			},
 		},
 		{
@@ -45,9 +45,9 @@ func TestLifecycleHandlersMatchSeed(t *testing.T) {
 			// leaves those kernels PULLING (KernelTargetApplies).
 			TargetKernel: []KernelStatus{KernelScheduled, KernelPreparing, KernelPulling},
 			Transitions: Transitions{
-				Success: &Transition{SessionPreparing, KernelPreparing},
-				Expired: &Transition{SessionPending, KernelPending},
-				GiveUp:  &Transition{SessionPending, KernelPending},
+				Success: &Transition{Session: SessionPreparing, Kernel: KernelPreparing},
+				Expired: &Transition{Session: SessionPending, Kernel: KernelPending},
+				GiveUp:  &Transition{Session: SessionPending, Kernel: KernelPending},
 			},
 		},
 		{
@@ -58,9 +58,9 @@ func TestLifecycleHandlersMatchSeed(t *testing.T) {
 			TargetSession: []SessionStatus{SessionPrepared, SessionCreating},
 			TargetKernel:  []KernelStatus{KernelPrepared},
 			Transitions: Transitions{
-				Success: &Transition{SessionCreating, KernelCreating},
-				Expired: &Transition{SessionPending, KernelPending},
-				GiveUp:  &Transition{SessionPending, KernelPending},
+				Success: &Transition{Session: SessionCreating, Kernel: KernelCreating},
+				Expired: &Transition{Session: SessionPending, Kernel: KernelPending},
+				GiveUp:  &Transition{Session: SessionPending, Kernel: KernelPending},
 			},
 		},
 		{
@@ -68,9 +68,9 @@ func TestLifecycleHandlersMatchSeed(t *testing.T) {
 			TargetSession: []SessionStatus{SessionTerminating},
 			TargetKernel:  allNonTerminalKernel,
 			Transitions: Transitions{
-				Success: &Transition{SessionTerminated, KernelTerminated},
-				Expired: &Transition{SessionTerminated, KernelTerminated},
-				GiveUp:  &Transition{SessionTerminated, KernelTerminated},
+				Success: &Transition{Session: SessionTerminated, Kernel: KernelTerminated},
+				Expired: &Transition{Session: SessionTerminated, Kernel: KernelTerminated},
+				GiveUp:  &Transition{Session: SessionTerminated, Kernel: KernelTerminated},
 			},
 		},
 	}
@@ -189,10 +189,10 @@ func TestHandlerNamesAreDistinct(t *testing.T) {
 
 func TestTransitionsFor(t *testing.T) {
 	tr := Transitions{
-		Success:   &Transition{SessionScheduled, KernelScheduled},
-		NeedRetry: &Transition{SessionPending, 0},
-		Expired:   &Transition{SessionCancelled, KernelCancelled},
-		GiveUp:    &Transition{SessionError, KernelError},
+		Success:   &Transition{Session: SessionScheduled, Kernel: KernelScheduled},
+		NeedRetry: &Transition{Session: SessionPending},
+		Expired:   &Transition{Session: SessionCancelled, Kernel: KernelCancelled},
+		GiveUp:    &Transition{Session: SessionError, Kernel: KernelError},
 	}
 	tests := []struct {
 		r    Result

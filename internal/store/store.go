@@ -119,10 +119,6 @@ type Store interface {
 	// coordinator's session-type hooks make the final call; this only
 	// narrows the sessions they weigh.
 	DueSessions(ctx context.Context, now time.Time, idleTypes []domain.SessionType) ([]DueSession, error)
-	// FailSessions moves those of ids still RUNNING to TERMINATING with
-	// reason and records failure as the outcome they will end with,
-	// whatever their kernels' exit codes. It returns the sessions moved.
-	FailSessions(ctx context.Context, ids []domain.SessionID, reason string, now time.Time) ([]domain.SessionID, error)
 	// TouchSession records that a session's owner used it at at (proxied
 	// traffic, logs). Callers rate-limit it; it never moves the time back.
 	TouchSession(ctx context.Context, id domain.SessionID, at time.Time) error

@@ -21,9 +21,9 @@ WHERE s.status = 'RUNNING' AND (
  OR (g.idle_timeout_ns > 0 AND s.type {in $2}
      AND {micros COALESCE(s.last_activity, s.status_changed_at)} + g.idle_timeout_ns / 1000 <= $1))
 ORDER BY s.id`
-	failSessions = `UPDATE sessions SET status = 'TERMINATING', status_reason = $1, status_changed_at = $2,
-    outcome = 'failure'
-WHERE id {in $3}`
+	// Sessions the coordinator ended end as failures (Transition.Fail);
+	// setOutcome keeps it.
+	markFailed   = `UPDATE sessions SET outcome = 'failure' WHERE id {in $1}`
 	touchSession = `UPDATE sessions SET last_activity = $1
 WHERE id = $2 AND status = 'RUNNING' AND (last_activity IS NULL OR last_activity < $1)`
 )
@@ -47,36 +47,6 @@ func (s *Store) DueSessions(ctx context.Context, now time.Time, idleTypes []doma
 		return nil, err
 	}
 	return out, nil
-}
-
-// FailSessions implements store.Store. Kernels are left to
-// TerminateSessions, as for a user's termination.
-func (s *Store) FailSessions(ctx context.Context, ids []domain.SessionID, reason string, now time.Time) ([]domain.SessionID, error) {
-	var moved []domain.SessionID
-	err := s.write(ctx, "fail sessions", func(tx txn) error {
-		moved = nil
-		var guarded []string
-		args := []any{List(codec.Strings(ids)), List([]string{domain.SessionRunning.String()})}
-		if err := tx.query(ctx, lockGuardSessions, args, func(sc codec.Scanner) error {
-			var id string
-			err := sc.Scan(&id)
-			guarded = append(guarded, id)
-			return err
-		}); err != nil || len(guarded) == 0 {
-			return err
-		}
-		if _, err := tx.exec(ctx, failSessions, reason, ts(now), List(guarded)); err != nil {
-			return err
-		}
-		for _, id := range guarded {
-			moved = append(moved, domain.SessionID(id))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return moved, nil
 }
 
 // TouchSession implements store.Store.

@@ -186,6 +186,11 @@ func (s *Store) TransitionSessions(ctx context.Context, ids []domain.SessionID, 
 				return err
 			}
 		}
+		if to.Fail {
+			if _, err := tx.exec(ctx, markFailed, List(moved)); err != nil {
+				return err
+			}
+		}
 		if to.Session.Terminal() {
 			if _, err := tx.exec(ctx, setOutcome, List(moved)); err != nil {
 				return err

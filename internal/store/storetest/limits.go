@@ -13,7 +13,7 @@ import (
 // testTimeLimits: limits round-trip on groups and sessions; DueSessions
 // finds exactly the RUNNING sessions past their limit or idle past their
 // group's timeout, counting from when they started running (at(20) in
-// advance); FailSessions fixes the outcome at failure even when every
+// advance); TransitionSessions with Fail fixes the outcome at failure even when every
 // kernel then exits 0; TouchSession never moves activity back.
 func testTimeLimits(t *testing.T, e Engine) {
 	f := newFixture(t, e)
@@ -87,12 +87,16 @@ func testTimeLimits(t *testing.T, e Engine) {
 	}
 
 	now := at(20).Add(time.Hour)
-	moved, err := f.s.FailSessions(f.ctx, []domain.SessionID{"limited", "unlimited-not-here", "idle"}, "time limit", now)
+	fail := func(ids ...domain.SessionID) ([]domain.SessionID, error) {
+		return f.s.TransitionSessions(f.ctx, ids, []domain.SessionStatus{domain.SessionRunning},
+			domain.Transition{Session: domain.SessionTerminating, Fail: true}, "time limit", now)
+	}
+	moved, err := fail("limited", "unlimited-not-here", "idle")
 	f.must(err, "fail sessions")
 	if diff := cmp.Diff([]domain.SessionID{"idle", "limited"}, moved); diff != "" {
 		t.Errorf("moved (-want +got):\n%s", diff)
 	}
-	again, err := f.s.FailSessions(f.ctx, []domain.SessionID{"limited"}, "time limit", now)
+	again, err := fail("limited")
 	f.must(err, "fail again")
 	if len(again) != 0 {
 		t.Errorf("failed a TERMINATING session again: %v", again)
