@@ -209,7 +209,12 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 		}
 		return domain.Session{}, nil, err
 	}
-	if err := s.checkImage(ctx, g.Name, sess.Image); err != nil {
+	// The group's agents, read once for the checks of what they could run.
+	groupAgents, err := s.store.ListAgents(ctx, store.AgentFilter{Group: g.Name})
+	if err != nil {
+		return domain.Session{}, nil, err
+	}
+	if err := checkImage(groupAgents, g.Name, sess.Image); err != nil {
 		return domain.Session{}, nil, err
 	}
 	// The group fills what the request leaves out, so every kernel carries
@@ -237,7 +242,7 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 	}
 	sess.DesignatedAgents = agents
 	sess.DesignatedStrict = len(agents) > 0 && (req.DesignatedStrict == nil || *req.DesignatedStrict)
-	if e := s.checkCommandRunnable(ctx, g.Name, sess.Command); e != nil {
+	if e := checkCommandRunnable(groupAgents, g.Name, sess.Command); e != nil {
 		return domain.Session{}, nil, e
 	}
 
@@ -350,11 +355,7 @@ func (s *Server) checkDependencies(ctx context.Context, ids []string) ([]domain.
 // runtime), and none has this one. An agent that pulls from registries
 // (docker) may run any image, and a group without agents may yet get one
 // that can, so neither is refused: only a certain failure is.
-func (s *Server) checkImage(ctx context.Context, group, image string) error {
-	agents, err := s.store.ListAgents(ctx, store.AgentFilter{Group: group})
-	if err != nil {
-		return err
-	}
+func checkImage(agents []domain.Agent, group, image string) error {
 	if len(agents) == 0 {
 		return nil
 	}
@@ -420,13 +421,9 @@ func (s *Server) checkDesignated(ctx context.Context, group string, ids []string
 // refused by its agent at start and cancelled, after the wait in the queue.
 // A group with no agents yet accepts it, as it accepts any session to wait
 // for agents.
-func (s *Server) checkCommandRunnable(ctx context.Context, group string, cmd []string) error {
+func checkCommandRunnable(agents []domain.Agent, group string, cmd []string) error {
 	if len(cmd) == 0 {
 		return nil
-	}
-	agents, err := s.store.ListAgents(ctx, store.AgentFilter{Group: group})
-	if err != nil {
-		return err
 	}
 	if len(agents) == 0 || slices.ContainsFunc(agents, func(a domain.Agent) bool { return a.AllowsCommand }) {
 		return nil
