@@ -85,12 +85,13 @@ func RequireToken(token string, next http.Handler) http.Handler {
 	})
 }
 
-// ReadJSON decodes a request body strictly: unknown fields are refused, so
-// a peer of another release that sends something this one would ignore
-// finds out at once. On failure it has answered 400 and returns false.
+// ReadJSON decodes a request body, ignoring fields it does not know: the
+// wire grows by added omitempty fields, and a peer of a newer release must
+// be understood by an older one (a refused heartbeat or event batch would
+// cut an agent off, and a refused batch loses its events). On failure it
+// has answered 400 and returns false.
 func ReadJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		WriteError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
 		return false

@@ -2,6 +2,9 @@ package agentrpc_test
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +140,22 @@ func TestKernelSpecReadinessIsAdditive(t *testing.T) {
 		`"readiness":[{"exec":["test","-f","ready"],"period_ms":500,"failure_threshold":2}]}`
 	if diff := cmp.Diff(withProbe, string(got)); diff != "" {
 		t.Errorf("encoded spec with a probe (-want +got):\n%s", diff)
+	}
+}
+
+// A peer of a newer release adds fields; this one must still read the
+// rest rather than refuse the message (a refused heartbeat cuts the agent
+// off, a refused event batch loses its events).
+func TestReadJSONIgnoresFieldsOfNewerPeers(t *testing.T) {
+	t.Parallel()
+	body := `{"id":"a1","epoch":2,"kernels":[{"id":"k1","running":true,"from_the_future":1}],"also_new":{"x":1}}`
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/v1/agent/heartbeat", strings.NewReader(body))
+	var hb agentrpc.Heartbeat
+	if !agentrpc.ReadJSON(rec, req, &hb) {
+		t.Fatalf("refused: %d %s", rec.Code, rec.Body)
+	}
+	if hb.ID != "a1" || hb.Epoch != 2 || len(hb.Kernels) != 1 || hb.Kernels[0].ID != "k1" || !hb.Kernels[0].Running {
+		t.Errorf("read %+v", hb)
 	}
 }

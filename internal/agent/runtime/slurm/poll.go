@@ -322,5 +322,10 @@ func (r *Runtime) adopt(st state, dir string, rows map[string]jobRow, listed boo
 		// Purged after MinJobAge: the poller's missing path decides.
 		r.kernels.Adopt(k, running)
 	}
+	if _, st, ok := r.kernels.Lookup(k.ID); ok && st.Running {
+		// A re-adopted running job is probed as before the restart; the
+		// poller's start path, which starts probes, never runs for it.
+		r.startProbes(k)
+	}
 	r.log.Info("slurm runtime: recovered a job", "kernel", st.Kernel, "job", st.JobID)
 }
