@@ -141,6 +141,25 @@ func TestProxy(t *testing.T) {
 		t.Errorf("through the upgraded connection: %q %v", line, err)
 	}
 
+	// A port on the loopback of an agent on another host is not dialled:
+	// from the manager it would be the manager's own loopback.
+	agent, err := m.Store.GetAgent(t.Context(), domain.AgentID(s.Kernels[0].Agent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := agent.Address
+	agent.Address = "http://10.255.0.7:6001"
+	if _, err := m.Store.RegisterAgent(t.Context(), agent, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if resp := do(alice, "GET", base); resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("loopback port of a remote agent: %d, want 502", resp.StatusCode)
+	}
+	agent.Address = local
+	if _, err := m.Store.RegisterAgent(t.Context(), agent, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+
 	// Once the session ends its port is gone: 409 names why.
 	if code := m.Do(alice, "DELETE", "/v1/sessions/"+s.ID, nil, nil); code != http.StatusAccepted {
 		t.Fatalf("delete: %d", code)

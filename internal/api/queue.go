@@ -109,7 +109,9 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) error {
 		// The same replay why reports, cached per group, so a queue of
 		// any length costs one replay every few seconds.
 		if e.EstimatedStart, err = s.estimatedStart(ctx, g.Name, id); err != nil {
-			return err
+			// As why does: the queue stands without an estimate.
+			s.log.Warn("no start estimate", "group", g.Name, "err", err)
+			e.EstimatedStart = nil
 		}
 		for _, b := range blockers[id] {
 			bo, hidden := s.visibleBlocker(u, owners, b)

@@ -22,8 +22,10 @@ func (c *Coordinator) Sweep(ctx context.Context) error {
 	if err := c.countSessions(ctx); err != nil {
 		return err
 	}
+	// Time limits must not hold up agent loss and pruning: an error here
+	// is logged, and the next sweep tries again.
 	if err := c.EndDue(ctx); err != nil {
-		return err
+		c.log.Warn("sweep: ending due sessions", "err", err)
 	}
 	cfg := c.conf()
 	if _, err := c.store.PruneChanges(ctx, now.Add(-cfg.ChangeRetention)); err != nil {

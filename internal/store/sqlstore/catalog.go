@@ -121,8 +121,14 @@ func (s *Store) SetAgentCapacity(ctx context.Context, id domain.AgentID, epoch i
 	changed := false
 	err = s.write(ctx, "set capacity of agent "+string(id), func(tx txn) error {
 		n, err := tx.exec(ctx, setAgentCapacity, enc, string(id), epoch)
-		if err != nil || n == 1 {
-			changed = n == 1
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			// More room may fit a waiting session: the idle-round skip
+			// must see it, as it sees a cordon.
+			changed = true
+			_, err := tx.exec(ctx, bumpGroupOfAgent, string(id))
 			return err
 		}
 		var current int64

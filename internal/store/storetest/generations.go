@@ -36,6 +36,14 @@ func testGroupGenerations(t *testing.T, e Engine) {
 	}
 	step("register", map[string]int64{"g1": 1, "g2": 0}, func() { f.agent("a1", "g1", []string{"cpu", "4"}) })
 	step("heartbeat", map[string]int64{"g1": 0, "g2": 0}, func() { f.must(f.s.Heartbeat(f.ctx, "a1", 1, at(2)), "heartbeat") })
+	step("capacity grows", map[string]int64{"g1": 1, "g2": 0}, func() {
+		_, err := f.s.SetAgentCapacity(f.ctx, "a1", 1, f.slots("cpu", "8"))
+		f.must(err, "capacity")
+	})
+	step("capacity unchanged", map[string]int64{"g1": 0, "g2": 0}, func() {
+		_, err := f.s.SetAgentCapacity(f.ctx, "a1", 1, f.slots("cpu", "8"))
+		f.must(err, "same capacity")
+	})
 	step("cordon", map[string]int64{"g1": 1, "g2": 0}, func() { f.must(f.s.SetAgentSchedulable(f.ctx, "a1", false), "cordon") })
 	step("lose", map[string]int64{"g1": 1, "g2": 0}, func() { f.must(f.s.SetAgentStatus(f.ctx, "a1", domain.AgentLost), "lose") })
 	step("move to g2", map[string]int64{"g1": 1, "g2": 1}, func() { f.agent("a1", "g2", []string{"cpu", "4"}) })
