@@ -67,6 +67,9 @@ func (f *logFollower) follow(ctx context.Context) error {
 		if _, err := f.c.do(ctx, "GET", sessionPath(f.id), nil, &s); err != nil {
 			return err
 		}
+		// From here on by its id: a name resolved on every poll costs
+		// three reads, and could move to a new session given the name.
+		f.id = s.ID
 		ended := sessionEnded(s.Status)
 		n, err := f.read(ctx)
 		var api *apiError

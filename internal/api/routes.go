@@ -158,7 +158,7 @@ func (s *Server) table() []route {
 			desc: "Runs a dry scheduling round of the group on a fresh snapshot, as why does, and lists its PENDING sessions in " +
 				"the order the group's sequencer hands them out (higher priority first), with what the round would do " +
 				"(start, wait, never) and the blockers. Users see their own sessions with their positions in the whole " +
-				"queue; other users' sessions are only counted (hidden). estimated_start is absent for now.",
+				"queue; other users' sessions are only counted (hidden). estimated_start is why's estimate, absent when there is none.",
 			status: http.StatusOK, resp: v1.Queue{}, handle: s.queue},
 		{method: "GET", path: "/v1/resource-groups/{name}/utilisation", access: user, summary: "The group's capacity and occupancy over time", desc: "Averages per step of the manager's samples (every 10 s by default, kept 7 days) of the group's ALIVE agents, per slot; a step without samples has no point. At most 1000 points per slot.", query: []param{{name: "from", typ: "string", desc: "RFC 3339 start, inclusive (default: an hour before to)"}, {name: "to", typ: "string", desc: "RFC 3339 end, exclusive (default: now)"}, {name: "step", typ: "string", desc: "Go duration each point averages, at least 1s (default: about 360 points, at least 10s)"}}, status: http.StatusOK, resp: v1.Utilisation{}, handle: s.utilisation},
 		{method: "PUT", path: "/v1/resource-groups/{name}", access: admin, summary: "Create or change a resource group",

@@ -38,7 +38,7 @@ export function render(ctx) {
     const t0 = performance.now();
     let agents, sessions, groups;
     try {
-      [agents, sessions, groups] = await Promise.all([get('/v1/agents'), get('/v1/sessions?limit=10000'),
+      [agents, sessions, groups] = await Promise.all([get('/v1/agents'), get('/v1/sessions?limit=10000&order=newest'),
         get('/v1/resource-groups')]);
     } catch (err) {
       fill(error, banner(err));

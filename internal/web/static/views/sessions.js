@@ -103,7 +103,7 @@ export function render(ctx) {
 
   const load = async () => {
     try {
-      await timed(main, () => Promise.all([get('/v1/sessions?limit=10000'), get('/v1/resource-groups')]), ([list, groups]) => {
+      await timed(main, () => Promise.all([get('/v1/sessions?limit=10000&order=newest'), get('/v1/resource-groups')]), ([list, groups]) => {
         all = list.items || [];
         const names = (groups.items || []).map((g) => g.name);
         if (fGroup.options.length !== names.length + 1) {
