@@ -127,7 +127,7 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, "register", err)
 		return
 	}
-	destroy, err := g.settle(r.Context(), a.ID, a.Epoch, in.Kernels)
+	destroy, err := g.settle(r.Context(), a.ID, a.Epoch, in.Kernels, in.Waiting)
 	if err != nil {
 		g.fail(w, "register", err)
 		return
@@ -182,7 +182,7 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 	}
 	g.refreshCapacity(r.Context(), in)
 	g.noteWaiting(r.Context(), in)
-	destroy, err := g.settle(r.Context(), in.ID, in.Epoch, in.Kernels)
+	destroy, err := g.settle(r.Context(), in.ID, in.Epoch, in.Kernels, in.Waiting)
 	if err != nil {
 		g.fail(w, "heartbeat", err)
 		return
@@ -233,11 +233,17 @@ func (g *Gateway) noteWaiting(ctx context.Context, in agentrpc.Heartbeat) {
 
 // settle hands a kernel report to the coordinator, which applies what it
 // implies and says which kernels to destroy.
-func (g *Gateway) settle(ctx context.Context, agent domain.AgentID, epoch int64, kernels []agentrpc.KernelReport) ([]domain.KernelID, error) {
-	reports := make([]coordinator.KernelReport, len(kernels))
+func (g *Gateway) settle(ctx context.Context, agent domain.AgentID, epoch int64, kernels []agentrpc.KernelReport,
+	waiting []agentrpc.WaitingKernel) ([]domain.KernelID, error) {
+	reports := make([]coordinator.KernelReport, len(kernels), len(kernels)+len(waiting))
 	for i, k := range kernels {
 		reports[i] = coordinator.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: k.Reason,
 			ServicePorts: k.ServicePorts}
+	}
+	// Kernels still queued are checked too: one whose session ended (a
+	// destroy call lost) is cancelled now, not when SLURM starts it.
+	for _, w := range waiting {
+		reports = append(reports, coordinator.KernelReport{ID: w.ID, Waiting: true})
 	}
 	return g.coord.Settle(ctx, agent, epoch, reports)
 }

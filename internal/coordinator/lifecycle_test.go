@@ -375,6 +375,17 @@ func TestSettleAgentReports(t *testing.T) {
 		if want := []domain.KernelID{endedK.ID, "stray-kernel"}; !slices.Equal(got, want) {
 			t.Fatalf("destroy %v, want %v", got, want)
 		}
+		// Reported as still waiting to start (queued in SLURM): a live
+		// kernel is left as it is, one whose session ended is destroyed,
+		// so a lost destroy call cannot leave it queued behind its session.
+		waiting := []coordinator.KernelReport{{ID: k.ID, Waiting: true}, {ID: endedK.ID, Waiting: true}}
+		got, err = h.c.Settle(h.ctx, k.Agent, a.Epoch, waiting)
+		if err != nil || !slices.Equal(got, []domain.KernelID{endedK.ID}) {
+			t.Fatalf("waiting reports: destroy %v (%v), want only the ended kernel", got, err)
+		}
+		if s := h.session(id).Kernels[0]; s.Status != domain.KernelRunning {
+			t.Fatalf("a waiting report moved the kernel to %v", s.Status)
+		}
 		// Reported by the other agent, the live kernel is not its to keep.
 		other := domain.AgentID("agent-0")
 		if other == k.Agent {

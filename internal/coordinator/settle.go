@@ -19,6 +19,10 @@ type KernelReport struct {
 	// ServicePorts are what a running kernel serves, so a lost
 	// kernel_started is made good with them.
 	ServicePorts []domain.ServicePort
+	// Waiting: created but not started (a job queued in SLURM). Nothing is
+	// implied about its state; it is only checked against its session, so
+	// a kernel whose session ended while it queued is not left behind.
+	Waiting bool
 }
 
 // Settle takes an agent's report of its kernels (registration or
@@ -59,6 +63,12 @@ func (c *Coordinator) Settle(ctx context.Context, agentID domain.AgentID, epoch 
 		k, ok := byID[r.ID]
 		if !ok || k.Agent != agentID || k.Status == domain.KernelPending {
 			destroy = append(destroy, r.ID)
+			continue
+		}
+		if r.Waiting {
+			if k.Status.Terminal() {
+				destroy = append(destroy, r.ID)
+			}
 			continue
 		}
 		ev := domain.KernelEvent{Kind: domain.EventKernelStarted, Agent: agentID, Epoch: epoch, Kernel: r.ID, At: now,
