@@ -14,9 +14,13 @@ const (
 	// nothing rewrites it until it leaves RUNNING. Limits are stored in
 	// nanoseconds and times compare in microseconds, the precision both
 	// engines keep. The status index narrows the scan to RUNNING sessions.
+	// A session with no kernel left running is ending on its own, with the
+	// outcome its kernels' exit codes give; it is not failed for its limit.
 	selectDue = `SELECT ` + codec.DueColumns + `
 FROM sessions s JOIN resource_groups g ON g.name = s.resource_group
-WHERE s.status = 'RUNNING' AND (
+WHERE s.status = 'RUNNING'
+  AND EXISTS (SELECT 1 FROM kernels k WHERE k.session_id = s.id AND k.status = 'RUNNING')
+  AND (
     (s.time_limit_ns > 0 AND {micros s.status_changed_at} + s.time_limit_ns / 1000 <= $1)
  OR (g.idle_timeout_ns > 0 AND s.type {in $2}
      AND {micros COALESCE(s.last_activity, s.status_changed_at)} + g.idle_timeout_ns / 1000 <= $1))

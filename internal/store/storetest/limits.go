@@ -46,6 +46,12 @@ func testTimeLimits(t *testing.T, e Engine) {
 	run("idle", "g", domain.TypeInteractive, 0)          // due at at(20)+10m
 	run("busy", "g", domain.TypeInteractive, 0)          // touched at at(20)+9m: due at +19m
 	run("batch-in-idle-group", "g", domain.TypeBatch, 0) // idleness does not apply to batch
+	// Its kernel already ended: its own end is on its way, and a time
+	// limit must not turn a clean finish into a failure.
+	run("finished", "quiet", domain.TypeBatch, time.Hour)
+	zero := 0
+	f.kernel(f.get("finished").Kernels[0].ID, domain.KernelRunning, domain.KernelTerminated,
+		func(u *store.KernelUpdate) { u.ExitCode = &zero })
 	if s := f.get("limited").Session; s.TimeLimit != time.Hour {
 		t.Fatalf("time limit %s, want 1h", s.TimeLimit)
 	}
