@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -13,19 +14,69 @@ import (
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
-// dryRun runs one scheduling round of the group on a fresh snapshot and
-// returns the plan without applying it: the scheduler is pure, so this is
-// exactly what the next round would decide now.
+// dryRunFresh is how long a dry run is reused while the group's input is
+// unchanged: only time-driven blockers (start times) can move in between.
+const dryRunFresh = 2 * time.Second
+
+// dryRunTimeout bounds one dry run, whoever waits for it.
+const dryRunTimeout = time.Minute
+
+// dryRunResult is one round decided on one snapshot, and the version of
+// the store's scheduling input it was taken at.
+type dryRunResult struct {
+	snap    framework.Snapshot
+	plan    framework.Plan
+	version inputVersion
+}
+
+// inputVersion is what changes whenever a group's scheduling input does:
+// the change feed's head (sessions and kernels) and the group's generation
+// (its agents, itself, policies).
+type inputVersion struct {
+	change, generation int64
+}
+
+func (s *Server) inputVersion(ctx context.Context, group string) (inputVersion, error) {
+	change, err := s.store.LastChange(ctx)
+	if err != nil {
+		return inputVersion{}, err
+	}
+	gens, err := s.store.GroupGenerations(ctx)
+	if err != nil {
+		return inputVersion{}, err
+	}
+	return inputVersion{change: change, generation: gens[group]}, nil
+}
+
+// dryRun runs one scheduling round of the group on a snapshot and returns
+// the plan without applying it: the scheduler is pure, so this is exactly
+// what the next round would decide now. Callers share one run per group
+// while the input is unchanged, and must not modify what they get.
 func (s *Server) dryRun(ctx context.Context, group string) (framework.Snapshot, framework.Plan, error) {
+	// Read before the snapshot is, so a result at this version holds
+	// everything the caller has seen (its own session, for why).
+	v, err := s.inputVersion(ctx, group)
+	if err != nil {
+		return framework.Snapshot{}, framework.Plan{}, err
+	}
+	res, err := s.dry.get(ctx, group, func(r dryRunResult) bool { return r.version == v })
+	return res.snap, res.plan, err
+}
+
+func (s *Server) computeDryRun(ctx context.Context, group string) (dryRunResult, error) {
+	v, err := s.inputVersion(ctx, group)
+	if err != nil {
+		return dryRunResult{}, err
+	}
 	snap, err := s.store.LoadSnapshot(ctx, group, s.clock.Now())
 	if err != nil {
-		return snap, framework.Plan{}, err
+		return dryRunResult{}, err
 	}
 	plan, err := s.sched.Schedule(&snap)
 	if err != nil {
-		return snap, plan, fmt.Errorf("dry run of group %s: %w", group, err)
+		return dryRunResult{}, fmt.Errorf("dry run of group %s: %w", group, err)
 	}
-	return snap, plan, nil
+	return dryRunResult{snap: snap, plan: plan, version: v}, nil
 }
 
 // visibleBlocker is a blocker as the caller may see it: the head of a

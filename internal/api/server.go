@@ -41,6 +41,7 @@ type Store interface {
 	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
 	Changes(ctx context.Context, f store.ChangeFilter) ([]store.Change, error)
 	LastChange(ctx context.Context) (int64, error)
+	GroupGenerations(ctx context.Context) (map[string]int64, error)
 	Utilisation(ctx context.Context, group string, from, to time.Time, step time.Duration) ([]store.UtilisationPoint, error)
 	TouchSession(ctx context.Context, id domain.SessionID, at time.Time) error
 }
@@ -185,8 +186,10 @@ type Server struct {
 	feed      *feed
 	streamsMu sync.Mutex
 	streams   map[string]int
-	// est caches each group's estimated starts for why.
-	est   estimates
+	// est caches each group's estimated starts for why; dry its dry runs
+	// for why and the queue.
+	est   groupCache[map[domain.SessionID]time.Time]
+	dry   groupCache[dryRunResult]
 	hooks *hook.Registry
 	// act rate-limits the recording of session activity.
 	act activity
@@ -207,8 +210,14 @@ func New(cfg Config, d Deps) *Server {
 		cfg: cfg.withDefaults(), store: d.Store, sessions: d.Sessions, slots: d.Slots, plugins: d.Plugins,
 		sched: scheduler.New(d.Plugins), agentRPC: d.AgentRPC, logs: d.Logs, gatherer: d.Gatherer,
 		ready: d.Ready, clock: d.Clock, log: d.Log, mux: http.NewServeMux(), streams: map[string]int{},
-		est: estimates{fn: d.Estimate}, hooks: d.Hooks, act: activity{last: map[domain.SessionID]time.Time{}},
+		hooks: d.Hooks, act: activity{last: map[domain.SessionID]time.Time{}},
 	}
+	now := func() time.Time { return s.clock.Now() }
+	if d.Estimate != nil {
+		s.est = groupCache[map[domain.SessionID]time.Time]{now: now, ttl: estimateFresh, maxStale: estimateStale,
+			timeout: estimateTimeout, compute: d.Estimate}
+	}
+	s.dry = groupCache[dryRunResult]{now: now, ttl: dryRunFresh, timeout: dryRunTimeout, compute: s.computeDryRun}
 	polls := func() {}
 	if d.AgentToken != "" {
 		s.agentTokenHash = HashToken(d.AgentToken)

@@ -647,7 +647,8 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) error {
 		owners[p.Session.ID] = p.Session.Owner.User
 	}
 	u := caller(r.Context())
-	for pos, d := range append(plan.Impossible, plan.Waiting...) {
+	// The plan is shared with other requests: read it, never append to it.
+	for pos, d := range slices.Concat(plan.Impossible, plan.Waiting) {
 		if d.Session != sk.Session.ID {
 			continue
 		}

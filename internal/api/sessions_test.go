@@ -277,6 +277,12 @@ func TestWhyQuota(t *testing.T) {
 			b.ExceedsCapacity || b.Message == "" {
 			t.Errorf("quota blocker: %+v", b)
 		}
+		// why is shared among callers while the group's input stands, but
+		// a policy written is seen by the very next why.
+		m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_slots": map[string]string{"cpu": "3"}}, nil)
+		if m.Do(alice, "GET", "/v1/sessions/"+s.ID+"/why", nil, &why); len(why.Blockers) != 1 || why.Blockers[0].Available != "1" {
+			t.Errorf("why right after the limit fell to 3: %+v, want 1 cpu left", why.Blockers)
+		}
 		// Raising the limit lets it run.
 		m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_slots": map[string]string{"cpu": "4"}}, nil)
 		// A request over the limit itself is refused at submit.
