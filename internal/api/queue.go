@@ -233,9 +233,12 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		held, _, running, pending, err := sum(sc.filter)
-		if err != nil {
-			return err
+		// The user's own sums were read above.
+		held, running, pending := held, running, pending
+		if sc.scope != domain.ScopeUser {
+			if held, _, running, pending, err = sum(sc.filter); err != nil {
+				return err
+			}
 		}
 		po := s.policyOut(p)
 		used := map[string]string{}
