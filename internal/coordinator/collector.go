@@ -16,15 +16,14 @@ import (
 // ClusterReader is what Collector reads of the store.
 type ClusterReader interface {
 	ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.Agent, error)
-	ListKernels(ctx context.Context, f store.KernelFilter) ([]domain.Kernel, error)
-	ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error)
+	HeldByUser(ctx context.Context) (map[string]domain.Vec, error)
 }
 
 // Collector exports the cluster's state as the store holds it: per-agent
 // capacity and occupancy per slot, and what each user's kernels hold. It
 // reads the store when Prometheus scrapes, not per request or per
-// handler run, so the figures cost one read per scrape and are as fresh as
-// the scrape; every manager replica exports the same figures, which
+// handler run, so the figures cost one read per scrape (what users hold
+// is summed in the database) and are as fresh as the scrape; every manager replica exports the same figures, which
 // dashboards should aggregate with max, not sum.
 type Collector struct {
 	store   ClusterReader
@@ -86,25 +85,9 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 	if err != nil {
 		return err
 	}
-	var holding []domain.KernelStatus
-	for _, s := range domain.KernelStatuses() {
-		if s.HoldsResources() {
-			holding = append(holding, s)
-		}
-	}
-	kernels, err := c.store.ListKernels(ctx, store.KernelFilter{Statuses: holding})
+	held, err := c.store.HeldByUser(ctx)
 	if err != nil {
 		return err
-	}
-	ids := make(map[domain.SessionID]bool, len(kernels))
-	for _, k := range kernels {
-		ids[k.SessionID] = true
-	}
-	var sessions []domain.Session
-	if len(ids) > 0 {
-		if sessions, err = c.store.ListSessions(ctx, store.SessionFilter{IDs: slices.Collect(maps.Keys(ids))}); err != nil {
-			return err
-		}
 	}
 	// Everything is read before anything is sent, so a failed read sends
 	// no partial figures.
@@ -122,21 +105,6 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 			ch <- prometheus.MustNewConstMetric(c.occupied, prometheus.GaugeValue, t.Kind.Float(a.Occupied.At(id)),
 				string(a.ID), a.ResourceGroup, t.Name)
 		}
-	}
-	owner := make(map[domain.SessionID]string, len(sessions))
-	for _, s := range sessions {
-		owner[s.ID] = s.Owner.User
-	}
-	held := map[string]domain.Vec{}
-	for _, k := range kernels {
-		u, ok := owner[k.SessionID]
-		if !ok {
-			continue
-		}
-		if held[u] == nil {
-			held[u] = c.slots.NewVec()
-		}
-		held[u].Add(k.Requested)
 	}
 	for _, u := range slices.Sorted(maps.Keys(held)) {
 		for i, t := range c.slots.Types() {

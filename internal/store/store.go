@@ -174,6 +174,10 @@ type Store interface {
 	// PruneUtilisation deletes the samples taken before before and returns
 	// how many.
 	PruneUtilisation(ctx context.Context, before time.Time) (int64, error)
+	// HeldByUser sums, in the database, what each user's kernels hold
+	// (SCHEDULED through TERMINATING), per slot; a user holding nothing is
+	// absent.
+	HeldByUser(ctx context.Context) (map[string]domain.Vec, error)
 
 	Close() error
 }

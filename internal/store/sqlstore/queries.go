@@ -162,6 +162,10 @@ ORDER BY d.session_id, d.depends_on`
 FROM kernels k JOIN sessions s ON s.id = k.session_id CROSS JOIN {pairs k.requested} e
 WHERE k.status IN ` + holdingKernelStatuses + `
 GROUP BY s.owner_user, s.owner_project, s.owner_domain, s.resource_group = $1, e.key`
+	selectHeldByUser = `SELECT s.owner_user, e.key, CAST(SUM(CAST(e.value AS BIGINT)) AS BIGINT)
+FROM kernels k JOIN sessions s ON s.id = k.session_id CROSS JOIN {pairs k.requested} e
+WHERE k.status IN ` + holdingKernelStatuses + `
+GROUP BY s.owner_user, e.key`
 	selectUsageCounts = `SELECT owner_user, owner_project, owner_domain, COUNT(*) FROM sessions
 WHERE status IN ` + holdingSessionStatuses + `
 GROUP BY owner_user, owner_project, owner_domain`

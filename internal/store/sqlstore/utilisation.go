@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
 	"github.com/sokovan-go/sokovan/internal/store/internal/codec"
 )
@@ -61,4 +62,32 @@ func (s *Store) PruneUtilisation(ctx context.Context, before time.Time) (int64, 
 		return err
 	})
 	return n, err
+}
+
+// HeldByUser sums what each user's kernels hold in SQL: a metrics scrape
+// then reads a row per user and slot, not every live kernel and session.
+func (s *Store) HeldByUser(ctx context.Context) (map[string]domain.Vec, error) {
+	out := map[string]domain.Vec{}
+	err := s.read(ctx, "held by user", func(tx txn) error {
+		return tx.query(ctx, selectHeldByUser, nil, func(sc codec.Scanner) error {
+			var user, slot string
+			var sum int64
+			if err := sc.Scan(&user, &slot, &sum); err != nil {
+				return err
+			}
+			id, ok := s.reg.Lookup(slot)
+			if !ok {
+				return &store.CorruptRowError{Table: "kernels", ID: "held by user " + user, Column: "requested",
+					Err: fmt.Errorf("slot %q: %w", slot, domain.ErrUnknownSlot)}
+			}
+			v, ok := out[user]
+			if !ok {
+				v = s.reg.NewVec()
+				out[user] = v
+			}
+			v[id] = domain.AddSat(v[id], domain.Quantity(sum))
+			return nil
+		})
+	})
+	return out, err
 }

@@ -143,3 +143,33 @@ func testPruneUtilisation(t *testing.T, e Engine) {
 		t.Errorf("prune again: %d, %v; want 0, nil", n, err)
 	}
 }
+
+// testHeldByUser: the per-user sums count exactly the kernels that hold
+// resources, in every group, and nothing pending or ended.
+func testHeldByUser(t *testing.T, e Engine) {
+	f := utilisationFixture(t, e) // alice holds 1 cpu, 1 GiB on a1 (g1)
+	// A 2-kernel session of alice's on g1 and one of bob's on g2, placed.
+	gang := f.session("s2", "g1", "alice", 2, []string{"cpu", "0.5", "mem", "2g"})
+	f.schedule("g1", gang, "a1", "a2")
+	b := f.session("s3", "g2", "bob", 1, []string{"cpu", "1"})
+	f.schedule("g2", b, "b1")
+	// Pending, and ended, sessions hold nothing.
+	f.session("s4", "g1", "alice", 1, []string{"cpu", "3"})
+	ended := f.session("s5", "g1", "carol", 1, []string{"cpu", "1"})
+	f.schedule("g1", ended, "a2")
+	f.advance(ended.Session.ID, domain.SessionTerminating)
+	_, err := f.s.TransitionSessions(f.ctx, []domain.SessionID{ended.Session.ID}, []domain.SessionStatus{domain.SessionTerminating},
+		domain.Transition{Session: domain.SessionTerminated, Kernel: domain.KernelTerminated}, "", at(30))
+	f.must(err, "end s5")
+
+	got, err := f.s.HeldByUser(f.ctx)
+	f.must(err, "held by user")
+	want := map[string]domain.Vec{
+		"alice": f.slots("cpu", "2", "mem", "5g"), // 1 + 2×0.5 cpu; 1 + 2×2 GiB
+		"bob":   f.slots("cpu", "1"),
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("held by user (-want +got):\n%s", d)
+	}
+	f.invariant()
+}
