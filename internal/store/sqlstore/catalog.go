@@ -153,19 +153,19 @@ func (s *Store) NoteWaitingKernels(ctx context.Context, agent domain.AgentID, no
 	}
 	// A fixed order keeps two managers' writes from deadlocking.
 	slices.Sort(ids)
-	changed := 0
+	keys, reasons := make([]string, len(ids)), make([]string, len(ids))
+	for i, id := range ids {
+		keys[i], reasons[i] = string(id), notes[id]
+	}
+	var changed int64
+	// One statement over the batch: a SLURM agent may report hundreds of
+	// queued jobs each heartbeat.
 	err := s.write(ctx, "note waiting kernels of agent "+string(agent), func(tx txn) error {
-		changed = 0
-		for _, id := range ids {
-			n, err := tx.exec(ctx, noteWaitingKernel, notes[id], string(id), string(agent))
-			if err != nil {
-				return err
-			}
-			changed += int(n)
-		}
-		return nil
+		var err error
+		changed, err = tx.exec(ctx, noteWaitingKernels, string(agent), Rows{keys, reasons})
+		return err
 	})
-	return changed, err
+	return int(changed), err
 }
 
 // SetAgentStatus records the agent's liveness.

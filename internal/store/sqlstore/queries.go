@@ -58,9 +58,11 @@ RETURNING ` + codec.AgentColumns
 	setAgentStatus      = `UPDATE agents SET status = $1 WHERE id = $2`
 	setAgentSchedulable = `UPDATE agents SET schedulable = $1 WHERE id = $2`
 	setAgentCapacity    = `UPDATE agents SET capacity = $1 WHERE id = $2 AND epoch = $3 AND capacity <> $1`
-	noteWaitingKernel   = `UPDATE kernels SET status_reason = $1 WHERE id = $2 AND agent_id = $3 AND status = 'CREATING' AND status_reason <> $1`
-	selectAgent         = `SELECT ` + codec.AgentColumns + ` FROM agents WHERE id = $1`
-	selectAgents        = `SELECT ` + codec.AgentColumns + ` FROM agents
+	noteWaitingKernels  = `UPDATE kernels SET status_reason = u.reason
+FROM {rows $2 u(id text, reason text)}
+WHERE kernels.id = u.id AND kernels.agent_id = $1 AND kernels.status = 'CREATING' AND kernels.status_reason <> u.reason`
+	selectAgent  = `SELECT ` + codec.AgentColumns + ` FROM agents WHERE id = $1`
+	selectAgents = `SELECT ` + codec.AgentColumns + ` FROM agents
 WHERE ($1 = '' OR resource_group = $1) AND ({empty $2} OR status {in $2})
   AND ({empty $3} OR id {in $3})
 ORDER BY id`
