@@ -147,6 +147,19 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return invalid("state", "%v", err)
 		}
+		if !created {
+			// The wanted state is reached only through seed 003's table, so
+			// a DRAINING group cannot be brought back.
+			ev, err := domain.GroupEventTo(st)
+			if err != nil {
+				return invalid("state", "%v", err)
+			}
+			if st, err = domain.NextGroupState(ev, g.State); err != nil {
+				e := conflict("resource group %s is %s: %s to %s is not allowed (%v)", g.Name, g.State, ev, *req.State, err)
+				e.Field = "state"
+				return e
+			}
+		}
 		g.State = st
 	}
 	if req.Sequencer != nil {

@@ -164,7 +164,9 @@ func (s *Server) table() []route {
 		{method: "PUT", path: "/v1/resource-groups/{name}", access: admin, summary: "Create or change a resource group",
 			desc: "Fields left out keep their current value, or the default for a new group (ACTIVE, fifo, " +
 				"concentrated, head_of_line skip, max_retries 3, default timeouts). Durations are Go durations " +
-				"(\"90s\", \"15m\"); \"0s\" means no bound. 201 when the group is new.",
+				"(\"90s\", \"15m\"); \"0s\" means no bound. 201 when the group is new. A state change goes through " +
+				"seed 003's table (Start → ACTIVE, Stop → STOPPED, Remove → DRAINING; DRAINING is final): a move " +
+				"it has no row for is refused with 409 and changes nothing. A DRAINING group refuses new sessions (409).",
 			body: v1.GroupRequest{}, status: http.StatusOK, alt: []int{http.StatusCreated}, resp: v1.Group{}, handle: s.putGroup},
 
 		{method: "POST", path: "/v1/users", access: admin, summary: "Create a user and its token",

@@ -195,6 +195,13 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 	if err != nil {
 		return domain.Session{}, nil, err
 	}
+	if !g.State.Admits() {
+		// Seed 003: a DRAINING group takes no additions; it only finishes
+		// what it holds so it can be removed.
+		e := conflict("resource group %s is %s and accepts no new sessions", g.Name, g.State)
+		e.Field = "resource_group"
+		return fail(e)
+	}
 	if !g.Allows(sess.Type) {
 		return fail(invalid("type", "resource group %s does not run %s sessions (it runs %s)", g.Name, sess.Type,
 			strings.Join(strs(g.AllowedTypes), ", ")))
