@@ -145,10 +145,12 @@ func (s *Server) table() []route {
 		{method: "POST", path: "/v1/agents/{id}/uncordon", access: admin, summary: "Place kernels on the agent again",
 			status: http.StatusOK, resp: v1.Agent{}, handle: s.cordon(true)},
 		{method: "POST", path: "/v1/agents/{id}/drain", access: admin, summary: "Drain the agent",
-			desc: "Draining makes the agent unschedulable, exactly as cordon does: nothing new is placed on it, " +
-				"and the kernels it runs continue until their sessions end. The agent is drained when its " +
-				"kernel_count reaches 0.",
-			status: http.StatusOK, resp: v1.Agent{}, handle: s.cordon(false)},
+			desc: "As Nomad's node drain: the agent becomes unschedulable and its sessions may end on their own; " +
+				"once the deadline has passed, the manager terminates the sessions still running there, with a " +
+				"reason naming the drain. The answer's drain reports progress (remaining_kernels, drained). Draining " +
+				"again replaces the deadline; uncordon ends the drain.",
+			query:  []param{{name: "deadline", typ: "string", desc: "Go duration after which what remains is terminated (\"0s\": at once; left out: no deadline)"}},
+			status: http.StatusOK, resp: v1.Agent{}, handle: s.drain},
 
 		{method: "GET", path: "/v1/resource-groups", access: user, summary: "List resource groups",
 			status: http.StatusOK, resp: v1.List[v1.Group]{}, handle: s.listGroups},

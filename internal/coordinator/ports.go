@@ -37,6 +37,7 @@ type Store interface {
 	LastChange(ctx context.Context) (int64, error)
 	GroupGenerations(ctx context.Context) (map[string]int64, error)
 	DueSessions(ctx context.Context, now time.Time, idleTypes []domain.SessionType) ([]store.DueSession, error)
+	ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error)
 }
 
 // ErrImpossible marks an agent call that failed in a way no retry can fix:

@@ -40,6 +40,11 @@ type Store interface {
 	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
 	SetAgentStatus(ctx context.Context, id domain.AgentID, status domain.AgentStatus) error
 	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error
+	// DrainAgent makes the agent unschedulable and records its drain (a
+	// zero deadline: none); draining again keeps the start and replaces
+	// the deadline. SetAgentSchedulable(true) ends the drain.
+	DrainAgent(ctx context.Context, id domain.AgentID, started, deadline time.Time) error
+	ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error)
 	// SetAgentCapacity replaces the capacity of the agent's current
 	// incarnation and reports whether it changed; an older epoch gets
 	// ErrGuardFailed. Occupied slots and kernels stay: a capacity that

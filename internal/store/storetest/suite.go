@@ -80,6 +80,7 @@ func Run(t *testing.T, e Engine) {
 		{"UtilisationRange", testUtilisationRange},
 		{"UtilisationDownsampling", testUtilisationDownsampling},
 		{"PruneUtilisation", testPruneUtilisation},
+		{"AgentDrains", testAgentDrains},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
