@@ -41,6 +41,7 @@ func RenderStates() string {
 	b.WriteString("rejected, and a repeat of the current status is a duplicate, not a transition.\n\n")
 	renderKernelDiagram(&b)
 	renderGroupStates(&b)
+	renderJobStates(&b)
 	return b.String()
 }
 

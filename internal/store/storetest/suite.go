@@ -81,6 +81,7 @@ func Run(t *testing.T, e Engine) {
 		{"UtilisationDownsampling", testUtilisationDownsampling},
 		{"PruneUtilisation", testPruneUtilisation},
 		{"AgentDrains", testAgentDrains},
+		{"Jobs", testJobs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
