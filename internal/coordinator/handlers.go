@@ -222,6 +222,9 @@ func (c *Coordinator) PrepareSessions(ctx context.Context) error {
 	defer c.metrics.run(domain.HandlerPrepareSessions, time.Now())
 	h := lifecycle(domain.HandlerPrepareSessions)
 	targets, err := c.targets(ctx, h)
+	if err == nil {
+		targets, err = c.permit(ctx, targets) // job members wait for their gang (jobs.go)
+	}
 	if err != nil || len(targets) == 0 {
 		return err
 	}

@@ -1,0 +1,224 @@
+package coordinator_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
+)
+
+// newJob stores a NEW job of alice's.
+func (h *harness) newJob(id string, min int, permit time.Duration, policy domain.FailurePolicy) domain.JobID {
+	h.t.Helper()
+	j := domain.Job{ID: domain.JobID(id), Name: id, Owner: domain.Owner{User: "alice", Project: "p", Domain: "d"},
+		MinAvailable: min, PermitTimeout: permit, FailurePolicy: policy, State: domain.JobNew,
+		StateChangedAt: h.clock.Now(), CreatedAt: h.clock.Now()}
+	if err := h.st.CreateJob(h.ctx, j); err != nil {
+		h.t.Fatal(err)
+	}
+	return j.ID
+}
+
+func (h *harness) member(job domain.JobID, image string) domain.SessionID {
+	h.t.Helper()
+	return h.submitWith(func(s *domain.Session) { s.Job = job }, image, "1", 1, domain.SingleNode)
+}
+
+func (h *harness) jobState(id domain.JobID) domain.JobState {
+	h.t.Helper()
+	j, err := h.st.GetJob(h.ctx, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return j.State
+}
+
+func (h *harness) wantJob(id domain.JobID, want domain.JobState) {
+	h.t.Helper()
+	if got := h.jobState(id); got != want {
+		h.t.Fatalf("job %s is %v, want %v (history %s)", id, got, want, h.jobHistory(id))
+	}
+}
+
+func (h *harness) jobHistory(id domain.JobID) string {
+	h.t.Helper()
+	hist, err := h.st.JobHistory(h.ctx, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var parts []string
+	for _, e := range hist {
+		parts = append(parts, string(e.Event)+":"+e.From.String()+"→"+e.To.String())
+	}
+	return strings.Join(parts, " ")
+}
+
+// The seed's main line with the injected clock: NEW until a member is
+// added, ACCEPTED while the gang is short, STARTING → RUNNING as the gang
+// is placed whole, COMPLETING once nothing runs, COMPLETED 30 s later,
+// EXPIRED after the retention — each move in the job's history.
+func TestJobLifecycle(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 2, nil)
+		j := h.newJob("spark", 2, time.Minute, domain.FailureWait)
+		h.step()
+		h.wantJob(j, domain.JobNew)
+
+		driver := h.member(j, "sleep")
+		h.steps(3)
+		h.wantJob(j, domain.JobAccepted)
+		h.wantStatus(driver, domain.SessionPending) // 1 of 2 submitted
+
+		exec := h.member(j, "sleep")
+		h.until(driver, domain.SessionRunning)
+		h.until(exec, domain.SessionRunning)
+		h.step()
+		h.wantJob(j, domain.JobRunning)
+
+		for _, id := range []domain.SessionID{driver, exec} {
+			if _, err := h.c.Terminate(h.ctx, id, "done", false); err != nil {
+				t.Fatal(err)
+			}
+			h.until(id, domain.SessionTerminated)
+		}
+		h.step()
+		h.wantJob(j, domain.JobCompleting)
+		h.advance(29 * time.Second)
+		h.step()
+		h.wantJob(j, domain.JobCompleting)
+		h.advance(time.Second)
+		h.step()
+		h.wantJob(j, domain.JobCompleted)
+		h.advance(domain.DefaultJobRetention)
+		h.step()
+		h.wantJob(j, domain.JobExpired)
+		want := "Run:NEW→ACCEPTED Run:ACCEPTED→STARTING Run:STARTING→RUNNING Complete:RUNNING→COMPLETING " +
+			"Complete:COMPLETING→COMPLETED Expire:COMPLETED→EXPIRED"
+		if got := h.jobHistory(j); got != want {
+			t.Fatalf("history\n got %s\nwant %s", got, want)
+		}
+	})
+}
+
+// A one-member job stays STARTING until the Starting timeout (5 min) and
+// then runs, whatever its allocations.
+func TestJobStartingTimeout(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "sqlite", 1, nil)
+	j := h.newJob("solo", 1, time.Minute, domain.FailureWait)
+	m := h.member(j, "sleep")
+	h.until(m, domain.SessionRunning)
+	h.wantJob(j, domain.JobStarting)
+	h.advance(5*time.Minute - time.Second)
+	h.step()
+	h.wantJob(j, domain.JobStarting)
+	h.advance(time.Second)
+	h.step()
+	h.wantJob(j, domain.JobRunning)
+}
+
+// placeOne applies a plan that places only s, as a plan applier that
+// committed a gang in part would leave it.
+func (h *harness) placeOne(s domain.SessionID, agent domain.AgentID) {
+	h.t.Helper()
+	sk := h.session(s)
+	var kps []framework.KernelPlacement
+	for _, k := range sk.Kernels {
+		kps = append(kps, framework.KernelPlacement{Kernel: k.ID, Agent: agent, Slots: k.Requested})
+	}
+	res, err := h.st.ApplyPlan(h.ctx, framework.Plan{Group: "default",
+		Placements: []framework.Placement{{Session: s, Kernels: kps}}}, h.clock.Now())
+	if err != nil || len(res.Rejected) > 0 {
+		h.t.Fatalf("apply: %v %+v", err, res)
+	}
+}
+
+// Permit: a member reserved while its gang is short is held SCHEDULED,
+// not started; at the permit timeout its reservation is released (the
+// invariants hold: occupied equals the live kernels) and, under
+// failure_policy wait, the job waits again.
+func TestJobPermitTimeoutReleases(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 2, nil)
+		j := h.newJob("ps", 3, time.Minute, domain.FailureWait)
+		a := h.member(j, "sleep")
+		b := h.member(j, "sleep")
+		h.placeOne(a, "agent-0")
+		h.steps(3)
+		h.wantStatus(a, domain.SessionScheduled) // held at Permit
+		h.wantStatus(b, domain.SessionPending)   // 2 of 3 submitted
+		if len(h.agents.running()) != 0 {
+			t.Fatal("a member waiting at Permit was started")
+		}
+		h.advance(59 * time.Second)
+		h.step()
+		h.wantStatus(a, domain.SessionScheduled)
+		h.advance(time.Second)
+		h.step()
+		h.wantStatus(a, domain.SessionPending)
+		if n := h.count(a, "JobPermit:EXPIRED"); n != 1 {
+			t.Fatalf("history %s: want one JobPermit:EXPIRED", h.history(a))
+		}
+		ag, err := h.st.GetAgent(h.ctx, "agent-0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ag.Occupied.IsZero() || ag.KernelCount != 0 {
+			t.Fatalf("agent-0 still holds %v (%d kernels) after the permit timeout", ag.Occupied, ag.KernelCount)
+		}
+		if s := h.jobState(j); s.Final() || s == domain.JobFailing {
+			t.Fatalf("under failure_policy wait the job is %v", s)
+		}
+		// The third member completes the gang: all three start together.
+		c := h.member(j, "sleep")
+		for _, id := range []domain.SessionID{a, b, c} {
+			h.until(id, domain.SessionRunning)
+		}
+	})
+}
+
+// Under failure_policy fail, a permit timeout with no real allocation
+// fails the job and ends every member.
+func TestJobPermitTimeoutFails(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "sqlite", 2, nil)
+	j := h.newJob("ps", 3, 30*time.Second, domain.FailureFail)
+	a := h.member(j, "sleep")
+	b := h.member(j, "sleep")
+	h.placeOne(a, "agent-1")
+	h.step()
+	h.advance(30 * time.Second)
+	h.steps(3)
+	h.until(a, domain.SessionCancelled)
+	h.until(b, domain.SessionCancelled)
+	h.step()
+	h.wantJob(j, domain.JobFailed)
+	want := "Run:NEW→ACCEPTED Run:ACCEPTED→STARTING Fail:STARTING→FAILING Fail:FAILING→FAILED"
+	if got := h.jobHistory(j); got != want {
+		t.Fatalf("history\n got %s\nwant %s", got, want)
+	}
+}
+
+// A member that fails under failure_policy fail fails the job: the other
+// members are ended and the job ends FAILED.
+func TestJobMemberFailureFailsAll(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "sqlite", 2, nil)
+	j := h.newJob("train", 2, time.Minute, domain.FailureFail)
+	bad := h.member(j, "exit:3")
+	good := h.member(j, "sleep")
+	h.until(bad, domain.SessionRunning)
+	h.until(good, domain.SessionRunning)
+	h.agents.exitKernels()
+	h.until(bad, domain.SessionTerminated)
+	h.until(good, domain.SessionTerminated)
+	h.step()
+	h.wantJob(j, domain.JobFailed)
+	if hist := h.history(good); !strings.Contains(hist, "job train failed") {
+		t.Errorf("the ended member's history does not name the job: %s", hist)
+	}
+}
