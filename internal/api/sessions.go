@@ -46,16 +46,21 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	sess, kernels, err := s.buildSession(ctx, u, req)
+	job, err := s.sessionJob(ctx, u, req.Job)
 	if err != nil {
 		return err
 	}
+	sess, kernels, err := s.buildSession(ctx, u, req)
+	if err != nil {
+		return s.rejectJob(ctx, job, err)
+	}
+	sess.Job = job.ID
 	policies, err := s.ownerPolicies(ctx, sess.Owner)
 	if err != nil {
 		return err
 	}
 	if e := s.checkHardLimits(sess, policies); e != nil {
-		return e
+		return s.rejectJob(ctx, job, e)
 	}
 	caps := pendingCaps(policies)
 	// The store counts and creates in one transaction, serialised per cap
@@ -64,9 +69,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.CreateSession(ctx, sess, kernels, caps...); err != nil {
 		var full *store.LimitError
 		if errors.As(err, &full) {
-			return &apiError{Status: http.StatusTooManyRequests, Code: codeExhausted, Message: fmt.Sprintf(
+			e := &apiError{Status: http.StatusTooManyRequests, Code: codeExhausted, Message: fmt.Sprintf(
 				"%s %s already has %d PENDING sessions, the most its policy allows (max_pending_sessions %d); "+
 					"wait for one to start, or end one", full.Limit.Scope, full.Limit.Name, full.Pending, full.Limit.Max)}
+			return s.rejectJob(ctx, job, e)
 		}
 		if errors.Is(err, store.ErrNameTaken) {
 			e := conflict("you already have a live session named %q; end it, or choose another name", sess.Name)
