@@ -111,11 +111,21 @@ func (c *Coordinator) ReconcileJobs(ctx context.Context) error {
 		return fmt.Errorf("jobs: list: %w", err)
 	}
 	var errs []error
+	waiting, reservations := 0, 0
 	for _, j := range jobs {
 		if err := c.reconcileJob(ctx, j); err != nil {
 			errs = append(errs, fmt.Errorf("job %s: %w", j.ID, err))
 		}
+		// The gauges count after the moves, from a fresh read.
+		if members, err := c.store.JobMembers(ctx, j.ID); err == nil {
+			n := countMembers(members)
+			reservations += len(n.scheduled)
+			if n.holding < j.MinAvailable {
+				waiting += len(n.scheduled)
+			}
+		}
 	}
+	c.metrics.gang.permit(waiting, reservations)
 	return errors.Join(errs...)
 }
 

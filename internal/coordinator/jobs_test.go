@@ -5,7 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler"
 	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 )
 
@@ -220,5 +224,71 @@ func TestJobMemberFailureFailsAll(t *testing.T) {
 	h.wantJob(j, domain.JobFailed)
 	if hist := h.history(good); !strings.Contains(hist, "job train failed") {
 		t.Errorf("the ended member's history does not name the job: %s", hist)
+	}
+}
+
+// gauge reads one unlabelled series (or the sum of a histogram's count)
+// from the registry.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					continue next
+				}
+			}
+			switch {
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue()
+			case m.Counter != nil:
+				return m.GetCounter().GetValue()
+			case m.Histogram != nil:
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return -1
+}
+
+// Seed 004's metrics: a member held at Permit shows as waiting and as a
+// reservation until released; a gang that forms is observed with its
+// size; rounds count attempts by result and their duration.
+func TestJobMetrics(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "sqlite", 2, nil)
+	reg := prometheus.NewRegistry()
+	h.c = coordinator.New(coordinator.Deps{Store: h.st, Agents: h.agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
+		Slots: h.reg, Clock: h.clock, Metrics: coordinator.NewMetrics(reg)}, coordinator.Config{CallTimeout: time.Second})
+	j := h.newJob("ps", 3, time.Minute, domain.FailureWait)
+	a := h.member(j, "sleep")
+	h.member(j, "sleep")
+	h.placeOne(a, "agent-0")
+	h.step()
+	if w, r := metricValue(t, reg, "sokovan_permit_waiting_sessions", nil), metricValue(t, reg, "sokovan_job_reservations", nil); w != 1 || r != 1 {
+		t.Fatalf("waiting %v, reservations %v; want 1 and 1", w, r)
+	}
+	if n := metricValue(t, reg, "sokovan_scheduling_attempts_total", map[string]string{"result": "unschedulable"}); n < 1 {
+		t.Fatalf("unschedulable attempts %v", n)
+	}
+	h.member(j, "sleep") // completes the gang: the two pending members are placed together
+	h.step()
+	h.step()
+	if n := metricValue(t, reg, "sokovan_job_gang_size", nil); n != 1 {
+		t.Fatalf("gang size observations %v, want 1", n)
+	}
+	if w := metricValue(t, reg, "sokovan_permit_waiting_sessions", nil); w != 0 {
+		t.Fatalf("waiting %v after the gang formed", w)
+	}
+	if n := metricValue(t, reg, "sokovan_scheduling_duration_seconds", map[string]string{"resource_group": "default"}); n < 2 {
+		t.Fatalf("round durations observed %v", n)
 	}
 }
