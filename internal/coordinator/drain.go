@@ -16,6 +16,12 @@ import (
 // sessions may end on their own. A session already TERMINATING is left to
 // its own bound rather than forced again every sweep.
 func (c *Coordinator) DrainDue(ctx context.Context) error {
+	var holding []domain.KernelStatus
+	for _, s := range domain.KernelStatuses() {
+		if s.HoldsResources() {
+			holding = append(holding, s)
+		}
+	}
 	drains, err := c.store.ListAgentDrains(ctx)
 	if err != nil {
 		return fmt.Errorf("drain: list drains: %w", err)
@@ -25,7 +31,7 @@ func (c *Coordinator) DrainDue(ctx context.Context) error {
 		if !d.Due(now) {
 			continue
 		}
-		kernels, err := c.store.ListKernels(ctx, store.KernelFilter{Agents: []domain.AgentID{d.Agent}})
+		kernels, err := c.store.ListKernels(ctx, store.KernelFilter{Agents: []domain.AgentID{d.Agent}, Statuses: holding})
 		if err != nil {
 			return fmt.Errorf("drain: kernels of %s: %w", d.Agent, err)
 		}

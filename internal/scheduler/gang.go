@@ -59,7 +59,14 @@ func (r *round) tryGang(g *gang, s *framework.Session) bool {
 		b := framework.Blocker{Kind: framework.BlockGang, Scope: scope,
 			Detail: fmt.Sprintf("%d of %d members submitted", g.info.Live, g.info.MinAvailable)}
 		for _, i := range g.members {
-			r.record(&r.st.Sessions[i], []framework.Blocker{b})
+			// The member's own reasons follow, so one that can never run
+			// is cancelled now rather than when its gang is complete.
+			m := &r.st.Sessions[i]
+			r.buf = append(r.buf[:0], b)
+			for _, v := range r.validators {
+				r.buf = v.Validate(r.st, m, r.buf)
+			}
+			r.record(m, r.buf)
 		}
 		return false
 	}
