@@ -122,3 +122,53 @@ func TestJobAdmission(t *testing.T) {
 		t.Fatalf("after its first member was refused: %+v", got)
 	}
 }
+
+// Cancelling raises seed 003's Fail from NEW, ACCEPTED and COMPLETING; the
+// coordinator then finds nothing live and the job is FAILED.
+func TestJobCancelFromEveryLiveState(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	alice := m.User("alice", "user", "p1")
+	ctx := t.Context()
+	cycle := func() {
+		t.Helper()
+		if err := m.Coordinator.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newJob := func(name string) v1.Job {
+		var j v1.Job
+		if code := m.Do(alice, "POST", "/v1/jobs", map[string]any{"name": name, "min_available": 2}, &j); code != http.StatusCreated {
+			t.Fatalf("create %s: %d", name, code)
+		}
+		return j
+	}
+	fresh := newJob("fresh")
+	accepted := newJob("accepted")
+	member := create(t, m, alice, map[string]any{"image": "sleep", "job": "accepted"})
+	completing := newJob("completing")
+	gone := create(t, m, alice, map[string]any{"image": "sleep", "job": "completing"})
+	if code := m.Do(alice, "DELETE", "/v1/sessions/"+gone.ID, nil, nil); code != http.StatusAccepted {
+		t.Fatalf("cancel member: %d", code)
+	}
+	cycle()
+	for ref, want := range map[string]string{fresh.ID: "NEW", accepted.ID: "ACCEPTED", completing.ID: "COMPLETING"} {
+		if got := getJob(t, m, alice, ref).State; got != want {
+			t.Fatalf("job %s is %s before cancelling, want %s", ref, got, want)
+		}
+		if code := m.Do(alice, "DELETE", "/v1/jobs/"+ref, nil, nil); code != http.StatusAccepted {
+			t.Fatalf("cancel %s: %d", ref, code)
+		}
+	}
+	if s := get(t, m, alice, member.ID); s.Status != "CANCELLED" {
+		t.Fatalf("the cancelled job's member is %s", s.Status)
+	}
+	cycle()
+	for _, ref := range []string{fresh.ID, accepted.ID, completing.ID} {
+		j := getJob(t, m, alice, ref)
+		last := j.History[len(j.History)-1]
+		if j.State != "FAILED" || last.Event != "Fail" || last.From != "FAILING" {
+			t.Errorf("job %s: %s, history %+v", ref, j.State, j.History)
+		}
+	}
+}

@@ -292,3 +292,118 @@ func TestJobMetrics(t *testing.T) {
 		t.Fatalf("round durations observed %v", n)
 	}
 }
+
+// Every edge of the job table that the coordinator raises is taken by some
+// job here, with the injected clock: the main line, a member returning to
+// a COMPLETING job, a job whose only member is cancelled before any
+// allocation, a permit timeout under failure_policy fail and a failed
+// member. The API raises the rest (Reject at admission, Fail on cancel),
+// tested there.
+func TestJobEveryCoordinatorEdge(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "sqlite", 2, nil)
+	var jobs []domain.JobID
+
+	// Main line, with COMPLETING → RUNNING on the way.
+	main := h.newJob("main", 2, time.Minute, domain.FailureWait)
+	jobs = append(jobs, main)
+	a, b := h.member(main, "sleep"), h.member(main, "sleep")
+	h.until(a, domain.SessionRunning)
+	h.until(b, domain.SessionRunning)
+	for _, id := range []domain.SessionID{a, b} {
+		if _, err := h.c.Terminate(h.ctx, id, "done", false); err != nil {
+			t.Fatal(err)
+		}
+		h.until(id, domain.SessionTerminated)
+	}
+	h.step()
+	h.wantJob(main, domain.JobCompleting)
+	late := h.member(main, "sleep")
+	h.step()
+	h.wantJob(main, domain.JobRunning)
+	if _, err := h.c.Terminate(h.ctx, late, "never mind", false); err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	h.wantJob(main, domain.JobCompleting)
+	h.advance(domain.DefaultJobCompletingTimeout)
+	h.step()
+	h.advance(domain.DefaultJobRetention)
+	h.step()
+	h.wantJob(main, domain.JobExpired)
+
+	// ACCEPTED → COMPLETING: the only member is cancelled while pending.
+	short := h.newJob("short", 2, time.Minute, domain.FailureWait)
+	jobs = append(jobs, short)
+	m := h.member(short, "sleep")
+	h.step()
+	h.wantJob(short, domain.JobAccepted)
+	if _, err := h.c.Terminate(h.ctx, m, "gave up", false); err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	h.wantJob(short, domain.JobCompleting)
+
+	// STARTING → RUNNING by the Starting timeout.
+	solo := h.newJob("solo", 1, time.Minute, domain.FailureWait)
+	jobs = append(jobs, solo)
+	s := h.member(solo, "sleep")
+	h.until(s, domain.SessionRunning)
+	h.advance(domain.DefaultJobStartingTimeout)
+	h.step()
+	h.wantJob(solo, domain.JobRunning)
+
+	// STARTING → COMPLETING: a one-member job ends before the timeout.
+	quick := h.newJob("quick", 1, time.Minute, domain.FailureWait)
+	jobs = append(jobs, quick)
+	q := h.member(quick, "exit:0")
+	h.until(q, domain.SessionRunning)
+	h.wantJob(quick, domain.JobStarting)
+	h.agents.exitKernels()
+	h.until(q, domain.SessionTerminated)
+	h.step()
+	h.wantJob(quick, domain.JobCompleting)
+
+	// STARTING → FAILING → FAILED: a permit timeout under fail.
+	ps := h.newJob("ps", 3, 30*time.Second, domain.FailureFail)
+	jobs = append(jobs, ps)
+	p1 := h.member(ps, "sleep")
+	h.member(ps, "sleep")
+	h.placeOne(p1, "agent-1")
+	h.step()
+	h.advance(30 * time.Second)
+	h.steps(4)
+	h.wantJob(ps, domain.JobFailed)
+
+	// RUNNING → FAILING: a member fails under fail.
+	train := h.newJob("train", 2, time.Minute, domain.FailureFail)
+	jobs = append(jobs, train)
+	bad, good := h.member(train, "exit:3"), h.member(train, "sleep")
+	h.until(bad, domain.SessionRunning)
+	h.until(good, domain.SessionRunning)
+	h.agents.exitKernels()
+	h.until(good, domain.SessionTerminated)
+	h.step()
+	h.wantJob(train, domain.JobFailed)
+
+	taken := map[[3]string]bool{}
+	for _, j := range jobs {
+		hist, err := h.st.JobHistory(h.ctx, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range hist {
+			taken[[3]string{string(e.Event), e.From.String(), e.To.String()}] = true
+		}
+	}
+	apiRaised := map[[2]string]bool{{"Reject", "NEW"}: true, {"Fail", "NEW"}: true, {"Fail", "ACCEPTED"}: true,
+		{"Fail", "COMPLETING"}: true}
+	for _, tr := range domain.JobTransitions() {
+		if apiRaised[[2]string{string(tr.Event), tr.From.String()}] {
+			continue
+		}
+		if !taken[[3]string{string(tr.Event), tr.From.String(), tr.To.String()}] {
+			t.Errorf("no job took %s: %v → %v", tr.Event, tr.From, tr.To)
+		}
+	}
+}
