@@ -254,3 +254,23 @@ func (s *Server) jobOut(ctx context.Context, j domain.Job) (v1.Job, error) {
 	}
 	return out, nil
 }
+
+// checkJobGroup keeps a job's members in one resource group: a round
+// places one group's sessions, so a gang split over groups could never be
+// placed whole.
+func (s *Server) checkJobGroup(ctx context.Context, j domain.Job, group string) error {
+	if j.ID == "" {
+		return nil
+	}
+	members, err := s.store.JobMembers(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if !m.Status.Terminal() && m.ResourceGroup != group {
+			return invalid("resource_group", "job %s's members run in resource group %s; a gang cannot span groups",
+				j.ID, m.ResourceGroup)
+		}
+	}
+	return nil
+}

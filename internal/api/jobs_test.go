@@ -112,6 +112,18 @@ func TestJobAdmission(t *testing.T) {
 	if code := m.Do(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "job": "nope"}, &e); code != 400 || e.Error.Field != "job" {
 		t.Fatalf("unknown job: %d %+v", code, e.Error)
 	}
+	// A gang cannot span resource groups.
+	if code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/other", map[string]any{}, nil); code != http.StatusCreated {
+		t.Fatalf("create group: %d", code)
+	}
+	var split v1.Job
+	m.Do(alice, "POST", "/v1/jobs", map[string]any{"name": "split", "min_available": 2}, &split)
+	create(t, m, alice, map[string]any{"image": "sleep", "job": "split"})
+	e = v1.ErrorResponse{}
+	if code := m.Do(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "job": "split",
+		"resource_group": "other"}, &e); code != 400 || e.Error.Field != "resource_group" {
+		t.Fatalf("member in another group: %d %+v", code, e.Error)
+	}
 	var j v1.Job
 	m.Do(alice, "POST", "/v1/jobs", map[string]any{"name": "r"}, &j)
 	if code := m.Do(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "job": "r",

@@ -55,6 +55,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		return s.rejectJob(ctx, job, err)
 	}
 	sess.Job = job.ID
+	if e := s.checkJobGroup(ctx, job, sess.ResourceGroup); e != nil {
+		return s.rejectJob(ctx, job, e)
+	}
 	policies, err := s.ownerPolicies(ctx, sess.Owner)
 	if err != nil {
 		return err
