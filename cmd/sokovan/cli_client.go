@@ -27,7 +27,7 @@ import (
 // through SOKOVAN_ADDR and SOKOVAN_TOKEN, else the file `sokovan login`
 // writes.
 func addClientCommands(root *cobra.Command) {
-	root.AddCommand(newSessionCmd(), newAgentCmd(), newRGCmd(), newUserCmd(), newPolicyCmd(), newLoginCmd(),
+	root.AddCommand(newSessionCmd(), newJobCmd(), newAgentCmd(), newRGCmd(), newUserCmd(), newPolicyCmd(), newLoginCmd(),
 		newQueueCmd(), newUsageCmd())
 }
 

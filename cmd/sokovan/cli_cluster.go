@@ -56,7 +56,6 @@ func newAgentCmd() *cobra.Command {
 	for _, v := range []struct{ verb, short, done string }{
 		{"cordon", "Place nothing new on the agent", "cordoned"},
 		{"uncordon", "Place kernels on the agent again", "uncordoned"},
-		{"drain", "Place nothing new on the agent; what runs there runs to its end", "draining"},
 	} {
 		cmd.AddCommand(&cobra.Command{
 			Use:               v.verb + " ID",
@@ -71,6 +70,7 @@ func newAgentCmd() *cobra.Command {
 			},
 		})
 	}
+	cmd.AddCommand(newAgentDrainCmd(&o))
 	return cmd
 }
 
@@ -86,7 +86,12 @@ func agentTable(w io.Writer, agents []v1.Agent) error {
 	rows := make([][]string, len(agents))
 	for i, a := range agents {
 		sched := "yes"
-		if !a.Schedulable {
+		switch {
+		case a.Drain != nil && a.Drain.Drained:
+			sched = "no (drained)"
+		case a.Drain != nil:
+			sched = "no (draining)"
+		case !a.Schedulable:
 			sched = "no (cordoned)"
 		}
 		kernels := strconv.Itoa(a.KernelCount)

@@ -60,7 +60,7 @@ func sessionPath(id string, rest ...string) string {
 func newSessionCreateCmd(o *output) *cobra.Command {
 	var (
 		image, name, typ, cpu, mem, mode, group, startsAt, arch string
-		timeLimit                                               string
+		timeLimit, job                                          string
 		slots, deps, agents, env                                []string
 		size, priority                                          int
 		wait, waitEnd                                           bool
@@ -134,6 +134,7 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 			if f.Changed("depends-on") {
 				body.DependsOn = deps
 			}
+			body.Job = job
 			if f.Changed("agent") {
 				body.DesignatedAgents = agents
 			}
@@ -180,6 +181,7 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 	f.IntVar(&size, "cluster-size", 1, "number of kernels (1 to 64)")
 	f.StringVar(&mode, "cluster-mode", "single-node", "single-node (all kernels on one agent) or multi-node")
 	f.IntVar(&priority, "priority", 10, "priority, 0 to 100; higher is scheduled first")
+	f.StringVar(&job, "job", "", "job (id or name) the session joins; it starts once the job's min-available members are placed together")
 	f.StringArrayVar(&deps, "depends-on", nil, "session (id, id prefix or name) that must end successfully first (repeatable)")
 	f.BoolVar(&wait, "wait", false, "follow the session until it is RUNNING or has ended")
 	f.BoolVar(&waitEnd, "wait-end", false, "follow the session until it has ended; succeed only if it succeeded")

@@ -29,9 +29,13 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	drains, err := s.drains(r.Context())
+	if err != nil {
+		return err
+	}
 	out := v1.List[v1.Agent]{Items: make([]v1.Agent, len(agents))}
 	for i, a := range agents {
-		out.Items[i] = s.agentView(r, a)
+		out.Items[i] = withDrain(s.agentView(r, a), a, drains)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -54,7 +58,11 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.agentView(r, a))
+	drains, err := s.drains(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, withDrain(s.agentView(r, a), a, drains))
 	return nil
 }
 
@@ -68,9 +76,9 @@ func (s *Server) agentView(r *http.Request, a domain.Agent) v1.Agent {
 	return out
 }
 
-// cordon sets the agent's schedulable flag. Drain is cordon: the
-// scheduler places nothing on an unschedulable agent, and what runs there
-// runs on to its end.
+// cordon sets the agent's schedulable flag: the scheduler places nothing
+// on an unschedulable agent, and what runs there runs on to its end.
+// Uncordoning also ends a drain.
 func (s *Server) cordon(schedulable bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		a, err := s.agentByPath(r)
@@ -146,6 +154,19 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		st, err := domain.ParseGroupState(strings.ToUpper(*req.State))
 		if err != nil {
 			return invalid("state", "%v", err)
+		}
+		if !created {
+			// The wanted state is reached only through seed 003's table, so
+			// a DRAINING group cannot be brought back.
+			ev, err := domain.GroupEventTo(st)
+			if err != nil {
+				return invalid("state", "%v", err)
+			}
+			if st, err = domain.NextGroupState(ev, g.State); err != nil {
+				e := conflict("resource group %s is %s: %s to %s is not allowed (%v)", g.Name, g.State, ev, *req.State, err)
+				e.Field = "state"
+				return e
+			}
 		}
 		g.State = st
 	}

@@ -145,10 +145,27 @@ func (s *Server) table() []route {
 		{method: "POST", path: "/v1/agents/{id}/uncordon", access: admin, summary: "Place kernels on the agent again",
 			status: http.StatusOK, resp: v1.Agent{}, handle: s.cordon(true)},
 		{method: "POST", path: "/v1/agents/{id}/drain", access: admin, summary: "Drain the agent",
-			desc: "Draining makes the agent unschedulable, exactly as cordon does: nothing new is placed on it, " +
-				"and the kernels it runs continue until their sessions end. The agent is drained when its " +
-				"kernel_count reaches 0.",
-			status: http.StatusOK, resp: v1.Agent{}, handle: s.cordon(false)},
+			desc: "As Nomad's node drain: the agent becomes unschedulable and its sessions may end on their own; " +
+				"once the deadline has passed, the manager terminates the sessions still running there, with a " +
+				"reason naming the drain. The answer's drain reports progress (remaining_kernels, drained). Draining " +
+				"again replaces the deadline; uncordon ends the drain.",
+			query:  []param{{name: "deadline", typ: "string", desc: "Go duration after which what remains is terminated (\"0s\": at once; left out: no deadline)"}},
+			status: http.StatusOK, resp: v1.Agent{}, handle: s.drain},
+
+		{method: "POST", path: "/v1/jobs", access: user, summary: "Create a job (a gang of sessions)",
+			desc: "A job groups sessions submitted one by one with \"job\" on POST /v1/sessions. Its members start only " +
+				"once at least min_available of them are placed together (all or none in a round); members placed " +
+				"while the gang is short wait SCHEDULED (Permit) and are all released at permit_timeout. The job's " +
+				"state follows seed 003's application states (docs/states.md).",
+			body: v1.CreateJobRequest{}, status: http.StatusCreated, resp: v1.Job{}, handle: s.createJob},
+		{method: "GET", path: "/v1/jobs", access: user, summary: "List jobs (the caller's; every job for admins)",
+			status: http.StatusOK, resp: v1.List[v1.Job]{}, handle: s.listJobs},
+		{method: "GET", path: "/v1/jobs/{id}", access: user, summary: "One job by id or name, with its members and history",
+			status: http.StatusOK, resp: v1.Job{}, handle: s.getJob},
+		{method: "DELETE", path: "/v1/jobs/{id}", access: user, summary: "Cancel a job",
+			desc: "The job fails (reason \"cancelled\") and every live member is ended; it is FAILED once none is " +
+				"left. 409 when it has already ended.",
+			status: http.StatusAccepted, resp: v1.Job{}, handle: s.deleteJob},
 
 		{method: "GET", path: "/v1/resource-groups", access: user, summary: "List resource groups",
 			status: http.StatusOK, resp: v1.List[v1.Group]{}, handle: s.listGroups},
@@ -164,7 +181,9 @@ func (s *Server) table() []route {
 		{method: "PUT", path: "/v1/resource-groups/{name}", access: admin, summary: "Create or change a resource group",
 			desc: "Fields left out keep their current value, or the default for a new group (ACTIVE, fifo, " +
 				"concentrated, head_of_line skip, max_retries 3, default timeouts). Durations are Go durations " +
-				"(\"90s\", \"15m\"); \"0s\" means no bound. 201 when the group is new.",
+				"(\"90s\", \"15m\"); \"0s\" means no bound. 201 when the group is new. A state change goes through " +
+				"seed 003's table (Start → ACTIVE, Stop → STOPPED, Remove → DRAINING; DRAINING is final): a move " +
+				"it has no row for is refused with 409 and changes nothing. A DRAINING group refuses new sessions (409).",
 			body: v1.GroupRequest{}, status: http.StatusOK, alt: []int{http.StatusCreated}, resp: v1.Group{}, handle: s.putGroup},
 
 		{method: "POST", path: "/v1/users", access: admin, summary: "Create a user and its token",

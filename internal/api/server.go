@@ -30,6 +30,14 @@ type Store interface {
 	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
 	ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.Agent, error)
 	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error
+	DrainAgent(ctx context.Context, id domain.AgentID, started, deadline time.Time) error
+	ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error)
+	CreateJob(ctx context.Context, j domain.Job) error
+	GetJob(ctx context.Context, id domain.JobID) (domain.Job, error)
+	ListJobs(ctx context.Context, f store.JobFilter) ([]domain.Job, error)
+	JobMembers(ctx context.Context, id domain.JobID) ([]domain.Session, error)
+	MoveJob(ctx context.Context, e domain.JobHistoryEntry) error
+	JobHistory(ctx context.Context, id domain.JobID) ([]domain.JobHistoryEntry, error)
 	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel, limits ...store.PendingLimit) error
 	GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error)
 	ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error)

@@ -46,16 +46,24 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	sess, kernels, err := s.buildSession(ctx, u, req)
+	job, err := s.sessionJob(ctx, u, req.Job)
 	if err != nil {
 		return err
+	}
+	sess, kernels, err := s.buildSession(ctx, u, req)
+	if err != nil {
+		return s.rejectJob(ctx, job, err)
+	}
+	sess.Job = job.ID
+	if e := s.checkJobGroup(ctx, job, sess.ResourceGroup); e != nil {
+		return s.rejectJob(ctx, job, e)
 	}
 	policies, err := s.ownerPolicies(ctx, sess.Owner)
 	if err != nil {
 		return err
 	}
 	if e := s.checkHardLimits(sess, policies); e != nil {
-		return e
+		return s.rejectJob(ctx, job, e)
 	}
 	caps := pendingCaps(policies)
 	// The store counts and creates in one transaction, serialised per cap
@@ -64,9 +72,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.CreateSession(ctx, sess, kernels, caps...); err != nil {
 		var full *store.LimitError
 		if errors.As(err, &full) {
-			return &apiError{Status: http.StatusTooManyRequests, Code: codeExhausted, Message: fmt.Sprintf(
+			e := &apiError{Status: http.StatusTooManyRequests, Code: codeExhausted, Message: fmt.Sprintf(
 				"%s %s already has %d PENDING sessions, the most its policy allows (max_pending_sessions %d); "+
 					"wait for one to start, or end one", full.Limit.Scope, full.Limit.Name, full.Pending, full.Limit.Max)}
+			return s.rejectJob(ctx, job, e)
 		}
 		if errors.Is(err, store.ErrNameTaken) {
 			e := conflict("you already have a live session named %q; end it, or choose another name", sess.Name)
@@ -194,6 +203,13 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 	}
 	if err != nil {
 		return domain.Session{}, nil, err
+	}
+	if !g.State.Admits() {
+		// Seed 003: a DRAINING group takes no additions; it only finishes
+		// what it holds so it can be removed.
+		e := conflict("resource group %s is %s and accepts no new sessions", g.Name, g.State)
+		e.Field = "resource_group"
+		return fail(e)
 	}
 	if !g.Allows(sess.Type) {
 		return fail(invalid("type", "resource group %s does not run %s sessions (it runs %s)", g.Name, sess.Type,

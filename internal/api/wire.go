@@ -25,7 +25,7 @@ func (s *Server) sessionOut(sk store.SessionWithKernels) v1.Session {
 		ClusterMode: string(ss.ClusterMode), ClusterSize: ss.ClusterSize, DependsOn: strs(ss.DependsOn),
 		DesignatedAgents: strs(ss.DesignatedAgents), DesignatedStrict: ss.DesignatedStrict,
 		Outcome: ss.Outcome.String(), Command: nonNil(ss.Command), Env: ss.Env, Kernels: []v1.Kernel{},
-		ServicePorts: []v1.ServicePort{},
+		ServicePorts: []v1.ServicePort{}, Job: string(ss.Job),
 	}
 	if out.Env == nil {
 		out.Env = map[string]string{}

@@ -27,6 +27,11 @@ type Settings struct {
 	LostGrace        Duration `json:"lost_grace,omitempty"`
 	// ChangeRetention is how long the event feed keeps changes (24h).
 	ChangeRetention Duration `json:"change_retention,omitempty"`
+	// Job timeouts (seed 003): STARTING with one allocation (5m),
+	// COMPLETING before COMPLETED (30s), COMPLETED before EXPIRED (24h).
+	JobStartingTimeout   Duration `json:"job_starting_timeout,omitempty"`
+	JobCompletingTimeout Duration `json:"job_completing_timeout,omitempty"`
+	JobRetention         Duration `json:"job_retention,omitempty"`
 	// UtilisationInterval is how often the leading manager samples
 	// utilisation (10s); UtilisationRetention how long samples are kept
 	// (168h).

@@ -29,6 +29,11 @@ type Config struct {
 	// ChangeRetention is how long the change feed (GET /v1/events) keeps a
 	// change; an event stream resumed from further back misses the rest.
 	ChangeRetention time.Duration
+	// Jobs: how long a job stays STARTING with one allocation, COMPLETING
+	// before COMPLETED, and COMPLETED before it expires (seed 003).
+	JobStartingTimeout   time.Duration
+	JobCompletingTimeout time.Duration
+	JobRetention         time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -43,6 +48,9 @@ func (c Config) withDefaults() Config {
 	def(&c.HeartbeatTimeout, 30*time.Second)
 	def(&c.LostGrace, 30*time.Second)
 	def(&c.ChangeRetention, 24*time.Hour)
+	def(&c.JobStartingTimeout, domain.DefaultJobStartingTimeout)
+	def(&c.JobCompletingTimeout, domain.DefaultJobCompletingTimeout)
+	def(&c.JobRetention, domain.DefaultJobRetention)
 	if c.BatchSize <= 0 {
 		c.BatchSize = 10_000
 	}
@@ -188,6 +196,7 @@ func (c *Coordinator) Cycle(ctx context.Context) error {
 		func(ctx context.Context) error { return c.Promote(ctx, p[domain.HandlerPromoteToPrepared]) },
 		c.StartSessions,
 		func(ctx context.Context) error { return c.Promote(ctx, p[domain.HandlerPromoteToRunning]) },
+		c.ReconcileJobs,
 	}
 	var errs []error
 	for _, step := range steps {

@@ -24,6 +24,9 @@
 // idle.go decides, from the change feed and the groups' generations,
 // when a group's scheduling round could only repeat its last one and is
 // skipped.
+// jobs.go moves jobs through seed 003's application states and holds their
+// members at Permit; drain.go ends what remains on agents past their drain
+// deadline; metrics_gang.go holds seed 004's series.
 //
 // It owns the small interfaces it needs from the store (Store) and from
 // agents (Agents), and takes a clock, so tests drive it with an injected

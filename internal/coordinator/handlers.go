@@ -99,7 +99,11 @@ func (c *Coordinator) ScheduleNewSessions(ctx context.Context) error {
 		if c.idle.skip(name, gen, now) {
 			continue
 		}
+		start := time.Now()
 		r, err := c.scheduleGroup(ctx, h, name, gs)
+		if err != nil || r.scheduled+r.unschedulable > 0 {
+			c.metrics.gang.round(name, start, r.scheduled, r.unschedulable, err)
+		}
 		c.idle.remember(name, gen, err == nil && r.empty, err == nil && r.idle, r.due)
 		if err != nil {
 			return err
@@ -116,6 +120,9 @@ type round struct {
 	// skipped until something relevant changes or due passes.
 	idle bool
 	due  time.Time
+	// scheduled and unschedulable count the round's sessions for
+	// sokovan_scheduling_attempts_total.
+	scheduled, unschedulable int
 }
 
 // scheduleGroup runs one round for the group.
@@ -141,9 +148,12 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 		// Every pending session placed: the queue is empty now.
 		empty: len(plan.Waiting) == 0 && len(plan.Impossible) == 0 && len(applied.Rejected) == 0 &&
 			len(applied.Applied) == len(snap.Pending),
-		idle: len(applied.Applied) == 0 && len(applied.Rejected) == 0 && len(plan.Impossible) == 0,
-		due:  idleDue(snap.Pending, gs.timeout(group, domain.SessionPending), now),
+		idle:          len(applied.Applied) == 0 && len(applied.Rejected) == 0 && len(plan.Impossible) == 0,
+		due:           idleDue(snap.Pending, gs.timeout(group, domain.SessionPending), now),
+		scheduled:     len(applied.Applied),
+		unschedulable: len(applied.Rejected) + len(plan.Waiting) + len(plan.Impossible),
 	}
+	c.metrics.gang.gangs(&snap, applied.Applied)
 	c.metrics.round(group, len(applied.Applied), len(applied.Rejected), len(plan.Waiting), len(plan.Impossible))
 	targets := make([]store.SessionWithKernels, len(snap.Pending))
 	submitted := make(map[domain.SessionID]time.Time, len(snap.Pending))
@@ -222,6 +232,9 @@ func (c *Coordinator) PrepareSessions(ctx context.Context) error {
 	defer c.metrics.run(domain.HandlerPrepareSessions, time.Now())
 	h := lifecycle(domain.HandlerPrepareSessions)
 	targets, err := c.targets(ctx, h)
+	if err == nil {
+		targets, err = c.permit(ctx, targets) // job members wait for their gang (jobs.go)
+	}
 	if err != nil || len(targets) == 0 {
 		return err
 	}

@@ -20,6 +20,7 @@ type Metrics struct {
 	rounds   *prometheus.CounterVec
 	decided  *prometheus.CounterVec
 	wait     *prometheus.HistogramVec
+	gang     *gangMetrics // seed 004's names (metrics_gang.go)
 }
 
 // Scheduling decisions, the result label of
@@ -66,6 +67,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.runs, m.outcomes, m.duration, m.pending, m.startLat, m.byStatus, m.rounds, m.decided, m.wait)
 	}
+	m.gang = newGangMetrics(reg)
 	return m
 }
 

@@ -37,6 +37,11 @@ type Store interface {
 	LastChange(ctx context.Context) (int64, error)
 	GroupGenerations(ctx context.Context) (map[string]int64, error)
 	DueSessions(ctx context.Context, now time.Time, idleTypes []domain.SessionType) ([]store.DueSession, error)
+	ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error)
+	GetJob(ctx context.Context, id domain.JobID) (domain.Job, error)
+	ListJobs(ctx context.Context, f store.JobFilter) ([]domain.Job, error)
+	JobMembers(ctx context.Context, id domain.JobID) ([]domain.Session, error)
+	MoveJob(ctx context.Context, e domain.JobHistoryEntry) error
 }
 
 // ErrImpossible marks an agent call that failed in a way no retry can fix:

@@ -27,6 +27,9 @@ func (c *Coordinator) Sweep(ctx context.Context) error {
 	if err := c.EndDue(ctx); err != nil {
 		c.log.Warn("sweep: ending due sessions", "err", err)
 	}
+	if err := c.DrainDue(ctx); err != nil {
+		c.log.Warn("sweep: ending drains past their deadline", "err", err)
+	}
 	cfg := c.conf()
 	if _, err := c.store.PruneChanges(ctx, now.Add(-cfg.ChangeRetention)); err != nil {
 		return fmt.Errorf("sweep: prune the change feed: %w", err)

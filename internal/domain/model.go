@@ -214,6 +214,9 @@ type Session struct {
 	// became RUNNING (0: none). Fixed at submission, the group's default
 	// filled in.
 	TimeLimit time.Duration
+	// Job is the job the session is a member of ("" for none), fixed at
+	// submission; the scheduler places a job's members as one gang.
+	Job JobID
 }
 
 // Cluster roles of a session's kernels.

@@ -327,6 +327,9 @@ func apply(base coordinator.Config, s config.Settings) (coordinator.Config, coor
 	set(&base.HeartbeatTimeout, s.HeartbeatTimeout)
 	set(&base.LostGrace, s.LostGrace)
 	set(&base.ChangeRetention, s.ChangeRetention)
+	set(&base.JobStartingTimeout, s.JobStartingTimeout)
+	set(&base.JobCompletingTimeout, s.JobCompletingTimeout)
+	set(&base.JobRetention, s.JobRetention)
 	d := coordinator.GroupDefaults{MaxRetries: s.GroupDefaults.MaxRetries}
 	t := s.GroupDefaults.Timeouts
 	d.Timeouts = domain.Timeouts{Pending: time.Duration(t["pending"]), Scheduled: time.Duration(t["scheduled"]),

@@ -132,7 +132,7 @@ func genSnapshotSized(t *rapid.T, maxAgents, maxSessions int) *framework.Snapsho
 	snap.Group.Sequencer = rapid.SampledFrom([]string{"fifo", "lifo", "drf"}).Draw(t, "sequencer")
 	snap.Group.Selector = rapid.SampledFrom([]string{"concentrated", "dispersed", "round-robin"}).Draw(t, "selector")
 	snap.Group.HeadOfLine = rapid.SampledFrom([]domain.HeadOfLine{domain.HOLSkip, domain.HOLBlock}).Draw(t, "hol")
-	snap.Group.State = rapid.SampledFrom([]domain.GroupState{domain.GroupActive, domain.GroupActive, domain.GroupActive, domain.GroupDraining}).Draw(t, "state")
+	snap.Group.State = rapid.SampledFrom([]domain.GroupState{domain.GroupActive, domain.GroupActive, domain.GroupActive, domain.GroupDraining, domain.GroupStopped}).Draw(t, "state")
 	if nAgents > 0 {
 		snap.Cursor = domain.AgentID(fmt.Sprintf("a%02d", rapid.IntRange(0, nAgents-1).Draw(t, "cursor")))
 	}
@@ -209,7 +209,7 @@ func checkPlan(t *rapid.T, snap *framework.Snapshot, plan framework.Plan) {
 	for _, p := range plan.Placements {
 		mark(p.Session, "placed")
 		ps := sessions[p.Session]
-		if snap.Group.State != domain.GroupActive {
+		if !snap.Group.State.Schedules() {
 			t.Fatalf("session %s placed in a %s group", p.Session, snap.Group.State)
 		}
 		// Gangs are whole: every kernel, once, in order.

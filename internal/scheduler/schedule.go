@@ -36,7 +36,7 @@ func (s *Scheduler) Schedule(snap *framework.Snapshot) (framework.Plan, error) {
 	st := framework.NewState(snap)
 	plan := framework.Plan{Group: snap.Group.Name, Cursor: snap.Cursor}
 	r := round{st: st, plan: &plan, validators: s.reg.validators, sel: sel,
-		block: snap.Group.HeadOfLine == domain.HOLBlock}
+		block: snap.Group.HeadOfLine == domain.HOLBlock, gangs: gangs(st)}
 	for _, band := range bands(st) {
 		q := seq.Queue(st, band)
 		for i, ok := q.Next(); ok; i, ok = q.Next() {
@@ -62,10 +62,15 @@ type round struct {
 	// kept holds the plan's blockers, carved from large blocks: most
 	// sessions of a full group wait, each with a blocker or two.
 	kept []framework.Blocker
+	// gangs are the round's jobs still short of min-available (gang.go).
+	gangs map[domain.JobID]*gang
 }
 
 // try validates and places one session, recording the outcome in the plan.
 func (r *round) try(s *framework.Session) bool {
+	if g := r.gangs[s.Pending.Session.Job]; g != nil && s.Pending.Session.Job != "" {
+		return r.tryGang(g, s)
+	}
 	r.buf = r.buf[:0]
 	for _, v := range r.validators {
 		r.buf = v.Validate(r.st, s, r.buf)

@@ -40,6 +40,26 @@ type Store interface {
 	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
 	SetAgentStatus(ctx context.Context, id domain.AgentID, status domain.AgentStatus) error
 	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error
+	// DrainAgent makes the agent unschedulable and records its drain (a
+	// zero deadline: none); draining again keeps the start and replaces
+	// the deadline. SetAgentSchedulable(true) ends the drain.
+	DrainAgent(ctx context.Context, id domain.AgentID, started, deadline time.Time) error
+	ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error)
+
+	// CreateJob stores a new job. A session joins it through
+	// domain.Session.Job at CreateSession (ErrNotFound for no such job).
+	CreateJob(ctx context.Context, j domain.Job) error
+	GetJob(ctx context.Context, id domain.JobID) (domain.Job, error)
+	// ListJobs returns jobs oldest first.
+	ListJobs(ctx context.Context, f JobFilter) ([]domain.Job, error)
+	// JobMembers returns the job's sessions oldest first, without their
+	// command, environment and dependencies.
+	JobMembers(ctx context.Context, id domain.JobID) ([]domain.Session, error)
+	// MoveJob moves the job from e.From to e.To, with e.Message as its
+	// reason, and records e in its history, in one transaction;
+	// ErrGuardFailed when the job is no longer in e.From.
+	MoveJob(ctx context.Context, e domain.JobHistoryEntry) error
+	JobHistory(ctx context.Context, id domain.JobID) ([]domain.JobHistoryEntry, error)
 	// SetAgentCapacity replaces the capacity of the agent's current
 	// incarnation and reports whether it changed; an older epoch gets
 	// ErrGuardFailed. Occupied slots and kernels stay: a capacity that
@@ -228,6 +248,13 @@ type PendingLimit struct {
 	Scope domain.PolicyScope
 	Name  string
 	Max   int
+}
+
+// JobFilter selects jobs; zero fields select everything.
+type JobFilter struct {
+	User string
+	// Live keeps the jobs not yet EXPIRED, FAILED or REJECTED.
+	Live bool
 }
 
 // KernelFilter selects kernels; zero fields select everything.

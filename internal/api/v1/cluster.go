@@ -31,6 +31,20 @@ type Agent struct {
 	// AllowsCommand: the agent runs a session's own command (create's
 	// command) rather than only its image's.
 	AllowsCommand bool `json:"allows_command"`
+	// Drain is the agent's drain in progress; null when it is not draining.
+	Drain *AgentDrain `json:"drain,omitempty"`
+}
+
+// AgentDrain reports a drain (`sokovan agent drain --deadline`): nothing new
+// is placed on the agent; at the deadline what still runs is terminated.
+type AgentDrain struct {
+	StartedAt time.Time `json:"started_at"`
+	// Deadline is null for a drain that waits for sessions however long.
+	Deadline *time.Time `json:"deadline"`
+	// RemainingKernels is how many kernels still hold resources there;
+	// Drained is true once none does.
+	RemainingKernels int  `json:"remaining_kernels"`
+	Drained          bool `json:"drained"`
 }
 
 // Group is a resource group with its settings in force.

@@ -45,6 +45,10 @@ type CreateSessionRequest struct {
 	// environment.
 	Command []string          `json:"command,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
+	// Job (an id, or the name of one of the caller's live jobs) makes the
+	// session a member: it starts only with at least min_available members
+	// of the job placed together.
+	Job string `json:"job,omitempty"`
 }
 
 // Session is a session with its kernels, as every session endpoint and
@@ -52,6 +56,8 @@ type CreateSessionRequest struct {
 type Session struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
+	// Job is the job the session is a member of, if any.
+	Job string `json:"job,omitempty"`
 	// Owner, Project and Domain are the submitting user's, charged for
 	// quotas.
 	Owner        string `json:"owner"`

@@ -128,6 +128,9 @@ func (b Blocker) Message(reg *domain.Registry) string {
 	case BlockConcurrency:
 		return fmt.Sprintf("%s runs %d of at most %d concurrent sessions", b.Scope, int64(b.Requested)-1, int64(b.Requested)-1+int64(b.Available))
 	case BlockCapacity, BlockGang:
+		if b.Kind == BlockGang && b.Detail != "" { // a job's gang: the fact is in Detail
+			return b.Scope + ": " + b.Detail
+		}
 		prefix := "not enough free"
 		if b.Kind == BlockGang {
 			prefix = "gang cannot be placed whole: not enough free"

@@ -24,6 +24,9 @@ type Snapshot struct {
 	Dependencies map[domain.SessionID]DependencyState
 	Usage        Usage
 	Policies     Policies
+	// Jobs holds every job with a pending member in the group; a member
+	// whose job is missing here is placed as a session of its own.
+	Jobs map[domain.JobID]JobInfo
 }
 
 // PendingSession is a session waiting to be placed, with its kernels in

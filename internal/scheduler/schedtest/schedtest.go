@@ -159,6 +159,10 @@ func (b *SessionB) Avoid(ids ...string) *SessionB {
 	return b
 }
 
+// Job makes the session a member of job id; the snapshot's Jobs say the
+// gang's size.
+func (b *SessionB) Job(id string) *SessionB { b.p.Session.Job = domain.JobID(id); return b }
+
 // Obj returns the pending session with ClusterSize kernels of the
 // per-kernel request.
 func (b *SessionB) Obj() framework.PendingSession {

@@ -7,15 +7,16 @@ import (
 	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 )
 
-// GroupState holds every session while its resource group is STOPPED or
-// DRAINING: neither admits new placements.
+// GroupState holds every session while its resource group is STOPPED.
+// A DRAINING group refuses new sessions at submit but keeps scheduling the
+// ones it holds, so they can finish and the group can be removed (seed 003).
 type GroupState struct{}
 
 func (GroupState) Name() string { return "group_state" }
 
 func (GroupState) Validate(st *framework.State, _ *framework.Session, out []framework.Blocker) []framework.Blocker {
 	g := st.Snap.Group
-	if g.State == domain.GroupActive {
+	if g.State.Schedules() {
 		return out
 	}
 	return append(out, framework.Blocker{

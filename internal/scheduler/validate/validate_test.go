@@ -34,9 +34,11 @@ func TestValidators(t *testing.T) {
 		want  []framework.Blocker
 	}{
 		{"group active passes", validate.GroupState{}, MakeSession("s", "cpu=1"), nil, nil},
-		{"group draining holds", validate.GroupState{}, MakeSession("s", "cpu=1"),
-			func(s *framework.Snapshot) { s.Group.State = domain.GroupDraining },
-			[]framework.Blocker{{Kind: framework.BlockResourceGroupState, Scope: "group:default", Detail: "DRAINING"}}},
+		{"group stopped holds", validate.GroupState{}, MakeSession("s", "cpu=1"),
+			func(s *framework.Snapshot) { s.Group.State = domain.GroupStopped },
+			[]framework.Blocker{{Kind: framework.BlockResourceGroupState, Scope: "group:default", Detail: "STOPPED"}}},
+		{"group draining still schedules what it holds", validate.GroupState{}, MakeSession("s", "cpu=1"),
+			func(s *framework.Snapshot) { s.Group.State = domain.GroupDraining }, nil},
 		{"all types allowed by default", validate.SessionType{}, MakeSession("s", "cpu=1").Type(domain.TypeInference), nil, nil},
 		{"type not allowed is impossible", validate.SessionType{}, MakeSession("s", "cpu=1").Type(domain.TypeBatch),
 			func(s *framework.Snapshot) { s.Group.AllowedTypes = []domain.SessionType{domain.TypeInteractive} },

@@ -179,11 +179,17 @@ func (s *Store) SetAgentStatus(ctx context.Context, id domain.AgentID, status do
 	})
 }
 
-// SetAgentSchedulable cordons (false) or uncordons (true) the agent.
+// SetAgentSchedulable cordons (false) or uncordons (true) the agent;
+// uncordoning also ends a drain.
 func (s *Store) SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error {
 	return s.write(ctx, "set schedulable of agent "+string(id), func(tx txn) error {
 		if err := tx.execOne(ctx, setAgentSchedulable, schedulable, string(id)); err != nil {
 			return err
+		}
+		if schedulable { // uncordoning ends a drain
+			if _, err := tx.exec(ctx, deleteDrain, string(id)); err != nil {
+				return err
+			}
 		}
 		_, err := tx.exec(ctx, bumpGroupOfAgent, string(id))
 		return err

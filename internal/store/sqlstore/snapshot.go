@@ -44,6 +44,7 @@ func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (
 				snap.Agents = append(snap.Agents, a)
 				return err
 			}},
+			groupJobsStmt(group, &snap),
 			Stmt{SQL: selectPendingOfGroup, Args: []any{group}, Row: func(sc codec.Scanner) error {
 				sess, err := codec.ScanSession(s.reg, sc)
 				snap.Pending = append(snap.Pending, framework.PendingSession{Session: sess})

@@ -81,6 +81,8 @@ func Run(t *testing.T, e Engine) {
 		{"UtilisationDownsampling", testUtilisationDownsampling},
 		{"PruneUtilisation", testPruneUtilisation},
 		{"HeldByUser", testHeldByUser},
+		{"AgentDrains", testAgentDrains},
+		{"Jobs", testJobs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

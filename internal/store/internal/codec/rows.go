@@ -27,7 +27,7 @@ const (
 	SessionColumns = `id, name, owner_user, owner_project, owner_domain, type, image, architecture,
 		resource_group, cluster_mode, cluster_size, priority, requested, status, status_reason,
 		status_changed_at, created_at, starts_at, designated_agents, designated_strict, avoid_agents,
-		outcome, time_limit_ns`
+		outcome, time_limit_ns, job_id`
 	SessionSpecColumns = SessionColumns + `, command, env`
 	KernelColumns      = `id, session_id, cluster_role, cluster_idx, image, architecture, requested,
 		agent_id, status, status_reason, status_changed_at, container_id, exit_code, service_ports`
@@ -180,7 +180,7 @@ func SessionArgs(reg *domain.Registry, s domain.Session, ts TimeParam) ([]any, e
 		s.Architecture, s.ResourceGroup, string(s.ClusterMode), s.ClusterSize, s.Priority, requested,
 		domain.SessionPending.String(), s.StatusReason, ts(s.CreatedAt), ts(s.CreatedAt), ts(s.StartsAt),
 		JSONList(s.DesignatedAgents), s.DesignatedStrict, JSONList(s.AvoidAgents),
-		"", int64(s.TimeLimit), JSONList(s.Command), JSONMap(s.Env),
+		"", int64(s.TimeLimit), nullString(string(s.Job)), JSONList(s.Command), JSONMap(s.Env),
 	}, nil
 }
 
@@ -204,10 +204,11 @@ func scanSession(reg *domain.Registry, sc Scanner, spec bool) (domain.Session, e
 		command, env                     string
 		changed, created, starts         rawTime
 		limit                            int64
+		job                              sql.NullString
 	)
 	dest := []any{&id, &s.Name, &s.Owner.User, &s.Owner.Project, &s.Owner.Domain, &typ, &s.Image,
 		&s.Architecture, &s.ResourceGroup, &mode, &s.ClusterSize, &s.Priority, &requested, &status,
-		&s.StatusReason, &changed, &created, &starts, &designated, &s.DesignatedStrict, &avoid, &outcome, &limit}
+		&s.StatusReason, &changed, &created, &starts, &designated, &s.DesignatedStrict, &avoid, &outcome, &limit, &job}
 	if spec {
 		dest = append(dest, &command, &env)
 	}
@@ -234,6 +235,7 @@ func scanSession(reg *domain.Registry, sc Scanner, spec bool) (domain.Session, e
 	s.Outcome, err = domain.ParseOutcome(outcome)
 	e.fail("outcome", err)
 	s.TimeLimit = time.Duration(limit)
+	s.Job = domain.JobID(job.String)
 	if spec {
 		e.json("command", command, &s.Command)
 		e.json("env", env, &s.Env)
@@ -388,4 +390,13 @@ func ScanHistory(sc Scanner) (int64, domain.HistoryEntry, error) {
 	h.From = e.sessionStatus("from_status", from)
 	h.To = e.sessionStatus("to_status", to)
 	return rowID, h, e.err
+}
+
+// nullString stores "" as NULL, for optional references such as a
+// session's job.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestJobsDrainAndGroupStatesAgainstDevMode runs issue 14's verbs end to
+// end against `sokovan dev` with real process kernels: a job's gang of two
+// starts only once both members are submitted, cancelling the job ends
+// them, an emptied agent drains, and a DRAINING group refuses submits and
+// cannot be started again.
+func TestJobsDrainAndGroupStatesAgainstDevMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts dev mode with real kernels")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var devOut lockedBuffer
+	dev := exec.Command(binary, "dev", "--data-dir", filepath.Join(dir, "data"), "--listen", addr,
+		"--agents", "2", "--agent-cpu", "4", "--agent-mem", "4g")
+	dev.Stdout, dev.Stderr = &devOut, &devOut
+	if err := dev.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Process.Kill()
+	url := "http://" + addr
+	tokenFile := filepath.Join(dir, "data", "admin-token")
+	var token string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if raw, err := os.ReadFile(tokenFile); err == nil {
+			token = strings.TrimSpace(string(raw))
+			if out := devOut.String(); token != "" && strings.Contains(out, token) && strings.Contains(out, url) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dev mode did not start:\n%s", devOut.String())
+		}
+	}
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, binary, args...)
+		cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "SOKOVAN_ADDR=" + url, "SOKOVAN_TOKEN=" + token}
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("sokovan %v: %v", args, err)
+		}
+		if exit != nil {
+			return string(out), exit.ExitCode()
+		}
+		return string(out), 0
+	}
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+
+	if out, code := run("job", "create", "gang", "--min-available", "2"); code != 0 {
+		t.Fatalf("job create: %d\n%s", code, out)
+	}
+	if out, code := run("session", "create", "--image", "sleep", "--cpu", "1", "--name", "driver", "--job", "gang"); code != 0 {
+		t.Fatalf("first member: %d\n%s", code, out)
+	}
+	until("the gang blocker", func() bool {
+		out, _ := run("session", "why", "driver")
+		return strings.Contains(out, "1 of 2 members submitted")
+	})
+	if out, code := run("session", "create", "--image", "sleep", "--cpu", "1", "--name", "exec", "--job", "gang", "--wait"); code != 0 {
+		t.Fatalf("second member --wait: %d\n%s", code, out)
+	}
+	until("job RUNNING", func() bool {
+		out, _ := run("job", "show", "gang")
+		return strings.Contains(out, "state:           RUNNING")
+	})
+	if out, code := run("job", "rm", "gang"); code != 0 {
+		t.Fatalf("job rm: %d\n%s", code, out)
+	}
+	until("job FAILED with its members ended", func() bool {
+		out, _ := run("job", "show", "gang")
+		return strings.Contains(out, "state:           FAILED") && strings.Count(out, "TERMINATED") == 2
+	})
+
+	// Nothing runs any more, so a drain with a deadline is drained at once.
+	if out, code := run("agent", "drain", "dev-agent-1", "--deadline", "1h", "--wait"); code != 0 || !strings.Contains(out, "drained") {
+		t.Fatalf("agent drain --wait: %d\n%s", code, out)
+	}
+
+	if out, code := run("rg", "set", "default", "--state", "DRAINING"); code != 0 {
+		t.Fatalf("rg set DRAINING: %d\n%s", code, out)
+	}
+	if out, code := run("session", "create", "--image", "sleep", "--name", "late"); code == 0 || !strings.Contains(out, "DRAINING") {
+		t.Fatalf("submit to a DRAINING group: exit %d\n%s", code, out)
+	}
+	if out, code := run("rg", "set", "default", "--state", "ACTIVE"); code == 0 {
+		t.Fatalf("DRAINING → ACTIVE was allowed:\n%s", out)
+	}
+
+	if err := dev.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- dev.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("dev mode exited with %v:\n%s", err, devOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("dev mode did not stop on SIGINT")
+	}
+}

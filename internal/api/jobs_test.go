@@ -1,0 +1,186 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
+)
+
+func getJob(t *testing.T, m *apitest.Manager, token, ref string) v1.Job {
+	t.Helper()
+	var j v1.Job
+	if code := m.Do(token, "GET", "/v1/jobs/"+ref, nil, &j); code != http.StatusOK {
+		t.Fatalf("get job %s: %d", ref, code)
+	}
+	return j
+}
+
+// A job of min 2 through the API: its first member waits with a gang
+// blocker; the second completes the gang and both run; cancelling the job
+// ends its members and the job fails.
+func TestJobsThroughAPI(t *testing.T) {
+	t.Parallel()
+	engines(t, func(t *testing.T, engine string) {
+		m := apitest.New(t, apitest.Options{Engine: engine})
+		alice := m.User("alice", "user", "p1")
+		bob := m.User("bob", "user", "p1")
+		var j v1.Job
+		if code := m.Do(alice, "POST", "/v1/jobs", map[string]any{"name": "spark", "min_available": 2,
+			"permit_timeout": "90s", "failure_policy": "fail"}, &j); code != http.StatusCreated ||
+			j.State != "NEW" || j.MinAvailable != 2 || j.PermitTimeout != "90s" || j.FailurePolicy != "fail" {
+			t.Fatalf("create job: %d %+v", code, j)
+		}
+		driver := create(t, m, alice, map[string]any{"image": "sleep", "job": "spark", "resources": map[string]string{"cpu": "1"}})
+		if driver.Job != j.ID {
+			t.Fatalf("member's job %q, want %s", driver.Job, j.ID)
+		}
+		var why v1.Why
+		apitest.Eventually(t, 10*time.Second, "a gang blocker", func() bool {
+			m.Do(alice, "GET", "/v1/sessions/"+driver.ID+"/why", nil, &why)
+			return len(why.Blockers) > 0 && why.Blockers[0].Kind == "gang" &&
+				strings.Contains(why.Blockers[0].Message, "1 of 2 members submitted")
+		})
+		exec := create(t, m, alice, map[string]any{"image": "sleep", "job": j.ID, "resources": map[string]string{"cpu": "1"}})
+		waitStatus(t, m, alice, driver.ID, "RUNNING")
+		waitStatus(t, m, alice, exec.ID, "RUNNING")
+		apitest.Eventually(t, 10*time.Second, "job RUNNING", func() bool { return getJob(t, m, alice, "spark").State == "RUNNING" })
+		got := getJob(t, m, alice, j.ID)
+		if len(got.Members) != 2 || got.Submitted != 2 || got.Placed != 2 || len(got.History) != 3 {
+			t.Fatalf("job: %+v", got)
+		}
+		var list v1.List[v1.Job]
+		if m.Do(alice, "GET", "/v1/jobs", nil, &list); len(list.Items) != 1 {
+			t.Fatalf("alice's jobs: %+v", list.Items)
+		}
+		if m.Do(bob, "GET", "/v1/jobs", nil, &list); len(list.Items) != 0 {
+			t.Fatalf("bob sees %+v", list.Items)
+		}
+		if code := m.Do(bob, "GET", "/v1/jobs/"+j.ID, nil, nil); code != http.StatusNotFound {
+			t.Fatalf("bob reads alice's job: %d", code)
+		}
+		var e v1.ErrorResponse
+		if code := m.Do(bob, "POST", "/v1/sessions", map[string]any{"image": "sleep", "job": j.ID}, &e); code != 400 || e.Error.Field != "job" {
+			t.Fatalf("bob joins alice's job: %d %+v", code, e.Error)
+		}
+
+		if code := m.Do(alice, "DELETE", "/v1/jobs/spark", nil, &got); code != http.StatusAccepted || got.State != "FAILING" {
+			t.Fatalf("cancel: %d %+v", code, got)
+		}
+		waitStatus(t, m, alice, driver.ID, "TERMINATED")
+		waitStatus(t, m, alice, exec.ID, "TERMINATED")
+		apitest.Eventually(t, 10*time.Second, "job FAILED", func() bool { return getJob(t, m, alice, j.ID).State == "FAILED" })
+		e = v1.ErrorResponse{}
+		if code := m.Do(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "job": j.ID}, &e); code != 409 || e.Error.Field != "job" {
+			t.Fatalf("joining a failed job: %d %+v", code, e.Error)
+		}
+		if code := m.Do(alice, "DELETE", "/v1/jobs/"+j.ID, nil, nil); code != http.StatusConflict {
+			t.Fatalf("cancelling a failed job: %d", code)
+		}
+	})
+}
+
+// Bad job requests are refused naming the field and store nothing; a NEW
+// job whose first member is refused at admission is REJECTED.
+func TestJobAdmission(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	alice := m.User("alice", "user", "p1")
+	for _, tc := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"name": "x", "min_available": 0}, "min_available"},
+		{map[string]any{"name": "x", "permit_timeout": "soon"}, "permit_timeout"},
+		{map[string]any{"name": "x", "permit_timeout": "-1s"}, "permit_timeout"},
+		{map[string]any{"name": "x", "failure_policy": "retry"}, "failure_policy"},
+		{map[string]any{"name": "x", "min_available": "2"}, "min_available"},
+	} {
+		var e v1.ErrorResponse
+		if code := m.Do(alice, "POST", "/v1/jobs", tc.body, &e); code != 400 || e.Error.Field != tc.field {
+			t.Errorf("%v: %d %+v; want 400 on %s", tc.body, code, e.Error, tc.field)
+		}
+	}
+	var list v1.List[v1.Job]
+	if m.Do(alice, "GET", "/v1/jobs", nil, &list); len(list.Items) != 0 {
+		t.Fatalf("refused requests stored %+v", list.Items)
+	}
+	var e v1.ErrorResponse
+	if code := m.Do(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "job": "nope"}, &e); code != 400 || e.Error.Field != "job" {
+		t.Fatalf("unknown job: %d %+v", code, e.Error)
+	}
+	// A gang cannot span resource groups.
+	if code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/other", map[string]any{}, nil); code != http.StatusCreated {
+		t.Fatalf("create group: %d", code)
+	}
+	var split v1.Job
+	m.Do(alice, "POST", "/v1/jobs", map[string]any{"name": "split", "min_available": 2}, &split)
+	create(t, m, alice, map[string]any{"image": "sleep", "job": "split"})
+	e = v1.ErrorResponse{}
+	if code := m.Do(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "job": "split",
+		"resource_group": "other"}, &e); code != 400 || e.Error.Field != "resource_group" {
+		t.Fatalf("member in another group: %d %+v", code, e.Error)
+	}
+	var j v1.Job
+	m.Do(alice, "POST", "/v1/jobs", map[string]any{"name": "r"}, &j)
+	if code := m.Do(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "job": "r",
+		"resources": map[string]string{"cpu": "lots"}}, &e); code != 400 {
+		t.Fatalf("bad member: %d", code)
+	}
+	if got := getJob(t, m, alice, j.ID); got.State != "REJECTED" || len(got.History) != 1 || got.History[0].Event != "Reject" {
+		t.Fatalf("after its first member was refused: %+v", got)
+	}
+}
+
+// Cancelling raises seed 003's Fail from NEW, ACCEPTED and COMPLETING; the
+// coordinator then finds nothing live and the job is FAILED.
+func TestJobCancelFromEveryLiveState(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	alice := m.User("alice", "user", "p1")
+	ctx := t.Context()
+	cycle := func() {
+		t.Helper()
+		if err := m.Coordinator.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newJob := func(name string) v1.Job {
+		var j v1.Job
+		if code := m.Do(alice, "POST", "/v1/jobs", map[string]any{"name": name, "min_available": 2}, &j); code != http.StatusCreated {
+			t.Fatalf("create %s: %d", name, code)
+		}
+		return j
+	}
+	fresh := newJob("fresh")
+	accepted := newJob("accepted")
+	member := create(t, m, alice, map[string]any{"image": "sleep", "job": "accepted"})
+	completing := newJob("completing")
+	gone := create(t, m, alice, map[string]any{"image": "sleep", "job": "completing"})
+	if code := m.Do(alice, "DELETE", "/v1/sessions/"+gone.ID, nil, nil); code != http.StatusAccepted {
+		t.Fatalf("cancel member: %d", code)
+	}
+	cycle()
+	for ref, want := range map[string]string{fresh.ID: "NEW", accepted.ID: "ACCEPTED", completing.ID: "COMPLETING"} {
+		if got := getJob(t, m, alice, ref).State; got != want {
+			t.Fatalf("job %s is %s before cancelling, want %s", ref, got, want)
+		}
+		if code := m.Do(alice, "DELETE", "/v1/jobs/"+ref, nil, nil); code != http.StatusAccepted {
+			t.Fatalf("cancel %s: %d", ref, code)
+		}
+	}
+	if s := get(t, m, alice, member.ID); s.Status != "CANCELLED" {
+		t.Fatalf("the cancelled job's member is %s", s.Status)
+	}
+	cycle()
+	for _, ref := range []string{fresh.ID, accepted.ID, completing.ID} {
+		j := getJob(t, m, alice, ref)
+		last := j.History[len(j.History)-1]
+		if j.State != "FAILED" || last.Event != "Fail" || last.From != "FAILING" {
+			t.Errorf("job %s: %s, history %+v", ref, j.State, j.History)
+		}
+	}
+}

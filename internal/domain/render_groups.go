@@ -1,0 +1,27 @@
+package domain
+
+import (
+	"fmt"
+	"strings"
+)
+
+// renderGroupStates adds the resource group object state table (seed 003)
+// to docs/states.md; kept in its own function so other sections merge
+// around it.
+func renderGroupStates(b *strings.Builder) {
+	b.WriteString("\n## Resource groups\n\n")
+	b.WriteString("Seed 003's object states, from `GroupTransitions` (internal/domain/groupstate.go).\n")
+	b.WriteString("ACTIVE schedules and admits; STOPPED admits but schedules nothing and may start\n")
+	b.WriteString("again; DRAINING refuses new sessions (409) but still schedules the ones it holds,\n")
+	b.WriteString("and is final. Any (event, from) pair not listed is refused with 409.\n\n")
+	b.WriteString("```mermaid\nstateDiagram-v2\n")
+	fmt.Fprintf(b, "    [*] --> %v\n", GroupActive)
+	for _, t := range GroupTransitions() {
+		fmt.Fprintf(b, "    %v --> %v : %s\n", t.From, t.To, t.Event)
+	}
+	b.WriteString("```\n\n")
+	b.WriteString("| Event | From | To |\n|---|---|---|\n")
+	for _, t := range GroupTransitions() {
+		fmt.Fprintf(b, "| %s | %v | %v |\n", t.Event, t.From, t.To)
+	}
+}
