@@ -40,6 +40,9 @@ type KernelPlacement struct {
 	Kernel domain.KernelID
 	Agent  domain.AgentID
 	Slots  domain.Vec
+	// Devices are the agent's devices the kernel gets, for every slot the
+	// agent reports devices of; nil where it reports none.
+	Devices []domain.DeviceGrant
 }
 
 // Decision explains why a session was not placed.

@@ -24,6 +24,9 @@ type Snapshot struct {
 	Dependencies map[domain.SessionID]DependencyState
 	Usage        Usage
 	Policies     Policies
+	// DeviceHeld is, per agent, the share of each device (by id) that its
+	// live kernels hold; placement assigns only what is left.
+	DeviceHeld map[domain.AgentID]map[string]domain.Quantity
 }
 
 // PendingSession is a session waiting to be placed, with its kernels in
