@@ -41,6 +41,7 @@ func Run(t *testing.T, e Engine) {
 		{"RegisterGuard", testRegisterGuard},
 		{"AgentAllowsCommand", testAgentAllowsCommand},
 		{"KernelServicePorts", testKernelServicePorts},
+		{"Devices", testDevices},
 		{"AgentCapacity", testAgentCapacity},
 		{"NoteWaitingKernels", testNoteWaitingKernels},
 		{"SessionRoundTrip", testSessionRoundTrip},

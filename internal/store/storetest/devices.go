@@ -1,0 +1,155 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// withDevices gives a registered agent fake devices and the capacity they
+// add up to, as an agent started with --devices does.
+func withDevices(spec string) func(*domain.Agent) {
+	return func(a *domain.Agent) {
+		devs, err := domain.ParseFakeDevices(spec)
+		if err != nil {
+			panic(err)
+		}
+		a.Devices = devs
+		reg := domain.DefaultRegistry()
+		for i, q := range domain.DeviceCapacity(reg, devs) {
+			if q != 0 {
+				a.Capacity[i] = q
+			}
+		}
+	}
+}
+
+func grant(dev string, index int, slot string, share domain.Quantity) domain.DeviceGrant {
+	return domain.DeviceGrant{Device: dev, Index: index, Slot: slot, Share: share,
+		Memory: int64(float64(16<<30) * float64(share) / 1000)}
+}
+
+// placeWith is placement with one kernel's grants set.
+func placeWith(s store.SessionWithKernels, agent domain.AgentID, grants ...[]domain.DeviceGrant) framework.Placement {
+	p := placement(s, agent)
+	for i := range p.Kernels {
+		if i < len(grants) {
+			p.Kernels[i].Devices = grants[i]
+		}
+	}
+	return p
+}
+
+func testDevices(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	f.agent("a1", "g", []string{"cpu", "8", "mem", "32g"}, withDevices("cuda:2,cuda.shares:1"))
+
+	// The agent's devices survive registration and re-registration.
+	a := f.getAgent("a1")
+	if len(a.Devices) != 3 || a.Devices[0].ID != "cuda:0" || a.Devices[2].Slot != "cuda.shares" {
+		t.Fatalf("devices read back as %+v", a.Devices)
+	}
+	f.agent("a1", "g", []string{"cpu", "8", "mem", "32g"}, withDevices("cuda:2,cuda.shares:1"))
+	if got := f.getAgent("a1"); !cmp.Equal(a.Devices, got.Devices) {
+		t.Fatalf("re-registered devices %+v, want %+v", got.Devices, a.Devices)
+	}
+
+	// A snapshot shows nothing held; a placement's grants are stored with
+	// its kernels and then show as held.
+	snap, err := f.s.LoadSnapshot(f.ctx, "g", at(10))
+	f.must(err, "load snapshot")
+	if len(snap.DeviceHeld) != 0 {
+		t.Fatalf("DeviceHeld before any placement = %v", snap.DeviceHeld)
+	}
+	s1 := f.session("s1", "g", "alice", 1, []string{"cpu", "1", "cuda.device", "1"})
+	res := f.apply("g", placeWith(s1, "a1", []domain.DeviceGrant{grant("cuda:0", 0, "cuda.device", 1000)}))
+	if len(res.Applied) != 1 {
+		t.Fatalf("s1 rejected: %+v", res.Rejected)
+	}
+	if got := f.get("s1").Kernels[0].Devices; !cmp.Equal(got, []domain.DeviceGrant{grant("cuda:0", 0, "cuda.device", 1000)}) {
+		t.Fatalf("s1's kernel devices = %+v", got)
+	}
+	snap, err = f.s.LoadSnapshot(f.ctx, "g", at(10))
+	f.must(err, "load snapshot")
+	if diff := cmp.Diff(map[domain.AgentID]map[string]domain.Quantity{"a1": {"cuda:0": 1000}}, snap.DeviceHeld); diff != "" {
+		t.Fatalf("DeviceHeld (-want +got):\n%s", diff)
+	}
+	f.invariant()
+
+	// The guard refuses a device already held, a device not the agent's,
+	// grants that do not cover the request, and a device given twice in
+	// one plan; it accepts a free one.
+	rejects := []struct {
+		name   string
+		grants []domain.DeviceGrant
+	}{
+		{"held", []domain.DeviceGrant{grant("cuda:0", 0, "cuda.device", 1000)}},
+		{"foreign", []domain.DeviceGrant{grant("cuda:7", 7, "cuda.device", 1000)}},
+		{"missing", nil},
+		{"half of a whole device", []domain.DeviceGrant{grant("cuda:1", 1, "cuda.device", 500)}},
+	}
+	for i, r := range rejects {
+		s := f.session("r"+string(rune('0'+i)), "g", "bob", 1, []string{"cpu", "1", "cuda.device", "1"})
+		res := f.apply("g", placeWith(s, "a1", r.grants))
+		if len(res.Applied) != 0 || len(res.Rejected) != 1 || res.Rejected[0].Reason != store.RejectDevices {
+			t.Errorf("%s: applied %v, rejected %+v, want one %s rejection", r.name, res.Applied, res.Rejected, store.RejectDevices)
+		}
+	}
+	s2 := f.session("s2", "g", "bob", 1, []string{"cpu", "1", "cuda.device", "1"})
+	s3 := f.session("s3", "g", "bob", 1, []string{"cpu", "1", "cuda.device", "1"})
+	res = f.apply("g", placeWith(s2, "a1", []domain.DeviceGrant{grant("cuda:1", 1, "cuda.device", 1000)}),
+		placeWith(s3, "a1", []domain.DeviceGrant{grant("cuda:1", 1, "cuda.device", 1000)}))
+	if len(res.Applied) != 1 || res.Applied[0] != "s2" || len(res.Rejected) != 1 || res.Rejected[0].Reason != store.RejectDevices {
+		t.Fatalf("same device twice in one plan: applied %v, rejected %+v", res.Applied, res.Rejected)
+	}
+	f.invariant()
+
+	// Shares pack up to one whole device and no further.
+	h1 := f.session("h1", "g", "carol", 1, []string{"cpu", "1", "cuda.shares", "0.6"})
+	h2 := f.session("h2", "g", "carol", 1, []string{"cpu", "1", "cuda.shares", "0.5"})
+	h3 := f.session("h3", "g", "carol", 1, []string{"cpu", "1", "cuda.shares", "0.4"})
+	res = f.apply("g", placeWith(h1, "a1", []domain.DeviceGrant{grant("cuda-shared:0", 0, "cuda.shares", 600)}),
+		placeWith(h2, "a1", []domain.DeviceGrant{grant("cuda-shared:0", 0, "cuda.shares", 500)}),
+		placeWith(h3, "a1", []domain.DeviceGrant{grant("cuda-shared:0", 0, "cuda.shares", 400)}))
+	wantIDs(t, res.Applied, func(id domain.SessionID) domain.SessionID { return id }, []domain.SessionID{"h1", "h3"})
+	f.invariant()
+
+	// A kernel that ends frees its devices, once: s1's device can be
+	// granted again, and ending it a second time changes nothing.
+	end := domain.Transition{Session: domain.SessionTerminated, Kernel: domain.KernelTerminated}
+	for range 2 {
+		_, err := f.s.TransitionSessions(f.ctx, []domain.SessionID{"s1"}, []domain.SessionStatus{domain.SessionScheduled}, end, "done", at(20))
+		f.must(err, "end s1")
+	}
+	snap, err = f.s.LoadSnapshot(f.ctx, "g", at(30))
+	f.must(err, "load snapshot")
+	if diff := cmp.Diff(map[string]domain.Quantity{"cuda:1": 1000, "cuda-shared:0": 1000}, snap.DeviceHeld["a1"]); diff != "" {
+		t.Fatalf("held after s1 ended (-want +got):\n%s", diff)
+	}
+	s4 := f.session("s4", "g", "dave", 1, []string{"cpu", "1", "cuda.device", "1"})
+	f.apply("g", placeWith(s4, "a1", []domain.DeviceGrant{grant("cuda:0", 0, "cuda.device", 1000)}))
+	if f.get("s4").Session.Status != domain.SessionScheduled {
+		t.Fatal("s4 could not take the device s1 freed")
+	}
+
+	// A session sent back to PENDING lets go of its grants.
+	_, err = f.s.TransitionSessions(f.ctx, []domain.SessionID{"s4"}, []domain.SessionStatus{domain.SessionScheduled},
+		domain.Transition{Session: domain.SessionPending, Kernel: domain.KernelPending}, "retry", at(40))
+	f.must(err, "requeue s4")
+	if got := f.get("s4").Kernels[0].Devices; got != nil {
+		t.Fatalf("requeued kernel keeps devices %+v", got)
+	}
+	f.invariant()
+
+	// The invariant catches a device held twice, as a hand edit would
+	// make it.
+	f.e.Exec(t, f.db, `UPDATE kernels SET devices = '[{"device":"cuda:1","index":1,"slot":"cuda.device","share":1000}]' WHERE id = 'h1-k0'`)
+	if err := CheckInvariants(f.ctx, f.s); err == nil {
+		t.Fatal("CheckInvariants passed a device held by two live kernels")
+	}
+}
