@@ -33,6 +33,9 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
 	for i, a := range agents {
 		out.Items[i] = s.agentView(r, a)
 	}
+	if err := s.addDevices(r, agents, out.Items); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -54,7 +57,11 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.agentView(r, a))
+	out := []v1.Agent{s.agentView(r, a)}
+	if err := s.addDevices(r, []domain.Agent{a}, out); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out[0])
 	return nil
 }
 

@@ -125,7 +125,8 @@ func TestDeviceBlocker(t *testing.T) {
 	if len(bs) != 1 || bs[0].Slot != "cuda.device" || bs[0].Requested != 2000 || bs[0].Available != 1000 {
 		t.Fatalf("blockers = %+v, want one cuda.device blocker 2 requested, 1 free", bs)
 	}
-	if got, want := bs[0].Message(snap.Slots), "not enough free cuda.device: requested 2, at most 1 free on any eligible agent"; got != want {
+	if got, want := bs[0].Message(snap.Slots), "not enough free cuda.device: requested 2, at most 1 free on any eligible agent; "+
+		"a1 has 1 of 2 devices free (cuda:0)"; got != want {
 		t.Errorf("message = %q, want %q", got, want)
 	}
 

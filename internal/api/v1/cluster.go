@@ -31,6 +31,9 @@ type Agent struct {
 	// AllowsCommand: the agent runs a session's own command (create's
 	// command) rather than only its image's.
 	AllowsCommand bool `json:"allows_command"`
+	// Devices are the accelerators it hands out one by one, with their
+	// holders; absent on agents that report counts only.
+	Devices []Device `json:"devices,omitempty"`
 }
 
 // Group is a resource group with its settings in force.

@@ -1,6 +1,9 @@
 package framework
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -97,4 +100,66 @@ func (st *State) deviceBlocker(a int32, req *Request, scope string, kind Blocker
 		}
 	}
 	return []Blocker{{Kind: kind, Scope: scope}}
+}
+
+type devDetailKey struct {
+	c    *candidates
+	slot domain.SlotID
+}
+
+type devDetail struct {
+	version uint64
+	text    string
+}
+
+// deviceDetail says, for a slot handed out as devices, which eligible
+// agent has the most of it free and which devices those are, so "why"
+// speaks of devices and not only of a count: "a3 has 1 of 2 devices free
+// (cuda:1)". Empty for a slot no candidate has devices of. Blocked
+// sessions of one round ask the same question many times, so the answer
+// is kept until a reservation changes it.
+func (st *State) deviceDetail(c *candidates, slot domain.SlotID) string {
+	if st.devices == nil {
+		return ""
+	}
+	key := devDetailKey{c, slot}
+	if d, ok := st.devDetails[key]; ok && d.version == st.version {
+		return d.text
+	}
+	kind := st.Snap.Slots.Type(slot).Kind
+	best := int32(-1)
+	var bestFree domain.Quantity
+	for _, a := range c.idx {
+		p := st.DevicePool(a, slot)
+		if p == nil {
+			continue
+		}
+		if f := p.Available(kind); best < 0 || f > bestFree {
+			best, bestFree = a, f
+		}
+	}
+	text := ""
+	if best >= 0 {
+		p := st.DevicePool(best, slot)
+		var free []string
+		for i, d := range p.Devices {
+			switch {
+			case p.Free[i] == domain.WholeShare:
+				free = append(free, d.ID)
+			case kind == domain.KindShares && p.Free[i] > 0:
+				free = append(free, fmt.Sprintf("%s: %s free", d.ID, domain.FormatQuantity(kind, p.Free[i])))
+			}
+		}
+		list := "none"
+		if len(free) > 0 {
+			list = strings.Join(free, ", ")
+		}
+		text = fmt.Sprintf("%s has %s of %d devices free (%s)", st.Agents[best].ID,
+			domain.FormatQuantity(kind, bestFree), len(p.Devices), list)
+	}
+	if st.devDetails == nil {
+		st.devDetails = map[devDetailKey]devDetail{}
+	}
+	st.devDetails[key] = devDetail{version: st.version, text: text}
+	return text
 }

@@ -252,6 +252,7 @@ func (st *State) capacityBlockers(c *candidates, req *Request, kind BlockerKind,
 			out = append(out, Blocker{
 				Kind: kind, Scope: scope, Slot: st.Snap.Slots.Type(am.Slot).Name,
 				Requested: am.Q, Available: max(c.maxFree[am.Slot], 0), Capacity: c.maxCap[am.Slot],
+				Detail: st.deviceDetail(c, am.Slot),
 			})
 		}
 	}

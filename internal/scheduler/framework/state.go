@@ -190,6 +190,9 @@ type State struct {
 	// devices holds each agent's device pools, nil when no agent of the
 	// group reports devices.
 	devices []devicePools
+	// devDetails caches deviceDetail per candidate set and slot, valid
+	// while the round's version stands.
+	devDetails map[devDetailKey]devDetail
 }
 
 // NewState builds the round state. It copies everything it will change.
