@@ -109,6 +109,15 @@ func testDevices(t *testing.T, e Engine) {
 	}
 	f.invariant()
 
+	// The agent restarting (a new epoch) changes no grant: what its live
+	// kernels hold is read from them, so it stays held.
+	f.agent("a1", "g", []string{"cpu", "8", "mem", "32g"}, withDevices("cuda:2,cuda.shares:1"))
+	snap, err = f.s.LoadSnapshot(f.ctx, "g", at(10))
+	f.must(err, "load snapshot")
+	if diff := cmp.Diff(map[string]domain.Quantity{"cuda:0": 1000, "cuda:1": 1000}, snap.DeviceHeld["a1"]); diff != "" {
+		t.Fatalf("held after the agent re-registered (-want +got):\n%s", diff)
+	}
+
 	// Shares pack up to one whole device and no further.
 	h1 := f.session("h1", "g", "carol", 1, []string{"cpu", "1", "cuda.shares", "0.6"})
 	h2 := f.session("h2", "g", "carol", 1, []string{"cpu", "1", "cuda.shares", "0.5"})
