@@ -1,6 +1,10 @@
 package storetest
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -161,4 +165,101 @@ func testDevices(t *testing.T, e Engine) {
 	if err := CheckInvariants(f.ctx, f.s); err == nil {
 		t.Fatal("CheckInvariants passed a device held by two live kernels")
 	}
+}
+
+// testConcurrentDeviceAppliers has two store instances (two manager
+// replicas) apply plans whose grants often collide — the same device of
+// the same agent, shares that together pass one whole — while sending
+// sessions back to PENDING and ending them. No device may ever be held by
+// two live kernels beyond one whole, in any single read of the kernels,
+// and the books must balance at the end.
+func testConcurrentDeviceAppliers(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("gpus")
+	agents := []domain.AgentID{"d-a0", "d-a1", "d-a2"}
+	for _, id := range agents {
+		f.agent(string(id), "gpus", []string{"cpu", "64", "mem", "64g"}, withDevices("cuda:2,cuda.shares:1"))
+	}
+	var pool []store.SessionWithKernels
+	for i := range 60 {
+		req := []string{"cpu", "1", "mem", "1g", "cuda.device", "1"}
+		if i%2 == 1 {
+			req = []string{"cpu", "1", "mem", "1g", "cuda.shares", []string{"0.3", "0.5", "0.7"}[i%3]}
+		}
+		pool = append(pool, f.session(fmt.Sprintf("d-s%02d", i), "gpus", "u", 1, req))
+	}
+	stores := []store.Store{f.s, f.open(Options{Registry: f.reg})}
+	var applied, collided atomic.Int64
+	var wg sync.WaitGroup
+	for w, st := range stores {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w)+1, 19))
+			var mine []domain.SessionID
+			for i := range 250 {
+				s := pool[rng.IntN(len(pool))]
+				k := s.Kernels[0]
+				var g domain.DeviceGrant
+				if q := k.Requested[f.slotID("cuda.shares")]; q > 0 {
+					g = grant("cuda-shared:0", 0, "cuda.shares", q)
+				} else {
+					n := rng.IntN(2)
+					g = grant(fmt.Sprintf("cuda:%d", n), n, "cuda.device", 1000)
+				}
+				res, err := st.ApplyPlan(f.ctx, framework.Plan{Group: "gpus", Placements: []framework.Placement{
+					placeWith(s, agents[rng.IntN(len(agents))], []domain.DeviceGrant{g})}}, at(100))
+				if err != nil {
+					t.Errorf("writer %d: apply: %v", w, err)
+					return
+				}
+				applied.Add(int64(len(res.Applied)))
+				for _, r := range res.Rejected {
+					if r.Reason == store.RejectDevices {
+						collided.Add(1)
+					}
+				}
+				mine = append(mine, res.Applied...)
+				if len(mine) > 0 && rng.IntN(3) > 0 {
+					id := mine[rng.IntN(len(mine))]
+					to := domain.Transition{Session: domain.SessionPending, Kernel: domain.KernelPending}
+					if rng.IntN(4) == 0 {
+						to = domain.Transition{Session: domain.SessionTerminated, Kernel: domain.KernelTerminated}
+					}
+					if _, err := st.TransitionSessions(f.ctx, []domain.SessionID{id}, []domain.SessionStatus{domain.SessionScheduled},
+						to, "", at(101)); err != nil {
+						t.Errorf("writer %d: move: %v", w, err)
+						return
+					}
+				}
+				if i%10 == 0 {
+					list, err := st.ListAgents(f.ctx, store.AgentFilter{Group: "gpus"})
+					if err != nil {
+						t.Errorf("writer %d: list agents: %v", w, err)
+						return
+					}
+					kernels, err := st.ListKernels(f.ctx, store.KernelFilter{})
+					if err != nil {
+						t.Errorf("writer %d: list kernels: %v", w, err)
+						return
+					}
+					for _, err := range checkDevices(list, kernels) {
+						t.Errorf("writer %d: %v", w, err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	f.invariant()
+	if applied.Load() == 0 || collided.Load() == 0 {
+		t.Errorf("%d placements applied, %d refused for devices: the test exercised too little", applied.Load(), collided.Load())
+	}
+	t.Logf("%d placements applied, %d refused for devices", applied.Load(), collided.Load())
+}
+
+func (f *fixture) slotID(name string) domain.SlotID {
+	id, ok := f.reg.Lookup(name)
+	if !ok {
+		f.t.Fatalf("no slot %s", name)
+	}
+	return id
 }

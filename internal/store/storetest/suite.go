@@ -42,6 +42,7 @@ func Run(t *testing.T, e Engine) {
 		{"AgentAllowsCommand", testAgentAllowsCommand},
 		{"KernelServicePorts", testKernelServicePorts},
 		{"Devices", testDevices},
+		{"ConcurrentDeviceAppliers", testConcurrentDeviceAppliers},
 		{"AgentCapacity", testAgentCapacity},
 		{"NoteWaitingKernels", testNoteWaitingKernels},
 		{"SessionRoundTrip", testSessionRoundTrip},
