@@ -81,7 +81,9 @@ func (st *State) placeGang(s *Session, sel Selector) ([]KernelPlacement, []Block
 			blockers := st.capacityBlockers(s.eligible, req, BlockGang, scope)
 			for j, b := range chosen {
 				st.unreserve(b, &s.PerKernel[j])
-				st.giveDevices(b, grants[j])
+				if grants != nil {
+					st.giveDevices(b, grants[j])
+				}
 			}
 			// The rollback returns the round to where it was before the
 			// gang, when every older miss held; one found with part of the
@@ -97,7 +99,9 @@ func (st *State) placeGang(s *Session, sel Selector) ([]KernelPlacement, []Block
 			blockers := st.deviceBlocker(a, req, fmt.Sprintf("kernel:%d/%d", k+1, len(s.PerKernel)), BlockGang)
 			for j, b := range chosen {
 				st.unreserve(b, &s.PerKernel[j])
-				st.giveDevices(b, grants[j])
+				if grants != nil {
+					st.giveDevices(b, grants[j])
+				}
 			}
 			st.Cursor = cursor
 			return nil, blockers
@@ -105,12 +109,17 @@ func (st *State) placeGang(s *Session, sel Selector) ([]KernelPlacement, []Block
 		st.Reserve(a, req)
 		st.Cursor = st.Agents[a].ID
 		chosen = append(chosen, a)
-		grants = append(grants, g)
+		if st.devices != nil {
+			// Only groups with devices pay for keeping the gang's grants.
+			grants = append(grants, g)
+		}
 	}
 	out := st.placed.take(len(chosen))
 	for k, a := range chosen {
-		out[k] = KernelPlacement{Kernel: s.Pending.Kernels[k].ID, Agent: st.Agents[a].ID, Slots: s.PerKernel[k].Vec,
-			Devices: grants[k]}
+		out[k] = KernelPlacement{Kernel: s.Pending.Kernels[k].ID, Agent: st.Agents[a].ID, Slots: s.PerKernel[k].Vec}
+		if grants != nil {
+			out[k].Devices = grants[k]
+		}
 	}
 	return out, nil
 }
