@@ -265,7 +265,7 @@ func (a *Agent) capacity(ctx context.Context) map[string]string {
 		a.cfg.Log.Warn("reading the runtime's capacity failed; the manager keeps the last one", "agent", a.cfg.ID, "err", err)
 		return nil
 	}
-	return caps
+	return a.deviceCapacity(caps)
 }
 
 func (a *Agent) heartbeats(ctx context.Context) {

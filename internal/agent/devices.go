@@ -26,3 +26,20 @@ func withDevices(cfg *Config) error {
 	cfg.Capacity = caps
 	return nil
 }
+
+// deviceCapacity lays the device slots' capacity over what a runtime
+// reports, which knows nothing of the devices: the manager refuses a
+// capacity that differs from what the devices add up to.
+func (a *Agent) deviceCapacity(caps map[string]string) map[string]string {
+	if len(a.cfg.Devices) == 0 {
+		return caps
+	}
+	out := maps.Clone(caps)
+	for i, q := range domain.DeviceCapacity(a.cfg.Registry, a.cfg.Devices) {
+		if q != 0 {
+			id := domain.SlotID(i)
+			out[a.cfg.Registry.Type(id).Name] = a.cfg.Registry.Format(id, q)
+		}
+	}
+	return out
+}
