@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
 
 // TestDashboardDevices: the agents page shows each device of an agent
