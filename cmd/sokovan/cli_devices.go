@@ -74,3 +74,28 @@ func deviceSummary(a v1.Agent) string {
 	}
 	return fmt.Sprintf("%d/%d free", free, len(a.Devices))
 }
+
+// kernelDevices is a kernel's grants for session show: device ids, with
+// the share where it holds part of one.
+func kernelDevices(k v1.Kernel) string {
+	var out []string
+	for _, g := range k.Devices {
+		if g.Share == "1" {
+			out = append(out, g.Device)
+		} else {
+			out = append(out, g.Device+" ("+g.Share+")")
+		}
+	}
+	return orDash(strings.Join(out, ", "))
+}
+
+// anyKernelDevices reports whether a kernel of the list holds devices,
+// which adds session show's DEVICES column.
+func anyKernelDevices(ks []v1.Kernel) bool {
+	for _, k := range ks {
+		if len(k.Devices) > 0 {
+			return true
+		}
+	}
+	return false
+}

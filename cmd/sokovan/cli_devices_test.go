@@ -15,7 +15,10 @@ func TestCLIAgentDevices(t *testing.T) {
 	m := apitest.New(t, apitest.Options{Agents: 1, AgentDevices: "cuda:2"})
 	c := newCLI(t, m)
 	alice := m.User("alice", "user", "p1")
-	c.ok(alice, "session", "create", "--image", "sleep", "--slot", "cuda.device=2", "--wait")
+	first := c.ok(alice, "session", "create", "--image", "sleep", "--slot", "cuda.device=2", "--wait", "--name", "first")
+	if out := c.ok(alice, "session", "show", "first"); !strings.Contains(out, "DEVICES") || !strings.Contains(out, "cuda:0, cuda:1") {
+		t.Errorf("session show lacks the kernel's devices:\n%s\n(create said %s)", out, first)
+	}
 	waiting := strings.Fields(c.ok(alice, "session", "create", "--image", "sleep", "--slot", "cuda.device=1"))[0]
 
 	out := c.ok(m.AdminToken, "agent", "ls")
