@@ -14,6 +14,10 @@ const (
 	// EnvCUDAVisible is CUDA's own: the runtime library enumerates only the
 	// listed devices, so a kernel cannot pick up a neighbour's GPU.
 	EnvCUDAVisible = "CUDA_VISIBLE_DEVICES"
+	// EnvCUDAOrder makes CUDA number devices in PCI bus order, as NVML and
+	// nvidia-smi do; its default (fastest first) would let an index name
+	// another GPU than the one granted on a mixed host.
+	EnvCUDAOrder = "CUDA_DEVICE_ORDER"
 	// EnvDevices lists the granted device ids (UUIDs where the driver
 	// reports them), in CUDA_VISIBLE_DEVICES' order.
 	EnvDevices = "SOKOVAN_DEVICES"
@@ -55,11 +59,22 @@ func deviceEnv(s Spec, env map[string]string) {
 		if !strings.HasPrefix(g.Slot, "cuda.") {
 			continue
 		}
-		idx = append(idx, strconv.Itoa(g.Index))
+		idx = append(idx, VisibleID(g))
 		ids = append(ids, g.Device)
 		mem = append(mem, strconv.FormatInt(g.Memory, 10))
 	}
 	env[EnvCUDAVisible] = strings.Join(idx, ",")
+	env[EnvCUDAOrder] = "PCI_BUS_ID"
 	env[EnvDevices] = strings.Join(ids, ",")
 	env[EnvDeviceMem] = strings.Join(mem, ",")
+}
+
+// VisibleID is how a grant's device is named to CUDA and to the NVIDIA
+// container toolkit: its UUID where the driver reported one (GPU-…, MIG-…),
+// which no ordering can confuse, else its index.
+func VisibleID(g domain.DeviceGrant) string {
+	if strings.HasPrefix(g.Device, "GPU-") || strings.HasPrefix(g.Device, "MIG-") {
+		return g.Device
+	}
+	return strconv.Itoa(g.Index)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // TestDeviceRequests: a kernel granted devices asks the engine's GPU
-// driver for exactly those, by index, and is not told the host's indexes
+// driver for exactly those, by UUID, and is not told the host's indexes
 // in CUDA_VISIBLE_DEVICES (inside, CUDA numbers them from zero). The test
 // engine has no GPU, so the container is created, not started, and its
 // stored HostConfig is what is checked.
@@ -26,7 +26,7 @@ func TestDeviceRequests(t *testing.T) {
 		{Device: "GPU-aaa", Index: 1, Slot: "cuda.device", Share: 1000, Memory: 80 << 30},
 	}
 	cfg, host := h.rt.ContainerConfig(s)
-	want := []container.DeviceRequest{{Driver: "nvidia", DeviceIDs: []string{"1", "3"}, Capabilities: [][]string{{"gpu"}}}}
+	want := []container.DeviceRequest{{Driver: "nvidia", DeviceIDs: []string{"GPU-aaa", "GPU-bbb"}, Capabilities: [][]string{{"gpu"}}}}
 	if diff := cmp.Diff(want, host.DeviceRequests); diff != "" {
 		t.Errorf("device requests (-want +got):\n%s", diff)
 	}

@@ -466,13 +466,12 @@ func (r *Runtime) containerConfig(spec runtime.Spec, sshDir string) (*container.
 }
 
 // deviceRequests asks the engine's GPU driver (the NVIDIA container
-// toolkit) for exactly the kernel's devices, by the index the driver
-// knows them by.
+// toolkit) for exactly the kernel's devices, by UUID where known.
 func deviceRequests(spec runtime.Spec) []container.DeviceRequest {
 	var ids []string
 	for _, g := range spec.Grants() {
 		if strings.HasPrefix(g.Slot, "cuda.") {
-			ids = append(ids, strconv.Itoa(g.Index))
+			ids = append(ids, runtime.VisibleID(g))
 		}
 	}
 	if len(ids) == 0 {

@@ -46,6 +46,7 @@ func TestKernelSeesItsDevices(t *testing.T) {
 		"CUDA_VISIBLE_DEVICES": "0,2",
 		"SOKOVAN_DEVICES":      "cuda-shared:0,cuda-shared:2",
 		"SOKOVAN_DEVICE_MEM":   "8589934592,4294967296",
+		"CUDA_DEVICE_ORDER":    "PCI_BUS_ID",
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)
