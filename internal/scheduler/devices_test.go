@@ -207,6 +207,26 @@ func TestPropertyDevicesNeverShared(t *testing.T) {
 			t.Fatalf("Schedule: %v", err)
 		}
 
+		// The same snapshot with agents and their devices in another order
+		// gives the same plan, grants included.
+		shuffled := *snap
+		shuffled.Agents = make([]domain.Agent, len(agents))
+		for i, j := range rapid.Permutation(intsUpTo(len(agents))).Draw(t, "agentOrder") {
+			a := agents[j]
+			a.Devices = make([]domain.Device, len(agents[j].Devices))
+			for k, l := range rapid.Permutation(intsUpTo(len(a.Devices))).Draw(t, "deviceOrder") {
+				a.Devices[k] = agents[j].Devices[l]
+			}
+			shuffled.Agents[i] = a
+		}
+		again, err := scheduler.New(scheduler.NewRegistry()).Schedule(&shuffled)
+		if err != nil {
+			t.Fatalf("Schedule: %v", err)
+		}
+		if diff := cmp.Diff(plan.Placements, again.Placements); diff != "" {
+			t.Fatalf("placements depend on input order (-first +shuffled):\n%s", diff)
+		}
+
 		byID := map[domain.AgentID]domain.Agent{}
 		for _, a := range agents {
 			byID[a.ID] = a
@@ -255,4 +275,12 @@ func TestPropertyDevicesNeverShared(t *testing.T) {
 			}
 		}
 	})
+}
+
+func intsUpTo(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
