@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sokovan-go/sokovan/internal/agent"
+	"github.com/sokovan-go/sokovan/internal/agent/devices"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/docker"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
@@ -24,7 +25,7 @@ import (
 // newAgentDaemonCmd is `sokovan agent run`: the agent daemon.
 func newAgentDaemonCmd() *cobra.Command {
 	var cfg agent.Config
-	var id, kind, dataDir, cpu, mem, dockerHost, kernelUIDs string
+	var id, kind, dataDir, cpu, mem, dockerHost, kernelUIDs, devSpec string
 	var asAgentUser bool
 	var sl slurm.Config
 	cmd := &cobra.Command{
@@ -71,6 +72,16 @@ func newAgentDaemonCmd() *cobra.Command {
 				}
 				cfg.Capacity = caps
 			}
+			if kind == "slurm" && devSpec == "auto" {
+				// SLURM picks the GPUs itself (--gres): the agent offers
+				// the partition's count, not devices of this host.
+				devSpec = "none"
+			}
+			devs, err := devices.Discover(cmd.Context(), devSpec)
+			if err != nil {
+				return err
+			}
+			cfg.Devices = devs
 			a, err := agent.New(cfg)
 			if err != nil {
 				return err
@@ -142,6 +153,7 @@ func newAgentDaemonCmd() *cobra.Command {
 	f.StringVar(&dataDir, "data-dir", "./sokovan-agent", "kernel logs and work directories")
 	f.StringVar(&cpu, "cpu", "", "cpu to offer (default: detected)")
 	f.StringVar(&mem, "mem", "", "memory to offer, e.g. 16g (default: detected)")
+	f.StringVar(&devSpec, "devices", "auto", "accelerators handed out one by one: auto (NVML's GPUs where a driver is present, else none), nvml, nvml:cuda.shares (GPUs shared by fraction), none, or fakes for tests such as cuda:4 or cuda.shares:2")
 	f.IntVar(&cfg.MaxKernels, "max-kernels", agent.DefaultMaxKernels, "cap on kernels placed here (-1: none)")
 	f.StringVar(&kernelUIDs, "kernel-uids", "", "process runtime as root: user ids kernels run as, FIRST-LAST, one per kernel (default 2000000000-2000065535)")
 	f.BoolVar(&cfg.AllowsCommand, "allow-command", false, "process runtime: run a session's own command (create -- CMD) instead of only its image's; anyone who may submit then runs any program as the kernel's user")

@@ -52,7 +52,7 @@ func newAgentCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(ls)
+	cmd.AddCommand(ls, newAgentShowCmd(&o))
 	for _, v := range []struct{ verb, short, done string }{
 		{"cordon", "Place nothing new on the agent", "cordoned"},
 		{"uncordon", "Place kernels on the agent again", "uncordoned"},
@@ -83,6 +83,10 @@ func agentTable(w io.Writer, agents []v1.Agent) error {
 	if addresses {
 		header = append(header, "ADDRESS")
 	}
+	devices := slices.ContainsFunc(agents, func(a v1.Agent) bool { return len(a.Devices) > 0 })
+	if devices {
+		header = append(header, "DEVICES")
+	}
 	rows := make([][]string, len(agents))
 	for i, a := range agents {
 		sched := "yes"
@@ -102,6 +106,9 @@ func agentTable(w io.Writer, agents []v1.Agent) error {
 			slotList(a.AvailableSlots), kernels, when(a.LastHeartbeat)}
 		if addresses {
 			rows[i] = append(rows[i], orDash(a.Address))
+		}
+		if devices {
+			rows[i] = append(rows[i], deviceSummary(a))
 		}
 	}
 	return table(w, header, rows)

@@ -548,14 +548,22 @@ func newSessionShowCmd(o *output) *cobra.Command {
 				}
 				fmt.Fprintln(w)
 				krows := make([][]string, len(s.Kernels))
+				header := []string{"KERNEL", "ROLE", "AGENT", "STATUS", "EXIT", "REASON"}
+				devices := anyKernelDevices(s.Kernels)
+				if devices {
+					header = append(header, "DEVICES")
+				}
 				for i, k := range s.Kernels {
 					exit := "-"
 					if k.ExitCode != nil {
 						exit = strconv.Itoa(*k.ExitCode)
 					}
 					krows[i] = []string{k.ID, k.ClusterRole, orDash(k.Agent), k.Status, exit, orDash(k.StatusReason)}
+					if devices {
+						krows[i] = append(krows[i], kernelDevices(k))
+					}
 				}
-				if err := table(w, []string{"KERNEL", "ROLE", "AGENT", "STATUS", "EXIT", "REASON"}, krows); err != nil {
+				if err := table(w, header, krows); err != nil {
 					return err
 				}
 				return printServicePorts(w, s)

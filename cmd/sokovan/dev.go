@@ -8,12 +8,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/manager"
 )
 
 func newDevCmd() *cobra.Command {
 	var cfg manager.DevConfig
-	var cpu, mem string
+	var cpu, mem, devSpec string
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a manager and local agents in one process (SQLite, process runtime)",
@@ -41,6 +42,11 @@ on agent dev-agent-N after it restarted"), and their logs stay readable.`,
 					cfg.AgentCapacity["mem"] = mem
 				}
 			}
+			devs, err := domain.ParseFakeDevices(devSpec)
+			if err != nil {
+				return fmt.Errorf("--agent-devices: %w", err)
+			}
+			cfg.AgentDevices = devs
 			cfg.UserAPI = userAPI
 			out := cmd.OutOrStdout()
 			return manager.RunDev(cmd.Context(), cfg, func(info manager.DevInfo) {
@@ -55,6 +61,7 @@ on agent dev-agent-N after it restarted"), and their logs stay readable.`,
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:8470", "API address")
 	f.IntVar(&cfg.Agents, "agents", 2, "number of local agents")
 	f.StringVar(&cpu, "agent-cpu", "", "cpu each local agent offers (default: the machine's)")
+	f.StringVar(&devSpec, "agent-devices", "", "fake accelerators each local agent hands out one by one, e.g. cuda:2 or cuda.shares:1 (CUDA_VISIBLE_DEVICES then names them)")
 	f.StringVar(&mem, "agent-mem", "", "memory each local agent offers, e.g. 8g (default: the machine's)")
 	return cmd
 }

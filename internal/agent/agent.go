@@ -38,6 +38,10 @@ type Config struct {
 	Architecture string
 	// Capacity is what the agent offers; empty means detect the machine.
 	Capacity map[string]string
+	// Devices are the accelerators the agent hands out one by one (from
+	// NVML, or declared fakes); New sets the capacity of their slots to
+	// what they add up to.
+	Devices []domain.Device
 	// MaxKernels caps the kernels the manager places here, since each costs
 	// the host processes and descriptors whatever its request says: zero
 	// means DefaultMaxKernels, a negative value no cap.
@@ -98,6 +102,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if _, err := cfg.Registry.ParseSlots(cfg.Capacity); err != nil {
 		return nil, fmt.Errorf("agent: capacity: %w", err)
+	}
+	if err := withDevices(&cfg); err != nil {
+		return nil, err
 	}
 	switch {
 	case cfg.MaxKernels == 0:
@@ -191,6 +198,7 @@ func (a *Agent) register(ctx context.Context) error {
 			ID: a.cfg.ID, ResourceGroup: a.cfg.ResourceGroup, Address: a.advertise(), Architecture: a.cfg.Architecture,
 			Runtime: a.cfg.Runtime, Capacity: a.cfg.Capacity, MaxKernels: a.cfg.MaxKernels, Images: a.rt.Images(),
 			Catalog: catalogOf(a.rt), Kernels: a.reports(), Waiting: a.waiting(), AllowsCommand: a.cfg.AllowsCommand,
+			Devices: a.cfg.Devices,
 		})
 		if err == nil {
 			a.mu.Lock()
@@ -257,7 +265,7 @@ func (a *Agent) capacity(ctx context.Context) map[string]string {
 		a.cfg.Log.Warn("reading the runtime's capacity failed; the manager keeps the last one", "agent", a.cfg.ID, "err", err)
 		return nil
 	}
-	return caps
+	return a.deviceCapacity(caps)
 }
 
 func (a *Agent) heartbeats(ctx context.Context) {
@@ -544,7 +552,11 @@ func (a *Agent) spec(k agentrpc.KernelSpec) (runtime.Spec, error) {
 	}
 	spec := runtime.Spec{Kernel: k.Kernel, Session: k.Session, Image: k.Image, Slots: slots, Registry: a.cfg.Registry,
 		Command: k.Command, Env: k.Env, ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: k.ClusterSize,
-		ClusterHosts: k.ClusterHosts, TimeLimit: time.Duration(k.TimeLimitMS) * time.Millisecond}
+		ClusterHosts: k.ClusterHosts, TimeLimit: time.Duration(k.TimeLimitMS) * time.Millisecond,
+		Devices: k.Devices}
+	if spec.Devices == nil && len(a.cfg.Devices) > 0 {
+		spec.Devices = []domain.DeviceGrant{}
+	}
 	if k.ClusterIdx >= 0 && k.ClusterIdx < len(k.ClusterHosts) {
 		spec.Hostname = k.ClusterHosts[k.ClusterIdx]
 	}

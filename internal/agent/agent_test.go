@@ -26,6 +26,7 @@ type fakeManager struct {
 	events     []domain.KernelEvent
 	beats      []agentrpc.Heartbeat
 	registered int
+	lastReg    agentrpc.Register
 }
 
 func (f *fakeManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -38,6 +39,7 @@ func (f *fakeManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/agent/register":
 		f.registered++
+		_ = json.NewDecoder(r.Body).Decode(&f.lastReg)
 		_ = json.NewEncoder(w).Encode(agentrpc.Registered{Epoch: int64(f.registered)})
 	case "/v1/agent/heartbeat":
 		var hb agentrpc.Heartbeat

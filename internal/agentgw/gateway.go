@@ -87,6 +87,10 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 		agentrpc.WriteError(w, http.StatusBadRequest, errors.New("id, address and resource_group are required"))
 		return
 	}
+	if err := checkDevices(g.slots, in.Devices, capacity); err != nil {
+		agentrpc.WriteError(w, http.StatusBadRequest, err)
+		return
+	}
 	guard, err := g.mayRegister(r.Context(), in)
 	if err != nil {
 		if errors.Is(err, errAliveElsewhere) {
@@ -101,6 +105,7 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 		ID: in.ID, ResourceGroup: in.ResourceGroup, Address: in.Address, Architecture: in.Architecture,
 		Runtime: in.Runtime, Status: domain.AgentAlive, Schedulable: true, Capacity: capacity,
 		MaxKernels: in.MaxKernels, Images: in.Images, Catalog: in.Catalog, AllowsCommand: in.AllowsCommand,
+		Devices: in.Devices,
 	}, g.now(), guard)
 	if errors.Is(err, store.ErrGuardFailed) {
 		// Another registration of this id came between the check and

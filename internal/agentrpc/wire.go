@@ -24,6 +24,10 @@ type Register struct {
 	// Waiting are kernels created but not started yet; they are the
 	// agent's, so a restart does not count them lost.
 	Waiting []WaitingKernel `json:"waiting,omitempty"`
+	// Devices are the accelerators the agent hands out one by one; its
+	// capacity of their slots must be what they add up to. Agents of
+	// earlier releases leave it out and are placed by count only.
+	Devices []domain.Device `json:"devices,omitempty"`
 }
 
 // Registered answers Register: the agent's new epoch, which fences what
@@ -145,6 +149,11 @@ type KernelSpec struct {
 	// The manager enforces it; a runtime with a scheduler of its own
 	// (SLURM) hands it on so the job is also bounded there.
 	TimeLimitMS int64 `json:"time_limit_ms,omitempty"`
+	// Devices are the devices placement granted the kernel; the runtime
+	// exposes exactly these. The manager's record is the source of truth:
+	// they are sent again with every create, so a restarted agent needs no
+	// memory of its own.
+	Devices []domain.DeviceGrant `json:"devices,omitempty"`
 	// Readiness are the kernel's readiness probes. Sessions do not carry
 	// them yet; deployments (issue 12) will.
 	Readiness []ProbeSpec `json:"readiness,omitempty"`

@@ -37,6 +37,9 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
 	for i, a := range agents {
 		out.Items[i] = withDrain(s.agentView(r, a), a, drains)
 	}
+	if err := s.addDevices(r, agents, out.Items); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -62,7 +65,11 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, withDrain(s.agentView(r, a), a, drains))
+	out := []v1.Agent{withDrain(s.agentView(r, a), a, drains)}
+	if err := s.addDevices(r, []domain.Agent{a}, out); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out[0])
 	return nil
 }
 

@@ -246,6 +246,9 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 			domain.FormatQuantity(t.Kind, below.Minimum), g.Name, domain.FormatQuantity(t.Kind, below.Requested)))
 	}
 	sess.Requested = full
+	if e := wholeDevices(s.slots, groupAgents, g.Name, full); e != nil {
+		return fail(e)
+	}
 
 	deps, e2 := s.checkDependencies(ctx, req.DependsOn)
 	if e2 != nil {

@@ -41,7 +41,7 @@ func (s *Server) sessionOut(sk store.SessionWithKernels) v1.Session {
 		out.Kernels = append(out.Kernels, v1.Kernel{
 			ID: string(k.ID), Agent: string(k.Agent), Status: k.Status.String(), StatusReason: k.StatusReason,
 			StatusChangedAt: k.StatusChangedAt.UTC(), ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx,
-			ExitCode: k.ExitCode, ContainerID: k.ContainerID, Image: k.Image,
+			ExitCode: k.ExitCode, ContainerID: k.ContainerID, Image: k.Image, Devices: grantsOut(k.Devices),
 		})
 	}
 	for _, p := range servicePorts(sk) {

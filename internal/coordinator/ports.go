@@ -89,6 +89,8 @@ type KernelSpec struct {
 	// a runtime with its own enforcement (SLURM's --time) uses it as a
 	// backstop behind the coordinator's.
 	TimeLimit time.Duration
+	// Devices are the kernel's device grants on its agent.
+	Devices []domain.DeviceGrant
 }
 
 // Clock tells the time; tests inject one they move by hand.

@@ -163,6 +163,9 @@ type Agent struct {
 	// may run any image (docker).
 	Catalog []string
 	Labels  map[string]string
+	// Devices are the accelerators the agent reported; placement assigns
+	// them to kernels one by one. Empty for agents that report counts only.
+	Devices []Device
 }
 
 // MayRun reports whether the agent could run the image at all: its
@@ -244,6 +247,9 @@ type Kernel struct {
 	// ServicePorts are what the kernel serves, as its agent reported when
 	// it started; the manager proxies them for the session's owner.
 	ServicePorts []ServicePort
+	// Devices are the specific devices (or device shares) placement gave
+	// the kernel on its agent; the runtime exposes exactly these.
+	Devices []DeviceGrant
 }
 
 // ServicePort is one port a kernel serves. Host and Port are where its

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -33,6 +34,10 @@ type DevConfig struct {
 	// each offers the whole machine (they share it, as dev mode is for
 	// trying things, not for isolation).
 	AgentCapacity map[string]string
+	// AgentDevices are the devices each local agent hands out (fakes such
+	// as "cuda:2" declared with --agent-devices); every agent gets its own
+	// copy, as a host's GPUs belong to its one agent.
+	AgentDevices []domain.Device
 	// AdminToken is used when set (SOKOVAN_ADMIN_TOKEN); otherwise the one
 	// saved in DataDir/admin-token, or a new one.
 	AdminToken  string
@@ -115,7 +120,7 @@ func RunDev(ctx context.Context, cfg DevConfig, ready func(DevInfo)) error {
 		info.Agents = append(info.Agents, id)
 		a, err := agent.New(agent.Config{ID: id, ResourceGroup: "default", Manager: m.URL(), Token: agentToken,
 			Listen: devListen(ctx, m.Store, id), Capacity: cfg.AgentCapacity, Runtime: "process", Log: cfg.Log,
-			AllowsCommand: true})
+			AllowsCommand: true, Devices: slices.Clone(cfg.AgentDevices)})
 		if err != nil {
 			stopManager()
 			<-mdone

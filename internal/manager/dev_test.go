@@ -31,7 +31,7 @@ type devRun struct {
 	done   chan error
 }
 
-func startDev(t *testing.T, dir string) *devRun {
+func startDev(t *testing.T, dir string, mods ...func(*manager.DevConfig)) *devRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan manager.DevInfo, 1)
@@ -40,11 +40,14 @@ func startDev(t *testing.T, dir string) *devRun {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := manager.DevConfig{DataDir: dir, Listen: "127.0.0.1:0", Agents: 2,
+		AgentCapacity: map[string]string{"cpu": "64", "mem": "64g"}, SelfExe: self,
+		Coordinator: coordinator.Config{ShortInterval: 50 * time.Millisecond}}
+	for _, m := range mods {
+		m(&cfg)
+	}
 	go func() {
-		d.done <- manager.RunDev(ctx, manager.DevConfig{DataDir: dir, Listen: "127.0.0.1:0", Agents: 2,
-			AgentCapacity: map[string]string{"cpu": "64", "mem": "64g"}, SelfExe: self,
-			Coordinator: coordinator.Config{ShortInterval: 50 * time.Millisecond}},
-			func(i manager.DevInfo) { ready <- i })
+		d.done <- manager.RunDev(ctx, cfg, func(i manager.DevInfo) { ready <- i })
 	}()
 	select {
 	case d.info = <-ready:

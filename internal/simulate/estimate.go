@@ -155,7 +155,8 @@ func (r *runner) setUpLive(ctx context.Context, live Live, known map[domain.Sess
 		placeable := true
 		for _, k := range ls.Kernels {
 			placeable = placeable && alive[k.Agent]
-			pl.Kernels = append(pl.Kernels, framework.KernelPlacement{Kernel: k.ID, Agent: k.Agent, Slots: k.Requested.Clone()})
+			pl.Kernels = append(pl.Kernels, framework.KernelPlacement{Kernel: k.ID, Agent: k.Agent, Slots: k.Requested.Clone(),
+				Devices: k.Devices})
 		}
 		if !placeable || len(ls.Kernels) == 0 {
 			continue // on a lost agent, or holding nothing: the replay has no room for it

@@ -61,3 +61,44 @@ func TestEstimate(t *testing.T) {
 		t.Errorf("estimate of huge: %v, want none", at)
 	}
 }
+
+// TestEstimateWithDevices: running kernels keep their device grants in the
+// replay, so an agent that hands out devices replays at all, and a session
+// waiting for a device starts when the running one frees it.
+func TestEstimateWithDevices(t *testing.T) {
+	reg := domain.DefaultRegistry()
+	now := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
+	devs, err := domain.ParseFakeDevices("cuda:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity, _ := reg.ParseSlots(map[string]string{"cpu": "8", "mem": "16g", "cuda.device": "1"})
+	req, _ := reg.ParseSlots(map[string]string{"cpu": "1", "mem": "1g", "cuda.device": "1"})
+	group := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
+		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
+	agent := domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
+		Capacity: capacity, Devices: devs}
+	session := func(id string, created time.Time) simulate.LiveSession {
+		s := domain.Session{ID: domain.SessionID(id), Name: id, Owner: domain.Owner{User: "alice", Project: "p", Domain: "default"},
+			Type: domain.TypeBatch, Architecture: "x86_64", ClusterMode: domain.SingleNode, ClusterSize: 1,
+			Requested: req, CreatedAt: created}
+		k := domain.Kernel{ID: domain.KernelID(id + "-k0"), SessionID: s.ID, ClusterRole: domain.RoleMain,
+			Architecture: "x86_64", Requested: req.Clone()}
+		return simulate.LiveSession{Session: s, Kernels: []domain.Kernel{k}}
+	}
+	ends := now.Add(30 * time.Minute)
+	running := session("run", now.Add(-time.Hour))
+	running.Kernels[0].Agent = "a1"
+	running.Kernels[0].Devices = []domain.DeviceGrant{{Device: "cuda:0", Index: 0, Slot: "cuda.device", Share: 1000, Memory: 16 << 30}}
+	running.End = ends
+	next := session("next", now.Add(-time.Minute))
+	next.Run = time.Hour
+	got, err := simulate.Estimate(context.Background(), simulate.Live{Now: now, Slots: reg, Group: group,
+		Agents: []domain.Agent{agent}, Running: []simulate.LiveSession{running}, Pending: []simulate.LiveSession{next}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := got["next"]; !ok || at.Sub(ends).Abs() > time.Second {
+		t.Errorf("estimate of next: %v (present %v), want about %v", at, ok, ends)
+	}
+}

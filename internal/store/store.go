@@ -390,6 +390,9 @@ const (
 	RejectAgentUnavailable RejectReason = "agent_unavailable"
 	RejectCapacity         RejectReason = "capacity"
 	RejectMaxKernels       RejectReason = "max_kernels"
+	// RejectDevices: a kernel's device grants no longer hold (a device
+	// taken meanwhile, or not the agent's).
+	RejectDevices RejectReason = "devices"
 )
 
 // Rejection is a placement dropped whole, with the reason and, where there

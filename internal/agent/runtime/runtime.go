@@ -201,6 +201,10 @@ type Spec struct {
 	// none means ready once running. Sessions do not carry them yet: they
 	// come with deployments (issue 12).
 	Readiness []probe.Spec
+	// Devices are the devices the manager granted the kernel. Nil where
+	// the agent hands out no devices; empty (not nil) where it does and
+	// the kernel got none, so it is shown none.
+	Devices []domain.DeviceGrant
 }
 
 // Environment variables every kernel gets.
@@ -322,6 +326,7 @@ func KernelEnv(s Spec) map[string]string {
 	if s.Port != 0 {
 		env[EnvPort] = fmt.Sprint(s.Port)
 	}
+	deviceEnv(s, env)
 	return env
 }
 

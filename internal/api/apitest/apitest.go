@@ -44,6 +44,9 @@ type Options struct {
 	// with AgentCapacity (default cpu 8, mem 16g).
 	Agents        int
 	AgentCapacity map[string]string
+	// AgentDevices, when set, are fake devices each agent hands out
+	// ("cuda:2"), which set the capacity of their slots.
+	AgentDevices string
 	// Manual leaves the coordinator stopped: the test calls Cycle.
 	Manual bool
 	// API tunes the server (poll and heartbeat intervals, say).
@@ -109,10 +112,19 @@ func New(t testing.TB, opts Options) *Manager {
 	if err != nil {
 		t.Fatal(err)
 	}
+	devices, err := domain.ParseFakeDevices(opts.AgentDevices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range domain.DeviceCapacity(reg, devices) {
+		if q != 0 {
+			capacity[i] = q
+		}
+	}
 	for i := range opts.Agents {
 		a, err := st.RegisterAgent(ctx, domain.Agent{ID: domain.AgentID(fmt.Sprintf("agent-%d", i)),
 			ResourceGroup: "default", Address: "127.0.0.1:0", Architecture: "x86_64", Runtime: "test",
-			Status: domain.AgentAlive, Schedulable: true, Capacity: capacity, AllowsCommand: true}, time.Now())
+			Status: domain.AgentAlive, Schedulable: true, Capacity: capacity, AllowsCommand: true, Devices: devices}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

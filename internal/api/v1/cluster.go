@@ -33,6 +33,9 @@ type Agent struct {
 	AllowsCommand bool `json:"allows_command"`
 	// Drain is the agent's drain in progress; null when it is not draining.
 	Drain *AgentDrain `json:"drain,omitempty"`
+	// Devices are the accelerators it hands out one by one, with their
+	// holders; absent on agents that report counts only.
+	Devices []Device `json:"devices,omitempty"`
 }
 
 // AgentDrain reports a drain (`sokovan agent drain --deadline`): nothing new

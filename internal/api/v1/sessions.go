@@ -124,6 +124,9 @@ type Kernel struct {
 	// absent until it was created.
 	ContainerID string `json:"container_id,omitempty"`
 	Image       string `json:"image"`
+	// Devices are the devices placement granted it; absent on agents that
+	// hand out no devices.
+	Devices []DeviceGrant `json:"devices,omitempty"`
 }
 
 // ServicePort is one port a session's kernel serves.

@@ -40,11 +40,28 @@ func (st *State) placeWhole(s *Session, sel Selector, scope string) ([]KernelPla
 	if a < 0 {
 		return nil, st.capacityBlockers(s.eligible, &s.Total, BlockCapacity, scope)
 	}
+	var grants [][]domain.DeviceGrant
+	if st.hasDevices(a) {
+		grants = make([][]domain.DeviceGrant, len(s.PerKernel))
+	}
+	for k := range grants {
+		g, ok := st.grant(a, &s.PerKernel[k])
+		if !ok {
+			for _, back := range grants[:k] {
+				st.giveDevices(a, back)
+			}
+			return nil, st.deviceBlocker(a, &s.PerKernel[k], scope, BlockCapacity)
+		}
+		grants[k] = g
+	}
 	st.Reserve(a, &s.Total)
 	st.Cursor = st.Agents[a].ID
 	out := st.placed.take(len(s.PerKernel))
 	for k := range s.PerKernel {
 		out[k] = KernelPlacement{Kernel: s.Pending.Kernels[k].ID, Agent: st.Agents[a].ID, Slots: s.PerKernel[k].Vec}
+		if grants != nil {
+			out[k].Devices = grants[k]
+		}
 	}
 	return out, nil
 }
@@ -54,6 +71,7 @@ func (st *State) placeWhole(s *Session, sel Selector, scope string) ([]KernelPla
 func (st *State) placeGang(s *Session, sel Selector) ([]KernelPlacement, []Blocker) {
 	cursor := st.Cursor
 	chosen := make([]int32, 0, len(s.PerKernel))
+	var grants [][]domain.DeviceGrant
 	misses := len(s.eligible.misses)
 	for k := range s.PerKernel {
 		req := &s.PerKernel[k]
@@ -63,6 +81,9 @@ func (st *State) placeGang(s *Session, sel Selector) ([]KernelPlacement, []Block
 			blockers := st.capacityBlockers(s.eligible, req, BlockGang, scope)
 			for j, b := range chosen {
 				st.unreserve(b, &s.PerKernel[j])
+				if grants != nil {
+					st.giveDevices(b, grants[j])
+				}
 			}
 			// The rollback returns the round to where it was before the
 			// gang, when every older miss held; one found with part of the
@@ -73,13 +94,32 @@ func (st *State) placeGang(s *Session, sel Selector) ([]KernelPlacement, []Block
 			st.Cursor = cursor
 			return nil, blockers
 		}
+		g, ok := st.grant(a, req)
+		if !ok {
+			blockers := st.deviceBlocker(a, req, fmt.Sprintf("kernel:%d/%d", k+1, len(s.PerKernel)), BlockGang)
+			for j, b := range chosen {
+				st.unreserve(b, &s.PerKernel[j])
+				if grants != nil {
+					st.giveDevices(b, grants[j])
+				}
+			}
+			st.Cursor = cursor
+			return nil, blockers
+		}
 		st.Reserve(a, req)
 		st.Cursor = st.Agents[a].ID
 		chosen = append(chosen, a)
+		if st.devices != nil {
+			// Only groups with devices pay for keeping the gang's grants.
+			grants = append(grants, g)
+		}
 	}
 	out := st.placed.take(len(chosen))
 	for k, a := range chosen {
 		out[k] = KernelPlacement{Kernel: s.Pending.Kernels[k].ID, Agent: st.Agents[a].ID, Slots: s.PerKernel[k].Vec}
+		if grants != nil {
+			out[k].Devices = grants[k]
+		}
 	}
 	return out, nil
 }
@@ -221,6 +261,7 @@ func (st *State) capacityBlockers(c *candidates, req *Request, kind BlockerKind,
 			out = append(out, Blocker{
 				Kind: kind, Scope: scope, Slot: st.Snap.Slots.Type(am.Slot).Name,
 				Requested: am.Q, Available: max(c.maxFree[am.Slot], 0), Capacity: c.maxCap[am.Slot],
+				Detail: st.deviceDetail(c, am.Slot),
 			})
 		}
 	}

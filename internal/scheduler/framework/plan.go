@@ -40,6 +40,9 @@ type KernelPlacement struct {
 	Kernel domain.KernelID
 	Agent  domain.AgentID
 	Slots  domain.Vec
+	// Devices are the agent's devices the kernel gets, for every slot the
+	// agent reports devices of; nil where it reports none.
+	Devices []domain.DeviceGrant
 }
 
 // Decision explains why a session was not placed.
@@ -138,11 +141,15 @@ func (b Blocker) Message(reg *domain.Registry) string {
 		if b.Slot == "" {
 			return prefix + " resources on any single agent, though each slot is free somewhere"
 		}
-		if b.ExceedsCapacity() {
-			return fmt.Sprintf("requests %s %s, more than any agent has in total (largest: %s); waiting for a larger agent",
-				q(b.Requested), b.Slot, q(b.Capacity))
+		var devices string
+		if b.Detail != "" {
+			devices = "; " + b.Detail
 		}
-		return fmt.Sprintf("%s %s: requested %s, at most %s free on any eligible agent", prefix, b.Slot, q(b.Requested), q(b.Available))
+		if b.ExceedsCapacity() {
+			return fmt.Sprintf("requests %s %s, more than any agent has in total (largest: %s); waiting for a larger agent%s",
+				q(b.Requested), b.Slot, q(b.Capacity), devices)
+		}
+		return fmt.Sprintf("%s %s: requested %s, at most %s free on any eligible agent%s", prefix, b.Slot, q(b.Requested), q(b.Available), devices)
 	case BlockNoAgents:
 		return fmt.Sprintf("no schedulable agents (%s)", b.Scope)
 	case BlockArchitecture:

@@ -27,6 +27,9 @@ type Snapshot struct {
 	// Jobs holds every job with a pending member in the group; a member
 	// whose job is missing here is placed as a session of its own.
 	Jobs map[domain.JobID]JobInfo
+	// DeviceHeld is, per agent, the share of each device (by id) that its
+	// live kernels hold; placement assigns only what is left.
+	DeviceHeld map[domain.AgentID]map[string]domain.Quantity
 }
 
 // PendingSession is a session waiting to be placed, with its kernels in

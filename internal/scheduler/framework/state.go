@@ -187,6 +187,12 @@ type State struct {
 	byArch   map[string]*candidates
 	usable   int
 	archSeen map[string]bool
+	// devices holds each agent's device pools, nil when no agent of the
+	// group reports devices.
+	devices []devicePools
+	// devDetails caches deviceDetail per candidate set and slot, valid
+	// while the round's version stands.
+	devDetails map[devDetailKey]devDetail
 }
 
 // NewState builds the round state. It copies everything it will change.
@@ -241,6 +247,7 @@ func NewState(snap *Snapshot) *State {
 			st.usable++
 			st.archSeen[a.Architecture] = true
 		}
+		st.initDevices(i, a)
 	}
 	for i := range agents {
 		var key float64

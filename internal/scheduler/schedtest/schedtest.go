@@ -70,6 +70,24 @@ func (b *AgentB) MaxKernels(limit, n int) *AgentB {
 	return b
 }
 
+// Devices gives the agent fake devices as domain.ParseFakeDevices reads
+// them ("cuda:4"), and the device slots' capacity they add up to.
+func (b *AgentB) Devices(spec string) *AgentB {
+	devs, err := domain.ParseFakeDevices(spec)
+	if err != nil {
+		panic(err)
+	}
+	b.a.Devices = devs
+	reg := Registry()
+	capacity := domain.DeviceCapacity(reg, devs)
+	for i, q := range capacity {
+		if q != 0 {
+			b.a.Capacity[i] = q
+		}
+	}
+	return b
+}
+
 // Obj returns the agent.
 func (b *AgentB) Obj() domain.Agent { return b.a }
 

@@ -88,15 +88,42 @@ func (s *Store) lockPlanRows(ctx context.Context, tx txn, group string, sessionI
 		}},
 		Stmt{SQL: lockPlanAgents, Args: []any{List(agentIDs)}, Row: func(sc codec.Scanner) error {
 			var a planguard.Agent
-			var id, status, capacity, occupied string
-			if err := sc.Scan(&id, &a.Group, &status, &a.Schedulable, &capacity, &occupied, &a.KernelCount, &a.MaxKernels); err != nil {
+			var id, status, capacity, occupied, devices string
+			if err := sc.Scan(&id, &a.Group, &status, &a.Schedulable, &capacity, &occupied, &a.KernelCount, &a.MaxKernels,
+				&devices); err != nil {
 				return err
 			}
 			a.ID = domain.AgentID(id)
 			if err := planguard.DecodeAgent(s.reg, &a, status, capacity, occupied); err != nil {
 				return err
 			}
+			if err := codec.DecodeDevices("agents", id, devices, &a.Devices); err != nil {
+				return err
+			}
 			agents[a.ID] = &a
+			return nil
+		}},
+		// After the agents' lock: a kernel is granted devices only under
+		// its agent's lock, so no grant can appear behind this read.
+		Stmt{SQL: selectHeldDevices, Args: []any{List(agentIDs)}, Row: func(sc codec.Scanner) error {
+			var agent, devices string
+			if err := sc.Scan(&agent, &devices); err != nil {
+				return err
+			}
+			var grants []domain.DeviceGrant
+			if err := codec.DecodeDevices("kernels", agent, devices, &grants); err != nil {
+				return err
+			}
+			a := agents[domain.AgentID(agent)]
+			if a == nil {
+				return nil
+			}
+			if a.Held == nil {
+				a.Held = map[string]domain.Quantity{}
+			}
+			for _, g := range grants {
+				a.Held[g.Device] += g.Share
+			}
 			return nil
 		}},
 	)
@@ -117,11 +144,11 @@ func (s *Store) writePlan(ctx context.Context, tx txn, out planguard.Result,
 	if err := s.hook(store.FaultSessions); err != nil {
 		return err
 	}
-	kernels, on := make([]string, len(out.Kernels)), make([]string, len(out.Kernels))
+	kernels, on, devices := make([]string, len(out.Kernels)), make([]string, len(out.Kernels)), make([]string, len(out.Kernels))
 	for i, k := range out.Kernels {
-		kernels[i], on[i] = string(k.Kernel), string(k.Agent)
+		kernels[i], on[i], devices[i] = string(k.Kernel), string(k.Agent), codec.JSONGrants(k.Devices)
 	}
-	if err := tx.execN(ctx, len(kernels), scheduleKernels, ts(now), Rows{kernels, on}); err != nil {
+	if err := tx.execN(ctx, len(kernels), scheduleKernels, ts(now), Rows{kernels, on, devices}); err != nil {
 		return err
 	}
 	if err := s.hook(store.FaultKernels); err != nil {

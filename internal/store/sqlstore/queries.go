@@ -45,13 +45,14 @@ ON CONFLICT (name) DO UPDATE SET
 
 const (
 	registerAgent = `INSERT INTO agents (` + codec.AgentColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 ON CONFLICT (id) DO UPDATE SET
     resource_group = excluded.resource_group, address = excluded.address, catalog = excluded.catalog,
     architecture = excluded.architecture, runtime = excluded.runtime, status = 'ALIVE',
     capacity = excluded.capacity, max_kernels = excluded.max_kernels,
     last_heartbeat = excluded.last_heartbeat, epoch = agents.epoch + 1,
-    images = excluded.images, labels = excluded.labels, allows_command = excluded.allows_command
+    images = excluded.images, labels = excluded.labels, allows_command = excluded.allows_command,
+    devices = excluded.devices
 RETURNING ` + codec.AgentColumns
 	heartbeatAgent      = `UPDATE agents SET last_heartbeat = $1 WHERE id = $2 AND epoch = $3`
 	selectAgentEpoch    = `SELECT epoch FROM agents WHERE id = $1`
@@ -73,7 +74,7 @@ const (
 	insertSession = `INSERT INTO sessions (` + codec.SessionSpecColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`
 	insertKernel = `INSERT INTO kernels (` + codec.KernelColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 	insertDependency = `INSERT INTO session_dependencies (session_id, depends_on) VALUES ($1, $2)`
 	selectSession    = `SELECT ` + codec.SessionSpecColumns + ` FROM sessions WHERE id = $1`
 	selectSpecs      = `SELECT ` + codec.SpecColumns + ` FROM sessions WHERE id {in $1}`
@@ -182,13 +183,20 @@ const (
 	lockPlanSessions = `SELECT id, status, resource_group FROM sessions
 WHERE id {in $1} ORDER BY id {lock}`
 	selectPlanKernels = `SELECT id, session_id, status, requested FROM kernels WHERE session_id {in $1}`
-	lockPlanAgents    = `SELECT id, resource_group, status, schedulable, capacity, occupied, kernel_count, max_kernels
+	lockPlanAgents    = `SELECT id, resource_group, status, schedulable, capacity, occupied, kernel_count, max_kernels, devices
 FROM agents WHERE id {in $1} ORDER BY id {lock}`
+	// selectHeldDevices reads the device grants of the kernels that hold
+	// resources on the given agents; what a device has free is derived
+	// from them, never stored.
+	selectHeldDevices = `SELECT agent_id, devices FROM kernels
+WHERE agent_id {in $1} AND status IN ` + holdingKernelStatuses + ` AND devices <> '[]'`
+	selectGroupHeldDevices = `SELECT k.agent_id, k.devices FROM kernels k JOIN agents a ON a.id = k.agent_id
+WHERE a.resource_group = $1 AND a.devices <> '[]' AND k.status IN ` + holdingKernelStatuses + ` AND k.devices <> '[]'`
 	scheduleSessions = `UPDATE sessions SET status = 'SCHEDULED', status_reason = '', status_changed_at = $1
 WHERE id {in $2} AND status = 'PENDING'`
 	scheduleKernels = `UPDATE kernels
-SET status = 'SCHEDULED', status_reason = '', status_changed_at = $1, agent_id = u.agent
-FROM {rows $2 u(id text, agent text)}
+SET status = 'SCHEDULED', status_reason = '', status_changed_at = $1, agent_id = u.agent, devices = u.devices
+FROM {rows $2 u(id text, agent text, devices text)}
 WHERE kernels.id = u.id AND kernels.status = 'PENDING'`
 	writeOccupancy = `UPDATE agents SET occupied = u.occupied, kernel_count = u.kernels
 FROM {rows $1 u(id text, occupied jsonb, kernels int)}
@@ -210,7 +218,8 @@ WHERE id {in $4}`
 WHERE session_id {in $1} AND status {in $2}`
 	moveKernels = `UPDATE kernels
 SET status = $1, status_reason = $2, status_changed_at = $3,
-    agent_id = CASE WHEN $1 = 'PENDING' THEN NULL ELSE agent_id END
+    agent_id = CASE WHEN $1 = 'PENDING' THEN NULL ELSE agent_id END,
+    devices = CASE WHEN $1 = 'PENDING' THEN '[]' ELSE devices END
 WHERE id {in $4}`
 	// A session that ends records how: success only when every kernel
 	// terminated with exit code 0 (domain.Outcome).

@@ -12,7 +12,7 @@ import (
 )
 
 // LoadSnapshot reads one group's scheduling input from one snapshot of the
-// database: nine queries in one batch, so one round trip on PostgreSQL
+// database: ten queries in one batch, so one round trip on PostgreSQL
 // whatever the number of sessions.
 func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error) {
 	var snap framework.Snapshot
@@ -78,6 +78,9 @@ func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (
 				policies = append(policies, p)
 				return err
 			}},
+			Stmt{SQL: selectGroupHeldDevices, Args: []any{group}, Row: func(sc codec.Scanner) error {
+				return scanHeldDevices(sc, &snap.DeviceHeld)
+			}},
 		)
 		if err != nil {
 			return err
@@ -99,4 +102,29 @@ func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (
 		return framework.Snapshot{}, err
 	}
 	return snap, nil
+}
+
+// scanHeldDevices adds one kernel's grants to what each device of its
+// agent has held.
+func scanHeldDevices(sc codec.Scanner, held *map[domain.AgentID]map[string]domain.Quantity) error {
+	var agent, devices string
+	if err := sc.Scan(&agent, &devices); err != nil {
+		return err
+	}
+	var grants []domain.DeviceGrant
+	if err := codec.DecodeDevices("kernels", agent, devices, &grants); err != nil {
+		return err
+	}
+	if *held == nil {
+		*held = map[domain.AgentID]map[string]domain.Quantity{}
+	}
+	m := (*held)[domain.AgentID(agent)]
+	if m == nil {
+		m = map[string]domain.Quantity{}
+		(*held)[domain.AgentID(agent)] = m
+	}
+	for _, g := range grants {
+		m[g.Device] += g.Share
+	}
+	return nil
 }

@@ -26,7 +26,10 @@ type Reader interface {
 //   - a kernel holds resources only on an agent that exists;
 //   - a PENDING session has only PENDING kernels, a session holding
 //     resources has no PENDING kernel, and an ended session no kernel that
-//     holds resources.
+//     holds resources;
+//   - no device is assigned to two live kernels (issue 19): the grants of
+//     the kernels holding resources on an agent name only its devices and
+//     hold no device beyond one whole, and a PENDING kernel holds none.
 //
 // It reads without a transaction spanning the calls, so run it when no
 // writer is active.
@@ -83,6 +86,7 @@ func CheckInvariants(ctx context.Context, r Reader) error {
 			errs = append(errs, fmt.Errorf("kernel %s is PENDING on agent %s", k.ID, k.Agent))
 		}
 	}
+	errs = append(errs, checkDevices(agents, kernels)...)
 	for _, a := range agents {
 		h := sums[a.ID]
 		if !equalVec(a.Occupied, h.slots) {
@@ -108,4 +112,44 @@ func equalVec(a, b domain.Vec) bool {
 		}
 	}
 	return true
+}
+
+// checkDevices is CheckInvariants' device part.
+func checkDevices(agents []domain.Agent, kernels []domain.Kernel) []error {
+	var errs []error
+	devices := map[domain.AgentID]map[string]domain.Device{}
+	for _, a := range agents {
+		devices[a.ID] = map[string]domain.Device{}
+		for _, d := range a.Devices {
+			devices[a.ID][d.ID] = d
+		}
+	}
+	held := map[domain.AgentID]map[string]domain.Quantity{}
+	for _, k := range kernels {
+		if k.Status == domain.KernelPending && len(k.Devices) > 0 {
+			errs = append(errs, fmt.Errorf("kernel %s is PENDING but holds devices %v", k.ID, k.Devices))
+		}
+		if !k.Status.HoldsResources() {
+			continue
+		}
+		for _, g := range k.Devices {
+			d, ok := devices[k.Agent][g.Device]
+			if !ok {
+				errs = append(errs, fmt.Errorf("kernel %s holds device %s, not a device of agent %s", k.ID, g.Device, k.Agent))
+				continue
+			}
+			if g.Slot != d.Slot || g.Share <= 0 || d.Slot == "cuda.device" && g.Share != domain.WholeShare {
+				errs = append(errs, fmt.Errorf("kernel %s holds %d of device %s (slot %s) as %s", k.ID, g.Share, g.Device, d.Slot, g.Slot))
+			}
+			if held[k.Agent] == nil {
+				held[k.Agent] = map[string]domain.Quantity{}
+			}
+			held[k.Agent][g.Device] += g.Share
+			if q := held[k.Agent][g.Device]; q > domain.WholeShare {
+				errs = append(errs, fmt.Errorf("device %s of agent %s is assigned beyond one whole (%d thousandths); kernel %s is one holder",
+					g.Device, k.Agent, q, k.ID))
+			}
+		}
+	}
+	return errs
 }

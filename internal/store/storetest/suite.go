@@ -41,6 +41,8 @@ func Run(t *testing.T, e Engine) {
 		{"RegisterGuard", testRegisterGuard},
 		{"AgentAllowsCommand", testAgentAllowsCommand},
 		{"KernelServicePorts", testKernelServicePorts},
+		{"Devices", testDevices},
+		{"ConcurrentDeviceAppliers", testConcurrentDeviceAppliers},
 		{"AgentCapacity", testAgentCapacity},
 		{"NoteWaitingKernels", testNoteWaitingKernels},
 		{"SessionRoundTrip", testSessionRoundTrip},

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -409,6 +410,9 @@ func (r *Runtime) prepareKernelDir(spec runtime.Spec) (string, error) {
 // configuration.
 func (r *Runtime) containerConfig(spec runtime.Spec, sshDir string) (*container.Config, *container.HostConfig) {
 	env := runtime.KernelEnv(spec)
+	// The engine maps the granted GPUs into the container, where CUDA
+	// numbers them from zero: the host's indexes would name the wrong ones.
+	delete(env, runtime.EnvCUDAVisible)
 	if sshDir != "" {
 		env[EnvClusterSSHDir] = ClusterSSHDir
 	}
@@ -457,7 +461,23 @@ func (r *Runtime) containerConfig(spec runtime.Spec, sshDir string) (*container.
 	if sshDir != "" {
 		host.Mounts = []mount.Mount{{Type: mount.TypeBind, Source: sshDir, Target: ClusterSSHDir, ReadOnly: true}}
 	}
+	host.DeviceRequests = deviceRequests(spec)
 	return cfg, host
+}
+
+// deviceRequests asks the engine's GPU driver (the NVIDIA container
+// toolkit) for exactly the kernel's devices, by UUID where known.
+func deviceRequests(spec runtime.Spec) []container.DeviceRequest {
+	var ids []string
+	for _, g := range spec.Grants() {
+		if strings.HasPrefix(g.Slot, "cuda.") {
+			ids = append(ids, runtime.VisibleID(g))
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return []container.DeviceRequest{{Driver: "nvidia", DeviceIDs: ids, Capabilities: [][]string{{"gpu"}}}}
 }
 
 // removeQuietly force-removes a container after a failure, whatever ctx

@@ -63,6 +63,9 @@ func script(spec runtime.Spec, cmdline, path, workDir, statusFile string) string
 	fmt.Fprintf(&b, "# sokovan kernel %s of session %s, image %s\n", spec.Kernel, spec.Session, spec.Image)
 	fmt.Fprintf(&b, "export PATH=%s\n", quote(path))
 	env := runtime.KernelEnv(spec)
+	// SLURM picks the GPUs for --gres and sets CUDA_VISIBLE_DEVICES
+	// itself; the manager's count-based request is all it is told.
+	delete(env, runtime.EnvCUDAVisible)
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		fmt.Fprintf(&b, "export %s=%s\n", k, quote(env[k]))
 	}

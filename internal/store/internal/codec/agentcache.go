@@ -49,6 +49,9 @@ func (d *AgentDecoder) Scan(sc Scanner) (domain.Agent, error) {
 	// The catalog is an image list too, and as alike across a fleet.
 	a.Catalog = memo(d.images, r.catalog, &e, "catalog", slices.Clone[[]string])
 	a.Labels = memo(d.labels, r.labels, &e, "labels", maps.Clone[map[string]string])
+	if r.devices != "[]" && r.devices != "" {
+		e.json("devices", r.devices, &a.Devices)
+	}
 	return emptyAsNil(a), e.err
 }
 

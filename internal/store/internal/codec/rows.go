@@ -18,7 +18,7 @@ const (
 		default_time_limit_ns, max_time_limit_ns, idle_timeout_ns`
 	AgentColumns = `id, resource_group, address, architecture, runtime, status, schedulable,
 		capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels,
-		allows_command, catalog`
+		allows_command, catalog, devices`
 	// SessionColumns leave out a session's command and environment: they
 	// may run to tens of kilobytes each, and only kernel creation and
 	// showing the one session need them, while schedulers and listings
@@ -30,7 +30,7 @@ const (
 		outcome, time_limit_ns, job_id`
 	SessionSpecColumns = SessionColumns + `, command, env`
 	KernelColumns      = `id, session_id, cluster_role, cluster_idx, image, architecture, requested,
-		agent_id, status, status_reason, status_changed_at, container_id, exit_code, service_ports`
+		agent_id, status, status_reason, status_changed_at, container_id, exit_code, service_ports, devices`
 	PolicyColumns  = `scope, name, max_slots, max_concurrent_sessions, max_pending_sessions`
 	UserColumns    = `id, name, role, project, domain, created_at`
 	HistoryColumns = `session_id, at, handler, result, from_status, to_status, message, attempt`
@@ -102,10 +102,14 @@ func AgentArgs(reg *domain.Registry, a domain.Agent, now time.Time, ts TimeParam
 	if err != nil {
 		return nil, invalid("agent capacity", err)
 	}
+	if err := domain.ValidateDevices(reg, a.Devices); err != nil {
+		return nil, invalid("agent devices", err)
+	}
 	return []any{
 		string(a.ID), a.ResourceGroup, a.Address, a.Architecture, a.Runtime,
 		domain.AgentAlive.String(), a.Schedulable, capacity, "{}", a.MaxKernels, 0,
 		ts(now), int64(1), JSONList(a.Images), JSONMap(a.Labels), a.AllowsCommand, JSONList(a.Catalog),
+		JSONDevices(a.Devices),
 	}, nil
 }
 
@@ -118,6 +122,7 @@ type agentRow struct {
 	capacity, occupied string
 	images, labels     string
 	catalog            string
+	devices            string
 	heartbeat          rawTime
 }
 
@@ -126,7 +131,7 @@ func scanAgentRow(sc Scanner) (agentRow, rowErr, error) {
 	a := &r.a
 	if err := sc.Scan(&r.id, &a.ResourceGroup, &a.Address, &a.Architecture, &a.Runtime, &r.status,
 		&a.Schedulable, &r.capacity, &r.occupied, &a.MaxKernels, &a.KernelCount, &r.heartbeat, &a.Epoch,
-		&r.images, &r.labels, &a.AllowsCommand, &r.catalog); err != nil {
+		&r.images, &r.labels, &a.AllowsCommand, &r.catalog, &r.devices); err != nil {
 		return r, rowErr{}, err
 	}
 	a.ID = domain.AgentID(r.id)
@@ -150,6 +155,7 @@ func ScanAgent(reg *domain.Registry, sc Scanner) (domain.Agent, error) {
 	e.json("images", r.images, &a.Images)
 	e.json("labels", r.labels, &a.Labels)
 	e.json("catalog", r.catalog, &a.Catalog)
+	e.json("devices", r.devices, &a.Devices)
 	return emptyAsNil(a), e.err
 }
 
@@ -164,6 +170,9 @@ func emptyAsNil(a domain.Agent) domain.Agent {
 	}
 	if len(a.Labels) == 0 {
 		a.Labels = nil
+	}
+	if len(a.Devices) == 0 {
+		a.Devices = nil
 	}
 	return a
 }
@@ -289,7 +298,7 @@ func KernelArgs(reg *domain.Registry, k domain.Kernel, created time.Time, ts Tim
 	}
 	return []any{
 		string(k.ID), string(k.SessionID), k.ClusterRole, k.ClusterIdx, k.Image, k.Architecture,
-		requested, nil, domain.KernelPending.String(), k.StatusReason, ts(created), "", nil, "[]",
+		requested, nil, domain.KernelPending.String(), k.StatusReason, ts(created), "", nil, "[]", "[]",
 	}, nil
 }
 
@@ -302,10 +311,10 @@ func ScanKernel(reg *domain.Registry, sc Scanner) (domain.Kernel, error) {
 		agent                  sql.NullString
 		exit                   sql.NullInt64
 		changed                rawTime
-		ports                  string
+		ports, devices         string
 	)
 	if err := sc.Scan(&id, &session, &k.ClusterRole, &k.ClusterIdx, &k.Image, &k.Architecture,
-		&requested, &agent, &status, &k.StatusReason, &changed, &k.ContainerID, &exit, &ports); err != nil {
+		&requested, &agent, &status, &k.StatusReason, &changed, &k.ContainerID, &exit, &ports, &devices); err != nil {
 		return k, err
 	}
 	k.ID, k.SessionID, k.Agent = domain.KernelID(id), domain.SessionID(session), domain.AgentID(agent.String)
@@ -320,6 +329,10 @@ func ScanKernel(reg *domain.Registry, sc Scanner) (domain.Kernel, error) {
 	e.json("service_ports", ports, &k.ServicePorts)
 	if len(k.ServicePorts) == 0 {
 		k.ServicePorts = nil
+	}
+	e.json("devices", devices, &k.Devices)
+	if len(k.Devices) == 0 {
+		k.Devices = nil
 	}
 	return k, e.err
 }

@@ -185,3 +185,35 @@ func AddAvoided(table, id, stored string, agents []domain.AgentID) (string, bool
 	}
 	return JSONList(list), changed, nil
 }
+
+// JSONDevices writes an agent's devices as a JSON list; nil becomes [].
+func JSONDevices(d []domain.Device) string {
+	if len(d) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(d) // plain strings and ints always marshal
+	return string(b)
+}
+
+// JSONGrants writes a kernel's device grants as a JSON list; nil becomes
+// [].
+func JSONGrants(g []domain.DeviceGrant) string {
+	if len(g) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(g) // plain strings and ints always marshal
+	return string(b)
+}
+
+// DecodeDevices reads a devices column (an agent's devices or a kernel's
+// grants) into out; a row that does not decode is corrupt.
+func DecodeDevices[T domain.Device | domain.DeviceGrant](table, id, text string, out *[]T) error {
+	if text == "" || text == "[]" {
+		*out = nil
+		return nil
+	}
+	if err := json.Unmarshal([]byte(text), out); err != nil {
+		return Corrupt(table, id, "devices", err)
+	}
+	return nil
+}

@@ -44,7 +44,11 @@ type Agent struct {
 	Occupied    domain.Vec
 	KernelCount int
 	MaxKernels  int
-	changed     bool
+	// Devices are the agent's reported devices and Held the share of each
+	// (by id) that its live kernels hold, read under the agent's lock.
+	Devices []domain.Device
+	Held    map[string]domain.Quantity
+	changed bool
 }
 
 // Release gives back what one kernel held on the agent.
@@ -69,8 +73,9 @@ func Changed(agents map[domain.AgentID]*Agent) []*Agent {
 
 // KernelWrite is one kernel to move PENDING → SCHEDULED onto an agent.
 type KernelWrite struct {
-	Kernel domain.KernelID
-	Agent  domain.AgentID
+	Kernel  domain.KernelID
+	Agent   domain.AgentID
+	Devices []domain.DeviceGrant
 }
 
 // Result is what applying a plan writes and what it reports.
@@ -97,7 +102,13 @@ func Evaluate(reg *domain.Registry, plan framework.Plan, sessions map[domain.Ses
 			a.Occupied.Add(sessions[p.Session].Kernels[kp.Kernel].Requested)
 			a.KernelCount++
 			a.changed = true
-			res.Kernels = append(res.Kernels, KernelWrite{Kernel: kp.Kernel, Agent: kp.Agent})
+			for _, g := range kp.Devices {
+				if a.Held == nil {
+					a.Held = map[string]domain.Quantity{}
+				}
+				a.Held[g.Device] += g.Share
+			}
+			res.Kernels = append(res.Kernels, KernelWrite{Kernel: kp.Kernel, Agent: kp.Agent, Devices: kp.Devices})
 		}
 		sessions[p.Session].Status = domain.SessionScheduled
 		res.Applied = append(res.Applied, p.Session)
@@ -108,6 +119,66 @@ func Evaluate(reg *domain.Registry, plan framework.Plan, sessions map[domain.Ses
 type demand struct {
 	slots   domain.Vec
 	kernels int
+	// devices is what this placement's earlier kernels take of each of
+	// the agent's devices.
+	devices map[string]domain.Quantity
+}
+
+// checkGrants re-checks one kernel's device grants against the agent's
+// devices as locked: every grant names a device of the agent, in the slot
+// it counts toward; a whole-device slot is granted whole devices; no
+// device is held beyond one whole by the live kernels, the plan's earlier
+// placements and this one together; and for every slot the agent has
+// devices of, the grants add up to the kernel's request. It returns what
+// is wrong, or "".
+func checkGrants(reg *domain.Registry, a *Agent, kp framework.KernelPlacement, req domain.Vec, d *demand) string {
+	if len(a.Devices) == 0 {
+		if len(kp.Devices) > 0 {
+			return "granted devices on an agent that reports none"
+		}
+		return ""
+	}
+	byID := make(map[string]domain.Device, len(a.Devices))
+	has := map[string]bool{}
+	for _, dev := range a.Devices {
+		byID[dev.ID] = dev
+		has[dev.Slot] = true
+	}
+	sum := map[string]domain.Quantity{}
+	for _, g := range kp.Devices {
+		dev, ok := byID[g.Device]
+		if !ok {
+			return fmt.Sprintf("device %s is not the agent's", g.Device)
+		}
+		if g.Slot != dev.Slot || g.Share <= 0 || g.Share > domain.WholeShare {
+			return fmt.Sprintf("grant of %s: slot %s share %d does not fit device of slot %s", g.Device, g.Slot, g.Share, dev.Slot)
+		}
+		if id, ok := reg.Lookup(dev.Slot); ok && reg.Type(id).Kind != domain.KindShares && g.Share != domain.WholeShare {
+			return fmt.Sprintf("device %s is handed out whole, granted %d thousandths", g.Device, g.Share)
+		}
+		if d.devices == nil {
+			d.devices = map[string]domain.Quantity{}
+		}
+		d.devices[g.Device] += g.Share
+		if held := a.Held[g.Device] + d.devices[g.Device]; held > domain.WholeShare {
+			return fmt.Sprintf("device %s is already held (%d thousandths with this grant)", g.Device, held)
+		}
+		sum[dev.Slot] += g.Share
+	}
+	for slot := range has {
+		id, ok := reg.Lookup(slot)
+		if !ok {
+			continue
+		}
+		want := req.At(id)
+		if reg.Type(id).Kind != domain.KindShares {
+			want = (want + domain.WholeShare - 1) / domain.WholeShare * domain.WholeShare
+		}
+		if sum[slot] != want {
+			return fmt.Sprintf("grants of %s add up to %d, the request needs %d", slot, sum[slot], want)
+		}
+	}
+	return ""
 }
 
 func check(reg *domain.Registry, group string, p framework.Placement, sessions map[domain.SessionID]*Session,
@@ -160,6 +231,9 @@ func check(reg *domain.Registry, group string, p framework.Placement, sessions m
 		}
 		d.slots.Add(k.Requested)
 		d.kernels++
+		if detail := checkGrants(reg, a, kp, k.Requested, d); detail != "" {
+			return reject(store.RejectDevices, kp.Agent, "", "kernel %s: %s", kp.Kernel, detail)
+		}
 	}
 	// Agents in id order, so the reason reported does not depend on map order.
 	ids := make([]domain.AgentID, 0, len(need))

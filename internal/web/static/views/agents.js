@@ -55,6 +55,15 @@ export function render(ctx) {
       return h('div', { class: 'cap-row small', dataset: { slot } }, h('span', { class: 'cap-slot' }, slot),
         meter(uq, cq, `${amount(uq, b)} / ${amount(cq, b)} (${pct(uq, cq)}%)`, `${a.id} ${slot}`));
     });
+    // Devices (issue 19): one chip per device, free or held, its holders
+    // in the tooltip.
+    const devices = (a.devices || []).length ? h('div', { class: 'devices small', dataset: { devices: String(a.devices.length) } },
+      ...a.devices.map((d) => {
+        const state = d.free === '1' ? 'free' : d.free === '0' ? 'held' : `${d.free} free`;
+        const holders = (d.holders || []).map((x) => `${x.kernel || 'a kernel'} (${x.share})`).join(', ');
+        return h('span', { class: d.free === '1' ? 'badge ok' : 'badge warn', title: holders || `${d.model || d.slot}` },
+          `${d.id} ${state}`);
+      })) : null;
     const placement = a.schedulable ? h('span', { class: 'badge ok' }, 'schedulable')
       : h('span', { class: 'badge warn' }, a.kernel_count > 0 ? 'cordoned (draining)' : 'cordoned');
     const actions = admin ? h('td', { class: 'actions' },
@@ -63,7 +72,7 @@ export function render(ctx) {
     return h('tr', { dataset: { id: a.id, status: a.status, schedulable: String(a.schedulable) } },
       h('td', { class: 'mono' }, a.id, h('div', { class: 'muted small' }, `${a.architecture} · ${a.runtime || '—'}`)),
       h('td', null, a.resource_group), h('td', null, badge(a.status)), h('td', { class: 'placement' }, placement),
-      h('td', { class: 'slots' }, slots),
+      h('td', { class: 'slots' }, slots, devices),
       h('td', null, a.max_kernels ? `${a.kernel_count} / ${a.max_kernels}` : String(a.kernel_count)),
       h('td', null, h('time', { datetime: a.last_heartbeat || '', title: time(a.last_heartbeat) }, ago(a.last_heartbeat, now))),
       actions);
