@@ -284,3 +284,20 @@ func intsUpTo(n int) []int {
 	}
 	return out
 }
+
+// TestJobGangGivesBackDevices: a job's gang that does not fit whole gives
+// back the devices its members were granted in the round, so a session
+// behind it can have them.
+func TestJobGangGivesBackDevices(t *testing.T) {
+	snap := MakeSnapshot(Agents(MakeAgent("a1", "cpu=8,mem=32g").Devices("cuda:2")),
+		Sessions(MakeSession("j-0", "cpu=1,mem=1g,cuda.device=1").Job("j"),
+			MakeSession("j-1", "cpu=1,mem=1g,cuda.device=1").Job("j").Created(1),
+			MakeSession("j-2", "cpu=1,mem=1g,cuda.device=1").Job("j").Created(2),
+			MakeSession("solo", "cpu=1,mem=1g,cuda.device=2").Created(3)))
+	// Three members needed, two devices: the gang cannot place whole.
+	snap.Jobs = map[domain.JobID]framework.JobInfo{"j": {MinAvailable: 3, Live: 3}}
+	plan := schedule(t, snap)
+	if diff := cmp.Diff(map[string][]string{"solo-k0": {"cuda:0=1", "cuda:1=1"}}, devicesOf(plan)); diff != "" {
+		t.Errorf("devices (-want +got):\n%s", diff)
+	}
+}

@@ -27,6 +27,13 @@ func (st *State) Uncommit(s *Session) {
 // multi-node one. Unreserve voids the round's cached misses, so nothing a
 // later session tries is judged on a state that no longer holds.
 func (st *State) Release(s *Session, kernels []KernelPlacement) {
+	// Devices granted to the kernels go back too, or the pools would stay
+	// short of what Free says is there for the rest of the round.
+	for _, kp := range kernels {
+		if a, ok := st.AgentIndex(kp.Agent); ok {
+			st.giveDevices(a, kp.Devices)
+		}
+	}
 	if !s.MultiNode {
 		if len(kernels) > 0 {
 			if a, ok := st.AgentIndex(kernels[0].Agent); ok {
