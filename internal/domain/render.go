@@ -40,6 +40,8 @@ func RenderStates() string {
 	b.WriteString("Every legal kernel status change (`KernelTransitionLegal`). Anything not drawn is\n")
 	b.WriteString("rejected, and a repeat of the current status is a duplicate, not a transition.\n\n")
 	renderKernelDiagram(&b)
+	b.WriteString("\n")
+	renderDeployments(&b)
 	return b.String()
 }
 
