@@ -175,6 +175,8 @@ type Store interface {
 	// how many.
 	PruneUtilisation(ctx context.Context, before time.Time) (int64, error)
 
+	Deployments
+
 	Close() error
 }
 

@@ -35,6 +35,9 @@ func Run(t *testing.T, e Engine) {
 		fn   func(t *testing.T, e Engine)
 	}{
 		{"ResourceGroups", testResourceGroups},
+		{"Deployments", testDeployments},
+		{"DeploymentRoutes", testDeploymentRoutes},
+		{"DeploymentHistory", testDeploymentHistory},
 		{"GroupGenerations", testGroupGenerations},
 		{"GroupSlots", testGroupSlots},
 		{"Agents", testAgents},

@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// Deployments stores model-serving deployments, their routes and their
+// history (seed 001). Each method is one transaction.
+type Deployments interface {
+	// CreateDeployment stores a new deployment. A name that a deployment
+	// of the same owner not yet DESTROYED has is refused with
+	// ErrDeploymentNameTaken.
+	CreateDeployment(ctx context.Context, d domain.Deployment) error
+	GetDeployment(ctx context.Context, id domain.DeploymentID) (domain.Deployment, error)
+	// ListDeployments returns deployments oldest first.
+	ListDeployments(ctx context.Context, f DeploymentFilter) ([]domain.Deployment, error)
+	// UpdateDeployment writes d's status, status change time, replicas,
+	// spec, health check and backoff over the stored row, if its status is
+	// still one of from (ErrGuardFailed otherwise). Name, owner and
+	// creation time never change.
+	UpdateDeployment(ctx context.Context, d domain.Deployment, from []domain.DeploymentStatus) error
+	// CreateRoute stores a new route of an existing deployment. Its
+	// session need not exist yet: it is created after the route, so that
+	// no session is ever left without its route.
+	CreateRoute(ctx context.Context, r domain.Route) error
+	// ListRoutes returns routes oldest first, each with its session's
+	// status read in the same query (0 when the session does not exist).
+	ListRoutes(ctx context.Context, f RouteFilter) ([]domain.Route, error)
+	// UpdateRoute writes r's status, reason, status change time, check
+	// counters and endpoint over the stored row, if its status is still
+	// one of from (ErrGuardFailed otherwise).
+	UpdateRoute(ctx context.Context, r domain.Route, from []domain.RouteStatus) error
+	// AppendDeploymentHistory records outcomes in order. One identical
+	// (handler, result, from, to, message) to the latest entry of the same
+	// deployment and route merges into it: attempt+1, time moved on.
+	AppendDeploymentHistory(ctx context.Context, entries []domain.DeploymentHistoryEntry) error
+	// DeploymentHistory returns the entries of a deployment and its
+	// routes, oldest first.
+	DeploymentHistory(ctx context.Context, id domain.DeploymentID) ([]domain.DeploymentHistoryEntry, error)
+}
+
+// ErrDeploymentNameTaken: a deployment of the owner, not yet destroyed,
+// already has the name.
+var ErrDeploymentNameTaken = fmt.Errorf("%w: a live deployment of the owner has that name", ErrConflict)
+
+// DeploymentFilter selects deployments; zero fields select everything.
+type DeploymentFilter struct {
+	IDs      []domain.DeploymentID
+	User     string
+	Name     string
+	IDPrefix string
+	Statuses []domain.DeploymentStatus
+}
+
+// RouteFilter selects routes; zero fields select everything.
+type RouteFilter struct {
+	Deployments []domain.DeploymentID
+	Statuses    []domain.RouteStatus
+}

@@ -1,0 +1,102 @@
+package codec
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// DeploymentColumns are the deployments columns every read selects, in
+// ScanDeployment's order.
+const DeploymentColumns = `id, name, owner_user, owner_project, owner_domain, status, status_changed_at, created_at,
+replicas, spec, health, start_failures, next_start_at`
+
+// DeploymentJSON encodes a deployment's spec and health check columns.
+func DeploymentJSON(d domain.Deployment) (spec, health string, err error) {
+	s, err := json.Marshal(d.Spec)
+	if err != nil {
+		return "", "", err
+	}
+	h, err := json.Marshal(d.Health)
+	return string(s), string(h), err
+}
+
+// ScanDeployment reads DeploymentColumns.
+func ScanDeployment(sc Scanner) (domain.Deployment, error) {
+	var (
+		d                      domain.Deployment
+		id, status, spec, hc   string
+		changed, created, next rawTime
+	)
+	if err := sc.Scan(&id, &d.Name, &d.Owner.User, &d.Owner.Project, &d.Owner.Domain, &status, &changed, &created,
+		&d.Replicas, &spec, &hc, &d.StartFailures, &next); err != nil {
+		return d, err
+	}
+	d.ID = domain.DeploymentID(id)
+	e := rowErr{table: "deployments", id: id}
+	st, err := domain.ParseDeploymentStatus(status)
+	e.fail("status", err)
+	d.Status = st
+	d.StatusChangedAt = e.time("status_changed_at", changed)
+	d.CreatedAt = e.time("created_at", created)
+	d.NextStartAt = e.time("next_start_at", next)
+	e.json("spec", spec, &d.Spec)
+	e.json("health", hc, &d.Health)
+	return d, e.err
+}
+
+// RouteColumns are the route columns every read selects, qualified by the
+// alias r, followed by the session's status (s, left-joined), in
+// ScanRoute's order.
+const RouteColumns = `r.id, r.deployment_id, r.session_id, r.status, r.status_reason, r.status_changed_at, r.created_at,
+r.successes, r.failures, r.checked_at, r.endpoint, COALESCE(s.status, '')`
+
+// ScanRoute reads RouteColumns.
+func ScanRoute(sc Scanner) (domain.Route, error) {
+	var (
+		r                         domain.Route
+		id, dep, sess, status     string
+		sessStatus                string
+		changed, created, checked rawTime
+	)
+	if err := sc.Scan(&id, &dep, &sess, &status, &r.StatusReason, &changed, &created,
+		&r.Successes, &r.Failures, &checked, &r.Endpoint, &sessStatus); err != nil {
+		return r, err
+	}
+	r.ID, r.Deployment, r.Session = domain.RouteID(id), domain.DeploymentID(dep), domain.SessionID(sess)
+	e := rowErr{table: "deployment_routes", id: id}
+	st, err := domain.ParseRouteStatus(status)
+	e.fail("status", err)
+	r.Status = st
+	r.StatusChangedAt = e.time("status_changed_at", changed)
+	r.CreatedAt = e.time("created_at", created)
+	r.CheckedAt = e.time("checked_at", checked)
+	if sessStatus != "" {
+		r.SessionStatus = e.sessionStatus("sessions.status", sessStatus)
+	}
+	return r, e.err
+}
+
+// DeploymentHistoryColumns are the deployment_history columns after its
+// row id, in ScanDeploymentHistory's order.
+const DeploymentHistoryColumns = `deployment_id, route_id, at, handler, result, from_status, to_status, message, attempt`
+
+// ScanDeploymentHistory reads the row id and DeploymentHistoryColumns.
+func ScanDeploymentHistory(sc Scanner) (int64, domain.DeploymentHistoryEntry, error) {
+	var (
+		rowID               int64
+		h                   domain.DeploymentHistoryEntry
+		dep, route, handler string
+		result              string
+		at                  rawTime
+	)
+	if err := sc.Scan(&rowID, &dep, &route, &at, &handler, &result, &h.From, &h.To, &h.Message, &h.Attempt); err != nil {
+		return 0, h, err
+	}
+	h.Deployment, h.Route = domain.DeploymentID(dep), domain.RouteID(route)
+	h.Handler, h.Result = domain.HandlerName(handler), domain.RouteResult(result)
+	e := rowErr{table: "deployment_history", id: strconv.FormatInt(rowID, 10)}
+	h.At = e.time("at", at)
+	return rowID, h, e.err
+}
