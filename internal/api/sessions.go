@@ -50,6 +50,23 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.submit(ctx, sess, kernels); err != nil {
+		return err
+	}
+	created, err := s.store.GetSession(ctx, sess.ID)
+	if err != nil {
+		// Stored; answer with what was stored rather than fail the submit.
+		created = store.SessionWithKernels{Session: sess, Kernels: kernels}
+	}
+	w.Header().Set("Location", "/v1/sessions/"+string(sess.ID))
+	writeJSON(w, http.StatusCreated, s.sessionOut(created))
+	return nil
+}
+
+// submit stores a session buildSession made, under its owner's limits,
+// and asks for a scheduling round. Users' submits and deployments' routes
+// both come this way.
+func (s *Server) submit(ctx context.Context, sess domain.Session, kernels []domain.Kernel) error {
 	policies, err := s.ownerPolicies(ctx, sess.Owner)
 	if err != nil {
 		return err
@@ -81,13 +98,6 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.sessions.Mark()
-	created, err := s.store.GetSession(ctx, sess.ID)
-	if err != nil {
-		// Stored; answer with what was stored rather than fail the submit.
-		created = store.SessionWithKernels{Session: sess, Kernels: kernels}
-	}
-	w.Header().Set("Location", "/v1/sessions/"+string(sess.ID))
-	writeJSON(w, http.StatusCreated, s.sessionOut(created))
 	return nil
 }
 
