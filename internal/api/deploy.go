@@ -121,6 +121,13 @@ func healthCheck(req *v1.HealthCheck) (domain.HealthCheck, *apiError) {
 	return hc, nil
 }
 
+func checkSurge(n int) *apiError {
+	if n < 1 || n > MaxReplicas {
+		return invalid("max_surge", "must be 1 to %d, not %d", MaxReplicas, n)
+	}
+	return nil
+}
+
 func checkReplicas(n int) *apiError {
 	if n < 0 || n > MaxReplicas {
 		return invalid("replicas", "must be 0 to %d, not %d", MaxReplicas, n)
@@ -155,6 +162,13 @@ func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error 
 	if e != nil {
 		return e
 	}
+	surge := 1
+	if req.MaxSurge != nil {
+		surge = *req.MaxSurge
+	}
+	if e := checkSurge(surge); e != nil {
+		return e
+	}
 	spec := domain.DeploymentSpec{Image: req.Image, Resources: req.Resources, Command: req.Command, Env: req.Env,
 		ResourceGroup: req.ResourceGroup}
 	// The spec is checked exactly as each route's session will be, so a
@@ -166,7 +180,8 @@ func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error 
 	spec.ResourceGroup = sess.ResourceGroup
 	now := s.clock.Now().UTC().Truncate(time.Microsecond)
 	d := domain.Deployment{ID: domain.DeploymentID(newUUID()), Name: req.Name, Owner: sess.Owner,
-		Status: domain.DeploymentPending, StatusChangedAt: now, CreatedAt: now, Replicas: replicas, Spec: spec, Health: hc}
+		Status: domain.DeploymentPending, StatusChangedAt: now, CreatedAt: now, Replicas: replicas, Spec: spec, Health: hc,
+		Revision: 1, MaxSurge: surge}
 	if err := s.store.CreateDeployment(ctx, d); err != nil {
 		if errors.Is(err, store.ErrDeploymentNameTaken) {
 			e := conflict("you already have a live deployment named %q; destroy it, or choose another name", d.Name)
@@ -348,26 +363,85 @@ func (s *Server) patchDeployment(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.Replicas == nil {
-		return invalid("replicas", "nothing to change: give replicas")
+	respec := req.Image != "" || req.Command != nil || req.Resources != nil || req.Env != nil
+	if req.Replicas == nil && req.MaxSurge == nil && !respec {
+		return invalid("replicas", "nothing to change: give replicas, max_surge, image, command, resources or env")
 	}
-	if e := checkReplicas(*req.Replicas); e != nil {
-		return e
+	if req.Replicas != nil {
+		if e := checkReplicas(*req.Replicas); e != nil {
+			return e
+		}
+	}
+	if req.MaxSurge != nil {
+		if e := checkSurge(*req.MaxSurge); e != nil {
+			return e
+		}
+	}
+	spec := d.Spec
+	if respec {
+		if req.Image != "" {
+			spec.Image = req.Image
+		}
+		if req.Command != nil {
+			spec.Command = req.Command
+		}
+		if req.Resources != nil {
+			spec.Resources = req.Resources
+		}
+		if req.Env != nil {
+			spec.Env = req.Env
+		}
+		// The new spec is checked as its routes' sessions will be.
+		owner := store.User{Name: d.Owner.User, Project: d.Owner.Project, Domain: d.Owner.Domain, Role: store.RoleUser}
+		if _, _, err := s.buildSession(ctx, owner, routeRequest(d.Name, spec)); err != nil {
+			return err
+		}
 	}
 	u := caller(ctx)
+	now := s.clock.Now().UTC().Truncate(time.Microsecond)
+	var from domain.DeploymentStatus
 	d, err = s.updateDeployment(ctx, d.ID, func(d *domain.Deployment) *apiError {
+		from = d.Status
 		if d.Status == domain.DeploymentDestroying || d.Status.Terminal() {
 			return conflict("deployment %s is %s", d.ID, d.Status)
 		}
-		d.Replicas = *req.Replicas
+		if req.Replicas != nil {
+			d.Replicas = *req.Replicas
+		}
+		if req.MaxSurge != nil {
+			d.MaxSurge = *req.MaxSurge
+		}
+		if respec {
+			if d.Status == domain.DeploymentDeploying {
+				return conflict("deployment %s is rolling out revision %d; wait for it to end", d.ID, d.Revision)
+			}
+			prev := d.Spec
+			d.Spec, d.Revision = spec, d.Revision+1
+			if d.Status != domain.DeploymentPending && d.Status != domain.DeploymentCreated {
+				d.PrevSpec = &prev
+				d.Status, d.StatusChangedAt = domain.DeploymentDeploying, now
+				// The new revision's start failures are its own.
+				d.StartFailures, d.NextStartAt = 0, time.Time{}
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	_ = s.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, At: s.clock.Now().UTC(),
-		Handler: domain.HandlerUserScale, Result: domain.RouteSuccess, From: d.Status.String(), To: d.Status.String(),
-		Message: fmt.Sprintf("%s set replicas to %d", u.Name, d.Replicas)}})
+	var what []string
+	if req.Replicas != nil {
+		what = append(what, fmt.Sprintf("replicas %d", d.Replicas))
+	}
+	if req.MaxSurge != nil {
+		what = append(what, fmt.Sprintf("max_surge %d", d.MaxSurge))
+	}
+	if respec {
+		what = append(what, fmt.Sprintf("revision %d (image %s)", d.Revision, d.Spec.Image))
+	}
+	_ = s.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, At: now,
+		Handler: domain.HandlerUserUpdate, Result: domain.RouteSuccess, From: from.String(), To: d.Status.String(),
+		Message: fmt.Sprintf("%s set %s", u.Name, strings.Join(what, ", "))}})
 	s.kickDeploy()
 	routes, err := s.liveRoutes(ctx, d.ID)
 	if err != nil {
@@ -440,14 +514,14 @@ func (s *Server) deploymentOut(ctx context.Context, d domain.Deployment, routes 
 		Resources: d.Spec.Resources, Command: d.Spec.Command, Env: d.Spec.Env, ResourceGroup: d.Spec.ResourceGroup,
 		HealthCheck: v1.HealthCheck{Path: hc.Path, Port: hc.Port, Interval: durationText(hc.Interval), Timeout: durationText(hc.Timeout),
 			InitialDelay: durationText(hc.InitialDelay), SuccessThreshold: hc.SuccessThreshold, FailureThreshold: hc.FailureThreshold},
-		StartFailures: d.StartFailures, Routes: []v1.Route{}}
+		StartFailures: d.StartFailures, Revision: d.Revision, MaxSurge: d.MaxSurge, Routes: []v1.Route{}}
 	if !d.NextStartAt.IsZero() {
 		t := d.NextStartAt.UTC()
 		out.NextStartAt = &t
 	}
 	for _, r := range routes {
 		ro := v1.Route{ID: string(r.ID), SessionID: string(r.Session), Status: r.Status.String(), StatusReason: r.StatusReason,
-			StatusChangedAt: r.StatusChangedAt.UTC(), CreatedAt: r.CreatedAt.UTC(), Endpoint: r.Endpoint}
+			StatusChangedAt: r.StatusChangedAt.UTC(), CreatedAt: r.CreatedAt.UTC(), Endpoint: r.Endpoint, Revision: r.Revision}
 		if r.SessionStatus != 0 {
 			ro.SessionStatus = r.SessionStatus.String()
 		}

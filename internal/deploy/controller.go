@@ -70,6 +70,11 @@ type Config struct {
 	TerminateTimeout time.Duration
 	// DestroyTimeout bounds DESTROYING.
 	DestroyTimeout time.Duration
+	// DrainGrace is how long a serving route that is ended (scale-in,
+	// rollout, destroy) stays TERMINATING, out of every manager's proxy
+	// table, before its session is ended, so requests in flight finish.
+	// It must exceed the proxy's discovery refresh (250 ms).
+	DrainGrace time.Duration
 	// BackoffBase and BackoffMax shape the wait after a route fails to
 	// start: base·2^(n-1) after the nth failure in a row, at most max.
 	BackoffBase time.Duration
@@ -89,6 +94,7 @@ func (c Config) withDefaults() Config {
 	def(&c.EvictionGrace, 30*time.Second)
 	def(&c.TerminateTimeout, 5*time.Minute)
 	def(&c.DestroyTimeout, 10*time.Minute)
+	def(&c.DrainGrace, 2*time.Second)
 	def(&c.BackoffBase, 5*time.Second)
 	def(&c.BackoffMax, 5*time.Minute)
 	if c.MaxConcurrentChecks <= 0 {
@@ -294,8 +300,8 @@ func (c *Controller) route(ctx context.Context, d *domain.Deployment, r *domain.
 			return c.moveRoute(ctx, d, r, domain.HandlerTerminatingRoute, domain.RouteSuccess, now,
 				fmt.Sprintf("session still %s after %s; its own bound ends it", sess, c.cfg.TerminateTimeout))
 		}
-		if sess != domain.SessionTerminating {
-			return c.endSession(ctx, r, "route terminating")
+		if sess != domain.SessionTerminating && age >= c.cfg.DrainGrace {
+			return c.endSession(ctx, r, "route terminating: "+r.StatusReason)
 		}
 	}
 	return nil
@@ -440,6 +446,8 @@ func (c *Controller) deployment(ctx context.Context, d *domain.Deployment, route
 		}
 	case domain.DeploymentScaling:
 		return c.scale(ctx, d, live, healthy, now)
+	case domain.DeploymentDeploying:
+		return c.rollout(ctx, d, live, now)
 	}
 	return nil
 }
@@ -503,7 +511,8 @@ func (c *Controller) scale(ctx context.Context, d *domain.Deployment, live []*do
 }
 
 // moveRouteTo sends a live route to TERMINATING on a deployment
-// handler's behalf (scale-in, destroy) and ends its session.
+// handler's behalf (scale-in, rollout, destroy). Its session is ended
+// after the drain grace, once no proxy sends it anything new.
 func (c *Controller) moveRouteTo(ctx context.Context, d *domain.Deployment, r *domain.Route, h domain.HandlerName,
 	now time.Time, msg string) error {
 	from := r.Status
@@ -520,7 +529,10 @@ func (c *Controller) moveRouteTo(ctx context.Context, d *domain.Deployment, r *d
 		Handler: h, Result: domain.RouteSuccess, From: from.String(), To: r.Status.String(), Message: msg}}); err != nil {
 		return err
 	}
-	return c.endSession(ctx, r, msg)
+	if from == domain.RouteProvisioning {
+		return c.endSession(ctx, r, msg) // it serves nothing yet: no drain
+	}
+	return nil
 }
 
 // startRoute creates one route and then its session, in that order: a
@@ -532,7 +544,8 @@ func (c *Controller) startRoute(ctx context.Context, d *domain.Deployment, now t
 		return errors.New("deploy: no session port; routes cannot start")
 	}
 	r := domain.Route{ID: domain.RouteID(newID()), Deployment: d.ID, Session: domain.SessionID(newID()),
-		Status: domain.RouteProvisioning, StatusChangedAt: now, CreatedAt: now, StatusReason: "session submitted"}
+		Status: domain.RouteProvisioning, StatusChangedAt: now, CreatedAt: now, StatusReason: "session submitted",
+		Revision: d.Revision}
 	if err := c.store.CreateRoute(ctx, r); err != nil {
 		return fmt.Errorf("create route of %s: %w", d.ID, err)
 	}

@@ -62,7 +62,7 @@ func startDev(t *testing.T) *devEnv {
 			AgentCapacity: map[string]string{"cpu": "8", "mem": "8g"}, SelfExe: self,
 			Coordinator: coordinator.Config{ShortInterval: 50 * time.Millisecond},
 			Deploy: deploy.Config{Interval: 100 * time.Millisecond, EvictionGrace: 300 * time.Millisecond,
-				BackoffBase: 300 * time.Millisecond, BackoffMax: 1200 * time.Millisecond},
+				BackoffBase: 300 * time.Millisecond, BackoffMax: 1200 * time.Millisecond, DrainGrace: 400 * time.Millisecond},
 			UserAPI: func(p manager.Parts, admin string) (http.Handler, error) {
 				if err := api.EnsureAdmin(context.Background(), p.Store, admin); err != nil {
 					return nil, err
@@ -448,10 +448,12 @@ func TestDeploymentThatCannotStartBacksOffOrWaitsWithBlockers(t *testing.T) {
 	if failedStarts < 5 || created > failedStarts+2 {
 		t.Errorf("%d routes created for %d failed starts; want the starts to back off", created, failedStarts)
 	}
-	// The first two fail together; the next three wait 0.6, 1.2 and 1.2 s
-	// (300 ms doubling, capped at 1.2 s) after the failure before them.
-	if elapsed < 2500*time.Millisecond {
-		t.Errorf("5 failed starts within %s; the backoff should have spaced them over 3 s", elapsed)
+	// Backoff 300 ms doubling, capped at 1.2 s. The two first routes may
+	// fail in either order around a third, but the fourth and fifth each
+	// wait 1.2 s after the failure before them: at least 2.4 s in all,
+	// where an unthrottled loop at a 100 ms pass would take well under one.
+	if elapsed < 2400*time.Millisecond {
+		t.Errorf("5 failed starts within %s; the backoff should have spaced them over at least 2.4 s", elapsed)
 	}
 
 	h := e.show(huge.ID)
@@ -503,4 +505,127 @@ func TestCreateDeploymentRefusesBadInputNamingTheField(t *testing.T) {
 	if len(list.Items) != 0 {
 		t.Errorf("refused requests left deployments: %+v", list.Items)
 	}
+}
+
+// clientLoop sends GETs through the deployment's proxy until stopped and
+// counts the failures.
+type clientLoop struct {
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	sent     atomic.Int64
+	mu       sync.Mutex
+	failures []string
+	kernels  map[string]int
+}
+
+func (e *devEnv) loop(id string) *clientLoop {
+	l := &clientLoop{stop: make(chan struct{}), kernels: map[string]int{}}
+	client := &http.Client{Timeout: 5 * time.Second}
+	l.wg.Go(func() {
+		for {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			k, _, err := e.through(client, id, "/loop")
+			l.sent.Add(1)
+			l.mu.Lock()
+			if err != nil {
+				l.failures = append(l.failures, err.Error())
+			} else {
+				l.kernels[k]++
+			}
+			l.mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	return l
+}
+
+func (l *clientLoop) end() (sent int64, failures []string) {
+	close(l.stop)
+	l.wg.Wait()
+	return l.sent.Load(), l.failures
+}
+
+func TestRollingUpdateServesEveryRequestAndAFailedOneRollsBack(t *testing.T) {
+	e := startDev(t)
+	var d v1.Deployment
+	if code := e.call("POST", "/v1/deployments", v1.CreateDeploymentRequest{Name: "roll", Image: "http-echo",
+		Resources: map[string]string{"cpu": "1", "mem": "64m"}, Replicas: intp(3), HealthCheck: fastHealth()}, &d); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	first := e.waitServing(d.ID, 3)
+	oldRoutes := map[string]bool{}
+	for _, r := range first.Routes {
+		oldRoutes[r.ID] = true
+	}
+
+	l := e.loop(d.ID)
+	var patched v1.Deployment
+	if code := e.call("PATCH", "/v1/deployments/"+d.ID, v1.UpdateDeploymentRequest{Env: map[string]string{"MODEL": "v2"}}, &patched); code != http.StatusOK {
+		t.Fatalf("update: %d", code)
+	}
+	if patched.Status != "DEPLOYING" || patched.Revision != 2 {
+		t.Fatalf("after the update: %s revision %d, want DEPLOYING revision 2", patched.Status, patched.Revision)
+	}
+	if code := e.call("PATCH", "/v1/deployments/"+d.ID, v1.UpdateDeploymentRequest{Image: "sleep"}, nil); code != http.StatusConflict {
+		t.Errorf("a second spec change during a rollout: %d, want 409", code)
+	}
+	var after v1.Deployment
+	e.waitFor(40*time.Second, "revision 2 on every replica", func() (bool, string) {
+		after = e.waitServing(d.ID, 3)
+		for _, r := range after.Routes {
+			if r.Revision != 2 || oldRoutes[r.ID] {
+				return false, summary(after)
+			}
+		}
+		return after.Revision == 2, summary(after)
+	})
+	sent, failures := l.end()
+	t.Logf("rolling update: %d requests through the proxy, %d failed", sent, len(failures))
+	if len(failures) != 0 {
+		t.Errorf("%d of %d requests failed during the rolling update: %v", len(failures), sent, failures)
+	}
+
+	// A rollout whose new routes cannot start stops; revision 2 keeps
+	// serving, every request answered.
+	l = e.loop(d.ID)
+	if code := e.call("PATCH", "/v1/deployments/"+d.ID, v1.UpdateDeploymentRequest{Image: "exit:1",
+		Env: map[string]string{"SOKOVAN_EXIT_AFTER": "0"}}, &patched); code != http.StatusOK {
+		t.Fatalf("bad update: %d", code)
+	}
+	e.waitFor(30*time.Second, "the failed rollout to stop", func() (bool, string) {
+		var hs v1.List[v1.DeploymentHistory]
+		e.call("GET", "/v1/deployments/"+d.ID+"/history", nil, &hs)
+		for _, h := range hs.Items {
+			if h.Handler == string(domain.HandlerRolloutDeployment) && h.Result == "FAILURE" {
+				return true, h.Message
+			}
+		}
+		return false, summary(e.show(d.ID))
+	})
+	back := e.waitServing(d.ID, 3)
+	sent, failures = l.end()
+	t.Logf("failed rollout: %d requests through the proxy, %d failed", sent, len(failures))
+	if len(failures) != 0 {
+		t.Errorf("%d of %d requests failed during the failed rollout: %v", len(failures), sent, failures)
+	}
+	if back.Revision != 2 || back.Image != "http-echo" || back.Env["MODEL"] != "v2" {
+		t.Errorf("after the failed rollout: revision %d image %s env %v, want revision 2's spec back", back.Revision, back.Image, back.Env)
+	}
+	for _, r := range back.Routes {
+		if r.Revision != 2 {
+			t.Errorf("route %s runs revision %d after the rollback", r.ID, r.Revision)
+		}
+	}
+	if code := e.call("DELETE", "/v1/deployments/"+d.ID, nil, &v1.Deployment{}); code != http.StatusAccepted {
+		t.Fatalf("destroy: %d", code)
+	}
+	e.waitFor(30*time.Second, "DESTROYED", func() (bool, string) {
+		d := e.show(d.ID)
+		return d.Status == "DESTROYED", summary(d)
+	})
+	e.checkReleased()
 }

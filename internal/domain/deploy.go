@@ -147,6 +147,7 @@ const (
 	HandlerCheckReplicaDeployment HandlerName = "CheckReplicaDeployment"
 	HandlerReconcileDeployment    HandlerName = "ReconcileDeployment"
 	HandlerDestroyingDeployment   HandlerName = "DestroyingDeployment"
+	HandlerRolloutDeployment      HandlerName = "RolloutDeployment"
 
 	HandlerProvisioningRoute    HandlerName = "ProvisioningRoute"
 	HandlerHealthCheckRoute     HandlerName = "HealthCheckRoute"
@@ -157,7 +158,7 @@ const (
 
 	// Moves made at a user's request, outside the tables.
 	HandlerUserDestroy HandlerName = "UserDestroy"
-	HandlerUserScale   HandlerName = "UserScale"
+	HandlerUserUpdate  HandlerName = "UserUpdate"
 )
 
 // DeploymentHandler is one row of seed 001's deployment table. A zero
@@ -180,8 +181,11 @@ func (h DeploymentHandler) For(r RouteResult) DeploymentStatus {
 	return 0
 }
 
-// DeploymentHandlers is seed 001's deployment table, in its order.
-// DEPLOYING (a rollout) has no row in the seed and none here yet.
+// DeploymentHandlers is seed 001's deployment table, in its order, and
+// one row of ours after it: seed 001 names DEPLOYING but gives it no
+// handler, so RolloutDeployment drives a rolling update, READY when every
+// replica runs the new revision, SCALING (with the old revision restored)
+// when the new one fails.
 func DeploymentHandlers() []DeploymentHandler {
 	return []DeploymentHandler{
 		{Name: HandlerCheckPendingDeployment, Target: []DeploymentStatus{DeploymentPending, DeploymentCreated}, Success: DeploymentScaling},
@@ -189,6 +193,7 @@ func DeploymentHandlers() []DeploymentHandler {
 		{Name: HandlerCheckReplicaDeployment, Target: []DeploymentStatus{DeploymentReady}, Success: DeploymentScaling},
 		{Name: HandlerReconcileDeployment, Target: []DeploymentStatus{DeploymentReady}, Failure: DeploymentScaling},
 		{Name: HandlerDestroyingDeployment, Target: []DeploymentStatus{DeploymentDestroying}, Success: DeploymentDestroyed, Failure: DeploymentDestroyed},
+		{Name: HandlerRolloutDeployment, Target: []DeploymentStatus{DeploymentDeploying}, Success: DeploymentReady, Failure: DeploymentScaling},
 	}
 }
 
@@ -346,6 +351,13 @@ type Deployment struct {
 	// are stored so a restarted manager keeps backing off.
 	StartFailures int
 	NextStartAt   time.Time
+	// Revision counts the spec's changes; a route runs the revision it
+	// was started with. PrevSpec is the spec of Revision-1 while a rollout
+	// to Revision may still fail back to it.
+	Revision int
+	PrevSpec *DeploymentSpec
+	// MaxSurge is how many routes a rollout may run beyond Replicas.
+	MaxSurge int
 }
 
 // Route is one replica: one inference session and how healthy it is.
@@ -364,6 +376,8 @@ type Route struct {
 	CheckedAt time.Time
 	// Endpoint is where the route serves, host:port, once known.
 	Endpoint string
+	// Revision is the deployment's spec revision the route runs.
+	Revision int
 	// SessionStatus is the route's session's status, read with the route
 	// so that a route whose session ended is never taken for live.
 	SessionStatus SessionStatus

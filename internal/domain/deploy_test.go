@@ -20,6 +20,8 @@ func TestDeploymentAndRouteTablesMatchSeed001(t *testing.T) {
 		{"CheckReplicaDeployment", "READY", "SCALING", "(maintain)"},
 		{"ReconcileDeployment", "READY", "(maintain)", "SCALING"},
 		{"DestroyingDeployment", "DESTROYING", "DESTROYED", "DESTROYED"},
+		// Ours: seed 001 names DEPLOYING without a handler.
+		{"RolloutDeployment", "DEPLOYING", "READY", "SCALING"},
 	}
 	if diff := cmp.Diff(wantD, gotD, cmp.AllowUnexported(drow{})); diff != "" {
 		t.Errorf("deployment table (-want +got):\n%s", diff)

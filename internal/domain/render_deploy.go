@@ -10,8 +10,9 @@ import (
 func renderDeployments(b *strings.Builder) {
 	b.WriteString("## Deployments\n\n")
 	b.WriteString("Seed 001's EndpointLifecycle. Deployment handlers return SUCCESS or FAILURE only:\n")
-	b.WriteString("no retries, no expiry. CREATED is read as PENDING and never written. DEPLOYING\n")
-	b.WriteString("(rollouts) has no handler row yet.\n\n")
+	b.WriteString("no retries, no expiry. CREATED is read as PENDING and never written. The last row,\n")
+	b.WriteString("RolloutDeployment, is ours: seed 001 names DEPLOYING (a rolling update) without a handler.\n")
+	b.WriteString("A user's destroy sets replicas 0 and DESTROYING in one write.\n\n")
 	b.WriteString("```mermaid\nstateDiagram-v2\n")
 	fmt.Fprintf(b, "    [*] --> %v\n", DeploymentPending)
 	fmt.Fprintf(b, "    [*] --> %v : destroy request\n", DeploymentDestroying)

@@ -18,7 +18,8 @@ type Deployments interface {
 	// ListDeployments returns deployments oldest first.
 	ListDeployments(ctx context.Context, f DeploymentFilter) ([]domain.Deployment, error)
 	// UpdateDeployment writes d's status, status change time, replicas,
-	// spec, health check and backoff over the stored row, if its status is
+	// spec, health check, backoff, revision, previous spec and surge over
+	// the stored row, if its status is
 	// still one of from (ErrGuardFailed otherwise). Name, owner and
 	// creation time never change.
 	UpdateDeployment(ctx context.Context, d domain.Deployment, from []domain.DeploymentStatus) error

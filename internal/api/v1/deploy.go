@@ -35,12 +35,22 @@ type CreateDeploymentRequest struct {
 	Env           map[string]string `json:"env,omitempty"`
 	ResourceGroup string            `json:"resource_group,omitempty"`
 	HealthCheck   *HealthCheck      `json:"health_check,omitempty"`
+	// MaxSurge is how many routes a rolling update may run beyond the
+	// replicas (default 1).
+	MaxSurge *int `json:"max_surge,omitempty"`
 }
 
 // UpdateDeploymentRequest is the body of PATCH /v1/deployments/{id}:
-// fields left out are kept.
+// fields left out are kept. A change of image, command, resources or env
+// is a rolling update to a new revision.
 type UpdateDeploymentRequest struct {
-	Replicas *int `json:"replicas,omitempty"`
+	Replicas  *int              `json:"replicas,omitempty"`
+	Image     string            `json:"image,omitempty"`
+	Command   []string          `json:"command,omitempty"`
+	Resources map[string]string `json:"resources,omitempty"`
+	// Env replaces the whole environment when given.
+	Env      map[string]string `json:"env,omitempty"`
+	MaxSurge *int              `json:"max_surge,omitempty"`
 }
 
 // Deployment is a model-serving deployment with its routes.
@@ -62,6 +72,9 @@ type Deployment struct {
 	// route starts before NextStartAt.
 	StartFailures int        `json:"start_failures"`
 	NextStartAt   *time.Time `json:"next_start_at,omitempty"`
+	// Revision counts the spec's changes; routes run one each.
+	Revision int `json:"revision"`
+	MaxSurge int `json:"max_surge"`
 	// Routes are the routes not yet TERMINATED, oldest first.
 	Routes []Route `json:"routes"`
 }
@@ -79,6 +92,7 @@ type Route struct {
 	SessionStatus string `json:"session_status,omitempty"`
 	// Endpoint is where the route serves (host:port), once known.
 	Endpoint string `json:"endpoint,omitempty"`
+	Revision int    `json:"revision"`
 	// Blockers keep a PROVISIONING route's PENDING session from being
 	// placed, as GET /v1/sessions/{id}/why reports them.
 	Blockers []Blocker `json:"blockers,omitempty"`

@@ -12,19 +12,19 @@ import (
 const (
 	countLiveDeploymentsNamed = `SELECT COUNT(*) FROM deployments WHERE owner_user = $1 AND name = $2 AND status <> 'DESTROYED'`
 	insertDeployment          = `INSERT INTO deployments (` + codec.DeploymentColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
 	selectDeployments = `SELECT ` + codec.DeploymentColumns + ` FROM deployments
 WHERE ({empty $1} OR id {in $1}) AND ($2 = '' OR owner_user = $2) AND ($3 = '' OR name = $3)
   AND ($4 = '' OR substr(id, 1, length($4)) = $4) AND ({empty $5} OR status {in $5})
 ORDER BY created_at, id`
 	updateDeployment = `UPDATE deployments SET status = $2, status_changed_at = $3, replicas = $4, spec = $5, health = $6,
-start_failures = $7, next_start_at = $8
+start_failures = $7, next_start_at = $8, revision = $10, prev_spec = $11, max_surge = $12
 WHERE id = $1 AND status {in $9}`
 	existsDeployment = `SELECT COUNT(*) FROM deployments WHERE id = $1`
 
 	insertRoute = `INSERT INTO deployment_routes (id, deployment_id, session_id, status, status_reason, status_changed_at,
-created_at, successes, failures, checked_at, endpoint)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+created_at, successes, failures, checked_at, endpoint, revision)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 	selectRoutes = `SELECT ` + codec.RouteColumns + ` FROM deployment_routes r LEFT JOIN sessions s ON s.id = r.session_id
 WHERE ({empty $1} OR r.deployment_id {in $1}) AND ({empty $2} OR r.status {in $2})
 ORDER BY r.created_at, r.id`
@@ -46,7 +46,7 @@ WHERE deployment_id = $1 ORDER BY id`
 // the owner has. The count and the insert are serialised per name where
 // the engine locks keys, as session names are.
 func (s *Store) CreateDeployment(ctx context.Context, d domain.Deployment) error {
-	spec, health, err := codec.DeploymentJSON(d)
+	spec, health, prev, err := codec.DeploymentJSON(d)
 	if err != nil {
 		return fmt.Errorf("create deployment: %w: %v", store.ErrInvalid, err)
 	}
@@ -66,7 +66,7 @@ func (s *Store) CreateDeployment(ctx context.Context, d domain.Deployment) error
 		}
 		_, err := tx.exec(ctx, insertDeployment, string(d.ID), d.Name, d.Owner.User, d.Owner.Project, d.Owner.Domain,
 			codec.StatusName(d.Status), ts(d.StatusChangedAt), ts(d.CreatedAt), d.Replicas, spec, health,
-			d.StartFailures, ts(d.NextStartAt))
+			d.StartFailures, ts(d.NextStartAt), d.Revision, prev, d.MaxSurge)
 		return err
 	})
 }
@@ -100,13 +100,13 @@ func (s *Store) ListDeployments(ctx context.Context, f store.DeploymentFilter) (
 
 // UpdateDeployment writes d over the stored row, guarded by its status.
 func (s *Store) UpdateDeployment(ctx context.Context, d domain.Deployment, from []domain.DeploymentStatus) error {
-	spec, health, err := codec.DeploymentJSON(d)
+	spec, health, prev, err := codec.DeploymentJSON(d)
 	if err != nil {
 		return fmt.Errorf("update deployment: %w: %v", store.ErrInvalid, err)
 	}
 	return s.write(ctx, "update deployment "+string(d.ID), func(tx txn) error {
 		n, err := tx.exec(ctx, updateDeployment, string(d.ID), codec.StatusName(d.Status), ts(d.StatusChangedAt),
-			d.Replicas, spec, health, d.StartFailures, ts(d.NextStartAt), List(codec.StatusNames(from)))
+			d.Replicas, spec, health, d.StartFailures, ts(d.NextStartAt), List(codec.StatusNames(from)), d.Revision, prev, d.MaxSurge)
 		if err != nil || n == 1 {
 			return err
 		}
@@ -132,7 +132,7 @@ func (s *Store) CreateRoute(ctx context.Context, r domain.Route) error {
 	return s.write(ctx, "create route "+string(r.ID), func(tx txn) error {
 		_, err := tx.exec(ctx, insertRoute, string(r.ID), string(r.Deployment), string(r.Session),
 			codec.StatusName(r.Status), r.StatusReason, ts(r.StatusChangedAt), ts(r.CreatedAt),
-			r.Successes, r.Failures, ts(r.CheckedAt), r.Endpoint)
+			r.Successes, r.Failures, ts(r.CheckedAt), r.Endpoint, r.Revision)
 		return err
 	})
 }

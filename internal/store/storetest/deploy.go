@@ -16,7 +16,7 @@ func deployment(id, name, user string, replicas int) domain.Deployment {
 		Spec: domain.DeploymentSpec{Image: "http-echo", Resources: map[string]string{"cpu": "1"},
 			Command: []string{"serve"}, Env: map[string]string{"A": "b"}},
 		Health: domain.HealthCheck{Path: "/health", Interval: time.Second, Timeout: 500 * time.Millisecond,
-			SuccessThreshold: 1, FailureThreshold: 3}}
+			SuccessThreshold: 1, FailureThreshold: 3}, Revision: 1, MaxSurge: 1}
 }
 
 func testDeployments(t *testing.T, e Engine) {
@@ -37,6 +37,9 @@ func testDeployments(t *testing.T, e Engine) {
 	// Destroy in one write: desired 0 and DESTROYING together, guarded.
 	d1.Status, d1.Replicas, d1.StatusChangedAt = domain.DeploymentDestroying, 0, at(5)
 	d1.StartFailures, d1.NextStartAt = 2, at(9)
+	prev := d1.Spec
+	d1.PrevSpec, d1.Revision, d1.MaxSurge = &prev, 2, 3
+	d1.Spec.Image = "http-echo:v2"
 	live := []domain.DeploymentStatus{domain.DeploymentPending, domain.DeploymentScaling, domain.DeploymentReady}
 	f.must(f.s.UpdateDeployment(f.ctx, d1, live), "destroy d1")
 	wantErr(t, f.s.UpdateDeployment(f.ctx, d1, live), store.ErrGuardFailed, "destroy twice")
@@ -84,7 +87,7 @@ func testDeploymentRoutes(t *testing.T, e Engine) {
 	f.advance("s1", domain.SessionRunning)
 
 	r1 := domain.Route{ID: "r1", Deployment: "d1", Session: "s1", Status: domain.RouteProvisioning,
-		StatusChangedAt: at(2), CreatedAt: at(2)}
+		StatusChangedAt: at(2), CreatedAt: at(2), Revision: 2}
 	// r2's session was never created (a crash between the two writes).
 	r2 := domain.Route{ID: "r2", Deployment: "d1", Session: "s-missing", Status: domain.RouteProvisioning,
 		StatusChangedAt: at(3), CreatedAt: at(3)}

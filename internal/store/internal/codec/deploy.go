@@ -10,16 +10,21 @@ import (
 // DeploymentColumns are the deployments columns every read selects, in
 // ScanDeployment's order.
 const DeploymentColumns = `id, name, owner_user, owner_project, owner_domain, status, status_changed_at, created_at,
-replicas, spec, health, start_failures, next_start_at`
+replicas, spec, health, start_failures, next_start_at, revision, prev_spec, max_surge`
 
-// DeploymentJSON encodes a deployment's spec and health check columns.
-func DeploymentJSON(d domain.Deployment) (spec, health string, err error) {
+// DeploymentJSON encodes a deployment's spec, health check and previous
+// spec columns (” when there is none).
+func DeploymentJSON(d domain.Deployment) (spec, health, prev string, err error) {
 	s, err := json.Marshal(d.Spec)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	h, err := json.Marshal(d.Health)
-	return string(s), string(h), err
+	if err != nil || d.PrevSpec == nil {
+		return string(s), string(h), "", err
+	}
+	p, err := json.Marshal(d.PrevSpec)
+	return string(s), string(h), string(p), err
 }
 
 // ScanDeployment reads DeploymentColumns.
@@ -27,10 +32,11 @@ func ScanDeployment(sc Scanner) (domain.Deployment, error) {
 	var (
 		d                      domain.Deployment
 		id, status, spec, hc   string
+		prev                   string
 		changed, created, next rawTime
 	)
 	if err := sc.Scan(&id, &d.Name, &d.Owner.User, &d.Owner.Project, &d.Owner.Domain, &status, &changed, &created,
-		&d.Replicas, &spec, &hc, &d.StartFailures, &next); err != nil {
+		&d.Replicas, &spec, &hc, &d.StartFailures, &next, &d.Revision, &prev, &d.MaxSurge); err != nil {
 		return d, err
 	}
 	d.ID = domain.DeploymentID(id)
@@ -43,6 +49,10 @@ func ScanDeployment(sc Scanner) (domain.Deployment, error) {
 	d.NextStartAt = e.time("next_start_at", next)
 	e.json("spec", spec, &d.Spec)
 	e.json("health", hc, &d.Health)
+	if prev != "" {
+		d.PrevSpec = &domain.DeploymentSpec{}
+		e.json("prev_spec", prev, d.PrevSpec)
+	}
 	return d, e.err
 }
 
@@ -50,7 +60,7 @@ func ScanDeployment(sc Scanner) (domain.Deployment, error) {
 // alias r, followed by the session's status (s, left-joined), in
 // ScanRoute's order.
 const RouteColumns = `r.id, r.deployment_id, r.session_id, r.status, r.status_reason, r.status_changed_at, r.created_at,
-r.successes, r.failures, r.checked_at, r.endpoint, COALESCE(s.status, '')`
+r.successes, r.failures, r.checked_at, r.endpoint, r.revision, COALESCE(s.status, '')`
 
 // ScanRoute reads RouteColumns.
 func ScanRoute(sc Scanner) (domain.Route, error) {
@@ -61,7 +71,7 @@ func ScanRoute(sc Scanner) (domain.Route, error) {
 		changed, created, checked rawTime
 	)
 	if err := sc.Scan(&id, &dep, &sess, &status, &r.StatusReason, &changed, &created,
-		&r.Successes, &r.Failures, &checked, &r.Endpoint, &sessStatus); err != nil {
+		&r.Successes, &r.Failures, &checked, &r.Endpoint, &r.Revision, &sessStatus); err != nil {
 		return r, err
 	}
 	r.ID, r.Deployment, r.Session = domain.RouteID(id), domain.DeploymentID(dep), domain.SessionID(sess)
