@@ -21,7 +21,7 @@ const MaxReplicas = 64
 type Kicker interface{ Kick() }
 
 func (s *Server) deployRoutes() []route {
-	return []route{
+	return append([]route{
 		{method: "POST", path: "/v1/deployments", access: user, summary: "Create a model-serving deployment",
 			desc: "Each of replicas (default 1, at most 64) routes is an inference session of the spec, submitted as POST " +
 				"/v1/sessions submits (same checks, quotas and scheduler). The spec is validated as a session request " +
@@ -46,14 +46,15 @@ func (s *Server) deployRoutes() []route {
 			summary: "The deployment's and its routes' handler outcomes, oldest first",
 			status:  http.StatusOK, resp: v1.List[v1.DeploymentHistory]{}, handle: s.deploymentHistory},
 		{path: "/v1/deployments/{id}/proxy/{path...}", docPath: "/v1/deployments/{id}/proxy/{path}", docMethod: "get",
-			access: user, summary: "Send a request to the deployment's replicas (any method)",
+			access: deployment, summary: "Send a request to the deployment's replicas (any method)",
 			desc: "Proxied to one of the deployment's HEALTHY routes, the one with the fewest requests in flight from this " +
-				"manager (ties in turn), with path as the route sees it; every manager proxies. The Authorization header is " +
+				"manager (ties in turn), with path as the route sees it; every manager proxies. Open to the owner's (or an admin's) " +
+				"token and to the deployment's own tokens (POST /v1/deployments/{id}/tokens). The Authorization header is " +
 				"not passed on. An idempotent request (GET, HEAD, OPTIONS, PUT, DELETE without a body) refused at connect is " +
 				"sent once more to another route. Answers stream; websocket upgrades are tunnelled. 503 when no route is " +
 				"HEALTHY, 502 when the chosen route does not answer.",
 			status: http.StatusOK, media: "application/octet-stream", stream: true, passBody: true, handle: s.deploymentProxy},
-	}
+	}, s.deployTokenRoutes()...)
 }
 
 // routeRequest is the session request a deployment's routes are made of.

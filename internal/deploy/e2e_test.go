@@ -629,3 +629,73 @@ func TestRollingUpdateServesEveryRequestAndAFailedOneRollsBack(t *testing.T) {
 	})
 	e.checkReleased()
 }
+
+func (e *devEnv) proxyAs(token, ref string) int {
+	e.t.Helper()
+	req, _ := http.NewRequest("GET", e.url+"/v1/deployments/"+ref+"/proxy/x", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestDeploymentTokensOpenOnlyTheirDeploymentsProxy(t *testing.T) {
+	e := startDev(t)
+	var a, b v1.Deployment
+	for name, d := range map[string]*v1.Deployment{"a": &a, "b": &b} {
+		if code := e.call("POST", "/v1/deployments", v1.CreateDeploymentRequest{Name: name, Image: "http-echo",
+			Resources: map[string]string{"cpu": "1", "mem": "64m"}, HealthCheck: fastHealth()}, d); code != http.StatusCreated {
+			t.Fatalf("create %s: %d", name, code)
+		}
+	}
+	e.waitServing("a", 1)
+	e.waitServing("b", 1)
+	var tok v1.DeploymentToken
+	if code := e.call("POST", "/v1/deployments/a/tokens", nil, &tok); code != http.StatusCreated || !strings.HasPrefix(tok.Token, api.DeploymentTokenPrefix) {
+		t.Fatalf("create token: %d %+v", code, tok)
+	}
+	var other v1.NewUser
+	if code := e.call("POST", "/v1/users", v1.CreateUserRequest{Name: "bob"}, &other); code != http.StatusCreated {
+		t.Fatalf("create user: %d", code)
+	}
+	for _, tc := range []struct {
+		name, token, ref string
+		want             int
+	}{
+		{"owner", e.token, "a", http.StatusOK},
+		{"token, by name", tok.Token, "a", http.StatusOK},
+		{"token, by id", tok.Token, a.ID, http.StatusOK},
+		{"token, another deployment", tok.Token, "b", http.StatusNotFound},
+		{"another user", other.Token, "a", http.StatusNotFound},
+		{"no such token", "skvd_nope", "a", http.StatusUnauthorized},
+	} {
+		if got := e.proxyAs(tc.token, tc.ref); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	// The token opens the proxy and nothing else.
+	req, _ := http.NewRequest("GET", e.url+"/v1/deployments/a", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("deployment token on GET /v1/deployments/a: %v %v, want 401", resp.StatusCode, err)
+	} else {
+		resp.Body.Close()
+	}
+	if code := e.call("DELETE", "/v1/deployments/a/tokens/"+tok.ID, nil, &v1.DeploymentToken{}); code != http.StatusOK {
+		t.Fatalf("revoke: %d", code)
+	}
+	if got := e.proxyAs(tok.Token, "a"); got != http.StatusUnauthorized {
+		t.Errorf("revoked token: %d, want 401", got)
+	}
+	if code := e.call("DELETE", "/v1/deployments/a/tokens/"+tok.ID, nil, nil); code != http.StatusConflict {
+		t.Errorf("revoke twice: %d, want 409", code)
+	}
+	var list v1.List[v1.DeploymentToken]
+	e.call("GET", "/v1/deployments/a/tokens", nil, &list)
+	if len(list.Items) != 1 || list.Items[0].RevokedAt == nil || list.Items[0].Token != "" {
+		t.Errorf("token list %+v, want the one token, revoked, without its secret", list.Items)
+	}
+}

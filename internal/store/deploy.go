@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
@@ -41,6 +42,29 @@ type Deployments interface {
 	// DeploymentHistory returns the entries of a deployment and its
 	// routes, oldest first.
 	DeploymentHistory(ctx context.Context, id domain.DeploymentID) ([]domain.DeploymentHistoryEntry, error)
+
+	// CreateDeploymentToken stores a token of an existing deployment by
+	// its hash; the token itself is never stored.
+	CreateDeploymentToken(ctx context.Context, t DeploymentToken, hash []byte) error
+	// DeploymentTokens lists a deployment's tokens, revoked ones too,
+	// oldest first.
+	DeploymentTokens(ctx context.Context, id domain.DeploymentID) ([]DeploymentToken, error)
+	// RevokeDeploymentToken revokes one of the deployment's tokens at at:
+	// ErrNotFound when the deployment has no such token, ErrGuardFailed
+	// when it is revoked already.
+	RevokeDeploymentToken(ctx context.Context, dep domain.DeploymentID, id string, at time.Time) error
+	// DeploymentByTokenHash returns the deployment a token not revoked
+	// opens; ErrNotFound otherwise.
+	DeploymentByTokenHash(ctx context.Context, hash []byte) (domain.DeploymentID, error)
+}
+
+// DeploymentToken is a credential that opens one deployment's proxy.
+type DeploymentToken struct {
+	ID         string
+	Deployment domain.DeploymentID
+	CreatedAt  time.Time
+	// RevokedAt is zero while the token is valid.
+	RevokedAt time.Time
 }
 
 // ErrDeploymentNameTaken: a deployment of the owner, not yet destroyed,

@@ -110,3 +110,13 @@ type DeploymentHistory struct {
 	Message string    `json:"message"`
 	Attempt int       `json:"attempt"`
 }
+
+// DeploymentToken is a credential that opens one deployment's proxy.
+// Token is shown once, when it is created.
+type DeploymentToken struct {
+	ID         string     `json:"id"`
+	Deployment string     `json:"deployment"`
+	Token      string     `json:"token,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}

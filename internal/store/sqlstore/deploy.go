@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -226,4 +227,62 @@ func (s *Store) DeploymentHistory(ctx context.Context, id domain.DeploymentID) (
 		})
 	})
 	return out, err
+}
+
+const (
+	insertDeploymentToken  = `INSERT INTO deployment_tokens (id, deployment_id, token_hash, created_at) VALUES ($1, $2, $3, $4)`
+	selectDeploymentTokens = `SELECT id, deployment_id, created_at, revoked_at FROM deployment_tokens
+WHERE deployment_id = $1 ORDER BY created_at, id`
+	revokeDeploymentToken = `UPDATE deployment_tokens SET revoked_at = $3 WHERE deployment_id = $1 AND id = $2 AND revoked_at IS NULL`
+	existsDeploymentToken = `SELECT COUNT(*) FROM deployment_tokens WHERE deployment_id = $1 AND id = $2`
+	deploymentByToken     = `SELECT deployment_id FROM deployment_tokens WHERE token_hash = $1 AND revoked_at IS NULL`
+)
+
+// CreateDeploymentToken stores a token's hash.
+func (s *Store) CreateDeploymentToken(ctx context.Context, t store.DeploymentToken, hash []byte) error {
+	return s.write(ctx, "create deployment token", func(tx txn) error {
+		_, err := tx.exec(ctx, insertDeploymentToken, t.ID, string(t.Deployment), hash, ts(t.CreatedAt))
+		return err
+	})
+}
+
+// DeploymentTokens lists a deployment's tokens.
+func (s *Store) DeploymentTokens(ctx context.Context, id domain.DeploymentID) ([]store.DeploymentToken, error) {
+	var out []store.DeploymentToken
+	err := s.read(ctx, "tokens of deployment "+string(id), func(tx txn) error {
+		out = out[:0]
+		return tx.query(ctx, selectDeploymentTokens, []any{string(id)}, func(sc codec.Scanner) error {
+			t, err := codec.ScanDeploymentToken(sc)
+			out = append(out, t)
+			return err
+		})
+	})
+	return out, err
+}
+
+// RevokeDeploymentToken revokes a token once.
+func (s *Store) RevokeDeploymentToken(ctx context.Context, dep domain.DeploymentID, id string, at time.Time) error {
+	return s.write(ctx, "revoke deployment token "+id, func(tx txn) error {
+		n, err := tx.exec(ctx, revokeDeploymentToken, string(dep), id, at.UTC())
+		if err != nil || n == 1 {
+			return err
+		}
+		var found int64
+		if err := tx.queryRow(ctx, existsDeploymentToken, string(dep), id).Scan(&found); err != nil {
+			return err
+		}
+		if found == 0 {
+			return store.ErrNotFound
+		}
+		return store.ErrGuardFailed
+	})
+}
+
+// DeploymentByTokenHash finds the deployment a valid token opens.
+func (s *Store) DeploymentByTokenHash(ctx context.Context, hash []byte) (domain.DeploymentID, error) {
+	var id string
+	err := s.read(ctx, "deployment by token", func(tx txn) error {
+		return tx.queryRow(ctx, deploymentByToken, hash).Scan(&id)
+	})
+	return domain.DeploymentID(id), err
 }

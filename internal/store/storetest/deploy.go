@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -152,4 +153,37 @@ func testDeploymentHistory(t *testing.T, e Engine) {
 	wantErr(t, f.s.AppendDeploymentHistory(f.ctx, []domain.DeploymentHistoryEntry{bad}), store.ErrInvalid, "unknown result")
 	wantErr(t, f.s.AppendDeploymentHistory(f.ctx, []domain.DeploymentHistoryEntry{{Deployment: "ghost", At: at(1),
 		Handler: domain.HandlerScalingDeployment, Result: domain.RouteSuccess, From: "SCALING", To: "READY"}}), store.ErrNotFound, "unknown deployment")
+}
+
+func testDeploymentTokens(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.must(f.s.CreateDeployment(f.ctx, deployment("d1", "llm", "alice", 1)), "create d1")
+	f.must(f.s.CreateDeployment(f.ctx, deployment("d2", "other", "alice", 1)), "create d2")
+	hash := func(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
+	f.must(f.s.CreateDeploymentToken(f.ctx, store.DeploymentToken{ID: "t1", Deployment: "d1", CreatedAt: at(1)}, hash(1)), "t1")
+	f.must(f.s.CreateDeploymentToken(f.ctx, store.DeploymentToken{ID: "t2", Deployment: "d1", CreatedAt: at(2)}, hash(2)), "t2")
+	wantErr(t, f.s.CreateDeploymentToken(f.ctx, store.DeploymentToken{ID: "t3", Deployment: "d2", CreatedAt: at(3)}, hash(1)),
+		store.ErrConflict, "a hash already in use")
+	wantErr(t, f.s.CreateDeploymentToken(f.ctx, store.DeploymentToken{ID: "t4", Deployment: "ghost", CreatedAt: at(3)}, hash(4)),
+		store.ErrNotFound, "token of an unknown deployment")
+
+	got, err := f.s.DeploymentByTokenHash(f.ctx, hash(2))
+	if err != nil || got != "d1" {
+		t.Errorf("deployment by t2's hash = %q, %v; want d1", got, err)
+	}
+	_, err = f.s.DeploymentByTokenHash(f.ctx, hash(9))
+	wantErr(t, err, store.ErrNotFound, "unknown hash")
+
+	f.must(f.s.RevokeDeploymentToken(f.ctx, "d1", "t2", at(5)), "revoke t2")
+	wantErr(t, f.s.RevokeDeploymentToken(f.ctx, "d1", "t2", at(6)), store.ErrGuardFailed, "revoke twice")
+	wantErr(t, f.s.RevokeDeploymentToken(f.ctx, "d2", "t1", at(6)), store.ErrNotFound, "revoke through another deployment")
+	_, err = f.s.DeploymentByTokenHash(f.ctx, hash(2))
+	wantErr(t, err, store.ErrNotFound, "a revoked token opens nothing")
+
+	tokens, err := f.s.DeploymentTokens(f.ctx, "d1")
+	f.must(err, "list tokens")
+	want := []store.DeploymentToken{{ID: "t1", Deployment: "d1", CreatedAt: at(1)}, {ID: "t2", Deployment: "d1", CreatedAt: at(2), RevokedAt: at(5)}}
+	if diff := cmp.Diff(want, tokens); diff != "" {
+		t.Errorf("tokens (-want +got):\n%s", diff)
+	}
 }

@@ -38,6 +38,7 @@ func Run(t *testing.T, e Engine) {
 		{"Deployments", testDeployments},
 		{"DeploymentRoutes", testDeploymentRoutes},
 		{"DeploymentHistory", testDeploymentHistory},
+		{"DeploymentTokens", testDeploymentTokens},
 		{"GroupGenerations", testGroupGenerations},
 		{"GroupSlots", testGroupSlots},
 		{"Agents", testAgents},

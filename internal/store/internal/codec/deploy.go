@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
 )
 
 // DeploymentColumns are the deployments columns every read selects, in
@@ -109,4 +110,20 @@ func ScanDeploymentHistory(sc Scanner) (int64, domain.DeploymentHistoryEntry, er
 	e := rowErr{table: "deployment_history", id: strconv.FormatInt(rowID, 10)}
 	h.At = e.time("at", at)
 	return rowID, h, e.err
+}
+
+// ScanDeploymentToken reads id, deployment_id, created_at, revoked_at.
+func ScanDeploymentToken(sc Scanner) (store.DeploymentToken, error) {
+	var (
+		id, dep          string
+		created, revoked rawTime
+	)
+	if err := sc.Scan(&id, &dep, &created, &revoked); err != nil {
+		return store.DeploymentToken{}, err
+	}
+	e := rowErr{table: "deployment_tokens", id: id}
+	t := store.DeploymentToken{ID: id, Deployment: domain.DeploymentID(dep)}
+	t.CreatedAt = e.time("created_at", created)
+	t.RevokedAt = e.time("revoked_at", revoked)
+	return t, e.err
 }
