@@ -275,6 +275,7 @@ func TestDeploymentServesHealsScalesAndIsDestroyed(t *testing.T) {
 	if len(seen) != 3 {
 		t.Fatalf("30 requests reached kernels %v, want all 3 replicas", seen)
 	}
+	e.checkMetrics(id)
 
 	// A client loop through the proxy runs across the kill below.
 	var sent, failed atomic.Int64
@@ -697,5 +698,29 @@ func TestDeploymentTokensOpenOnlyTheirDeploymentsProxy(t *testing.T) {
 	e.call("GET", "/v1/deployments/a/tokens", nil, &list)
 	if len(list.Items) != 1 || list.Items[0].RevokedAt == nil || list.Items[0].Token != "" {
 		t.Errorf("token list %+v, want the one token, revoked, without its secret", list.Items)
+	}
+}
+
+// checkMetrics reads /metrics: routes by status, proxied requests and
+// health checks are there for the deployment.
+func (e *devEnv) checkMetrics(id string) {
+	e.t.Helper()
+	resp, err := http.Get(e.url + "/metrics")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	text := string(raw)
+	for _, want := range []string{
+		`sokovan_deployment_routes{deployment="` + id + `",status="HEALTHY"} 3`,
+		`sokovan_deployment_proxy_requests_total{code="200",deployment="` + id + `"}`,
+		`sokovan_deployment_proxy_duration_seconds_count{deployment="` + id + `"}`,
+		`sokovan_route_health_checks_total{result="success"}`,
+		`sokovan_route_health_check_duration_seconds_count`,
+	} {
+		if !strings.Contains(text, want) {
+			e.t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
