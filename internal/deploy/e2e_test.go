@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/agent"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
 	"github.com/sokovan-go/sokovan/internal/api"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
@@ -25,6 +26,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/manager"
 	"github.com/sokovan-go/sokovan/internal/store"
+	"github.com/sokovan-go/sokovan/internal/store/pgtest"
 )
 
 // The test binary doubles as the http-echo kernel, as `sokovan` does.
@@ -723,4 +725,88 @@ func (e *devEnv) checkMetrics(id string) {
 			e.t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// TestTwoManagersBothProxy runs two managers on one PostgreSQL database
+// with two process agents: one manager holds the lease and drives the
+// deployment, and both proxy to its routes.
+func TestTwoManagersBothProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two managers with real kernels")
+	}
+	dsn := pgtest.NewDatabase(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	admin := api.NewToken()
+	var ms []*manager.Manager
+	for range 2 {
+		m, err := manager.Open(ctx, manager.Config{DB: dsn, Listen: "127.0.0.1:0", AgentToken: "tok",
+			Coordinator: coordinator.Config{ShortInterval: 50 * time.Millisecond},
+			Deploy:      deploy.Config{Interval: 100 * time.Millisecond, DrainGrace: 400 * time.Millisecond},
+			UserAPI: func(p manager.Parts) (http.Handler, error) {
+				if err := api.EnsureAdmin(context.Background(), p.Store, admin); err != nil {
+					return nil, err
+				}
+				srv := api.New(api.Config{}, api.Deps{Store: p.Store, Sessions: p.Coordinator, Slots: p.Slots,
+					Plugins: p.Plugins, Hooks: p.Hooks, Deploy: p.Deploy, AgentRPC: p.Gateway, AgentToken: p.AgentToken})
+				p.Deploy.UseSessions(srv)
+				return srv, nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+		wg.Go(func() { _ = m.Run(ctx) })
+	}
+	for i := range 2 {
+		a, err := agent.New(agent.Config{ID: domain.AgentID(fmt.Sprintf("agent-%d", i)), ResourceGroup: "default",
+			Manager: ms[0].URL(), Token: "tok", Listen: "127.0.0.1:0", Capacity: map[string]string{"cpu": "8", "mem": "8g"},
+			Runtime: "process", HeartbeatInterval: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := process.New(process.Config{DataDir: t.TempDir(), Catalog: process.DefaultCatalog(self), Sink: a.Sink})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { _ = a.Run(ctx, rt) })
+	}
+	envs := []*devEnv{{t: t, url: ms[0].URL(), token: admin, parts: ms[0].Parts}, {t: t, url: ms[1].URL(), token: admin, parts: ms[1].Parts}}
+	envs[0].waitFor(20*time.Second, "both agents alive", func() (bool, string) {
+		as, err := ms[0].Store.ListAgents(ctx, store.AgentFilter{Statuses: []domain.AgentStatus{domain.AgentAlive}})
+		return err == nil && len(as) == 2, fmt.Sprintf("%d agents", len(as))
+	})
+	var d v1.Deployment
+	if code := envs[1].call("POST", "/v1/deployments", v1.CreateDeploymentRequest{Name: "both", Image: "http-echo",
+		Resources: map[string]string{"cpu": "1", "mem": "64m"}, Replicas: intp(2), HealthCheck: fastHealth()}, &d); code != http.StatusCreated {
+		t.Fatalf("create through the second manager: %d", code)
+	}
+	envs[0].waitServing(d.ID, 2)
+	client := &http.Client{Timeout: 5 * time.Second}
+	for i, e := range envs {
+		seen := map[string]bool{}
+		for range 20 {
+			k, _, err := e.through(client, d.ID, "/p")
+			if err != nil {
+				t.Fatalf("through manager %d: %v", i, err)
+			}
+			seen[k] = true
+		}
+		if len(seen) != 2 {
+			t.Errorf("manager %d's proxy reached %d kernels, want both replicas", i, len(seen))
+		}
+	}
+	if code := envs[0].call("DELETE", "/v1/deployments/"+d.ID, nil, &v1.Deployment{}); code != http.StatusAccepted {
+		t.Fatalf("destroy: %d", code)
+	}
+	envs[1].waitFor(30*time.Second, "DESTROYED", func() (bool, string) {
+		d := envs[1].show(d.ID)
+		return d.Status == "DESTROYED", summary(d)
+	})
+	envs[0].checkReleased()
 }
