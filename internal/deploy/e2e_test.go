@@ -41,13 +41,13 @@ func TestMain(m *testing.M) {
 // process agents running real http-echo kernels, the real API, and the
 // deployment controller with bounds short enough for a test.
 type devEnv struct {
-	t     *testing.T
+	t     testing.TB
 	url   string
 	token string
 	parts manager.Parts
 }
 
-func startDev(t *testing.T) *devEnv {
+func startDev(t testing.TB) *devEnv {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts dev mode with real kernels")
@@ -211,7 +211,7 @@ func (e *devEnv) through(client *http.Client, id, path string) (kernel string, s
 
 // echoPID finds the http-echo process serving endpoint among this
 // machine's processes.
-func echoPID(t *testing.T, endpoint string) int {
+func echoPID(t testing.TB, endpoint string) int {
 	t.Helper()
 	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range dirs {
