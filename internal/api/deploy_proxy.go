@@ -39,8 +39,11 @@ type routeTable struct {
 	next      atomic.Uint64
 	// inflight counts requests per endpoint; entries outlive refreshes so
 	// a request started before one is still counted after it.
-	inflight map[string]*atomic.Int64
+	inflight map[string]*atomicCounter
 }
+
+// atomicCounter counts one route's requests in flight.
+type atomicCounter = atomic.Int64
 
 type proxyMetrics struct {
 	requests *prometheus.CounterVec
@@ -71,7 +74,7 @@ func (t *traffic) table(ctx context.Context, st Store, id domain.DeploymentID, n
 	}
 	tab := t.tables[id]
 	if tab == nil {
-		tab = &routeTable{inflight: map[string]*atomic.Int64{}}
+		tab = &routeTable{inflight: map[string]*atomicCounter{}}
 		t.tables[id] = tab
 	}
 	fresh := now.Sub(tab.read) < discoveryTTL
@@ -94,7 +97,7 @@ func (t *traffic) table(ctx context.Context, st Store, id domain.DeploymentID, n
 	tab.endpoints, tab.read = eps, now
 	for _, ep := range eps {
 		if tab.inflight[ep] == nil {
-			tab.inflight[ep] = &atomic.Int64{}
+			tab.inflight[ep] = new(atomicCounter)
 		}
 	}
 	t.mu.Unlock()
