@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -148,6 +149,9 @@ const (
 	HandlerReconcileDeployment    HandlerName = "ReconcileDeployment"
 	HandlerDestroyingDeployment   HandlerName = "DestroyingDeployment"
 	HandlerRolloutDeployment      HandlerName = "RolloutDeployment"
+	// HandlerAutoscaleDeployment changes replicas only; the handlers
+	// above then move the deployment.
+	HandlerAutoscaleDeployment HandlerName = "AutoscaleDeployment"
 
 	HandlerProvisioningRoute    HandlerName = "ProvisioningRoute"
 	HandlerHealthCheckRoute     HandlerName = "HealthCheckRoute"
@@ -358,6 +362,30 @@ type Deployment struct {
 	PrevSpec *DeploymentSpec
 	// MaxSurge is how many routes a rollout may run beyond Replicas.
 	MaxSurge int
+	// Autoscale, when set, sizes Replicas from the load; ScaledAt is when
+	// it last did, for its cooldown.
+	Autoscale *Autoscale
+	ScaledAt  time.Time
+}
+
+// Autoscale sizes a deployment from the requests in flight on its routes,
+// as the managers' proxies measure them: Target per route, between Min
+// and Max replicas, changing at most once per Cooldown.
+type Autoscale struct {
+	Min      int           `json:"min"`
+	Max      int           `json:"max"`
+	Target   float64       `json:"target"`
+	Cooldown time.Duration `json:"cooldown"`
+}
+
+// Want is the replicas load calls for: enough routes that each carries at
+// most Target requests in flight, clamped to [Min, Max].
+func (a Autoscale) Want(load float64) int {
+	n := a.Min
+	if a.Target > 0 {
+		n = int(math.Ceil(load/a.Target - 1e-9))
+	}
+	return max(a.Min, min(a.Max, n))
 }
 
 // Route is one replica: one inference session and how healthy it is.

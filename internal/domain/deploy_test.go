@@ -78,3 +78,21 @@ func TestDeployStatusNamesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestAutoscaleWantsEnoughRoutesForTheTarget(t *testing.T) {
+	a := Autoscale{Min: 1, Max: 5, Target: 2}
+	for _, tc := range []struct {
+		load float64
+		want int
+	}{
+		{0, 1},   // never below Min
+		{2, 1},   // 2 in flight / 2 per route
+		{2.1, 2}, // a little over: one more route
+		{6, 3},
+		{100, 5}, // never above Max
+	} {
+		if got := a.Want(tc.load); got != tc.want {
+			t.Errorf("Want(%v) = %d, want %d", tc.load, got, tc.want)
+		}
+	}
+}

@@ -19,8 +19,8 @@ type Deployments interface {
 	// ListDeployments returns deployments oldest first.
 	ListDeployments(ctx context.Context, f DeploymentFilter) ([]domain.Deployment, error)
 	// UpdateDeployment writes d's status, status change time, replicas,
-	// spec, health check, backoff, revision, previous spec and surge over
-	// the stored row, if its status is
+	// spec, health check, backoff, revision, previous spec, surge and
+	// autoscaling over the stored row, if its status is
 	// still one of from (ErrGuardFailed otherwise). Name, owner and
 	// creation time never change.
 	UpdateDeployment(ctx context.Context, d domain.Deployment, from []domain.DeploymentStatus) error
@@ -56,6 +56,13 @@ type Deployments interface {
 	// DeploymentByTokenHash returns the deployment a token not revoked
 	// opens; ErrNotFound otherwise.
 	DeploymentByTokenHash(ctx context.Context, hash []byte) (domain.DeploymentID, error)
+
+	// ReportDeploymentLoad replaces manager's measured load (average
+	// requests in flight) of each deployment in load that exists.
+	ReportDeploymentLoad(ctx context.Context, manager string, load map[domain.DeploymentID]float64, at time.Time) error
+	// DeploymentLoad sums, per deployment, the reports made at or after
+	// since: the load all managers' proxies carry.
+	DeploymentLoad(ctx context.Context, since time.Time) (map[domain.DeploymentID]float64, error)
 }
 
 // DeploymentToken is a credential that opens one deployment's proxy.

@@ -13,13 +13,14 @@ import (
 const (
 	countLiveDeploymentsNamed = `SELECT COUNT(*) FROM deployments WHERE owner_user = $1 AND name = $2 AND status <> 'DESTROYED'`
 	insertDeployment          = `INSERT INTO deployments (` + codec.DeploymentColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`
 	selectDeployments = `SELECT ` + codec.DeploymentColumns + ` FROM deployments
 WHERE ({empty $1} OR id {in $1}) AND ($2 = '' OR owner_user = $2) AND ($3 = '' OR name = $3)
   AND ($4 = '' OR substr(id, 1, length($4)) = $4) AND ({empty $5} OR status {in $5})
 ORDER BY created_at, id`
 	updateDeployment = `UPDATE deployments SET status = $2, status_changed_at = $3, replicas = $4, spec = $5, health = $6,
-start_failures = $7, next_start_at = $8, revision = $10, prev_spec = $11, max_surge = $12
+start_failures = $7, next_start_at = $8, revision = $10, prev_spec = $11, max_surge = $12, autoscale = $13,
+scaled_at = $14
 WHERE id = $1 AND status {in $9}`
 	existsDeployment = `SELECT COUNT(*) FROM deployments WHERE id = $1`
 
@@ -47,7 +48,7 @@ WHERE deployment_id = $1 ORDER BY id`
 // the owner has. The count and the insert are serialised per name where
 // the engine locks keys, as session names are.
 func (s *Store) CreateDeployment(ctx context.Context, d domain.Deployment) error {
-	spec, health, prev, err := codec.DeploymentJSON(d)
+	text, err := codec.DeploymentJSON(d)
 	if err != nil {
 		return fmt.Errorf("create deployment: %w: %v", store.ErrInvalid, err)
 	}
@@ -66,8 +67,8 @@ func (s *Store) CreateDeployment(ctx context.Context, d domain.Deployment) error
 			return fmt.Errorf("deployment name %q of %s: %w", d.Name, d.Owner.User, store.ErrDeploymentNameTaken)
 		}
 		_, err := tx.exec(ctx, insertDeployment, string(d.ID), d.Name, d.Owner.User, d.Owner.Project, d.Owner.Domain,
-			codec.StatusName(d.Status), ts(d.StatusChangedAt), ts(d.CreatedAt), d.Replicas, spec, health,
-			d.StartFailures, ts(d.NextStartAt), d.Revision, prev, d.MaxSurge)
+			codec.StatusName(d.Status), ts(d.StatusChangedAt), ts(d.CreatedAt), d.Replicas, text.Spec, text.Health,
+			d.StartFailures, ts(d.NextStartAt), d.Revision, text.Prev, d.MaxSurge, text.Autoscale, ts(d.ScaledAt))
 		return err
 	})
 }
@@ -101,13 +102,14 @@ func (s *Store) ListDeployments(ctx context.Context, f store.DeploymentFilter) (
 
 // UpdateDeployment writes d over the stored row, guarded by its status.
 func (s *Store) UpdateDeployment(ctx context.Context, d domain.Deployment, from []domain.DeploymentStatus) error {
-	spec, health, prev, err := codec.DeploymentJSON(d)
+	text, err := codec.DeploymentJSON(d)
 	if err != nil {
 		return fmt.Errorf("update deployment: %w: %v", store.ErrInvalid, err)
 	}
 	return s.write(ctx, "update deployment "+string(d.ID), func(tx txn) error {
 		n, err := tx.exec(ctx, updateDeployment, string(d.ID), codec.StatusName(d.Status), ts(d.StatusChangedAt),
-			d.Replicas, spec, health, d.StartFailures, ts(d.NextStartAt), List(codec.StatusNames(from)), d.Revision, prev, d.MaxSurge)
+			d.Replicas, text.Spec, text.Health, d.StartFailures, ts(d.NextStartAt), List(codec.StatusNames(from)), d.Revision,
+			text.Prev, d.MaxSurge, text.Autoscale, ts(d.ScaledAt))
 		if err != nil || n == 1 {
 			return err
 		}
@@ -285,4 +287,49 @@ func (s *Store) DeploymentByTokenHash(ctx context.Context, hash []byte) (domain.
 		return tx.queryRow(ctx, deploymentByToken, hash).Scan(&id)
 	})
 	return domain.DeploymentID(id), err
+}
+
+const (
+	// Only for deployments that exist: a report may race a deployment's
+	// creation on another manager, never its removal (nothing is deleted).
+	upsertDeploymentLoad = `INSERT INTO deployment_load (deployment_id, manager, inflight, at)
+SELECT id, $2, $3, $4 FROM deployments WHERE id = $1
+ON CONFLICT (deployment_id, manager) DO UPDATE SET inflight = excluded.inflight, at = excluded.at`
+	selectDeploymentLoad = `SELECT deployment_id, SUM(inflight) FROM deployment_load WHERE at >= $1 GROUP BY deployment_id`
+)
+
+// ReportDeploymentLoad replaces this manager's load rows.
+func (s *Store) ReportDeploymentLoad(ctx context.Context, manager string, load map[domain.DeploymentID]float64, at time.Time) error {
+	if len(load) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(load))
+	for id := range load {
+		ids = append(ids, string(id))
+	}
+	ids = uniqueSorted(ids)
+	return s.write(ctx, "report deployment load", func(tx txn) error {
+		for _, id := range ids {
+			if _, err := tx.exec(ctx, upsertDeploymentLoad, id, manager, load[domain.DeploymentID(id)], at.UTC()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// DeploymentLoad sums the managers' reports made at or after since.
+func (s *Store) DeploymentLoad(ctx context.Context, since time.Time) (map[domain.DeploymentID]float64, error) {
+	out := map[domain.DeploymentID]float64{}
+	err := s.read(ctx, "deployment load", func(tx txn) error {
+		clear(out)
+		return tx.query(ctx, selectDeploymentLoad, []any{since.UTC()}, func(sc codec.Scanner) error {
+			var id string
+			var v float64
+			err := sc.Scan(&id, &v)
+			out[domain.DeploymentID(id)] = v
+			return err
+		})
+	})
+	return out, err
 }

@@ -187,3 +187,36 @@ func testDeploymentTokens(t *testing.T, e Engine) {
 		t.Errorf("tokens (-want +got):\n%s", diff)
 	}
 }
+
+func testDeploymentAutoscaleAndLoad(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	d := deployment("d1", "llm", "alice", 2)
+	d.Autoscale = &domain.Autoscale{Min: 1, Max: 4, Target: 2.5, Cooldown: time.Minute}
+	f.must(f.s.CreateDeployment(f.ctx, d), "create d1")
+	f.must(f.s.CreateDeployment(f.ctx, deployment("d2", "other", "alice", 1)), "create d2")
+	got, err := f.s.GetDeployment(f.ctx, "d1")
+	f.must(err, "get d1")
+	if diff := cmp.Diff(d, got); diff != "" {
+		t.Errorf("autoscale round trip (-want +got):\n%s", diff)
+	}
+	d.Replicas, d.ScaledAt, d.Autoscale = 3, at(5), nil
+	f.must(f.s.UpdateDeployment(f.ctx, d, []domain.DeploymentStatus{domain.DeploymentPending}), "scale d1")
+	if got, _ := f.s.GetDeployment(f.ctx, "d1"); !cmp.Equal(d, got) {
+		t.Errorf("after autoscaling off (-want +got):\n%s", cmp.Diff(d, got))
+	}
+
+	f.must(f.s.ReportDeploymentLoad(f.ctx, "m1", map[domain.DeploymentID]float64{"d1": 1.5, "d2": 0.5, "ghost": 9}, at(10)), "m1 reports")
+	f.must(f.s.ReportDeploymentLoad(f.ctx, "m2", map[domain.DeploymentID]float64{"d1": 2}, at(10)), "m2 reports")
+	f.must(f.s.ReportDeploymentLoad(f.ctx, "m3", map[domain.DeploymentID]float64{"d1": 7}, at(2)), "m3 reports, long ago")
+	load, err := f.s.DeploymentLoad(f.ctx, at(8))
+	f.must(err, "load")
+	if diff := cmp.Diff(map[domain.DeploymentID]float64{"d1": 3.5, "d2": 0.5}, load); diff != "" {
+		t.Errorf("load since 8s: summed over fresh reports, unknown deployments left out (-want +got):\n%s", diff)
+	}
+	// A later report replaces the manager's earlier one.
+	f.must(f.s.ReportDeploymentLoad(f.ctx, "m1", map[domain.DeploymentID]float64{"d1": 0}, at(11)), "m1 reports again")
+	load, _ = f.s.DeploymentLoad(f.ctx, at(8))
+	if load["d1"] != 2 {
+		t.Errorf("d1 load %v after m1's new report, want 2", load["d1"])
+	}
+}

@@ -39,6 +39,7 @@ func Run(t *testing.T, e Engine) {
 		{"DeploymentRoutes", testDeploymentRoutes},
 		{"DeploymentHistory", testDeploymentHistory},
 		{"DeploymentTokens", testDeploymentTokens},
+		{"DeploymentAutoscaleAndLoad", testDeploymentAutoscaleAndLoad},
 		{"GroupGenerations", testGroupGenerations},
 		{"GroupSlots", testGroupSlots},
 		{"Agents", testAgents},

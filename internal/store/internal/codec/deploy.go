@@ -11,21 +11,40 @@ import (
 // DeploymentColumns are the deployments columns every read selects, in
 // ScanDeployment's order.
 const DeploymentColumns = `id, name, owner_user, owner_project, owner_domain, status, status_changed_at, created_at,
-replicas, spec, health, start_failures, next_start_at, revision, prev_spec, max_surge`
+replicas, spec, health, start_failures, next_start_at, revision, prev_spec, max_surge, autoscale, scaled_at`
 
-// DeploymentJSON encodes a deployment's spec, health check and previous
-// spec columns (” when there is none).
-func DeploymentJSON(d domain.Deployment) (spec, health, prev string, err error) {
-	s, err := json.Marshal(d.Spec)
-	if err != nil {
-		return "", "", "", err
+// DeploymentText is a deployment's JSON columns.
+type DeploymentText struct {
+	Spec, Health string
+	// Prev and Autoscale are empty when there is none.
+	Prev, Autoscale string
+}
+
+// DeploymentJSON encodes a deployment's JSON columns.
+func DeploymentJSON(d domain.Deployment) (DeploymentText, error) {
+	var out DeploymentText
+	enc := func(v any, dst *string) error {
+		raw, err := json.Marshal(v)
+		*dst = string(raw)
+		return err
 	}
-	h, err := json.Marshal(d.Health)
-	if err != nil || d.PrevSpec == nil {
-		return string(s), string(h), "", err
+	if err := enc(d.Spec, &out.Spec); err != nil {
+		return out, err
 	}
-	p, err := json.Marshal(d.PrevSpec)
-	return string(s), string(h), string(p), err
+	if err := enc(d.Health, &out.Health); err != nil {
+		return out, err
+	}
+	if d.PrevSpec != nil {
+		if err := enc(d.PrevSpec, &out.Prev); err != nil {
+			return out, err
+		}
+	}
+	if d.Autoscale != nil {
+		if err := enc(d.Autoscale, &out.Autoscale); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // ScanDeployment reads DeploymentColumns.
@@ -33,11 +52,12 @@ func ScanDeployment(sc Scanner) (domain.Deployment, error) {
 	var (
 		d                      domain.Deployment
 		id, status, spec, hc   string
-		prev                   string
+		prev, auto             string
 		changed, created, next rawTime
+		scaled                 rawTime
 	)
 	if err := sc.Scan(&id, &d.Name, &d.Owner.User, &d.Owner.Project, &d.Owner.Domain, &status, &changed, &created,
-		&d.Replicas, &spec, &hc, &d.StartFailures, &next, &d.Revision, &prev, &d.MaxSurge); err != nil {
+		&d.Replicas, &spec, &hc, &d.StartFailures, &next, &d.Revision, &prev, &d.MaxSurge, &auto, &scaled); err != nil {
 		return d, err
 	}
 	d.ID = domain.DeploymentID(id)
@@ -54,6 +74,11 @@ func ScanDeployment(sc Scanner) (domain.Deployment, error) {
 		d.PrevSpec = &domain.DeploymentSpec{}
 		e.json("prev_spec", prev, d.PrevSpec)
 	}
+	if auto != "" {
+		d.Autoscale = &domain.Autoscale{}
+		e.json("autoscale", auto, d.Autoscale)
+	}
+	d.ScaledAt = e.time("scaled_at", scaled)
 	return d, e.err
 }
 
