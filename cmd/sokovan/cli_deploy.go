@@ -73,6 +73,29 @@ func (s *specFlags) envs() (map[string]string, error) {
 	return keyValues("env", s.env)
 }
 
+// autoscaleFlags are --autoscale-*, shared by create and update.
+type autoscaleFlags struct {
+	min, max         int
+	target, cooldown string
+}
+
+func (a *autoscaleFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.IntVar(&a.max, "autoscale-max", 0, "autoscale: at most this many replicas (0 in update: autoscaling off)")
+	f.IntVar(&a.min, "autoscale-min", 1, "autoscale: at least this many replicas")
+	f.StringVar(&a.target, "autoscale-target", "", "autoscale: requests in flight per route to size for, such as 2")
+	f.StringVar(&a.cooldown, "autoscale-cooldown", "", "autoscale: least time between two changes (default 60s)")
+}
+
+// request is the rule the flags give; nil when none of them was set.
+func (a *autoscaleFlags) request(cmd *cobra.Command) *v1.Autoscale {
+	f := cmd.Flags()
+	if !f.Changed("autoscale-max") && !f.Changed("autoscale-min") && !f.Changed("autoscale-target") && !f.Changed("autoscale-cooldown") {
+		return nil
+	}
+	return &v1.Autoscale{Min: a.min, Max: a.max, Target: a.target, Cooldown: a.cooldown}
+}
+
 func newDeployCmd() *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
@@ -90,6 +113,7 @@ func newDeployCmd() *cobra.Command {
 func newDeployCreateCmd(o *output) *cobra.Command {
 	var (
 		spec                              specFlags
+		auto                              autoscaleFlags
 		replicas, surge, port, succ, fail int
 		group, path                       string
 		interval, timeout, delay          string
@@ -125,6 +149,7 @@ func newDeployCreateCmd(o *output) *cobra.Command {
 			if f.Changed("max-surge") {
 				body.MaxSurge = &surge
 			}
+			body.Autoscale = auto.request(cmd)
 			hc := v1.HealthCheck{Path: path, Port: port, Interval: interval, Timeout: timeout, InitialDelay: delay,
 				SuccessThreshold: succ, FailureThreshold: fail}
 			if hc != (v1.HealthCheck{}) {
@@ -150,6 +175,7 @@ func newDeployCreateCmd(o *output) *cobra.Command {
 		},
 	}
 	spec.register(cmd)
+	auto.register(cmd)
 	f := cmd.Flags()
 	f.IntVar(&replicas, "replicas", 1, "routes to keep HEALTHY (0 to 64)")
 	f.IntVar(&surge, "max-surge", 1, "routes a rolling update may run beyond the replicas")
@@ -296,6 +322,10 @@ func newDeployShowCmd(o *output) *cobra.Command {
 				hc := d.HealthCheck
 				fmt.Fprintf(w, "health check: GET %s every %s (timeout %s, initial delay %s), HEALTHY after %d, UNHEALTHY after %d\n",
 					hc.Path, hc.Interval, hc.Timeout, hc.InitialDelay, hc.SuccessThreshold, hc.FailureThreshold)
+				if a := d.Autoscale; a != nil {
+					fmt.Fprintf(w, "autoscale:    %d to %d replicas at %s requests in flight per route, cooldown %s\n",
+						a.Min, a.Max, a.Target, a.Cooldown)
+				}
 				if d.StartFailures > 0 {
 					fmt.Fprintf(w, "backing off:  %d routes failed to start in a row; next start after %s\n", d.StartFailures, when(d.NextStartAt))
 				}
@@ -337,11 +367,12 @@ func newDeployScaleCmd(o *output) *cobra.Command {
 func newDeployUpdateCmd(o *output) *cobra.Command {
 	var (
 		spec  specFlags
+		auto  autoscaleFlags
 		surge int
 	)
 	cmd := &cobra.Command{
 		Use:   "update NAME|ID [--image IMG] [--cpu Q] [--mem Q] [--env K=V]... [-- COMMAND...]",
-		Short: "Roll out a new spec, one route at a time",
+		Short: "Roll out a new spec, one route at a time; change max surge or autoscaling",
 		Long: "A rolling update: new routes start (at most --max-surge beyond the replicas) and an old one ends only\n" +
 			"once a new one is HEALTHY. If a new route fails to start or turns UNHEALTHY the rollout stops and the old\n" +
 			"routes keep serving. --env replaces the whole environment.",
@@ -363,6 +394,7 @@ func newDeployUpdateCmd(o *output) *cobra.Command {
 			if cmd.Flags().Changed("max-surge") {
 				body.MaxSurge = &surge
 			}
+			body.Autoscale = auto.request(cmd)
 			return call(cmd, o, "PATCH", deploymentPath(args[0]), body, func(w io.Writer, d v1.Deployment) error {
 				fmt.Fprintf(w, "%s  revision %d\n", deploymentLine(d), d.Revision)
 				return nil
@@ -370,6 +402,7 @@ func newDeployUpdateCmd(o *output) *cobra.Command {
 		},
 	}
 	spec.register(cmd)
+	auto.register(cmd)
 	cmd.Flags().IntVar(&surge, "max-surge", 1, "routes the rollout may run beyond the replicas")
 	return cmd
 }

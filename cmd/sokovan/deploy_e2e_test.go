@@ -96,6 +96,13 @@ func TestDeployCLIAgainstDevMode(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Sokovan-Kernel") == "" {
 		t.Errorf("through the proxy: %d, kernel %q", resp.StatusCode, resp.Header.Get("X-Sokovan-Kernel"))
 	}
+	if out := mustRun("deploy", "update", "echo", "--autoscale-min", "1", "--autoscale-max", "3", "--autoscale-target", "4"); !strings.Contains(out, "revision 1") {
+		t.Errorf("update --autoscale-*:\n%s", out)
+	}
+	if out := mustRun("deploy", "show", "echo"); !strings.Contains(out, "autoscale:    1 to 3 replicas at 4 requests") {
+		t.Errorf("show with autoscaling:\n%s", out)
+	}
+	mustRun("deploy", "update", "echo", "--autoscale-max", "0")
 	if out := mustRun("deploy", "scale", "echo", "1"); !strings.Contains(out, "1 replicas") {
 		t.Errorf("scale:\n%s", out)
 	}

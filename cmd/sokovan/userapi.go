@@ -40,8 +40,10 @@ func userAPI(p manager.Parts, adminToken string) (http.Handler, error) {
 	}
 	srv := api.New(api.Config{}, deps)
 	if p.Deploy != nil {
-		// Deployments' routes are submitted the way users' sessions are.
+		// Deployments' routes are submitted the way users' sessions are,
+		// and this manager's proxy load feeds their autoscaling.
 		p.Deploy.UseSessions(srv)
+		p.Deploy.UseLoad(srv)
 	}
 	return web.Mount(srv), nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -122,6 +123,31 @@ func healthCheck(req *v1.HealthCheck) (domain.HealthCheck, *apiError) {
 	return hc, nil
 }
 
+// autoscale reads an autoscaling rule; nil (and no error) for max 0,
+// which turns it off.
+func autoscale(req *v1.Autoscale) (*domain.Autoscale, *apiError) {
+	if req == nil || req.Max == 0 {
+		return nil, nil
+	}
+	a := domain.Autoscale{Min: req.Min, Max: req.Max, Cooldown: time.Minute}
+	if a.Min < 1 || a.Min > MaxReplicas {
+		return nil, invalid("autoscale.min", "must be 1 to %d, not %d (a deployment without routes measures no load)", MaxReplicas, a.Min)
+	}
+	if a.Max < a.Min || a.Max > MaxReplicas {
+		return nil, invalid("autoscale.max", "must be min (%d) to %d, not %d", a.Min, MaxReplicas, a.Max)
+	}
+	target, err := strconv.ParseFloat(req.Target, 64)
+	if err != nil || !(target > 0 && target <= 1e6) {
+		return nil, invalid("autoscale.target", "must be a number of requests in flight per route above 0, such as \"2\", not %q", req.Target)
+	}
+	a.Target = target
+	var e *apiError
+	if a.Cooldown, e = parseDuration("autoscale.cooldown", req.Cooldown, a.Cooldown); e != nil {
+		return nil, e
+	}
+	return &a, nil
+}
+
 func checkSurge(n int) *apiError {
 	if n < 1 || n > MaxReplicas {
 		return invalid("max_surge", "must be 1 to %d, not %d", MaxReplicas, n)
@@ -170,6 +196,13 @@ func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error 
 	if e := checkSurge(surge); e != nil {
 		return e
 	}
+	auto, e := autoscale(req.Autoscale)
+	if e != nil {
+		return e
+	}
+	if auto != nil {
+		replicas = max(auto.Min, min(auto.Max, replicas))
+	}
 	spec := domain.DeploymentSpec{Image: req.Image, Resources: req.Resources, Command: req.Command, Env: req.Env,
 		ResourceGroup: req.ResourceGroup}
 	// The spec is checked exactly as each route's session will be, so a
@@ -182,7 +215,7 @@ func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error 
 	now := s.clock.Now().UTC().Truncate(time.Microsecond)
 	d := domain.Deployment{ID: domain.DeploymentID(newUUID()), Name: req.Name, Owner: sess.Owner,
 		Status: domain.DeploymentPending, StatusChangedAt: now, CreatedAt: now, Replicas: replicas, Spec: spec, Health: hc,
-		Revision: 1, MaxSurge: surge}
+		Revision: 1, MaxSurge: surge, Autoscale: auto}
 	if err := s.store.CreateDeployment(ctx, d); err != nil {
 		if errors.Is(err, store.ErrDeploymentNameTaken) {
 			e := conflict("you already have a live deployment named %q; destroy it, or choose another name", d.Name)
@@ -365,8 +398,12 @@ func (s *Server) patchDeployment(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	respec := req.Image != "" || req.Command != nil || req.Resources != nil || req.Env != nil
-	if req.Replicas == nil && req.MaxSurge == nil && !respec {
-		return invalid("replicas", "nothing to change: give replicas, max_surge, image, command, resources or env")
+	if req.Replicas == nil && req.MaxSurge == nil && req.Autoscale == nil && !respec {
+		return invalid("replicas", "nothing to change: give replicas, max_surge, autoscale, image, command, resources or env")
+	}
+	auto, e := autoscale(req.Autoscale)
+	if e != nil {
+		return e
 	}
 	if req.Replicas != nil {
 		if e := checkReplicas(*req.Replicas); e != nil {
@@ -412,6 +449,12 @@ func (s *Server) patchDeployment(w http.ResponseWriter, r *http.Request) error {
 		if req.MaxSurge != nil {
 			d.MaxSurge = *req.MaxSurge
 		}
+		if req.Autoscale != nil {
+			d.Autoscale = auto
+			if auto != nil {
+				d.Replicas = max(auto.Min, min(auto.Max, d.Replicas))
+			}
+		}
 		if respec {
 			if d.Status == domain.DeploymentDeploying {
 				return conflict("deployment %s is rolling out revision %d; wait for it to end", d.ID, d.Revision)
@@ -439,6 +482,14 @@ func (s *Server) patchDeployment(w http.ResponseWriter, r *http.Request) error {
 	}
 	if respec {
 		what = append(what, fmt.Sprintf("revision %d (image %s)", d.Revision, d.Spec.Image))
+	}
+	if req.Autoscale != nil {
+		if d.Autoscale == nil {
+			what = append(what, "autoscaling off")
+		} else {
+			what = append(what, fmt.Sprintf("autoscaling %d to %d replicas at %g in flight per route",
+				d.Autoscale.Min, d.Autoscale.Max, d.Autoscale.Target))
+		}
 	}
 	_ = s.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, At: now,
 		Handler: domain.HandlerUserUpdate, Result: domain.RouteSuccess, From: from.String(), To: d.Status.String(),
@@ -519,6 +570,10 @@ func (s *Server) deploymentOut(ctx context.Context, d domain.Deployment, routes 
 	if !d.NextStartAt.IsZero() {
 		t := d.NextStartAt.UTC()
 		out.NextStartAt = &t
+	}
+	if a := d.Autoscale; a != nil {
+		out.Autoscale = &v1.Autoscale{Min: a.Min, Max: a.Max, Target: strconv.FormatFloat(a.Target, 'g', -1, 64),
+			Cooldown: a.Cooldown.String()}
 	}
 	for _, r := range routes {
 		ro := v1.Route{ID: string(r.ID), SessionID: string(r.Session), Status: r.Status.String(), StatusReason: r.StatusReason,

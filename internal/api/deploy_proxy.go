@@ -34,6 +34,14 @@ type traffic struct {
 }
 
 type routeTable struct {
+	// load integrates the requests in flight over time, for the
+	// autoscaler: area (request-seconds) since since, with inflight now.
+	load struct {
+		area     float64
+		since    time.Time
+		last     time.Time
+		inflight int64
+	}
 	read      time.Time
 	endpoints []string
 	next      atomic.Uint64
@@ -131,7 +139,51 @@ func (t *traffic) pick(tab *routeTable, skip string) (endpoint string, done func
 	}
 	c := tab.inflight[best]
 	c.Add(1)
-	return best, func() { c.Add(-1) }
+	tab.count(1)
+	return best, func() {
+		c.Add(-1)
+		t.mu.Lock()
+		tab.count(-1)
+		t.mu.Unlock()
+	}
+}
+
+// count adds delta to the table's requests in flight, first adding what
+// was in flight since the last change to the integral; t.mu is held.
+func (tab *routeTable) count(delta int64) {
+	now := time.Now()
+	l := &tab.load
+	if l.since.IsZero() {
+		l.since = now
+	} else {
+		l.area += float64(l.inflight) * now.Sub(l.last).Seconds()
+	}
+	l.last = now
+	l.inflight += delta
+}
+
+// TakeLoad returns, per deployment this manager proxied to, the average
+// requests in flight since the previous call (or the first request), and
+// starts the next period. It is the deployment controller's
+// deploy.LoadSource.
+func (s *Server) TakeLoad() map[domain.DeploymentID]float64 {
+	t := &s.traffic
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	out := make(map[domain.DeploymentID]float64, len(t.tables))
+	for id, tab := range t.tables {
+		l := &tab.load
+		if l.since.IsZero() {
+			continue
+		}
+		area := l.area + float64(l.inflight)*now.Sub(l.last).Seconds()
+		if span := now.Sub(l.since).Seconds(); span > 0 {
+			out[id] = area / span
+		}
+		l.area, l.since, l.last = 0, now, now
+	}
+	return out
 }
 
 // idempotent requests may be sent twice: RFC 9110's idempotent methods,

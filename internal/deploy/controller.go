@@ -27,7 +27,15 @@ type Store interface {
 	UpdateRoute(ctx context.Context, r domain.Route, from []domain.RouteStatus) error
 	AppendDeploymentHistory(ctx context.Context, entries []domain.DeploymentHistoryEntry) error
 	GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error)
+	ReportDeploymentLoad(ctx context.Context, manager string, load map[domain.DeploymentID]float64, at time.Time) error
+	DeploymentLoad(ctx context.Context, since time.Time) (map[domain.DeploymentID]float64, error)
 	AgentGetter
+}
+
+// LoadSource is this manager's proxy: the average requests in flight per
+// deployment since it was last asked.
+type LoadSource interface {
+	TakeLoad() map[domain.DeploymentID]float64
 }
 
 // Sessions creates and ends routes' sessions the way users' are.
@@ -138,8 +146,12 @@ type Controller struct {
 	metrics *metrics
 	kick    chan struct{}
 
+	// id names this manager's load reports.
+	id string
+
 	mu       sync.Mutex
 	sessions Sessions
+	load     LoadSource
 }
 
 // New returns a controller; it needs UseSessions before it can start
@@ -152,7 +164,7 @@ func New(d Deps, cfg Config) *Controller {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
 	c := &Controller{store: d.Store, lease: d.Lease, clock: d.Clock, log: d.Log, cfg: cfg.withDefaults(),
-		kick: make(chan struct{}, 1), metrics: newMetrics(d.Registerer),
+		kick: make(chan struct{}, 1), metrics: newMetrics(d.Registerer), id: newID(),
 		// Health checks never follow redirects: a route answers for itself.
 		client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	return c
@@ -164,6 +176,34 @@ func (c *Controller) UseSessions(s Sessions) {
 	c.mu.Lock()
 	c.sessions = s
 	c.mu.Unlock()
+}
+
+// UseLoad gives the controller this manager's proxy load, which it
+// reports on every pass, lease or not, so the one that acts sees every
+// manager's traffic.
+func (c *Controller) UseLoad(l LoadSource) {
+	c.mu.Lock()
+	c.load = l
+	c.mu.Unlock()
+}
+
+func (c *Controller) loadSource() LoadSource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.load
+}
+
+// report writes this manager's proxy load since the previous report.
+func (c *Controller) report(ctx context.Context) error {
+	l := c.loadSource()
+	if l == nil {
+		return nil
+	}
+	load := l.TakeLoad()
+	if len(load) == 0 {
+		return nil
+	}
+	return c.store.ReportDeploymentLoad(ctx, c.id, load, c.clock.Now())
 }
 
 func (c *Controller) sessionPort() Sessions {
@@ -185,6 +225,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
 	for {
+		if err := c.report(ctx); err != nil && ctx.Err() == nil {
+			c.log.WarnContext(ctx, "deploy: report load", "err", err)
+		}
 		if c.lease == nil || c.lease.Held(ctx) {
 			if err := c.Step(ctx); err != nil && ctx.Err() == nil {
 				c.log.WarnContext(ctx, "deploy: pass failed", "err", err)
@@ -240,6 +283,7 @@ func (c *Controller) Step(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, c.checkAll(ctx, deps, byDep, now))
+	errs = append(errs, c.autoscaleAll(ctx, deps, byDep, now))
 	for i := range deps {
 		errs = append(errs, c.deployment(ctx, &deps[i], byDep[deps[i].ID], now))
 	}

@@ -73,6 +73,7 @@ func startDev(t testing.TB) *devEnv {
 					Plugins: p.Plugins, Hooks: p.Hooks, Deploy: p.Deploy, Registerer: p.Registerer, Gatherer: p.Gatherer,
 					AgentRPC: p.Gateway, AgentToken: p.AgentToken})
 				p.Deploy.UseSessions(srv)
+				p.Deploy.UseLoad(srv)
 				return srv, nil
 			}}, func(i manager.DevInfo) { ready <- i })
 	}()
@@ -755,6 +756,7 @@ func TestTwoManagersBothProxy(t *testing.T) {
 				srv := api.New(api.Config{}, api.Deps{Store: p.Store, Sessions: p.Coordinator, Slots: p.Slots,
 					Plugins: p.Plugins, Hooks: p.Hooks, Deploy: p.Deploy, AgentRPC: p.Gateway, AgentToken: p.AgentToken})
 				p.Deploy.UseSessions(srv)
+				p.Deploy.UseLoad(srv)
 				return srv, nil
 			}})
 		if err != nil {
@@ -809,4 +811,72 @@ func TestTwoManagersBothProxy(t *testing.T) {
 		return d.Status == "DESTROYED", summary(d)
 	})
 	envs[0].checkReleased()
+}
+
+func TestAutoscalingFollowsRequestsInFlight(t *testing.T) {
+	e := startDev(t)
+	var d v1.Deployment
+	if code := e.call("POST", "/v1/deployments", v1.CreateDeploymentRequest{Name: "auto", Image: "http-echo",
+		Resources: map[string]string{"cpu": "1", "mem": "64m"}, HealthCheck: fastHealth(),
+		Autoscale: &v1.Autoscale{Min: 1, Max: 3, Target: "2", Cooldown: "1s"}}, &d); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	e.waitServing(d.ID, 1)
+	// Six clients each keep a 300 ms request in flight: about 6 in flight,
+	// 2 per route wanted, so 3 routes.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	client := &http.Client{Timeout: 5 * time.Second}
+	for range 6 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, _, err := e.through(client, d.ID, "/slow?sleep=300ms"); err != nil {
+					if !strings.Contains(err.Error(), "answer for path") {
+						failed.Add(1)
+					}
+				}
+			}
+		})
+	}
+	e.waitFor(30*time.Second, "scaled out to 3", func() (bool, string) {
+		d := e.show(d.ID)
+		return d.Replicas == 3 && healthy(d) == 3, summary(d)
+	})
+	close(stop)
+	wg.Wait()
+	if n := failed.Load(); n != 0 {
+		t.Errorf("%d requests failed while scaling out", n)
+	}
+	e.waitFor(30*time.Second, "scaled back in to 1", func() (bool, string) {
+		d := e.show(d.ID)
+		return d.Replicas == 1 && d.Status == "READY" && len(d.Routes) == 1, summary(d)
+	})
+	var hs v1.List[v1.DeploymentHistory]
+	e.call("GET", "/v1/deployments/"+d.ID+"/history", nil, &hs)
+	var decisions []string
+	for _, h := range hs.Items {
+		if h.Handler == string(domain.HandlerAutoscaleDeployment) {
+			decisions = append(decisions, h.Message)
+		}
+	}
+	t.Logf("autoscaling decisions: %q", decisions)
+	if len(decisions) < 2 {
+		t.Errorf("history holds %d autoscaling decisions, want the scale-out and the scale-in", len(decisions))
+	}
+}
+
+func healthy(d v1.Deployment) int {
+	n := 0
+	for _, r := range d.Routes {
+		if r.Status == "HEALTHY" {
+			n++
+		}
+	}
+	return n
 }

@@ -38,6 +38,21 @@ type CreateDeploymentRequest struct {
 	// MaxSurge is how many routes a rolling update may run beyond the
 	// replicas (default 1).
 	MaxSurge *int `json:"max_surge,omitempty"`
+	// Autoscale, when set, sizes the replicas from the load.
+	Autoscale *Autoscale `json:"autoscale,omitempty"`
+}
+
+// Autoscale sizes a deployment from the requests in flight on its routes
+// as every manager's proxy measures them: ceil(in flight / target)
+// replicas, between min (at least 1) and max, changed at most once per
+// cooldown (a Go duration, default 60s). Each change is recorded in the
+// deployment's history. In an update, max 0 turns autoscaling off.
+// Target is a number written as a string, as quantities are ("1.5").
+type Autoscale struct {
+	Min      int    `json:"min"`
+	Max      int    `json:"max"`
+	Target   string `json:"target"`
+	Cooldown string `json:"cooldown,omitempty"`
 }
 
 // UpdateDeploymentRequest is the body of PATCH /v1/deployments/{id}:
@@ -49,8 +64,9 @@ type UpdateDeploymentRequest struct {
 	Command   []string          `json:"command,omitempty"`
 	Resources map[string]string `json:"resources,omitempty"`
 	// Env replaces the whole environment when given.
-	Env      map[string]string `json:"env,omitempty"`
-	MaxSurge *int              `json:"max_surge,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	MaxSurge  *int              `json:"max_surge,omitempty"`
+	Autoscale *Autoscale        `json:"autoscale,omitempty"`
 }
 
 // Deployment is a model-serving deployment with its routes.
@@ -73,8 +89,9 @@ type Deployment struct {
 	StartFailures int        `json:"start_failures"`
 	NextStartAt   *time.Time `json:"next_start_at,omitempty"`
 	// Revision counts the spec's changes; routes run one each.
-	Revision int `json:"revision"`
-	MaxSurge int `json:"max_surge"`
+	Revision  int        `json:"revision"`
+	MaxSurge  int        `json:"max_surge"`
+	Autoscale *Autoscale `json:"autoscale,omitempty"`
 	// Routes are the routes not yet TERMINATED, oldest first.
 	Routes []Route `json:"routes"`
 }

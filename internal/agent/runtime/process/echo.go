@@ -149,8 +149,25 @@ func (e *echoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	echo(w, r, e.kernel)
 }
 
+// maxEchoSleep bounds the ?sleep= a request may ask for.
+const maxEchoSleep = 10 * time.Second
+
 func echo(w http.ResponseWriter, r *http.Request, kernel string) {
 	fmt.Fprintf(os.Stdout, "http-echo: %s %s from %s\n", r.Method, r.URL.RequestURI(), r.RemoteAddr)
+	// ?sleep=DURATION holds the answer that long, as a slow model would,
+	// so tests can keep requests in flight.
+	if v := r.URL.Query().Get("sleep"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > maxEchoSleep {
+			http.Error(w, fmt.Sprintf("sleep must be a duration up to %s", maxEchoSleep), http.StatusBadRequest)
+			return
+		}
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEchoBody))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)

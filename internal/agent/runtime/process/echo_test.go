@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 func TestHTTPEchoNamesItsKernelAndCanBeMadeSick(t *testing.T) {
@@ -52,6 +53,13 @@ func TestHTTPEchoNamesItsKernelAndCanBeMadeSick(t *testing.T) {
 	}
 	if code, _ := get("/other"); code != http.StatusOK {
 		t.Errorf("sick: other paths answered %d, want 200 (only the health path fails)", code)
+	}
+	start := time.Now()
+	if code, _ := get("/slow?sleep=200ms"); code != http.StatusOK || time.Since(start) < 200*time.Millisecond {
+		t.Errorf("?sleep=200ms answered %d after %s", code, time.Since(start))
+	}
+	if code, _ := get("/slow?sleep=1h"); code != http.StatusBadRequest {
+		t.Errorf("?sleep=1h answered %d, want 400", code)
 	}
 	post(EchoWellPath)
 	if code, _ := get(EchoHealthPath); code != http.StatusOK {
