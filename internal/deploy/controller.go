@@ -232,6 +232,10 @@ func (c *Controller) Run(ctx context.Context) error {
 			if err := c.Step(ctx); err != nil && ctx.Err() == nil {
 				c.log.WarnContext(ctx, "deploy: pass failed", "err", err)
 			}
+		} else {
+			// Only the acting manager's gauges describe the routes; one
+			// that lost the lease drops its own rather than keep stale ones.
+			c.metrics.routes(nil, nil)
 		}
 		select {
 		case <-ctx.Done():
