@@ -28,7 +28,7 @@ import (
 // writes.
 func addClientCommands(root *cobra.Command) {
 	root.AddCommand(newSessionCmd(), newJobCmd(), newAgentCmd(), newRGCmd(), newUserCmd(), newPolicyCmd(), newLoginCmd(),
-		newQueueCmd(), newUsageCmd())
+		newQueueCmd(), newUsageCmd(), newDeployCmd())
 }
 
 // defaultAddr is where dev mode listens.

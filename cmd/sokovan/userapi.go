@@ -26,7 +26,7 @@ func userAPI(p manager.Parts, adminToken string) (http.Handler, error) {
 			return nil, fmt.Errorf("admin token: %w", err)
 		}
 	}
-	return web.Mount(api.New(api.Config{}, api.Deps{
+	deps := api.Deps{
 		Store: p.Store, Sessions: p.Coordinator, Slots: p.Slots, Plugins: p.Plugins, Hooks: p.Hooks,
 		AgentRPC: p.Gateway, AgentToken: p.AgentToken, Logs: p.Agents.Logs, Gatherer: p.Gatherer, Registerer: p.Registerer,
 		Ready: func(ctx context.Context) error {
@@ -34,5 +34,16 @@ func userAPI(p manager.Parts, adminToken string) (http.Handler, error) {
 			return err
 		},
 		Estimate: simulate.Estimator(p.Store, p.Slots, coordinator.SystemClock{}),
-	})), nil
+	}
+	if p.Deploy != nil {
+		deps.Deploy = p.Deploy
+	}
+	srv := api.New(api.Config{}, deps)
+	if p.Deploy != nil {
+		// Deployments' routes are submitted the way users' sessions are,
+		// and this manager's proxy load feeds their autoscaling.
+		p.Deploy.UseSessions(srv)
+		p.Deploy.UseLoad(srv)
+	}
+	return web.Mount(srv), nil
 }

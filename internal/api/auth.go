@@ -104,10 +104,13 @@ const (
 	user                 // any user token
 	admin                // a token of a user with role admin
 	agent                // the agent token only
+	// deployment: a user token (the handler checks ownership) or one of
+	// the deployment's own tokens, which open its proxy and nothing else.
+	deployment
 )
 
 func (a access) String() string {
-	return [...]string{"public", "user", "admin", "agent"}[a]
+	return [...]string{"public", "user", "admin", "agent", "deployment"}[a]
 }
 
 type ctxKey struct{}
@@ -174,6 +177,14 @@ func (s *Server) authorize(level access, next http.Handler) http.Handler {
 			return
 		}
 		u, err := s.store.UserByTokenHash(r.Context(), HashToken(token))
+		if err != nil && level == deployment && errors.Is(err, store.ErrNotFound) {
+			if dep, derr := s.store.DeploymentByTokenHash(r.Context(), HashToken(token)); derr == nil {
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), deployTokenKey{}, dep)))
+				return
+			} else if !errors.Is(derr, store.ErrNotFound) {
+				err = derr
+			}
+		}
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				err = unauthenticated("invalid token")

@@ -76,7 +76,7 @@ const sessionRefDesc = "{id} is the session's id, a unique prefix of it (6 chara
 func (s *Server) table() []route {
 	statusParam := param{name: "status", typ: "string", repeat: true,
 		desc: "only sessions in these statuses (repeat the parameter or separate with commas)"}
-	return []route{
+	return append([]route{
 		{method: "GET", path: "/healthz", access: public, summary: "Liveness", status: http.StatusOK,
 			resp: v1.Status{}, handle: s.healthz},
 		{method: "GET", path: "/readyz", access: public, summary: "Readiness: the store answers and the manager is ready",
@@ -219,5 +219,5 @@ func (s *Server) table() []route {
 		{path: "/v1/agent/", docPath: "/v1/agent/{rpc}", access: agent, summary: "Agent RPC (agent token only)",
 			desc:   "Served by the agent RPC handler, which sees the full path; user tokens are refused with 403.",
 			status: http.StatusOK, handle: s.agentRPCRoute},
-	}
+	}, s.deployRoutes()...)
 }

@@ -24,6 +24,7 @@ import (
 // store/postgres provide it.
 type Store interface {
 	Users
+	store.Deployments
 	GetResourceGroup(ctx context.Context, name string) (domain.ResourceGroup, error)
 	ListResourceGroups(ctx context.Context) ([]domain.ResourceGroup, error)
 	PutResourceGroup(ctx context.Context, g domain.ResourceGroup) error
@@ -107,6 +108,8 @@ type Deps struct {
 	Estimate EstimateFunc
 	// Hooks are the session-type hooks; nil means hook.Standard().
 	Hooks *hook.Registry
+	// Deploy, when set, is woken after a user changes a deployment.
+	Deploy Kicker
 }
 
 // Config tunes the server. Zero fields take the defaults.
@@ -201,6 +204,10 @@ type Server struct {
 	hooks *hook.Registry
 	// act rate-limits the recording of session activity.
 	act activity
+	// deploy is the deployment controller, woken after user changes.
+	deploy Kicker
+	// traffic is the deployments' proxy state.
+	traffic traffic
 }
 
 // New builds the server and its routes.
@@ -219,6 +226,7 @@ func New(cfg Config, d Deps) *Server {
 		sched: scheduler.New(d.Plugins), agentRPC: d.AgentRPC, logs: d.Logs, gatherer: d.Gatherer,
 		ready: d.Ready, clock: d.Clock, log: d.Log, mux: http.NewServeMux(), streams: map[string]int{},
 		hooks: d.Hooks, act: activity{last: map[domain.SessionID]time.Time{}},
+		deploy: d.Deploy,
 	}
 	now := func() time.Time { return s.clock.Now() }
 	if d.Estimate != nil {
@@ -240,6 +248,7 @@ func New(cfg Config, d Deps) *Server {
 		feedPolls := prometheus.NewCounter(prometheus.CounterOpts{Name: "sokovan_api_feed_polls_total",
 			Help: "Reads of the change feed by the reader the event streams share."})
 		d.Registerer.MustRegister(s.requests, s.latency, feedPolls)
+		s.traffic.metrics = newProxyMetrics(d.Registerer)
 		polls = feedPolls.Inc
 	}
 	s.feed = newFeed(d.Store, s.cfg.EventPoll, feedWindow, polls)

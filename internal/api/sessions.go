@@ -58,12 +58,34 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if e := s.checkJobGroup(ctx, job, sess.ResourceGroup); e != nil {
 		return s.rejectJob(ctx, job, e)
 	}
+	if err := s.submit(ctx, sess, kernels); err != nil {
+		// A name already taken is the user's to fix; it does not refuse
+		// the job.
+		if ae := (*apiError)(nil); errors.As(err, &ae) && ae.Field == "name" {
+			return err
+		}
+		return s.rejectJob(ctx, job, err)
+	}
+	created, err := s.store.GetSession(ctx, sess.ID)
+	if err != nil {
+		// Stored; answer with what was stored rather than fail the submit.
+		created = store.SessionWithKernels{Session: sess, Kernels: kernels}
+	}
+	w.Header().Set("Location", "/v1/sessions/"+string(sess.ID))
+	writeJSON(w, http.StatusCreated, s.sessionOut(created))
+	return nil
+}
+
+// submit stores a session buildSession made, under its owner's limits,
+// and asks for a scheduling round. Users' submits and deployments' routes
+// both come this way.
+func (s *Server) submit(ctx context.Context, sess domain.Session, kernels []domain.Kernel) error {
 	policies, err := s.ownerPolicies(ctx, sess.Owner)
 	if err != nil {
 		return err
 	}
 	if e := s.checkHardLimits(sess, policies); e != nil {
-		return s.rejectJob(ctx, job, e)
+		return e
 	}
 	caps := pendingCaps(policies)
 	// The store counts and creates in one transaction, serialised per cap
@@ -75,7 +97,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 			e := &apiError{Status: http.StatusTooManyRequests, Code: codeExhausted, Message: fmt.Sprintf(
 				"%s %s already has %d PENDING sessions, the most its policy allows (max_pending_sessions %d); "+
 					"wait for one to start, or end one", full.Limit.Scope, full.Limit.Name, full.Pending, full.Limit.Max)}
-			return s.rejectJob(ctx, job, e)
+			return e
 		}
 		if errors.Is(err, store.ErrNameTaken) {
 			e := conflict("you already have a live session named %q; end it, or choose another name", sess.Name)
@@ -90,13 +112,6 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.sessions.Mark()
-	created, err := s.store.GetSession(ctx, sess.ID)
-	if err != nil {
-		// Stored; answer with what was stored rather than fail the submit.
-		created = store.SessionWithKernels{Session: sess, Kernels: kernels}
-	}
-	w.Header().Set("Location", "/v1/sessions/"+string(sess.ID))
-	writeJSON(w, http.StatusCreated, s.sessionOut(created))
 	return nil
 }
 

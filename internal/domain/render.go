@@ -42,6 +42,8 @@ func RenderStates() string {
 	renderKernelDiagram(&b)
 	renderGroupStates(&b)
 	renderJobStates(&b)
+	b.WriteString("\n")
+	renderDeployments(&b)
 	return b.String()
 }
 

@@ -153,11 +153,12 @@ func (Interactive) OnEnd(r Running, now time.Time) string {
 // WatchesIdle is true.
 func (Interactive) WatchesIdle() bool { return true }
 
-// Inference sessions will be owned by their deployment, which decides
-// their lifetime (replicas, health, eviction). Deployments do not exist
-// yet, so this hook is a placeholder that ends nothing; it refuses a time
-// limit rather than accept one it would not enforce, and takes no group
-// default.
+// Inference sessions are owned by their deployment (internal/deploy),
+// which decides their lifetime: it submits one per route, ends the ones it
+// scales in, evicts or replaces, and replaces one that ends on its own.
+// So this hook ends nothing; it refuses a time limit rather than accept
+// one that would end a replica behind its deployment's back, and takes no
+// group default.
 type Inference struct{}
 
 // OnSchedule refuses a time limit.
@@ -171,7 +172,7 @@ func (Inference) OnSchedule(s *domain.Session, _ domain.ResourceGroup) error {
 // OnStart adds nothing.
 func (Inference) OnStart(domain.Session) Start { return Start{} }
 
-// OnEnd never ends the session; its deployment will.
+// OnEnd never ends the session; its deployment does.
 func (Inference) OnEnd(Running, time.Time) string { return "" }
 
 // WatchesIdle is false.

@@ -20,6 +20,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agent"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/deploy"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
@@ -42,7 +43,9 @@ type DevConfig struct {
 	// saved in DataDir/admin-token, or a new one.
 	AdminToken  string
 	Coordinator coordinator.Config
-	Log         *slog.Logger
+	// Deploy tunes the deployment controller (tests shorten its bounds).
+	Deploy deploy.Config
+	Log    *slog.Logger
 	// UserAPI builds the user API; it is given the admin token to bootstrap.
 	UserAPI func(p Parts, adminToken string) (http.Handler, error)
 	// SelfExe runs serving images (http-echo); the running binary when empty.
@@ -84,7 +87,7 @@ func RunDev(ctx context.Context, cfg DevConfig, ready func(DevInfo)) error {
 		return err
 	}
 	mcfg := Config{DB: filepath.Join(cfg.DataDir, "sokovan.db"), Listen: cfg.Listen, AgentToken: agentToken,
-		Coordinator: cfg.Coordinator, Log: cfg.Log,
+		Coordinator: cfg.Coordinator, Deploy: cfg.Deploy, Log: cfg.Log,
 		// Dev mode's shared settings are a file, edited live.
 		Config: "file://" + filepath.Join(cfg.DataDir, "config.json")}
 	if cfg.UserAPI != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/config"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/deploy"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/events"
 	"github.com/sokovan-go/sokovan/internal/hook"
@@ -49,7 +50,9 @@ type Config struct {
 	// AgentToken authenticates agents both ways.
 	AgentToken  string
 	Coordinator coordinator.Config
-	Log         *slog.Logger
+	// Deploy tunes the deployment controller; zero fields take defaults.
+	Deploy deploy.Config
+	Log    *slog.Logger
 	// UserAPI builds the user-facing handler from the running parts; nil
 	// serves only health, metrics and the agent gateway.
 	UserAPI func(Parts) (http.Handler, error)
@@ -68,6 +71,9 @@ type Parts struct {
 	Gatherer   prometheus.Gatherer
 	Registerer prometheus.Registerer
 	AgentToken string
+	// Deploy drives model-serving deployments; the user API gives it the
+	// session path (UseSessions).
+	Deploy *deploy.Controller
 }
 
 // Manager is a started manager.
@@ -136,8 +142,9 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	coord := coordinator.New(deps, cfg.Coordinator)
 	sampler := NewSampler(st, deps.Lease, nil, cfg.Log)
 	gw := agentgw.New(st, coord, slots, cfg.AgentToken, nil, cfg.Log)
+	deployer := deploy.New(deploy.Deps{Store: st, Lease: deps.Lease, Log: cfg.Log, Registerer: reg}, cfg.Deploy)
 	m := &Manager{Parts: Parts{Store: st, Coordinator: coord, Slots: slots, Plugins: plugins, Hooks: hooks, Agents: agents,
-		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken}, gw: gw, lease: lease, source: source, etcd: etcd, leader: leader, log: cfg.Log, cfg: cfg, sampler: sampler}
+		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken, Deploy: deployer}, gw: gw, lease: lease, source: source, etcd: etcd, leader: leader, log: cfg.Log, cfg: cfg, sampler: sampler}
 	if cfg.Events != "" {
 		host, _ := os.Hostname()
 		m.bus, err = events.OpenRedis(ctx, events.RedisConfig{URL: cfg.Events, Stream: cfg.EventsStream,
@@ -206,10 +213,14 @@ func (m *Manager) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	wg.Add(3)
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		_ = m.sampler.Run(ctx) // logs its own failures; ends with ctx
+	}()
+	go func() {
+		defer wg.Done()
+		_ = m.Deploy.Run(ctx) // logs its own failures; ends with ctx
 	}()
 	go func() {
 		defer wg.Done()

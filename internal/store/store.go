@@ -199,6 +199,8 @@ type Store interface {
 	// absent.
 	HeldByUser(ctx context.Context) (map[string]domain.Vec, error)
 
+	Deployments
+
 	Close() error
 }
 

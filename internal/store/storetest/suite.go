@@ -35,6 +35,11 @@ func Run(t *testing.T, e Engine) {
 		fn   func(t *testing.T, e Engine)
 	}{
 		{"ResourceGroups", testResourceGroups},
+		{"Deployments", testDeployments},
+		{"DeploymentRoutes", testDeploymentRoutes},
+		{"DeploymentHistory", testDeploymentHistory},
+		{"DeploymentTokens", testDeploymentTokens},
+		{"DeploymentAutoscaleAndLoad", testDeploymentAutoscaleAndLoad},
 		{"GroupGenerations", testGroupGenerations},
 		{"GroupSlots", testGroupSlots},
 		{"Agents", testAgents},

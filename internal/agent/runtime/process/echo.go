@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -51,6 +52,9 @@ func RunChild(args []string) (code int, ok bool) {
 
 // echoed is the JSON body http-echo answers with.
 type echoed struct {
+	// Kernel is the kernel serving the answer, so a client behind a
+	// deployment's proxy can see requests spread over replicas.
+	Kernel     string      `json:"kernel,omitempty"`
 	Method     string      `json:"method"`
 	Path       string      `json:"path"`
 	Query      string      `json:"query,omitempty"`
@@ -72,8 +76,10 @@ func ServeHTTPEcho(ctx context.Context, addr string) error {
 	}
 	// The kernel's log is where its user looks first for where it serves.
 	fmt.Fprintf(os.Stdout, "http-echo: listening on http://%s\n", ln.Addr())
+	e := &echoServer{kernel: os.Getenv(envKernelID)}
+	e.sick.Store(os.Getenv(EnvEchoSick) != "")
 	srv := &http.Server{
-		Handler:           http.HandlerFunc(echo),
+		Handler:           e,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	served := make(chan error, 1)
@@ -96,8 +102,72 @@ func ServeHTTPEcho(ctx context.Context, addr string) error {
 	return nil
 }
 
-func echo(w http.ResponseWriter, r *http.Request) {
+// EnvEchoSick, set to anything non-empty, starts http-echo sick: its
+// health path answers 503 while everything else is served, so a test can
+// make a replica fail its health checks without killing it.
+const EnvEchoSick = "SOKOVAN_ECHO_SICK"
+
+// http-echo's own paths. A POST to the control paths makes it sick or
+// well at run time; the health path answers 200, or 503 while sick.
+const (
+	EchoHealthPath = "/health"
+	EchoSickPath   = "/__sokovan/sick"
+	EchoWellPath   = "/__sokovan/well"
+)
+
+// envKernelID is runtime.EnvKernelID, named here so the child, which runs
+// without the runtime package's state, reads the same variable.
+const envKernelID = "SOKOVAN_KERNEL_ID"
+
+// KernelHeader carries the answering kernel's id on every answer.
+const KernelHeader = "X-Sokovan-Kernel"
+
+type echoServer struct {
+	kernel string
+	sick   atomic.Bool
+}
+
+func (e *echoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if e.kernel != "" {
+		w.Header().Set(KernelHeader, e.kernel)
+	}
+	switch {
+	case r.URL.Path == EchoSickPath && r.Method == http.MethodPost:
+		e.sick.Store(true)
+		fmt.Fprintln(os.Stdout, "http-echo: now sick: health checks fail")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case r.URL.Path == EchoWellPath && r.Method == http.MethodPost:
+		e.sick.Store(false)
+		fmt.Fprintln(os.Stdout, "http-echo: well again")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case r.URL.Path == EchoHealthPath && e.sick.Load():
+		http.Error(w, "sick", http.StatusServiceUnavailable)
+		return
+	}
+	echo(w, r, e.kernel)
+}
+
+// maxEchoSleep bounds the ?sleep= a request may ask for.
+const maxEchoSleep = 10 * time.Second
+
+func echo(w http.ResponseWriter, r *http.Request, kernel string) {
 	fmt.Fprintf(os.Stdout, "http-echo: %s %s from %s\n", r.Method, r.URL.RequestURI(), r.RemoteAddr)
+	// ?sleep=DURATION holds the answer that long, as a slow model would,
+	// so tests can keep requests in flight.
+	if v := r.URL.Query().Get("sleep"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > maxEchoSleep {
+			http.Error(w, fmt.Sprintf("sleep must be a duration up to %s", maxEchoSleep), http.StatusBadRequest)
+			return
+		}
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEchoBody))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
@@ -105,6 +175,7 @@ func echo(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(echoed{
+		Kernel:     kernel,
 		Method:     r.Method,
 		Path:       r.URL.Path,
 		Query:      r.URL.RawQuery,

@@ -1,0 +1,653 @@
+package deploy
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// Store is what the controller reads and writes.
+type Store interface {
+	ListDeployments(ctx context.Context, f store.DeploymentFilter) ([]domain.Deployment, error)
+	UpdateDeployment(ctx context.Context, d domain.Deployment, from []domain.DeploymentStatus) error
+	CreateRoute(ctx context.Context, r domain.Route) error
+	ListRoutes(ctx context.Context, f store.RouteFilter) ([]domain.Route, error)
+	UpdateRoute(ctx context.Context, r domain.Route, from []domain.RouteStatus) error
+	AppendDeploymentHistory(ctx context.Context, entries []domain.DeploymentHistoryEntry) error
+	GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error)
+	ReportDeploymentLoad(ctx context.Context, manager string, load map[domain.DeploymentID]float64, at time.Time) error
+	DeploymentLoad(ctx context.Context, since time.Time) (map[domain.DeploymentID]float64, error)
+	AgentGetter
+}
+
+// LoadSource is this manager's proxy: the average requests in flight per
+// deployment since it was last asked.
+type LoadSource interface {
+	TakeLoad() map[domain.DeploymentID]float64
+}
+
+// Sessions creates and ends routes' sessions the way users' are.
+type Sessions interface {
+	// SubmitRoute creates the PENDING inference session id, named name,
+	// from d's spec, for d's owner, through the checks and limits of a
+	// user's submit.
+	SubmitRoute(ctx context.Context, d domain.Deployment, id domain.SessionID, name string) error
+	// EndRoute ends a route's session (cancelled if PENDING, TERMINATING
+	// otherwise). Ending one that has ended already is not an error.
+	EndRoute(ctx context.Context, id domain.SessionID, reason string) error
+}
+
+// Lease says whether this manager may act now (coordinator.Lease).
+type Lease interface {
+	Held(ctx context.Context) bool
+}
+
+// Clock tells the time.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Config bounds the controller's work. Zero fields take the defaults.
+type Config struct {
+	// Interval is how often the controller passes over every deployment.
+	Interval time.Duration
+	// ProvisionTimeout bounds PROVISIONING: a route whose session is not
+	// serving by then failed to start.
+	ProvisionTimeout time.Duration
+	// EvictionGrace is how long a route may stay UNHEALTHY, and recover,
+	// before it is evicted.
+	EvictionGrace time.Duration
+	// TerminateTimeout bounds TERMINATING; the session's own TERMINATING
+	// bound releases its resources.
+	TerminateTimeout time.Duration
+	// DestroyTimeout bounds DESTROYING.
+	DestroyTimeout time.Duration
+	// DrainGrace is how long a serving route that is ended (scale-in,
+	// rollout, destroy) stays TERMINATING, out of every manager's proxy
+	// table, before its session is ended, so requests in flight finish.
+	// It must exceed the proxy's discovery refresh (250 ms).
+	DrainGrace time.Duration
+	// BackoffBase and BackoffMax shape the wait after a route fails to
+	// start: base·2^(n-1) after the nth failure in a row, at most max.
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	// MaxConcurrentChecks bounds the health checks in flight.
+	MaxConcurrentChecks int
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Interval, 500*time.Millisecond)
+	def(&c.ProvisionTimeout, 10*time.Minute)
+	def(&c.EvictionGrace, 30*time.Second)
+	def(&c.TerminateTimeout, 5*time.Minute)
+	def(&c.DestroyTimeout, 10*time.Minute)
+	def(&c.DrainGrace, 2*time.Second)
+	def(&c.BackoffBase, 5*time.Second)
+	def(&c.BackoffMax, 5*time.Minute)
+	if c.MaxConcurrentChecks <= 0 {
+		c.MaxConcurrentChecks = 32
+	}
+	return c
+}
+
+// Backoff is how long to wait before the next route after failures
+// routes failed to start in a row.
+func (c Config) Backoff(failures int) time.Duration {
+	c = c.withDefaults()
+	if failures <= 0 {
+		return 0
+	}
+	d := c.BackoffBase
+	for i := 1; i < failures && d < c.BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, c.BackoffMax)
+}
+
+// Deps are the controller's collaborators. Lease nil: a manager alone.
+// Clock nil: the wall clock. Registerer nil: no metrics.
+type Deps struct {
+	Store      Store
+	Lease      Lease
+	Clock      Clock
+	Log        *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Controller drives deployments and routes through seed 001's tables.
+type Controller struct {
+	store   Store
+	lease   Lease
+	clock   Clock
+	log     *slog.Logger
+	cfg     Config
+	client  *http.Client
+	metrics *metrics
+	kick    chan struct{}
+
+	// id names this manager's load reports.
+	id string
+
+	mu       sync.Mutex
+	sessions Sessions
+	load     LoadSource
+}
+
+// New returns a controller; it needs UseSessions before it can start
+// routes.
+func New(d Deps, cfg Config) *Controller {
+	if d.Clock == nil {
+		d.Clock = systemClock{}
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	c := &Controller{store: d.Store, lease: d.Lease, clock: d.Clock, log: d.Log, cfg: cfg.withDefaults(),
+		kick: make(chan struct{}, 1), metrics: newMetrics(d.Registerer), id: newID(),
+		// Health checks never follow redirects: a route answers for itself.
+		client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return c
+}
+
+// UseSessions gives the controller the API's session path. The API is
+// built after the manager's parts, hence a setter.
+func (c *Controller) UseSessions(s Sessions) {
+	c.mu.Lock()
+	c.sessions = s
+	c.mu.Unlock()
+}
+
+// UseLoad gives the controller this manager's proxy load, which it
+// reports on every pass, lease or not, so the one that acts sees every
+// manager's traffic.
+func (c *Controller) UseLoad(l LoadSource) {
+	c.mu.Lock()
+	c.load = l
+	c.mu.Unlock()
+}
+
+func (c *Controller) loadSource() LoadSource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.load
+}
+
+// report writes this manager's proxy load since the previous report.
+func (c *Controller) report(ctx context.Context) error {
+	l := c.loadSource()
+	if l == nil {
+		return nil
+	}
+	load := l.TakeLoad()
+	if len(load) == 0 {
+		return nil
+	}
+	return c.store.ReportDeploymentLoad(ctx, c.id, load, c.clock.Now())
+}
+
+func (c *Controller) sessionPort() Sessions {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions
+}
+
+// Kick asks for a pass soon, as after a user's change.
+func (c *Controller) Kick() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run passes over the deployments every interval until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	t := time.NewTicker(c.cfg.Interval)
+	defer t.Stop()
+	for {
+		if err := c.report(ctx); err != nil && ctx.Err() == nil {
+			c.log.WarnContext(ctx, "deploy: report load", "err", err)
+		}
+		if c.lease == nil || c.lease.Held(ctx) {
+			if err := c.Step(ctx); err != nil && ctx.Err() == nil {
+				c.log.WarnContext(ctx, "deploy: pass failed", "err", err)
+			}
+		} else {
+			// Only the acting manager's gauges describe the routes; one
+			// that lost the lease drops its own rather than keep stale ones.
+			c.metrics.routes(nil, nil)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-c.kick:
+		}
+	}
+}
+
+// liveDeployments are the statuses the controller works on.
+var liveDeployments = []domain.DeploymentStatus{domain.DeploymentPending, domain.DeploymentCreated,
+	domain.DeploymentScaling, domain.DeploymentReady, domain.DeploymentDeploying, domain.DeploymentDestroying}
+
+// Step makes one pass: every route, then every deployment.
+func (c *Controller) Step(ctx context.Context) error {
+	deps, err := c.store.ListDeployments(ctx, store.DeploymentFilter{Statuses: liveDeployments})
+	if err != nil {
+		return err
+	}
+	if len(deps) == 0 {
+		c.metrics.routes(nil, nil)
+		return nil
+	}
+	ids := make([]domain.DeploymentID, len(deps))
+	for i, d := range deps {
+		ids[i] = d.ID
+	}
+	var notDone []domain.RouteStatus
+	for _, s := range domain.RouteStatuses() {
+		if !s.Terminal() {
+			notDone = append(notDone, s)
+		}
+	}
+	all, err := c.store.ListRoutes(ctx, store.RouteFilter{Deployments: ids, Statuses: notDone})
+	if err != nil {
+		return err
+	}
+	byDep := map[domain.DeploymentID][]*domain.Route{}
+	for i := range all {
+		byDep[all[i].Deployment] = append(byDep[all[i].Deployment], &all[i])
+	}
+	now := c.clock.Now().UTC().Truncate(time.Microsecond)
+	var errs []error
+	for i := range deps {
+		d := &deps[i]
+		for _, r := range byDep[d.ID] {
+			errs = append(errs, c.route(ctx, d, r, now))
+		}
+	}
+	errs = append(errs, c.checkAll(ctx, deps, byDep, now))
+	errs = append(errs, c.autoscaleAll(ctx, deps, byDep, now))
+	for i := range deps {
+		errs = append(errs, c.deployment(ctx, &deps[i], byDep[deps[i].ID], now))
+	}
+	c.metrics.routes(deps, byDep)
+	return errors.Join(errs...)
+}
+
+// route applies the moves that need no network: liveness follows the
+// session, provisioning, eviction, termination, and the bounds.
+func (c *Controller) route(ctx context.Context, d *domain.Deployment, r *domain.Route, now time.Time) error {
+	sess := r.SessionStatus
+	age := now.Sub(r.StatusChangedAt)
+	switch r.Status {
+	case domain.RouteProvisioning:
+		switch {
+		case sess == domain.SessionRunning:
+			endpoint, err := c.endpoint(ctx, d, r)
+			if err != nil {
+				return c.failStart(ctx, d, r, now, fmt.Sprintf("session runs but cannot be reached: %v", err))
+			}
+			r.Endpoint = endpoint
+			return c.moveRoute(ctx, d, r, domain.HandlerProvisioningRoute, domain.RouteSuccess, now, "serving at "+endpoint)
+		case sess == 0 && age > 10*time.Second:
+			return c.failStart(ctx, d, r, now, "its session was never created")
+		case sess.Terminal() || sess == domain.SessionTerminating:
+			return c.failStart(ctx, d, r, now, "its session ended "+sess.String()+c.sessionReason(ctx, r))
+		case age > c.cfg.ProvisionTimeout:
+			return c.failStart(ctx, d, r, now, fmt.Sprintf("its session was still %s after %s", sess, c.cfg.ProvisionTimeout))
+		}
+	case domain.RouteHealthy, domain.RouteDegraded, domain.RouteUnhealthy:
+		if sess != domain.SessionRunning {
+			// A route whose session ended leaves HEALTHY at once: it is
+			// no replica any more, whatever its last check said.
+			what := "its session is gone"
+			if sess != 0 {
+				what = "its session is " + sess.String() + c.sessionReason(ctx, r)
+			}
+			return c.moveRoute(ctx, d, r, domain.HandlerRunningRoute, domain.RouteFailure, now, what)
+		}
+		if r.Status == domain.RouteUnhealthy && age >= c.cfg.EvictionGrace {
+			if err := c.moveRoute(ctx, d, r, domain.HandlerRouteEviction, domain.RouteSuccess, now,
+				fmt.Sprintf("unhealthy for %s", age.Truncate(time.Second))); err != nil {
+				return err
+			}
+			return c.endSession(ctx, r, "evicted: unhealthy")
+		}
+	case domain.RouteFailedToStart:
+		// Kept in sight while the deployment backs off, then ended; its
+		// session was asked to end when it failed.
+		if !now.Before(d.NextStartAt) {
+			return c.moveRoute(ctx, d, r, domain.HandlerRunningRoute, domain.RouteFailure, now, "failed to start")
+		}
+	case domain.RouteTerminating:
+		if sess == 0 || sess.Terminal() {
+			return c.moveRoute(ctx, d, r, domain.HandlerTerminatingRoute, domain.RouteSuccess, now, "session ended")
+		}
+		if age > c.cfg.TerminateTimeout {
+			return c.moveRoute(ctx, d, r, domain.HandlerTerminatingRoute, domain.RouteSuccess, now,
+				fmt.Sprintf("session still %s after %s; its own bound ends it", sess, c.cfg.TerminateTimeout))
+		}
+		if sess != domain.SessionTerminating && age >= c.cfg.DrainGrace {
+			return c.endSession(ctx, r, "route terminating: "+r.StatusReason)
+		}
+	}
+	return nil
+}
+
+func (c *Controller) sessionReason(ctx context.Context, r *domain.Route) string {
+	sk, err := c.store.GetSession(ctx, r.Session)
+	if err != nil || sk.Session.StatusReason == "" {
+		return ""
+	}
+	return ": " + sk.Session.StatusReason
+}
+
+// endpoint is where route r's session serves its health-checked port.
+func (c *Controller) endpoint(ctx context.Context, d *domain.Deployment, r *domain.Route) (string, error) {
+	sk, err := c.store.GetSession(ctx, r.Session)
+	if err != nil {
+		return "", err
+	}
+	for _, k := range sk.Kernels {
+		if k.ClusterRole == domain.RoleMain || len(sk.Kernels) == 1 {
+			return Endpoint(ctx, c.store, k, d.Health.Port)
+		}
+	}
+	return "", fmt.Errorf("%w: session %s has no main kernel", ErrUnreachable, r.Session)
+}
+
+// failStart records that r failed to start, ends its session, and backs
+// the deployment off before the next route.
+func (c *Controller) failStart(ctx context.Context, d *domain.Deployment, r *domain.Route, now time.Time, why string) error {
+	if err := c.moveRoute(ctx, d, r, domain.HandlerProvisioningRoute, domain.RouteFailure, now, why); err != nil {
+		return err
+	}
+	next := *d
+	next.StartFailures++
+	next.NextStartAt = now.Add(c.cfg.Backoff(next.StartFailures))
+	if err := c.store.UpdateDeployment(ctx, next, []domain.DeploymentStatus{d.Status}); err != nil {
+		return fmt.Errorf("back off deployment %s: %w", d.ID, err)
+	}
+	*d = next
+	return c.endSession(ctx, r, "route failed to start: "+why)
+}
+
+func (c *Controller) endSession(ctx context.Context, r *domain.Route, reason string) error {
+	if r.SessionStatus == 0 || r.SessionStatus.Terminal() || r.SessionStatus == domain.SessionTerminating {
+		return nil
+	}
+	s := c.sessionPort()
+	if s == nil {
+		return errors.New("deploy: no session port")
+	}
+	if err := s.EndRoute(ctx, r.Session, reason); err != nil {
+		return fmt.Errorf("end session %s of route %s: %w", r.Session, r.ID, err)
+	}
+	return nil
+}
+
+// moveRoute applies handler's outcome to r, guarded by r's status, and
+// records it. A route another pass moved first is left alone.
+func (c *Controller) moveRoute(ctx context.Context, d *domain.Deployment, r *domain.Route, h domain.HandlerName,
+	res domain.RouteResult, now time.Time, msg string) error {
+	row, _ := domain.RouteHandlerByName(h)
+	to := row.For(res)
+	from := r.Status
+	next := *r
+	if to != 0 && to != from {
+		next.Status, next.StatusChangedAt, next.StatusReason = to, now, msg
+		if to == domain.RouteDegraded {
+			next.Successes, next.Failures = 0, 0
+		}
+	}
+	if err := c.store.UpdateRoute(ctx, next, []domain.RouteStatus{from}); err != nil {
+		if errors.Is(err, store.ErrGuardFailed) {
+			return nil
+		}
+		return fmt.Errorf("route %s: %w", r.ID, err)
+	}
+	*r = next
+	return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, Route: r.ID, At: now,
+		Handler: h, Result: res, From: from.String(), To: r.Status.String(), Message: msg}})
+}
+
+// moveDeployment applies handler's outcome to d and records it.
+func (c *Controller) moveDeployment(ctx context.Context, d *domain.Deployment, h domain.HandlerName,
+	res domain.RouteResult, now time.Time, msg string) error {
+	row, _ := domain.DeploymentHandlerByName(h)
+	to := row.For(res)
+	from := d.Status
+	next := *d
+	if to != 0 && to != from {
+		next.Status, next.StatusChangedAt = to, now
+		if err := c.store.UpdateDeployment(ctx, next, []domain.DeploymentStatus{from}); err != nil {
+			if errors.Is(err, store.ErrGuardFailed) {
+				return nil
+			}
+			return fmt.Errorf("deployment %s: %w", d.ID, err)
+		}
+		*d = next
+	}
+	return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, At: now,
+		Handler: h, Result: res, From: from.String(), To: d.Status.String(), Message: msg}})
+}
+
+// deployment runs the deployment handlers on d, whose routes' moves of
+// this pass are already applied.
+func (c *Controller) deployment(ctx context.Context, d *domain.Deployment, routes []*domain.Route, now time.Time) error {
+	var live []*domain.Route
+	healthy := 0
+	for _, r := range routes {
+		if r.Status.Live() {
+			live = append(live, r)
+			if r.Status == domain.RouteHealthy {
+				healthy++
+			}
+		}
+	}
+	switch d.Status {
+	case domain.DeploymentDestroying:
+		return c.destroy(ctx, d, routes, now)
+	case domain.DeploymentPending, domain.DeploymentCreated:
+		if err := c.moveDeployment(ctx, d, domain.HandlerCheckPendingDeployment, domain.RouteSuccess, now,
+			fmt.Sprintf("%d replicas wanted", d.Replicas)); err != nil {
+			return err
+		}
+		return c.scale(ctx, d, live, healthy, now)
+	case domain.DeploymentReady:
+		if len(live) != d.Replicas {
+			if err := c.moveDeployment(ctx, d, domain.HandlerCheckReplicaDeployment, domain.RouteSuccess, now,
+				fmt.Sprintf("%d live routes, %d replicas wanted", len(live), d.Replicas)); err != nil {
+				return err
+			}
+			return c.scale(ctx, d, live, healthy, now)
+		}
+		for _, r := range live {
+			if r.Status != domain.RouteHealthy {
+				if err := c.moveDeployment(ctx, d, domain.HandlerReconcileDeployment, domain.RouteFailure, now,
+					fmt.Sprintf("route %s is %s", r.ID, r.Status)); err != nil {
+					return err
+				}
+				return c.scale(ctx, d, live, healthy, now)
+			}
+		}
+	case domain.DeploymentScaling:
+		return c.scale(ctx, d, live, healthy, now)
+	case domain.DeploymentDeploying:
+		return c.rollout(ctx, d, live, now)
+	}
+	return nil
+}
+
+// scalingOrder sorts routes to end first: not yet serving, then by
+// health (UNHEALTHY, DEGRADED, HEALTHY), then the oldest.
+func scalingOrder(a, b *domain.Route) int {
+	rank := func(s domain.RouteStatus) int {
+		switch s {
+		case domain.RouteProvisioning:
+			return 0
+		case domain.RouteUnhealthy:
+			return 1
+		case domain.RouteDegraded:
+			return 2
+		}
+		return 3
+	}
+	return cmp.Or(cmp.Compare(rank(a.Status), rank(b.Status)), a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+}
+
+// scale is ScalingDeployment: it ends extra routes, starts missing ones
+// (backing off after failed starts), and is done once every wanted
+// replica is HEALTHY.
+func (c *Controller) scale(ctx context.Context, d *domain.Deployment, live []*domain.Route, healthy int, now time.Time) error {
+	if d.Status != domain.DeploymentScaling {
+		return nil
+	}
+	switch {
+	case len(live) > d.Replicas:
+		extra := slices.Clone(live)
+		slices.SortFunc(extra, scalingOrder)
+		for _, r := range extra[:len(live)-d.Replicas] {
+			if err := c.moveRouteTo(ctx, d, r, domain.HandlerScalingDeployment, now,
+				fmt.Sprintf("scaling in to %d replicas", d.Replicas)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case len(live) < d.Replicas:
+		if now.Before(d.NextStartAt) {
+			return c.moveDeployment(ctx, d, domain.HandlerScalingDeployment, domain.RouteFailure, now,
+				fmt.Sprintf("%d of %d replicas live; backing off after %d failed starts until %s",
+					len(live), d.Replicas, d.StartFailures, d.NextStartAt.Format(time.RFC3339)))
+		}
+		n := d.Replicas - len(live)
+		if d.StartFailures > 0 {
+			n = 1 // one probe at a time while starts keep failing
+		}
+		for range n {
+			if err := c.startRoute(ctx, d, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	case healthy == d.Replicas:
+		return c.moveDeployment(ctx, d, domain.HandlerScalingDeployment, domain.RouteSuccess, now,
+			fmt.Sprintf("%d of %d replicas HEALTHY", healthy, d.Replicas))
+	}
+	return nil
+}
+
+// moveRouteTo sends a live route to TERMINATING on a deployment
+// handler's behalf (scale-in, rollout, destroy). Its session is ended
+// after the drain grace, once no proxy sends it anything new.
+func (c *Controller) moveRouteTo(ctx context.Context, d *domain.Deployment, r *domain.Route, h domain.HandlerName,
+	now time.Time, msg string) error {
+	from := r.Status
+	next := *r
+	next.Status, next.StatusChangedAt, next.StatusReason = domain.RouteTerminating, now, msg
+	if err := c.store.UpdateRoute(ctx, next, []domain.RouteStatus{from}); err != nil {
+		if errors.Is(err, store.ErrGuardFailed) {
+			return nil
+		}
+		return fmt.Errorf("route %s: %w", r.ID, err)
+	}
+	*r = next
+	if err := c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, Route: r.ID, At: now,
+		Handler: h, Result: domain.RouteSuccess, From: from.String(), To: r.Status.String(), Message: msg}}); err != nil {
+		return err
+	}
+	if from == domain.RouteProvisioning {
+		return c.endSession(ctx, r, msg) // it serves nothing yet: no drain
+	}
+	return nil
+}
+
+// startRoute creates one route and then its session, in that order: a
+// crash between leaves a route naming a missing session, which
+// ProvisioningRoute fails, never a session no route owns.
+func (c *Controller) startRoute(ctx context.Context, d *domain.Deployment, now time.Time) error {
+	s := c.sessionPort()
+	if s == nil {
+		return errors.New("deploy: no session port; routes cannot start")
+	}
+	r := domain.Route{ID: domain.RouteID(newID()), Deployment: d.ID, Session: domain.SessionID(newID()),
+		Status: domain.RouteProvisioning, StatusChangedAt: now, CreatedAt: now, StatusReason: "session submitted",
+		Revision: d.Revision}
+	if err := c.store.CreateRoute(ctx, r); err != nil {
+		return fmt.Errorf("create route of %s: %w", d.ID, err)
+	}
+	if err := c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, Route: r.ID, At: now,
+		Handler: domain.HandlerScalingDeployment, Result: domain.RouteSuccess, To: r.Status.String(),
+		Message: "route created with session " + string(r.Session)}}); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("%s-%s", d.Name, r.ID[:8])
+	if err := s.SubmitRoute(ctx, *d, r.Session, name); err != nil {
+		return c.failStart(ctx, d, &r, now, "session refused: "+err.Error())
+	}
+	return nil
+}
+
+// destroy is DestroyingDeployment: every route ends, then the deployment
+// is DESTROYED; past its bound it is DESTROYED anyway (the sessions' own
+// bounds end what is left).
+func (c *Controller) destroy(ctx context.Context, d *domain.Deployment, routes []*domain.Route, now time.Time) error {
+	left := 0
+	for _, r := range routes {
+		switch r.Status {
+		case domain.RouteTerminated:
+		case domain.RouteTerminating:
+			left++
+		default:
+			left++
+			if err := c.moveRouteTo(ctx, d, r, domain.HandlerDestroyingDeployment, now, "deployment destroyed"); err != nil {
+				return err
+			}
+		}
+	}
+	if left == 0 {
+		return c.moveDeployment(ctx, d, domain.HandlerDestroyingDeployment, domain.RouteSuccess, now, "every route ended")
+	}
+	if now.Sub(d.StatusChangedAt) > c.cfg.DestroyTimeout {
+		for _, r := range routes {
+			if r.Status == domain.RouteTerminating {
+				if err := c.moveRoute(ctx, d, r, domain.HandlerTerminatingRoute, domain.RouteSuccess, now,
+					"deployment destroyed past its bound"); err != nil {
+					return err
+				}
+			}
+		}
+		return c.moveDeployment(ctx, d, domain.HandlerDestroyingDeployment, domain.RouteFailure, now,
+			fmt.Sprintf("%d routes still ending after %s", left, c.cfg.DestroyTimeout))
+	}
+	return nil
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,344 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
+	"github.com/sokovan-go/sokovan/internal/store"
+	"github.com/sokovan-go/sokovan/internal/store/sqlite"
+)
+
+// These tests drive the controller pass by pass on a real SQLite store
+// with an injected clock, so each threshold and bound can be stepped
+// over exactly. The one fake is at the edge: instantSessions stands in
+// for the coordinator and an agent, putting a route's session straight
+// to RUNNING (serving a real httptest server) or ending it.
+
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+type instantSessions struct {
+	t     *testing.T
+	st    *sqlite.Store
+	reg   *domain.Registry
+	serve string // host:port the sessions' kernels serve
+	// pending leaves new sessions PENDING (an unplaceable replica).
+	pending bool
+	now     func() time.Time
+}
+
+func (s *instantSessions) SubmitRoute(ctx context.Context, d domain.Deployment, id domain.SessionID, name string) error {
+	req, err := s.reg.ParseSlots(map[string]string{"cpu": "1"})
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	sess := domain.Session{ID: id, Name: name, Owner: d.Owner, Type: domain.TypeInference, Image: d.Spec.Image,
+		Architecture: "x86_64", ResourceGroup: "default", ClusterMode: domain.SingleNode, ClusterSize: 1,
+		Requested: req, Status: domain.SessionPending, CreatedAt: now, StatusChangedAt: now}
+	k := domain.Kernel{ID: domain.KernelID(id + "-k0"), SessionID: id, ClusterRole: domain.RoleMain, Image: d.Spec.Image,
+		Architecture: "x86_64", Requested: req.Clone(), Status: domain.KernelPending, StatusChangedAt: now}
+	if err := s.st.CreateSession(ctx, sess, []domain.Kernel{k}); err != nil {
+		return err
+	}
+	if s.pending {
+		return nil
+	}
+	plan := framework.Plan{Group: "default", Placements: []framework.Placement{{Session: id,
+		Kernels: []framework.KernelPlacement{{Kernel: k.ID, Agent: "a1", Slots: req.Clone()}}}}}
+	if res, err := s.st.ApplyPlan(ctx, plan, now); err != nil || len(res.Applied) != 1 {
+		return fmt.Errorf("place %s: %v %+v", id, err, res.Rejected)
+	}
+	for _, step := range []struct {
+		from domain.SessionStatus
+		to   domain.Transition
+	}{
+		{domain.SessionScheduled, domain.Transition{Session: domain.SessionPreparing, Kernel: domain.KernelPreparing}},
+		{domain.SessionPreparing, domain.Transition{Session: domain.SessionPrepared, Kernel: domain.KernelPrepared}},
+		{domain.SessionPrepared, domain.Transition{Session: domain.SessionCreating, Kernel: domain.KernelCreating}},
+	} {
+		if _, err := s.st.TransitionSessions(ctx, []domain.SessionID{id}, []domain.SessionStatus{step.from}, step.to, "", now); err != nil {
+			return err
+		}
+	}
+	host, port, _ := net.SplitHostPort(s.serve)
+	p, _ := strconv.Atoi(port)
+	if _, err := s.st.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: []domain.KernelStatus{domain.KernelCreating},
+		To: domain.KernelRunning, ServicePorts: []domain.ServicePort{{Name: "http", Protocol: "http", Host: host, Port: p}}, Now: now}); err != nil {
+		return err
+	}
+	_, err = s.st.TransitionSessions(ctx, []domain.SessionID{id}, []domain.SessionStatus{domain.SessionCreating},
+		domain.Transition{Session: domain.SessionRunning}, "", now)
+	return err
+}
+
+func (s *instantSessions) EndRoute(ctx context.Context, id domain.SessionID, reason string) error {
+	now := s.now()
+	if _, err := s.st.TransitionSessions(ctx, []domain.SessionID{id}, []domain.SessionStatus{domain.SessionPending},
+		domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}, reason, now); err != nil {
+		return err
+	}
+	live := []domain.SessionStatus{domain.SessionScheduled, domain.SessionPreparing, domain.SessionPrepared,
+		domain.SessionCreating, domain.SessionRunning}
+	if _, err := s.st.TransitionSessions(ctx, []domain.SessionID{id}, live,
+		domain.Transition{Session: domain.SessionTerminating, Kernel: domain.KernelTerminating}, reason, now); err != nil {
+		return err
+	}
+	_, err := s.st.TransitionSessions(ctx, []domain.SessionID{id}, []domain.SessionStatus{domain.SessionTerminating},
+		domain.Transition{Session: domain.SessionTerminated, Kernel: domain.KernelTerminated}, reason, now)
+	return err
+}
+
+type harness struct {
+	t       *testing.T
+	ctx     context.Context
+	st      *sqlite.Store
+	clock   *clock
+	c       *Controller
+	sess    *instantSessions
+	healthy atomic.Bool
+	dep     domain.Deployment
+}
+
+func newHarness(t *testing.T, hc domain.HealthCheck, cfg Config) *harness {
+	t.Helper()
+	ctx := context.Background()
+	reg := domain.DefaultRegistry()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db"), sqlite.Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := &harness{t: t, ctx: ctx, st: st, clock: &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}}
+	h.healthy.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.healthy.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	if err := st.PutResourceGroup(ctx, domain.ResourceGroup{Name: "default", State: domain.GroupActive, Sequencer: "fifo",
+		Selector: "concentrated", HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}); err != nil {
+		t.Fatal(err)
+	}
+	capacity, _ := reg.ParseSlots(map[string]string{"cpu": "64", "mem": "64g"})
+	if _, err := st.RegisterAgent(ctx, domain.Agent{ID: "a1", ResourceGroup: "default", Address: "http://127.0.0.1:1",
+		Architecture: "x86_64", Runtime: "process", Status: domain.AgentAlive, Schedulable: true, Capacity: capacity}, h.clock.now); err != nil {
+		t.Fatal(err)
+	}
+	h.sess = &instantSessions{t: t, st: st, reg: reg, serve: srv.Listener.Addr().String(), now: func() time.Time { return h.clock.now }}
+	h.c = New(Deps{Store: st, Clock: h.clock}, cfg)
+	h.c.UseSessions(h.sess)
+	h.dep = domain.Deployment{ID: "d1", Name: "m", Owner: domain.Owner{User: "alice", Project: "p", Domain: "d"},
+		Status: domain.DeploymentPending, StatusChangedAt: h.clock.now, CreatedAt: h.clock.now, Replicas: 1,
+		Spec: domain.DeploymentSpec{Image: "http-echo"}, Health: hc, Revision: 1, MaxSurge: 1}
+	if err := st.CreateDeployment(ctx, h.dep); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// step advances the clock by d and makes one pass.
+func (h *harness) step(d time.Duration) {
+	h.t.Helper()
+	h.clock.now = h.clock.now.Add(d)
+	if err := h.c.Step(h.ctx); err != nil {
+		h.t.Fatalf("pass at %s: %v", h.clock.now.Format(time.TimeOnly), err)
+	}
+}
+
+func (h *harness) route() domain.Route {
+	h.t.Helper()
+	rs, err := h.st.ListRoutes(h.ctx, store.RouteFilter{Deployments: []domain.DeploymentID{"d1"}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for i := len(rs) - 1; i >= 0; i-- {
+		if rs[i].Status != domain.RouteTerminated {
+			return rs[i]
+		}
+	}
+	h.t.Fatalf("no live route among %+v", rs)
+	return domain.Route{}
+}
+
+func (h *harness) want(what string, st domain.RouteStatus) domain.Route {
+	h.t.Helper()
+	r := h.route()
+	if r.Status != st {
+		h.t.Fatalf("%s: route is %s (%s), want %s", what, r.Status, r.StatusReason, st)
+	}
+	return r
+}
+
+func (h *harness) history(route domain.RouteID, handler domain.HandlerName, res domain.RouteResult) bool {
+	hs, err := h.st.DeploymentHistory(h.ctx, "d1")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, e := range hs {
+		if e.Route == route && e.Handler == handler && e.Result == res {
+			return true
+		}
+	}
+	return false
+}
+
+func TestHealthChecksCountConsecutiveResultsAndGoStale(t *testing.T) {
+	hc := domain.HealthCheck{Path: "/health", Interval: 10 * time.Second, Timeout: time.Second, InitialDelay: 30 * time.Second,
+		SuccessThreshold: 2, FailureThreshold: 3}
+	h := newHarness(t, hc, Config{EvictionGrace: time.Hour})
+	h.step(0) // PENDING → SCALING, one route started, its session RUNNING at once
+	h.want("started", domain.RouteProvisioning)
+	h.step(time.Second)
+	r := h.want("session running", domain.RouteDegraded)
+	if r.Endpoint != h.sess.serve {
+		t.Fatalf("endpoint %q, want %q", r.Endpoint, h.sess.serve)
+	}
+	h.step(20 * time.Second) // within the initial delay: no check
+	if r := h.route(); !r.CheckedAt.IsZero() {
+		t.Fatalf("checked during the initial delay")
+	}
+	h.step(15 * time.Second) // 1 pass < success threshold 2
+	if r := h.want("one pass", domain.RouteDegraded); r.Successes != 1 {
+		t.Fatalf("successes %d, want 1", r.Successes)
+	}
+	h.step(5 * time.Second) // before the interval: no check
+	if r := h.route(); r.Successes != 1 {
+		t.Fatalf("checked again before the interval: successes %d", r.Successes)
+	}
+	h.step(5 * time.Second)
+	h.want("two passes", domain.RouteHealthy)
+	if d, _ := h.st.GetDeployment(h.ctx, "d1"); d.Status != domain.DeploymentReady {
+		t.Fatalf("deployment %s with its one replica HEALTHY, want READY", d.Status)
+	}
+
+	h.healthy.Store(false)
+	h.step(10 * time.Second)
+	h.step(10 * time.Second)
+	if r := h.want("two failures < threshold 3", domain.RouteHealthy); r.Failures != 2 {
+		t.Fatalf("failures %d, want 2", r.Failures)
+	}
+	h.step(10 * time.Second)
+	r = h.want("three failures", domain.RouteUnhealthy)
+	if d, _ := h.st.GetDeployment(h.ctx, "d1"); d.Status != domain.DeploymentScaling {
+		t.Fatalf("deployment %s with its replica UNHEALTHY, want SCALING (ReconcileDeployment)", d.Status)
+	}
+	h.healthy.Store(true)
+	h.step(10 * time.Second)
+	h.step(10 * time.Second)
+	h.want("recovered after two passes", domain.RouteHealthy)
+
+	// No fresh result for longer than 3 intervals + the timeout: STALE
+	// makes it DEGRADED, and one pass is not yet the two HEALTHY needs.
+	h.clock.now = h.clock.now.Add(45 * time.Second)
+	h.step(0)
+	h.want("stale", domain.RouteDegraded)
+	if !h.history(r.ID, domain.HandlerHealthCheckRoute, domain.RouteStale) {
+		t.Errorf("no STALE in the history")
+	}
+	h.step(10 * time.Second)
+	h.want("fresh again", domain.RouteHealthy)
+}
+
+func TestUnhealthyRouteIsEvictedAfterItsGraceAndReplaced(t *testing.T) {
+	hc := domain.HealthCheck{Path: "/health", Interval: time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: 1}
+	h := newHarness(t, hc, Config{EvictionGrace: 5 * time.Second, DrainGrace: time.Second})
+	h.step(0)
+	h.step(time.Second)
+	h.step(time.Second)
+	first := h.want("serving", domain.RouteHealthy)
+	h.healthy.Store(false)
+	h.step(time.Second)
+	h.want("failed once", domain.RouteUnhealthy)
+	h.step(4 * time.Second)
+	h.want("within the grace", domain.RouteUnhealthy)
+	h.healthy.Store(true) // the replacement will pass
+	h.step(2 * time.Second)
+	if !h.history(first.ID, domain.HandlerRouteEviction, domain.RouteSuccess) {
+		t.Fatalf("route was not evicted past its grace")
+	}
+	sk, err := h.st.GetSession(h.ctx, first.Session)
+	if err != nil || !sk.Session.Status.Terminal() {
+		t.Fatalf("evicted route's session is %v (%v), want ended", sk.Session.Status, err)
+	}
+	for range 4 {
+		h.step(time.Second)
+	}
+	if r := h.want("replaced", domain.RouteHealthy); r.ID == first.ID {
+		t.Fatalf("the evicted route serves again")
+	}
+	rs, _ := h.st.ListRoutes(h.ctx, store.RouteFilter{Deployments: []domain.DeploymentID{"d1"}, Statuses: []domain.RouteStatus{domain.RouteTerminated}})
+	if len(rs) != 1 || rs[0].ID != first.ID {
+		t.Fatalf("terminated routes %+v, want the evicted one", rs)
+	}
+}
+
+func TestProvisioningIsBoundedAndFailedStartsBackOff(t *testing.T) {
+	hc := domain.HealthCheck{Path: "/health", Interval: time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: 1}
+	h := newHarness(t, hc, Config{ProvisionTimeout: time.Minute, BackoffBase: 10 * time.Second, BackoffMax: 25 * time.Second})
+	h.sess.pending = true // no agent ever takes it
+	h.step(0)
+	first := h.want("started", domain.RouteProvisioning)
+	h.step(59 * time.Second)
+	h.want("within the bound", domain.RouteProvisioning)
+	h.step(2 * time.Second)
+	h.want("past the bound", domain.RouteFailedToStart)
+	sk, _ := h.st.GetSession(h.ctx, first.Session)
+	if sk.Session.Status != domain.SessionCancelled {
+		t.Fatalf("the failed route's session is %s, want CANCELLED", sk.Session.Status)
+	}
+	d, _ := h.st.GetDeployment(h.ctx, "d1")
+	if d.StartFailures != 1 || !d.NextStartAt.Equal(h.clock.now.Truncate(time.Microsecond).Add(10*time.Second)) {
+		t.Fatalf("backoff: %d failures, next start %s, want 1 and now+10s", d.StartFailures, d.NextStartAt)
+	}
+	h.step(9 * time.Second)
+	if r := h.route(); r.ID != first.ID {
+		t.Fatalf("a new route started during the backoff")
+	}
+	h.step(2 * time.Second) // backoff over: the failed route ends, one more starts
+	second := h.want("retried", domain.RouteProvisioning)
+	if second.ID == first.ID {
+		t.Fatal("no new route after the backoff")
+	}
+	for _, want := range []time.Duration{20 * time.Second, 25 * time.Second, 25 * time.Second} {
+		got := Config{BackoffBase: 10 * time.Second, BackoffMax: 25 * time.Second}.Backoff(d.StartFailures + 1)
+		d.StartFailures++
+		if got != want {
+			t.Errorf("backoff after %d failures = %s, want %s", d.StartFailures, got, want)
+		}
+	}
+}
+
+func TestScaleInEndsRoutesNotServingFirst(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	routes := []*domain.Route{
+		{ID: "healthy-old", Status: domain.RouteHealthy, CreatedAt: t0},
+		{ID: "healthy-new", Status: domain.RouteHealthy, CreatedAt: t0.Add(time.Hour)},
+		{ID: "degraded", Status: domain.RouteDegraded, CreatedAt: t0},
+		{ID: "provisioning", Status: domain.RouteProvisioning, CreatedAt: t0.Add(2 * time.Hour)},
+		{ID: "unhealthy", Status: domain.RouteUnhealthy, CreatedAt: t0.Add(3 * time.Hour)},
+	}
+	sorted := append([]*domain.Route(nil), routes...)
+	slices.SortFunc(sorted, scalingOrder)
+	var got []domain.RouteID
+	for _, r := range sorted {
+		got = append(got, r.ID)
+	}
+	want := []domain.RouteID{"provisioning", "unhealthy", "degraded", "healthy-old", "healthy-new"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("scale-in order %v, want %v", got, want)
+	}
+}

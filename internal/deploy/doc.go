@@ -1,0 +1,18 @@
+// Package deploy owns model-serving deployments and their routes (seed
+// 001): the controller that keeps each deployment's replicas, one
+// inference session per route, moving deployments and routes through the
+// tables in internal/domain; the HTTP health checks of the routes; eviction
+// and replacement of unhealthy ones; the backoff of routes that fail to
+// start; and destroy. It also resolves where a route serves, for the
+// health checks and the API's traffic proxy.
+//
+// Routes' sessions are created and ended through the Sessions port, which
+// the API implements with the same path a user's submit takes (the same
+// validation, quotas and scheduler, so `why` explains a replica that does
+// not start). The controller acts only while its manager holds the
+// coordinator's lease, so several managers never drive one deployment.
+//
+// It may import internal/domain, internal/store (for its filters and
+// errors), the Prometheus client and the standard library; never the API,
+// the coordinator's internals or an engine.
+package deploy

@@ -1,0 +1,94 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// Deployments stores model-serving deployments, their routes and their
+// history (seed 001). Each method is one transaction.
+type Deployments interface {
+	// CreateDeployment stores a new deployment. A name that a deployment
+	// of the same owner not yet DESTROYED has is refused with
+	// ErrDeploymentNameTaken.
+	CreateDeployment(ctx context.Context, d domain.Deployment) error
+	GetDeployment(ctx context.Context, id domain.DeploymentID) (domain.Deployment, error)
+	// ListDeployments returns deployments oldest first.
+	ListDeployments(ctx context.Context, f DeploymentFilter) ([]domain.Deployment, error)
+	// UpdateDeployment writes d's status, status change time, replicas,
+	// spec, health check, backoff, revision, previous spec, surge and
+	// autoscaling over the stored row, if its status is
+	// still one of from (ErrGuardFailed otherwise). Name, owner and
+	// creation time never change.
+	UpdateDeployment(ctx context.Context, d domain.Deployment, from []domain.DeploymentStatus) error
+	// CreateRoute stores a new route of an existing deployment. Its
+	// session need not exist yet: it is created after the route, so that
+	// no session is ever left without its route.
+	CreateRoute(ctx context.Context, r domain.Route) error
+	// ListRoutes returns routes oldest first, each with its session's
+	// status read in the same query (0 when the session does not exist).
+	ListRoutes(ctx context.Context, f RouteFilter) ([]domain.Route, error)
+	// UpdateRoute writes r's status, reason, status change time, check
+	// counters and endpoint over the stored row, if its status is still
+	// one of from (ErrGuardFailed otherwise).
+	UpdateRoute(ctx context.Context, r domain.Route, from []domain.RouteStatus) error
+	// AppendDeploymentHistory records outcomes in order. One identical
+	// (handler, result, from, to, message) to the latest entry of the same
+	// deployment and route merges into it: attempt+1, time moved on.
+	AppendDeploymentHistory(ctx context.Context, entries []domain.DeploymentHistoryEntry) error
+	// DeploymentHistory returns the entries of a deployment and its
+	// routes, oldest first.
+	DeploymentHistory(ctx context.Context, id domain.DeploymentID) ([]domain.DeploymentHistoryEntry, error)
+
+	// CreateDeploymentToken stores a token of an existing deployment by
+	// its hash; the token itself is never stored.
+	CreateDeploymentToken(ctx context.Context, t DeploymentToken, hash []byte) error
+	// DeploymentTokens lists a deployment's tokens, revoked ones too,
+	// oldest first.
+	DeploymentTokens(ctx context.Context, id domain.DeploymentID) ([]DeploymentToken, error)
+	// RevokeDeploymentToken revokes one of the deployment's tokens at at:
+	// ErrNotFound when the deployment has no such token, ErrGuardFailed
+	// when it is revoked already.
+	RevokeDeploymentToken(ctx context.Context, dep domain.DeploymentID, id string, at time.Time) error
+	// DeploymentByTokenHash returns the deployment a token not revoked
+	// opens; ErrNotFound otherwise.
+	DeploymentByTokenHash(ctx context.Context, hash []byte) (domain.DeploymentID, error)
+
+	// ReportDeploymentLoad replaces manager's measured load (average
+	// requests in flight) of each deployment in load that exists.
+	ReportDeploymentLoad(ctx context.Context, manager string, load map[domain.DeploymentID]float64, at time.Time) error
+	// DeploymentLoad sums, per deployment, the reports made at or after
+	// since: the load all managers' proxies carry.
+	DeploymentLoad(ctx context.Context, since time.Time) (map[domain.DeploymentID]float64, error)
+}
+
+// DeploymentToken is a credential that opens one deployment's proxy.
+type DeploymentToken struct {
+	ID         string
+	Deployment domain.DeploymentID
+	CreatedAt  time.Time
+	// RevokedAt is zero while the token is valid.
+	RevokedAt time.Time
+}
+
+// ErrDeploymentNameTaken: a deployment of the owner, not yet destroyed,
+// already has the name.
+var ErrDeploymentNameTaken = fmt.Errorf("%w: a live deployment of the owner has that name", ErrConflict)
+
+// DeploymentFilter selects deployments; zero fields select everything.
+type DeploymentFilter struct {
+	IDs      []domain.DeploymentID
+	User     string
+	Name     string
+	IDPrefix string
+	Statuses []domain.DeploymentStatus
+}
+
+// RouteFilter selects routes; zero fields select everything.
+type RouteFilter struct {
+	Deployments []domain.DeploymentID
+	Statuses    []domain.RouteStatus
+}

@@ -1,0 +1,335 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+	"github.com/sokovan-go/sokovan/internal/store/internal/codec"
+)
+
+const (
+	countLiveDeploymentsNamed = `SELECT COUNT(*) FROM deployments WHERE owner_user = $1 AND name = $2 AND status <> 'DESTROYED'`
+	insertDeployment          = `INSERT INTO deployments (` + codec.DeploymentColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`
+	selectDeployments = `SELECT ` + codec.DeploymentColumns + ` FROM deployments
+WHERE ({empty $1} OR id {in $1}) AND ($2 = '' OR owner_user = $2) AND ($3 = '' OR name = $3)
+  AND ($4 = '' OR substr(id, 1, length($4)) = $4) AND ({empty $5} OR status {in $5})
+ORDER BY created_at, id`
+	updateDeployment = `UPDATE deployments SET status = $2, status_changed_at = $3, replicas = $4, spec = $5, health = $6,
+start_failures = $7, next_start_at = $8, revision = $10, prev_spec = $11, max_surge = $12, autoscale = $13,
+scaled_at = $14
+WHERE id = $1 AND status {in $9}`
+	existsDeployment = `SELECT COUNT(*) FROM deployments WHERE id = $1`
+
+	insertRoute = `INSERT INTO deployment_routes (id, deployment_id, session_id, status, status_reason, status_changed_at,
+created_at, successes, failures, checked_at, endpoint, revision)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+	selectRoutes = `SELECT ` + codec.RouteColumns + ` FROM deployment_routes r LEFT JOIN sessions s ON s.id = r.session_id
+WHERE ({empty $1} OR r.deployment_id {in $1}) AND ({empty $2} OR r.status {in $2})
+ORDER BY r.created_at, r.id`
+	updateRoute = `UPDATE deployment_routes SET status = $2, status_reason = $3, status_changed_at = $4, successes = $5,
+failures = $6, checked_at = $7, endpoint = $8
+WHERE id = $1 AND status {in $9}`
+	existsRoute = `SELECT COUNT(*) FROM deployment_routes WHERE id = $1`
+
+	selectLastDeploymentHistory = `SELECT id, ` + codec.DeploymentHistoryColumns + ` FROM deployment_history
+WHERE deployment_id = $1 AND route_id = $2 ORDER BY id DESC LIMIT 1`
+	mergeDeploymentHistory  = `UPDATE deployment_history SET attempt = $2, at = $3 WHERE id = $1`
+	insertDeploymentHistory = `INSERT INTO deployment_history (` + codec.DeploymentHistoryColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+	selectDeploymentHistory = `SELECT id, ` + codec.DeploymentHistoryColumns + ` FROM deployment_history
+WHERE deployment_id = $1 ORDER BY id`
+)
+
+// CreateDeployment stores a new deployment, refusing a name a live one of
+// the owner has. The count and the insert are serialised per name where
+// the engine locks keys, as session names are.
+func (s *Store) CreateDeployment(ctx context.Context, d domain.Deployment) error {
+	text, err := codec.DeploymentJSON(d)
+	if err != nil {
+		return fmt.Errorf("create deployment: %w: %v", store.ErrInvalid, err)
+	}
+	return s.write(ctx, "create deployment "+string(d.ID), func(tx txn) error {
+		var stmts []Stmt
+		if locker, ok := s.eng.(KeyLocker); ok {
+			stmts = append(stmts, locker.KeyLock("deployment name "+d.Owner.User+" "+d.Name))
+		}
+		var n int64
+		stmts = append(stmts, Stmt{SQL: countLiveDeploymentsNamed, Args: []any{d.Owner.User, d.Name},
+			Row: func(sc codec.Scanner) error { return sc.Scan(&n) }})
+		if err := tx.batch(ctx, stmts...); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("deployment name %q of %s: %w", d.Name, d.Owner.User, store.ErrDeploymentNameTaken)
+		}
+		_, err := tx.exec(ctx, insertDeployment, string(d.ID), d.Name, d.Owner.User, d.Owner.Project, d.Owner.Domain,
+			codec.StatusName(d.Status), ts(d.StatusChangedAt), ts(d.CreatedAt), d.Replicas, text.Spec, text.Health,
+			d.StartFailures, ts(d.NextStartAt), d.Revision, text.Prev, d.MaxSurge, text.Autoscale, ts(d.ScaledAt))
+		return err
+	})
+}
+
+// GetDeployment returns one deployment.
+func (s *Store) GetDeployment(ctx context.Context, id domain.DeploymentID) (domain.Deployment, error) {
+	ds, err := s.ListDeployments(ctx, store.DeploymentFilter{IDs: []domain.DeploymentID{id}})
+	if err != nil {
+		return domain.Deployment{}, err
+	}
+	if len(ds) == 0 {
+		return domain.Deployment{}, fmt.Errorf("deployment %s: %w", id, store.ErrNotFound)
+	}
+	return ds[0], nil
+}
+
+// ListDeployments returns the deployments f selects, oldest first.
+func (s *Store) ListDeployments(ctx context.Context, f store.DeploymentFilter) ([]domain.Deployment, error) {
+	var out []domain.Deployment
+	err := s.read(ctx, "list deployments", func(tx txn) error {
+		out = out[:0]
+		args := []any{List(codec.Strings(f.IDs)), f.User, f.Name, f.IDPrefix, List(codec.StatusNames(f.Statuses))}
+		return tx.query(ctx, selectDeployments, args, func(sc codec.Scanner) error {
+			d, err := codec.ScanDeployment(sc)
+			out = append(out, d)
+			return err
+		})
+	})
+	return out, err
+}
+
+// UpdateDeployment writes d over the stored row, guarded by its status.
+func (s *Store) UpdateDeployment(ctx context.Context, d domain.Deployment, from []domain.DeploymentStatus) error {
+	text, err := codec.DeploymentJSON(d)
+	if err != nil {
+		return fmt.Errorf("update deployment: %w: %v", store.ErrInvalid, err)
+	}
+	return s.write(ctx, "update deployment "+string(d.ID), func(tx txn) error {
+		n, err := tx.exec(ctx, updateDeployment, string(d.ID), codec.StatusName(d.Status), ts(d.StatusChangedAt),
+			d.Replicas, text.Spec, text.Health, d.StartFailures, ts(d.NextStartAt), List(codec.StatusNames(from)), d.Revision,
+			text.Prev, d.MaxSurge, text.Autoscale, ts(d.ScaledAt))
+		if err != nil || n == 1 {
+			return err
+		}
+		return guardOrMissing(ctx, tx, existsDeployment, string(d.ID))
+	})
+}
+
+// guardOrMissing tells a guarded update that changed nothing apart: the
+// row exists (ErrGuardFailed) or does not (ErrNotFound).
+func guardOrMissing(ctx context.Context, tx txn, exists, id string) error {
+	var n int64
+	if err := tx.queryRow(ctx, exists, id).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrNotFound
+	}
+	return store.ErrGuardFailed
+}
+
+// CreateRoute stores a new route.
+func (s *Store) CreateRoute(ctx context.Context, r domain.Route) error {
+	return s.write(ctx, "create route "+string(r.ID), func(tx txn) error {
+		_, err := tx.exec(ctx, insertRoute, string(r.ID), string(r.Deployment), string(r.Session),
+			codec.StatusName(r.Status), r.StatusReason, ts(r.StatusChangedAt), ts(r.CreatedAt),
+			r.Successes, r.Failures, ts(r.CheckedAt), r.Endpoint, r.Revision)
+		return err
+	})
+}
+
+// ListRoutes returns the routes f selects with their sessions' statuses.
+func (s *Store) ListRoutes(ctx context.Context, f store.RouteFilter) ([]domain.Route, error) {
+	var out []domain.Route
+	err := s.read(ctx, "list routes", func(tx txn) error {
+		out = out[:0]
+		args := []any{List(codec.Strings(f.Deployments)), List(codec.StatusNames(f.Statuses))}
+		return tx.query(ctx, selectRoutes, args, func(sc codec.Scanner) error {
+			r, err := codec.ScanRoute(sc)
+			out = append(out, r)
+			return err
+		})
+	})
+	return out, err
+}
+
+// UpdateRoute writes r over the stored row, guarded by its status.
+func (s *Store) UpdateRoute(ctx context.Context, r domain.Route, from []domain.RouteStatus) error {
+	return s.write(ctx, "update route "+string(r.ID), func(tx txn) error {
+		n, err := tx.exec(ctx, updateRoute, string(r.ID), codec.StatusName(r.Status), r.StatusReason,
+			ts(r.StatusChangedAt), r.Successes, r.Failures, ts(r.CheckedAt), r.Endpoint, List(codec.StatusNames(from)))
+		if err != nil || n == 1 {
+			return err
+		}
+		return guardOrMissing(ctx, tx, existsRoute, string(r.ID))
+	})
+}
+
+// AppendDeploymentHistory records outcomes, merging a repeat of the latest
+// entry of the same deployment and route. The deployments are locked so
+// two appenders cannot both start a new entry for one repeat.
+func (s *Store) AppendDeploymentHistory(ctx context.Context, entries []domain.DeploymentHistoryEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	var deps []string
+	for _, e := range entries {
+		deps = append(deps, string(e.Deployment))
+	}
+	deps = uniqueSorted(deps)
+	return s.write(ctx, "append deployment history", func(tx txn) error {
+		if err := tx.lock(ctx, lockDeployments, List(deps)); err != nil {
+			return err
+		}
+		for _, e := range entries {
+			var (
+				rowID int64
+				last  domain.DeploymentHistoryEntry
+				found bool
+			)
+			err := tx.query(ctx, selectLastDeploymentHistory, []any{string(e.Deployment), string(e.Route)}, func(sc codec.Scanner) error {
+				var err error
+				rowID, last, err = codec.ScanDeploymentHistory(sc)
+				found = true
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if found && last.Handler == e.Handler && last.Result == e.Result && last.From == e.From &&
+				last.To == e.To && last.Message == e.Message {
+				if _, err := tx.exec(ctx, mergeDeploymentHistory, rowID, last.Attempt+1, e.At.UTC()); err != nil {
+					return err
+				}
+				continue
+			}
+			attempt := max(e.Attempt, 1)
+			if _, err := tx.exec(ctx, insertDeploymentHistory, string(e.Deployment), string(e.Route), e.At.UTC(),
+				string(e.Handler), string(e.Result), e.From, e.To, e.Message, attempt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+const lockDeployments = `SELECT id FROM deployments WHERE id {in $1} ORDER BY id {lock}`
+
+// DeploymentHistory returns a deployment's and its routes' entries.
+func (s *Store) DeploymentHistory(ctx context.Context, id domain.DeploymentID) ([]domain.DeploymentHistoryEntry, error) {
+	var out []domain.DeploymentHistoryEntry
+	err := s.read(ctx, "history of deployment "+string(id), func(tx txn) error {
+		out = out[:0]
+		return tx.query(ctx, selectDeploymentHistory, []any{string(id)}, func(sc codec.Scanner) error {
+			_, h, err := codec.ScanDeploymentHistory(sc)
+			out = append(out, h)
+			return err
+		})
+	})
+	return out, err
+}
+
+const (
+	insertDeploymentToken  = `INSERT INTO deployment_tokens (id, deployment_id, token_hash, created_at) VALUES ($1, $2, $3, $4)`
+	selectDeploymentTokens = `SELECT id, deployment_id, created_at, revoked_at FROM deployment_tokens
+WHERE deployment_id = $1 ORDER BY created_at, id`
+	revokeDeploymentToken = `UPDATE deployment_tokens SET revoked_at = $3 WHERE deployment_id = $1 AND id = $2 AND revoked_at IS NULL`
+	existsDeploymentToken = `SELECT COUNT(*) FROM deployment_tokens WHERE deployment_id = $1 AND id = $2`
+	deploymentByToken     = `SELECT deployment_id FROM deployment_tokens WHERE token_hash = $1 AND revoked_at IS NULL`
+)
+
+// CreateDeploymentToken stores a token's hash.
+func (s *Store) CreateDeploymentToken(ctx context.Context, t store.DeploymentToken, hash []byte) error {
+	return s.write(ctx, "create deployment token", func(tx txn) error {
+		_, err := tx.exec(ctx, insertDeploymentToken, t.ID, string(t.Deployment), hash, ts(t.CreatedAt))
+		return err
+	})
+}
+
+// DeploymentTokens lists a deployment's tokens.
+func (s *Store) DeploymentTokens(ctx context.Context, id domain.DeploymentID) ([]store.DeploymentToken, error) {
+	var out []store.DeploymentToken
+	err := s.read(ctx, "tokens of deployment "+string(id), func(tx txn) error {
+		out = out[:0]
+		return tx.query(ctx, selectDeploymentTokens, []any{string(id)}, func(sc codec.Scanner) error {
+			t, err := codec.ScanDeploymentToken(sc)
+			out = append(out, t)
+			return err
+		})
+	})
+	return out, err
+}
+
+// RevokeDeploymentToken revokes a token once.
+func (s *Store) RevokeDeploymentToken(ctx context.Context, dep domain.DeploymentID, id string, at time.Time) error {
+	return s.write(ctx, "revoke deployment token "+id, func(tx txn) error {
+		n, err := tx.exec(ctx, revokeDeploymentToken, string(dep), id, at.UTC())
+		if err != nil || n == 1 {
+			return err
+		}
+		var found int64
+		if err := tx.queryRow(ctx, existsDeploymentToken, string(dep), id).Scan(&found); err != nil {
+			return err
+		}
+		if found == 0 {
+			return store.ErrNotFound
+		}
+		return store.ErrGuardFailed
+	})
+}
+
+// DeploymentByTokenHash finds the deployment a valid token opens.
+func (s *Store) DeploymentByTokenHash(ctx context.Context, hash []byte) (domain.DeploymentID, error) {
+	var id string
+	err := s.read(ctx, "deployment by token", func(tx txn) error {
+		return tx.queryRow(ctx, deploymentByToken, hash).Scan(&id)
+	})
+	return domain.DeploymentID(id), err
+}
+
+const (
+	// Only for deployments that exist: a report may race a deployment's
+	// creation on another manager, never its removal (nothing is deleted).
+	upsertDeploymentLoad = `INSERT INTO deployment_load (deployment_id, manager, inflight, at)
+SELECT id, $2, $3, $4 FROM deployments WHERE id = $1
+ON CONFLICT (deployment_id, manager) DO UPDATE SET inflight = excluded.inflight, at = excluded.at`
+	selectDeploymentLoad = `SELECT deployment_id, SUM(inflight) FROM deployment_load WHERE at >= $1 GROUP BY deployment_id`
+)
+
+// ReportDeploymentLoad replaces this manager's load rows.
+func (s *Store) ReportDeploymentLoad(ctx context.Context, manager string, load map[domain.DeploymentID]float64, at time.Time) error {
+	if len(load) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(load))
+	for id := range load {
+		ids = append(ids, string(id))
+	}
+	ids = uniqueSorted(ids)
+	return s.write(ctx, "report deployment load", func(tx txn) error {
+		for _, id := range ids {
+			if _, err := tx.exec(ctx, upsertDeploymentLoad, id, manager, load[domain.DeploymentID(id)], at.UTC()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// DeploymentLoad sums the managers' reports made at or after since.
+func (s *Store) DeploymentLoad(ctx context.Context, since time.Time) (map[domain.DeploymentID]float64, error) {
+	out := map[domain.DeploymentID]float64{}
+	err := s.read(ctx, "deployment load", func(tx txn) error {
+		clear(out)
+		return tx.query(ctx, selectDeploymentLoad, []any{since.UTC()}, func(sc codec.Scanner) error {
+			var id string
+			var v float64
+			err := sc.Scan(&id, &v)
+			out[domain.DeploymentID(id)] = v
+			return err
+		})
+	})
+	return out, err
+}

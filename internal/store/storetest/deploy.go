@@ -1,0 +1,222 @@
+package storetest
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+func deployment(id, name, user string, replicas int) domain.Deployment {
+	return domain.Deployment{ID: domain.DeploymentID(id), Name: name, Owner: domain.Owner{User: user, Project: "p", Domain: "d"},
+		Status: domain.DeploymentPending, StatusChangedAt: at(1), CreatedAt: at(1), Replicas: replicas,
+		Spec: domain.DeploymentSpec{Image: "http-echo", Resources: map[string]string{"cpu": "1"},
+			Command: []string{"serve"}, Env: map[string]string{"A": "b"}},
+		Health: domain.HealthCheck{Path: "/health", Interval: time.Second, Timeout: 500 * time.Millisecond,
+			SuccessThreshold: 1, FailureThreshold: 3}, Revision: 1, MaxSurge: 1}
+}
+
+func testDeployments(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	d1 := deployment("d1", "llm", "alice", 3)
+	f.must(f.s.CreateDeployment(f.ctx, d1), "create d1")
+	got, err := f.s.GetDeployment(f.ctx, "d1")
+	f.must(err, "get d1")
+	if diff := cmp.Diff(d1, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	wantErr(t, f.s.CreateDeployment(f.ctx, deployment("d2", "llm", "alice", 1)), store.ErrDeploymentNameTaken, "live name reused")
+	wantErr(t, f.s.CreateDeployment(f.ctx, deployment("d1", "other", "alice", 1)), store.ErrConflict, "id reused")
+	f.must(f.s.CreateDeployment(f.ctx, deployment("d3", "llm", "bob", 1)), "same name, other owner")
+	_, err = f.s.GetDeployment(f.ctx, "ghost")
+	wantErr(t, err, store.ErrNotFound, "get unknown deployment")
+
+	// Destroy in one write: desired 0 and DESTROYING together, guarded.
+	d1.Status, d1.Replicas, d1.StatusChangedAt = domain.DeploymentDestroying, 0, at(5)
+	d1.StartFailures, d1.NextStartAt = 2, at(9)
+	prev := d1.Spec
+	d1.PrevSpec, d1.Revision, d1.MaxSurge = &prev, 2, 3
+	d1.Spec.Image = "http-echo:v2"
+	live := []domain.DeploymentStatus{domain.DeploymentPending, domain.DeploymentScaling, domain.DeploymentReady}
+	f.must(f.s.UpdateDeployment(f.ctx, d1, live), "destroy d1")
+	wantErr(t, f.s.UpdateDeployment(f.ctx, d1, live), store.ErrGuardFailed, "destroy twice")
+	wantErr(t, f.s.UpdateDeployment(f.ctx, deployment("ghost", "x", "alice", 1), live), store.ErrNotFound, "update unknown")
+	if got, _ := f.s.GetDeployment(f.ctx, "d1"); !cmp.Equal(d1, got) {
+		t.Errorf("after destroy (-want +got):\n%s", cmp.Diff(d1, got))
+	}
+	d1.Status = domain.DeploymentDestroyed
+	f.must(f.s.UpdateDeployment(f.ctx, d1, []domain.DeploymentStatus{domain.DeploymentDestroying}), "destroyed")
+	f.must(f.s.CreateDeployment(f.ctx, deployment("d2", "llm", "alice", 1)), "name of a destroyed deployment is free")
+
+	list := func(fl store.DeploymentFilter) []domain.DeploymentID {
+		ds, err := f.s.ListDeployments(f.ctx, fl)
+		f.must(err, "list %+v", fl)
+		var ids []domain.DeploymentID
+		for _, d := range ds {
+			ids = append(ids, d.ID)
+		}
+		return ids
+	}
+	for _, tc := range []struct {
+		name string
+		f    store.DeploymentFilter
+		want []domain.DeploymentID
+	}{
+		{"all", store.DeploymentFilter{}, []domain.DeploymentID{"d1", "d2", "d3"}},
+		{"user", store.DeploymentFilter{User: "alice"}, []domain.DeploymentID{"d1", "d2"}},
+		{"name", store.DeploymentFilter{User: "alice", Name: "llm", Statuses: []domain.DeploymentStatus{domain.DeploymentPending}}, []domain.DeploymentID{"d2"}},
+		{"prefix", store.DeploymentFilter{IDPrefix: "d3"}, []domain.DeploymentID{"d3"}},
+		{"status", store.DeploymentFilter{Statuses: []domain.DeploymentStatus{domain.DeploymentDestroyed}}, []domain.DeploymentID{"d1"}},
+	} {
+		if diff := cmp.Diff(tc.want, list(tc.f)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+func testDeploymentRoutes(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	f.agent("a1", "g", []string{"cpu", "8"})
+	f.must(f.s.CreateDeployment(f.ctx, deployment("d1", "llm", "alice", 2)), "create d1")
+	s1 := f.session("s1", "g", "alice", 1, []string{"cpu", "1"}, func(s *domain.Session) { s.Type = domain.TypeInference })
+	f.schedule("g", s1, "a1")
+	f.advance("s1", domain.SessionRunning)
+
+	r1 := domain.Route{ID: "r1", Deployment: "d1", Session: "s1", Status: domain.RouteProvisioning,
+		StatusChangedAt: at(2), CreatedAt: at(2), Revision: 2}
+	// r2's session was never created (a crash between the two writes).
+	r2 := domain.Route{ID: "r2", Deployment: "d1", Session: "s-missing", Status: domain.RouteProvisioning,
+		StatusChangedAt: at(3), CreatedAt: at(3)}
+	f.must(f.s.CreateRoute(f.ctx, r1), "create r1")
+	f.must(f.s.CreateRoute(f.ctx, r2), "create r2")
+	wantErr(t, f.s.CreateRoute(f.ctx, domain.Route{ID: "r3", Deployment: "ghost", Session: "s3",
+		Status: domain.RouteProvisioning, StatusChangedAt: at(3), CreatedAt: at(3)}), store.ErrNotFound, "route of unknown deployment")
+	wantErr(t, f.s.CreateRoute(f.ctx, domain.Route{ID: "r4", Deployment: "d1", Session: "s1",
+		Status: domain.RouteProvisioning, StatusChangedAt: at(3), CreatedAt: at(3)}), store.ErrConflict, "second route of one session")
+
+	routes, err := f.s.ListRoutes(f.ctx, store.RouteFilter{Deployments: []domain.DeploymentID{"d1"}})
+	f.must(err, "list routes")
+	r1.SessionStatus = domain.SessionRunning
+	if diff := cmp.Diff([]domain.Route{r1, r2}, routes); diff != "" {
+		t.Errorf("routes with their sessions' status (-want +got):\n%s", diff)
+	}
+
+	r1.Status, r1.StatusReason, r1.StatusChangedAt = domain.RouteHealthy, "2 checks passed", at(6)
+	r1.Successes, r1.Failures, r1.CheckedAt, r1.Endpoint = 2, 0, at(6), "127.0.0.1:9000"
+	f.must(f.s.UpdateRoute(f.ctx, r1, []domain.RouteStatus{domain.RouteProvisioning, domain.RouteDegraded}), "r1 healthy")
+	wantErr(t, f.s.UpdateRoute(f.ctx, r1, []domain.RouteStatus{domain.RouteProvisioning}), store.ErrGuardFailed, "guarded route update")
+	wantErr(t, f.s.UpdateRoute(f.ctx, domain.Route{ID: "ghost", Status: domain.RouteHealthy, StatusChangedAt: at(1)},
+		[]domain.RouteStatus{domain.RouteProvisioning}), store.ErrNotFound, "update unknown route")
+
+	// Liveness follows the session: once it ends, the next read says so.
+	_, err = f.s.TransitionSessions(f.ctx, []domain.SessionID{"s1"}, []domain.SessionStatus{domain.SessionRunning},
+		domain.Transition{Session: domain.SessionTerminating, Kernel: domain.KernelTerminating}, "ended", at(7))
+	f.must(err, "terminate s1")
+	healthy, err := f.s.ListRoutes(f.ctx, store.RouteFilter{Statuses: []domain.RouteStatus{domain.RouteHealthy}})
+	f.must(err, "list healthy")
+	if len(healthy) != 1 || healthy[0].ID != "r1" || healthy[0].SessionStatus != domain.SessionTerminating || healthy[0].Endpoint != "127.0.0.1:9000" {
+		t.Errorf("healthy routes = %+v, want r1 with its session TERMINATING", healthy)
+	}
+	f.invariant()
+}
+
+func testDeploymentHistory(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.must(f.s.CreateDeployment(f.ctx, deployment("d1", "llm", "alice", 1)), "create d1")
+	check := func(sec int, route domain.RouteID, res domain.RouteResult, msg string) domain.DeploymentHistoryEntry {
+		return domain.DeploymentHistoryEntry{Deployment: "d1", Route: route, At: at(sec), Handler: domain.HandlerHealthCheckRoute,
+			Result: res, From: "DEGRADED", To: "DEGRADED", Message: msg}
+	}
+	scaling := domain.DeploymentHistoryEntry{Deployment: "d1", At: at(1), Handler: domain.HandlerCheckPendingDeployment,
+		Result: domain.RouteSuccess, From: "PENDING", To: "SCALING"}
+	f.must(f.s.AppendDeploymentHistory(f.ctx, []domain.DeploymentHistoryEntry{scaling}), "append scaling")
+	f.must(f.s.AppendDeploymentHistory(f.ctx, []domain.DeploymentHistoryEntry{
+		check(2, "r1", domain.RouteFailure, "connection refused"),
+		check(3, "r1", domain.RouteFailure, "connection refused"), // merges
+		check(3, "r2", domain.RouteFailure, "connection refused"), // another route: its own entry
+	}), "append checks")
+	f.must(f.s.AppendDeploymentHistory(f.ctx, []domain.DeploymentHistoryEntry{check(4, "r1", domain.RouteFailure, "connection refused")}), "merge again")
+	got, err := f.s.DeploymentHistory(f.ctx, "d1")
+	f.must(err, "history")
+	n := func(h domain.DeploymentHistoryEntry, a int) domain.DeploymentHistoryEntry { h.Attempt = a; return h }
+	want := []domain.DeploymentHistoryEntry{n(scaling, 1), n(check(4, "r1", domain.RouteFailure, "connection refused"), 3),
+		n(check(3, "r2", domain.RouteFailure, "connection refused"), 1)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+	bad := check(5, "r1", "MAYBE", "x")
+	wantErr(t, f.s.AppendDeploymentHistory(f.ctx, []domain.DeploymentHistoryEntry{bad}), store.ErrInvalid, "unknown result")
+	wantErr(t, f.s.AppendDeploymentHistory(f.ctx, []domain.DeploymentHistoryEntry{{Deployment: "ghost", At: at(1),
+		Handler: domain.HandlerScalingDeployment, Result: domain.RouteSuccess, From: "SCALING", To: "READY"}}), store.ErrNotFound, "unknown deployment")
+}
+
+func testDeploymentTokens(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.must(f.s.CreateDeployment(f.ctx, deployment("d1", "llm", "alice", 1)), "create d1")
+	f.must(f.s.CreateDeployment(f.ctx, deployment("d2", "other", "alice", 1)), "create d2")
+	hash := func(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
+	f.must(f.s.CreateDeploymentToken(f.ctx, store.DeploymentToken{ID: "t1", Deployment: "d1", CreatedAt: at(1)}, hash(1)), "t1")
+	f.must(f.s.CreateDeploymentToken(f.ctx, store.DeploymentToken{ID: "t2", Deployment: "d1", CreatedAt: at(2)}, hash(2)), "t2")
+	wantErr(t, f.s.CreateDeploymentToken(f.ctx, store.DeploymentToken{ID: "t3", Deployment: "d2", CreatedAt: at(3)}, hash(1)),
+		store.ErrConflict, "a hash already in use")
+	wantErr(t, f.s.CreateDeploymentToken(f.ctx, store.DeploymentToken{ID: "t4", Deployment: "ghost", CreatedAt: at(3)}, hash(4)),
+		store.ErrNotFound, "token of an unknown deployment")
+
+	got, err := f.s.DeploymentByTokenHash(f.ctx, hash(2))
+	if err != nil || got != "d1" {
+		t.Errorf("deployment by t2's hash = %q, %v; want d1", got, err)
+	}
+	_, err = f.s.DeploymentByTokenHash(f.ctx, hash(9))
+	wantErr(t, err, store.ErrNotFound, "unknown hash")
+
+	f.must(f.s.RevokeDeploymentToken(f.ctx, "d1", "t2", at(5)), "revoke t2")
+	wantErr(t, f.s.RevokeDeploymentToken(f.ctx, "d1", "t2", at(6)), store.ErrGuardFailed, "revoke twice")
+	wantErr(t, f.s.RevokeDeploymentToken(f.ctx, "d2", "t1", at(6)), store.ErrNotFound, "revoke through another deployment")
+	_, err = f.s.DeploymentByTokenHash(f.ctx, hash(2))
+	wantErr(t, err, store.ErrNotFound, "a revoked token opens nothing")
+
+	tokens, err := f.s.DeploymentTokens(f.ctx, "d1")
+	f.must(err, "list tokens")
+	want := []store.DeploymentToken{{ID: "t1", Deployment: "d1", CreatedAt: at(1)}, {ID: "t2", Deployment: "d1", CreatedAt: at(2), RevokedAt: at(5)}}
+	if diff := cmp.Diff(want, tokens); diff != "" {
+		t.Errorf("tokens (-want +got):\n%s", diff)
+	}
+}
+
+func testDeploymentAutoscaleAndLoad(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	d := deployment("d1", "llm", "alice", 2)
+	d.Autoscale = &domain.Autoscale{Min: 1, Max: 4, Target: 2.5, Cooldown: time.Minute}
+	f.must(f.s.CreateDeployment(f.ctx, d), "create d1")
+	f.must(f.s.CreateDeployment(f.ctx, deployment("d2", "other", "alice", 1)), "create d2")
+	got, err := f.s.GetDeployment(f.ctx, "d1")
+	f.must(err, "get d1")
+	if diff := cmp.Diff(d, got); diff != "" {
+		t.Errorf("autoscale round trip (-want +got):\n%s", diff)
+	}
+	d.Replicas, d.ScaledAt, d.Autoscale = 3, at(5), nil
+	f.must(f.s.UpdateDeployment(f.ctx, d, []domain.DeploymentStatus{domain.DeploymentPending}), "scale d1")
+	if got, _ := f.s.GetDeployment(f.ctx, "d1"); !cmp.Equal(d, got) {
+		t.Errorf("after autoscaling off (-want +got):\n%s", cmp.Diff(d, got))
+	}
+
+	f.must(f.s.ReportDeploymentLoad(f.ctx, "m1", map[domain.DeploymentID]float64{"d1": 1.5, "d2": 0.5, "ghost": 9}, at(10)), "m1 reports")
+	f.must(f.s.ReportDeploymentLoad(f.ctx, "m2", map[domain.DeploymentID]float64{"d1": 2}, at(10)), "m2 reports")
+	f.must(f.s.ReportDeploymentLoad(f.ctx, "m3", map[domain.DeploymentID]float64{"d1": 7}, at(2)), "m3 reports, long ago")
+	load, err := f.s.DeploymentLoad(f.ctx, at(8))
+	f.must(err, "load")
+	if diff := cmp.Diff(map[domain.DeploymentID]float64{"d1": 3.5, "d2": 0.5}, load); diff != "" {
+		t.Errorf("load since 8s: summed over fresh reports, unknown deployments left out (-want +got):\n%s", diff)
+	}
+	// A later report replaces the manager's earlier one.
+	f.must(f.s.ReportDeploymentLoad(f.ctx, "m1", map[domain.DeploymentID]float64{"d1": 0}, at(11)), "m1 reports again")
+	load, _ = f.s.DeploymentLoad(f.ctx, at(8))
+	if load["d1"] != 2 {
+		t.Errorf("d1 load %v after m1's new report, want 2", load["d1"])
+	}
+}
