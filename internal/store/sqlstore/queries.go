@@ -17,7 +17,7 @@ const (
 
 const (
 	upsertGroup = `INSERT INTO resource_groups (` + codec.GroupColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 ON CONFLICT (name) DO UPDATE SET
     state = excluded.state, sequencer = excluded.sequencer, selector = excluded.selector,
     head_of_line = excluded.head_of_line, max_retries = excluded.max_retries,
@@ -26,7 +26,8 @@ ON CONFLICT (name) DO UPDATE SET
     creating_timeout_ns = excluded.creating_timeout_ns, terminating_timeout_ns = excluded.terminating_timeout_ns,
     allowed_types = excluded.allowed_types, default_slots = excluded.default_slots, min_slots = excluded.min_slots,
     default_time_limit_ns = excluded.default_time_limit_ns, max_time_limit_ns = excluded.max_time_limit_ns,
-    idle_timeout_ns = excluded.idle_timeout_ns`
+    idle_timeout_ns = excluded.idle_timeout_ns, reserve = excluded.reserve,
+    reservation_depth = excluded.reservation_depth`
 	selectGroup       = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE name = $1`
 	selectGroups      = `SELECT ` + codec.GroupColumns + ` FROM resource_groups ORDER BY name`
 	selectGroupCursor = `SELECT rr_cursor FROM resource_groups WHERE name = $1`
