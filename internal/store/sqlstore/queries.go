@@ -166,6 +166,15 @@ GROUP BY s.owner_user, s.owner_project, s.owner_domain, s.resource_group = $1, e
 	selectUsageCounts = `SELECT owner_user, owner_project, owner_domain, COUNT(*) FROM sessions
 WHERE status IN ` + holdingSessionStatuses + `
 GROUP BY owner_user, owner_project, owner_domain`
+	// Reservations plan from when the group's kernels free their slots;
+	// only a group in head-of-line reserve reads them. The agent index
+	// narrows the scan to the group's agents.
+	selectGroupHoldings = `SELECT ` + codec.HoldingColumns + `
+FROM kernels k JOIN sessions s ON s.id = k.session_id
+WHERE k.agent_id IN (SELECT id FROM agents WHERE resource_group = $1)
+  AND k.status IN ` + holdingKernelStatuses + `
+  AND EXISTS (SELECT 1 FROM resource_groups g WHERE g.name = $1 AND g.reserve = 1)
+ORDER BY k.id`
 	selectPendingPolicies = `SELECT ` + codec.PolicyColumns + ` FROM policies
 WHERE (scope = 'user' AND name IN (SELECT owner_user FROM sessions WHERE resource_group = $1 AND status = 'PENDING'))
    OR (scope = 'project' AND name IN (SELECT owner_project FROM sessions WHERE resource_group = $1 AND status = 'PENDING'))

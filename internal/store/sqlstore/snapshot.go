@@ -12,7 +12,7 @@ import (
 )
 
 // LoadSnapshot reads one group's scheduling input from one snapshot of the
-// database: nine queries in one batch, so one round trip on PostgreSQL
+// database: ten queries in one batch, so one round trip on PostgreSQL
 // whatever the number of sessions.
 func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error) {
 	var snap framework.Snapshot
@@ -75,6 +75,11 @@ func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (
 			Stmt{SQL: selectPendingPolicies, Args: []any{group}, Row: func(sc codec.Scanner) error {
 				p, err := codec.ScanPolicy(s.reg, sc)
 				policies = append(policies, p)
+				return err
+			}},
+			Stmt{SQL: selectGroupHoldings, Args: []any{group}, Row: func(sc codec.Scanner) error {
+				h, err := codec.ScanHolding(s.reg, sc, now)
+				snap.Holdings = append(snap.Holdings, h)
 				return err
 			}},
 		)
