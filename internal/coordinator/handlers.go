@@ -145,6 +145,7 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 		due:  idleDue(snap.Pending, gs.timeout(group, domain.SessionPending), now),
 	}
 	c.metrics.round(group, len(applied.Applied), len(applied.Rejected), len(plan.Waiting), len(plan.Impossible))
+	c.metrics.reserve.reservations(group, plan, applied.Applied)
 	targets := make([]store.SessionWithKernels, len(snap.Pending))
 	submitted := make(map[domain.SessionID]time.Time, len(snap.Pending))
 	for i, p := range snap.Pending {
