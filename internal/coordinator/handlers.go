@@ -206,6 +206,11 @@ func (c *Coordinator) cancelImpossible(ctx context.Context, h domain.LifecycleHa
 func describe(bs []framework.Blocker, reg *domain.Registry) string {
 	var first, rest []string
 	for _, b := range bs {
+		// A reservation's backfill count changes nearly every round; kept
+		// in the history, it would add a row each time.
+		if b.Kind == framework.BlockReservation {
+			b.Requested = 0
+		}
 		if b.Impossible {
 			first = append(first, b.Message(reg))
 		} else {

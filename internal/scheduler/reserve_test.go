@@ -104,6 +104,10 @@ func TestReservePlanData(t *testing.T) {
 	if got, want := last.Message(reg), "reserved on a1, a2 from 00:03 UTC, Jan 1; 1 sessions backfilled around it this round"; got != want {
 		t.Errorf("g's reservation reads %q, want %q", got, want)
 	}
+	last.Requested = 0 // as the coordinator writes it to the history
+	if got, want := last.Message(reg), "reserved on a1, a2 from 00:03 UTC, Jan 1"; got != want {
+		t.Errorf("g's reservation without a count reads %q, want %q", got, want)
+	}
 	long := blockersOf(plan, "long")
 	if got := long[len(long)-1].Message(reg); !strings.Contains(got, "reserved for session g from 00:03") {
 		t.Errorf("long's last blocker reads %q, want it to name g's reservation", got)

@@ -200,7 +200,11 @@ func (b Blocker) Message(reg *domain.Registry) string {
 		if s, ok := strings.CutPrefix(b.Scope, "session:"); ok {
 			return fmt.Sprintf("may not take slots reserved for session %s from %s: its time limit runs past then", s, at)
 		}
-		return fmt.Sprintf("reserved on %s from %s; %d sessions backfilled around it this round", b.Scope, at, int64(b.Requested))
+		msg := fmt.Sprintf("reserved on %s from %s", b.Scope, at)
+		if b.Requested > 0 {
+			msg += fmt.Sprintf("; %d sessions backfilled around it this round", int64(b.Requested))
+		}
+		return msg
 	}
 	return string(b.Kind)
 }
