@@ -43,7 +43,7 @@ func TestReserveBoundHoldsOverRounds(t *testing.T) {
 			// Submitted in arrival order, as FIFO assumes: a session that
 			// arrives later is behind every one already waiting.
 			at := rapid.IntRange(0, 40).Draw(t, "arrive")
-			b := schedtest.MakeSession(fmt.Sprintf("s%02d", i), "").Created(at*60+i).
+			b := schedtest.MakeSession(fmt.Sprintf("s%02d", i), "").Created(at*60 + i).
 				Limit(60 * rapid.IntRange(1, 20).Draw(t, "limitMin"))
 			cpu := rapid.IntRange(1, 8).Draw(t, "cpu")
 			if rapid.IntRange(0, 4).Draw(t, "gang") == 0 {
