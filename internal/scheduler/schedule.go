@@ -131,6 +131,7 @@ func contention(blockers []framework.Blocker) bool {
 // into each reserved session's blocker how many sessions were placed past
 // it.
 func (r *round) finishReservations() {
+	r.backfill.Finish()
 	r.plan.Reservations = r.backfill.Reservations()
 	for i, at := range r.reservedAt {
 		bs := r.plan.Waiting[at].Blockers

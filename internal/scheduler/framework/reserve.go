@@ -27,6 +27,17 @@ type Backfill struct {
 	releases []release
 	sorted   bool
 	res      []reservation
+	// on says which reservations the holds in force stand for, holds what
+	// they took from which agent, and first the first reservation that
+	// took anything, which a blocker names.
+	on     []bool
+	want   []bool
+	holds  []hold
+	first  *reservation
+	misses map[*candidates]int
+	// firstBlocker names first; out is Place's blockers, reused.
+	firstBlocker Blocker
+	out          []Blocker
 }
 
 // release is what one kernel gives back to one agent at a time.
@@ -59,7 +70,7 @@ type agentNeed struct {
 // NewBackfill returns the round's reservation book, holding at most depth
 // reservations.
 func NewBackfill(st *State, depth int) *Backfill {
-	b := &Backfill{st: st, depth: depth}
+	b := &Backfill{st: st, depth: depth, misses: make(map[*candidates]int)}
 	now := st.Snap.Now
 	for _, h := range st.Snap.Holdings {
 		a, ok := st.byID[h.Agent]
@@ -102,7 +113,12 @@ func (b *Backfill) Track(s *Session, kernels []KernelPlacement) bool {
 			if !ok {
 				continue
 			}
-			b.releases = append(b.releases, release{at: at, agent: a, slots: padded(k.Slots, b.st.N), kernels: 1})
+			slots := k.Slots
+			if len(slots) != b.st.N {
+				slots = padded(slots, b.st.N)
+			}
+			// Placements' vectors are the round's and never written again.
+			b.releases = append(b.releases, release{at: at, agent: a, slots: slots, kernels: 1})
 		}
 		b.sorted = false
 	}
@@ -123,6 +139,9 @@ func (b *Backfill) Reserve(s *Session) (Reservation, bool) {
 	if s.eligible == nil || len(s.eligible.idx) == 0 || b.Full() {
 		return Reservation{}, false
 	}
+	// The shadow time is worked out on the agents as they are, and the
+	// holds change with the new reservation anyway.
+	b.lift()
 	if !b.sorted {
 		slices.SortStableFunc(b.releases, func(x, y release) int {
 			if c := x.at.Compare(y.at); c != 0 {
@@ -270,67 +289,97 @@ func (b *Backfill) fits(free []int64, kernels int64, a int32, req *Request) bool
 // Place places s as State.Place does, but keeps it off the slots of every
 // reservation it could delay: one whose start comes before the session's
 // time limit would end it (any, for a session without a limit). Those
-// slots are taken out of the round for the call and given back after, so
-// the selector picks among what the session may use. A session that fails
-// only for want of reserved slots gets a blocker naming the reservation.
+// slots are taken out of the round while such sessions are placed, so the
+// selector picks among what the session may use. The holds stay in place
+// from one session to the next while the set of reservations they stand
+// for is the same — most sessions run past every shadow time or none —
+// because every change re-ranks the held agents in the round's indexes.
+// A session that fails while slots are held gets a blocker naming the
+// first reservation holding any.
 func (b *Backfill) Place(s *Session, sel Selector) ([]KernelPlacement, []Blocker) {
-	st := b.st
 	limit := s.Pending.Session.TimeLimit
-	ends := st.Snap.Now.Add(limit)
-	type hold struct {
-		agent int32
-		req   Request
+	ends := b.st.Snap.Now.Add(limit)
+	b.want = b.want[:0]
+	for i := range b.res {
+		b.want = append(b.want, limit <= 0 || ends.After(b.res[i].plan.Start))
 	}
-	var holds []hold
-	var first *reservation
+	if !slices.Equal(b.want, b.on) {
+		b.lift()
+		b.apply(b.want)
+	}
+	kernels, blockers := b.st.Place(s, sel)
+	if blockers == nil || b.first == nil {
+		return kernels, blockers
+	}
+	// Like Place's own, the blockers are the caller's to copy before the
+	// next call.
+	b.out = append(append(b.out[:0], blockers...), b.firstBlocker)
+	return nil, b.out
+}
+
+// hold is what is taken out of one agent for the reservations held.
+type hold struct {
+	agent int32
+	req   Request
+}
+
+// apply takes out of the round, for the reservations in want, what a
+// session still running at their start must leave: on each agent the most
+// any of them holds there, never more than is free.
+func (b *Backfill) apply(want []bool) {
+	st := b.st
+	b.on = append(b.on[:0], want...)
+	b.holds = b.holds[:0]
+	b.first = nil
 	for ri := range b.res {
-		r := &b.res[ri]
-		if limit > 0 && !ends.After(r.plan.Start) {
-			continue // it ends by the shadow time
+		if !want[ri] {
+			continue
 		}
+		r := &b.res[ri]
 		for _, nd := range r.need {
 			var h *hold
-			for j := range holds {
-				if holds[j].agent == nd.agent {
-					h = &holds[j]
+			for j := range b.holds {
+				if b.holds[j].agent == nd.agent {
+					h = &b.holds[j]
 				}
 			}
 			if h == nil {
-				holds = append(holds, hold{agent: nd.agent, req: Request{Vec: make(domain.Vec, st.N)}})
-				h = &holds[len(holds)-1]
+				b.holds = append(b.holds, hold{agent: nd.agent, req: Request{Vec: make(domain.Vec, st.N)}})
+				h = &b.holds[len(b.holds)-1]
 			}
 			base := int(nd.agent) * st.N
 			for sl, q := range nd.hold {
 				q = min(q, int64(st.Free[base+sl]))
-				if q > 0 && first == nil {
-					first = r
+				if q > 0 && b.first == nil {
+					b.first = r
 				}
 				h.req.Vec[sl] = max(h.req.Vec[sl], domain.Quantity(q))
 			}
 			if mk := st.maxK[nd.agent]; mk > 0 {
 				k := min(nd.holdK, int64(mk-st.Kernels[nd.agent]))
-				if k > 0 && first == nil {
-					first = r
+				if k > 0 && b.first == nil {
+					b.first = r
 				}
 				h.req.Kernels = max(h.req.Kernels, int32(k))
 			}
 		}
 	}
-	if first == nil {
-		// Every reservation it could delay is covered by what comes back
-		// in time, whatever the session takes now.
-		return st.Place(s, sel)
+	if b.first == nil {
+		// Whatever such a session takes now comes back in time.
+		b.holds = b.holds[:0]
+		return
 	}
-	slices.SortFunc(holds, func(x, y hold) int { return int(x.agent) - int(y.agent) })
-	misses := make(map[*candidates]int, len(st.byArch))
+	slices.SortFunc(b.holds, func(x, y hold) int { return int(x.agent) - int(y.agent) })
+	b.firstBlocker = Blocker{Kind: BlockReservation, Scope: "session:" + string(b.first.plan.Session),
+		Detail: b.first.plan.Start.UTC().Format(time.RFC3339)}
+	clear(b.misses)
 	for _, c := range st.byArch {
 		if c.missGen == st.given {
-			misses[c] = len(c.misses)
+			b.misses[c] = len(c.misses)
 		}
 	}
-	cursor := st.Cursor
-	for i := range holds {
-		h := &holds[i]
+	for i := range b.holds {
+		h := &b.holds[i]
 		for sl, q := range h.req.Vec {
 			if q > 0 {
 				h.req.Amounts = append(h.req.Amounts, Amount{Slot: domain.SlotID(sl), Q: q})
@@ -338,29 +387,35 @@ func (b *Backfill) Place(s *Session, sel Selector) ([]KernelPlacement, []Blocker
 		}
 		st.Reserve(h.agent, &h.req)
 	}
-	kernels, blockers := st.Place(s, sel)
-	for i := range holds {
-		st.unreserve(holds[i].agent, &holds[i].req)
-	}
-	// Misses found with the holds in place need not hold without them.
-	for _, c := range st.byArch {
-		if c.missGen != st.given {
-			continue
-		}
-		if n, ok := misses[c]; ok {
-			c.misses = c.misses[:n]
-		} else {
-			c.misses = c.misses[:0]
-		}
-	}
-	if blockers == nil {
-		return kernels, nil
-	}
-	st.Cursor = cursor
-	out := append(slices.Clone(blockers), Blocker{Kind: BlockReservation,
-		Scope: "session:" + string(first.plan.Session), Detail: first.plan.Start.UTC().Format(time.RFC3339)})
-	return nil, out
 }
+
+// lift gives back what apply took. Placements made meanwhile came out of
+// what was left, so the agents keep them. Requests found to fit nowhere
+// while slots were held may fit now: those misses are dropped, and the
+// ones from before stay true.
+func (b *Backfill) lift() {
+	st := b.st
+	if len(b.holds) > 0 {
+		for i := range b.holds {
+			st.unreserve(b.holds[i].agent, &b.holds[i].req)
+		}
+		for _, c := range st.byArch {
+			if c.missGen != st.given {
+				continue
+			}
+			if n, ok := b.misses[c]; ok {
+				c.misses = c.misses[:n]
+			} else {
+				c.misses = c.misses[:0]
+			}
+		}
+	}
+	b.holds, b.on, b.first = b.holds[:0], b.on[:0], nil
+}
+
+// Finish gives back every hold, leaving the round's state as its
+// placements alone made it.
+func (b *Backfill) Finish() { b.lift() }
 
 // Scope is a reservation's agents as a blocker's scope.
 func (r Reservation) Scope() string {
