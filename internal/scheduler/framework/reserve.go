@@ -179,20 +179,38 @@ func (b *Backfill) Reserve(s *Session) (Reservation, bool) {
 	scratch := make([]int64, len(work))
 	scratchK := make([]int64, len(workK))
 	chosen := make([]int32, len(s.PerKernel))
-	fit := func() bool {
-		copy(scratch, work)
-		copy(scratchK, workK)
+	// touched are the positions in elig whose agents the last group of
+	// releases gave slots back to. A single-node session that fitted no
+	// agent before can only fit one of those now: the rest are unchanged.
+	var touched []int
+	fit := func(all bool) bool {
 		if !s.MultiNode {
-			for i, a := range elig {
-				if b.fits(scratch[i*n:(i+1)*n], scratchK[i], a, &s.Total) {
-					for k := range chosen {
-						chosen[k] = a
+			check := func(i int) bool {
+				if !b.fits(work[i*n:(i+1)*n], workK[i], elig[i], &s.Total) {
+					return false
+				}
+				for k := range chosen {
+					chosen[k] = elig[i]
+				}
+				return true
+			}
+			if all {
+				for i := range elig {
+					if check(i) {
+						return true
 					}
+				}
+				return false
+			}
+			for _, i := range touched {
+				if check(i) {
 					return true
 				}
 			}
 			return false
 		}
+		copy(scratch, work)
+		copy(scratchK, workK)
 		for k := range s.PerKernel {
 			req := &s.PerKernel[k]
 			chosen[k] = -1
@@ -213,24 +231,26 @@ func (b *Backfill) Reserve(s *Session) (Reservation, bool) {
 		return true
 	}
 	at := st.Snap.Now
-	found := fit()
+	found := fit(true)
 	for i := 0; !found && i < len(b.releases); {
 		at = b.releases[i].at
-		touched := false
+		touched = touched[:0]
 		for ; i < len(b.releases) && b.releases[i].at.Equal(at); i++ {
 			r := &b.releases[i]
 			j, ok := pos[r.agent]
 			if !ok {
 				continue
 			}
-			touched = true
+			touched = append(touched, j)
 			for sl := range n {
 				work[j*n+sl] += int64(r.slots[sl])
 			}
 			workK[j] -= int64(r.kernels)
 		}
-		if touched {
-			found = fit()
+		if len(touched) > 0 {
+			slices.Sort(touched)
+			touched = slices.Compact(touched)
+			found = fit(false)
 		}
 	}
 	if !found {
