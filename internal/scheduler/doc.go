@@ -1,6 +1,7 @@
 // Package scheduler runs one scheduling round for one resource group:
 // validate → sequence → select → reserve, over a framework.Snapshot, and
-// returns a framework.Plan. It owns the pipeline and the explicit plugin
+// returns a framework.Plan. It applies the group's head-of-line policy
+// (skip, block, or reserve with backfill through framework.Backfill). It owns the pipeline and the explicit plugin
 // Registry; the plugins live in validate, sequence and selector.
 //
 // It is pure — no I/O, clock, goroutines or randomness — so the same
