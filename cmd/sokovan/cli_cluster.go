@@ -171,9 +171,13 @@ func newRGCmd() *cobra.Command {
 		if len(g.AllowedTypes) > 0 {
 			types = strings.Join(g.AllowedTypes, ", ")
 		}
+		hol := g.HeadOfLine
+		if hol == "reserve" {
+			hol = fmt.Sprintf("%s (depth %d)", hol, g.ReservationDepth)
+		}
 		fmt.Fprintf(w, "Name:          %s\nState:         %s\nSequencer:     %s\nSelector:      %s\nHead of line:  %s\n"+
 			"Max retries:   %d\nSession types: %s\nDefault slots: %s\nMin slots:     %s\nTimeouts:\n", g.Name, g.State,
-			g.Sequencer, g.Selector, g.HeadOfLine, g.MaxRetries, types, slotList(g.DefaultSlots), slotList(g.MinSlots))
+			g.Sequencer, g.Selector, hol, g.MaxRetries, types, slotList(g.DefaultSlots), slotList(g.MinSlots))
 		for _, p := range timeoutList(g.Timeouts) {
 			fmt.Fprintf(w, "  %-12s %s\n", p[0]+":", p[1])
 		}
@@ -209,7 +213,7 @@ func newRGCmd() *cobra.Command {
 	}
 	var (
 		state, seq, sel, hol string
-		retries              int
+		retries, depth       int
 		timeouts, types      []string
 		defLimit, maxLimit   string
 		idle                 string
@@ -237,6 +241,9 @@ func newRGCmd() *cobra.Command {
 			}
 			if f.Changed("head-of-line") {
 				body.HeadOfLine = &hol
+			}
+			if f.Changed("reservation-depth") {
+				body.ReservationDepth = &depth
 			}
 			if f.Changed("max-retries") {
 				body.MaxRetries = &retries
@@ -272,7 +279,9 @@ func newRGCmd() *cobra.Command {
 	sf.StringVar(&state, "state", "", "ACTIVE, STOPPED or DRAINING")
 	sf.StringVar(&seq, "sequencer", "", "queue order: fifo, lifo or drf")
 	sf.StringVar(&sel, "selector", "", "agent choice: concentrated, dispersed or round-robin")
-	sf.StringVar(&hol, "head-of-line", "", "skip (later sessions may pass one that does not fit) or block")
+	sf.StringVar(&hol, "head-of-line", "", "reserve (the first sessions that do not fit reserve slots; later ones "+
+		"backfill only where they cannot delay them), skip (later sessions may pass one that does not fit) or block")
+	sf.IntVar(&depth, "reservation-depth", 0, "how many waiting sessions hold reservations at once under reserve (0 to 100)")
 	sf.IntVar(&retries, "max-retries", 0, "failed attempts per phase before giving up")
 	sf.StringSliceVar(&types, "allowed-types", nil, "session types the group runs (comma-separated; empty: all)")
 	sf.StringVar(&defLimit, "default-time-limit", "", "time limit of sessions that ask for none, such as 4h (0s: none)")
@@ -282,7 +291,7 @@ func newRGCmd() *cobra.Command {
 	_ = set.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]string{"ACTIVE", "STOPPED", "DRAINING"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("sequencer", cobra.FixedCompletions([]string{"fifo", "lifo", "drf"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("selector", cobra.FixedCompletions([]string{"concentrated", "dispersed", "round-robin"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = set.RegisterFlagCompletionFunc("head-of-line", cobra.FixedCompletions([]string{"skip", "block"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = set.RegisterFlagCompletionFunc("head-of-line", cobra.FixedCompletions([]string{"reserve", "skip", "block"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.AddCommand(ls, show, set)
 	return cmd
 }

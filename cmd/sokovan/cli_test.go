@@ -191,6 +191,9 @@ func TestCLIListShowAndRemove(t *testing.T) {
 		!strings.Contains(out, "Default slots: cpu=") {
 		t.Errorf("rg show:\n%s", out)
 	}
+	if out := c.ok(m.AdminToken, "rg", "set", "default", "--head-of-line", "reserve", "--reservation-depth", "3"); !strings.Contains(out, "Head of line:  reserve (depth 3)") {
+		t.Errorf("rg set --head-of-line reserve:\n%s", out)
+	}
 }
 
 // TestCLIAgents: agent ls shows each agent's runtime and kernel cap, and
@@ -343,6 +346,8 @@ func TestCLIErrors(t *testing.T) {
 		{"bad timeout", m.AdminToken, []string{"rg", "set", "default", "--timeout", "pending=soon"}, "(field: timeouts.pending)"},
 		{"zero time limit", alice, []string{"session", "create", "--image", "sleep", "--time-limit", "0s"}, "(field: time_limit)"},
 		{"bad max time limit", m.AdminToken, []string{"rg", "set", "default", "--max-time-limit", "soon"}, "(field: max_time_limit)"},
+		{"unknown head of line", m.AdminToken, []string{"rg", "set", "default", "--head-of-line", "later"}, "(field: head_of_line)"},
+		{"negative reservation depth", m.AdminToken, []string{"rg", "set", "default", "--reservation-depth", "-1"}, "(field: reservation_depth)"},
 	} {
 		r := c.run(tc.token, tc.args...)
 		if r.code == 0 || !strings.Contains(r.stderr, tc.want) {

@@ -167,7 +167,7 @@ func groupIn(reg *domain.Registry, g v1.Group) (domain.ResourceGroup, error) {
 		return domain.ResourceGroup{}, err
 	}
 	out := domain.ResourceGroup{Name: g.Name, State: state, Sequencer: g.Sequencer, Selector: g.Selector, HeadOfLine: hol,
-		MaxRetries: g.MaxRetries, DefaultSlots: def, MinSlots: minimum,
+		ReservationDepth: g.ReservationDepth, MaxRetries: g.MaxRetries, DefaultSlots: def, MinSlots: minimum,
 		Timeouts: domain.Timeouts{Pending: dur(g.Timeouts.Pending), Scheduled: dur(g.Timeouts.Scheduled),
 			Preparing: dur(g.Timeouts.Preparing), Prepared: dur(g.Timeouts.Prepared), Creating: dur(g.Timeouts.Creating),
 			Terminating: dur(g.Timeouts.Terminating)},

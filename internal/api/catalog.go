@@ -138,6 +138,11 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
 
 // putGroup merges the request onto the group as it is (or the defaults
 // for a new one), validates the result whole, and stores it.
+// maxReservationDepth bounds reservation_depth: each reservation costs a
+// round a sweep over the group's running kernels, as SLURM's
+// bf_max_job_test bounds its backfill's work.
+const maxReservationDepth = 100
+
 func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	name := r.PathValue("name")
@@ -153,7 +158,8 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case created:
 		g = domain.ResourceGroup{Name: name, State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
-			HeadOfLine: domain.HOLSkip, MaxRetries: domain.DefaultMaxRetries, Timeouts: domain.DefaultTimeouts()}
+			HeadOfLine: domain.DefaultHeadOfLine, ReservationDepth: domain.DefaultReservationDepth,
+			MaxRetries: domain.DefaultMaxRetries, Timeouts: domain.DefaultTimeouts()}
 	case err != nil:
 		return err
 	}
@@ -197,6 +203,12 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 			return invalid("head_of_line", "%v", err)
 		}
 		g.HeadOfLine = hol
+	}
+	if req.ReservationDepth != nil {
+		if n := *req.ReservationDepth; n < 0 || n > maxReservationDepth {
+			return invalid("reservation_depth", "must be 0 to %d, not %d", maxReservationDepth, n)
+		}
+		g.ReservationDepth = *req.ReservationDepth
 	}
 	if req.MaxRetries != nil {
 		if n := *req.MaxRetries; n < 0 || n > 1000 {

@@ -19,8 +19,13 @@ func TestResourceGroups(t *testing.T) {
 		code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/gpu", map[string]any{"sequencer": "drf",
 			"timeouts": map[string]string{"pending": "90s"}}, &g)
 		if code != http.StatusCreated || g.Name != "gpu" || g.State != "ACTIVE" || g.Sequencer != "drf" ||
-			g.Selector != "concentrated" || g.MaxRetries != 3 || g.Timeouts.Pending != "90s" || g.Timeouts.Creating != "600s" {
+			g.Selector != "concentrated" || g.MaxRetries != 3 || g.Timeouts.Pending != "90s" || g.Timeouts.Creating != "600s" ||
+			g.HeadOfLine != "reserve" || g.ReservationDepth != 4 {
 			t.Fatalf("create group: %d %+v", code, g)
+		}
+		code = m.Do(m.AdminToken, "PUT", "/v1/resource-groups/gpu", map[string]any{"reservation_depth": 9}, &g)
+		if code != http.StatusOK || g.HeadOfLine != "reserve" || g.ReservationDepth != 9 {
+			t.Fatalf("set reservation depth: %d %+v", code, g)
 		}
 		// Fields left out keep their values.
 		code = m.Do(m.AdminToken, "PUT", "/v1/resource-groups/gpu", map[string]any{"state": "DRAINING", "selector": "round-robin",
@@ -51,6 +56,8 @@ func TestResourceGroups(t *testing.T) {
 			{"unknown selector", "/v1/resource-groups/gpu", map[string]any{"selector": "best"}, "selector"},
 			{"unknown state", "/v1/resource-groups/gpu", map[string]any{"state": "PAUSED"}, "state"},
 			{"bad head of line", "/v1/resource-groups/gpu", map[string]any{"head_of_line": "maybe"}, "head_of_line"},
+			{"negative reservation depth", "/v1/resource-groups/gpu", map[string]any{"reservation_depth": -1}, "reservation_depth"},
+			{"reservation depth too deep", "/v1/resource-groups/gpu", map[string]any{"reservation_depth": 101}, "reservation_depth"},
 			{"negative retries", "/v1/resource-groups/gpu", map[string]any{"max_retries": -1}, "max_retries"},
 			{"bad duration", "/v1/resource-groups/gpu", map[string]any{"timeouts": map[string]string{"pending": "soon"}}, "timeouts.pending"},
 			{"negative duration", "/v1/resource-groups/gpu", map[string]any{"timeouts": map[string]string{"creating": "-1s"}}, "timeouts.creating"},

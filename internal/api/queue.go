@@ -85,9 +85,15 @@ func (s *Server) computeDryRun(ctx context.Context, group string) (dryRunResult,
 func (s *Server) visibleBlocker(u store.User, owners map[domain.SessionID]string, b framework.Blocker) (v1.Blocker, bool) {
 	bo := s.blockerOut(b)
 	head, isSession := strings.CutPrefix(b.Scope, "session:")
-	hidden := b.Kind == framework.BlockQueuePosition && isSession && !isAdmin(u) && owners[domain.SessionID(head)] != u.Name
+	other := isSession && !isAdmin(u) && owners[domain.SessionID(head)] != u.Name
+	hidden := b.Kind == framework.BlockQueuePosition && other
 	if hidden {
 		bo.Scope = "another session"
+	}
+	if b.Kind == framework.BlockReservation && other {
+		// Whose reservation it is stays private; when it starts does not.
+		bo.Scope = "another session"
+		bo.Message = strings.Replace(bo.Message, "session "+head, "another session", 1)
 	}
 	return bo, hidden
 }

@@ -140,7 +140,7 @@ func groupOut(reg *domain.Registry, g domain.ResourceGroup) v1.Group {
 	}
 	t := g.Timeouts
 	return v1.Group{Name: g.Name, State: g.State.String(), Sequencer: seq, Selector: sel, HeadOfLine: string(hol),
-		MaxRetries: g.MaxRetries, AllowedTypes: strs(g.AllowedTypes),
+		ReservationDepth: g.ReservationDepth, MaxRetries: g.MaxRetries, AllowedTypes: strs(g.AllowedTypes),
 		Timeouts: v1.Timeouts{Pending: formatDuration(t.Pending), Scheduled: formatDuration(t.Scheduled),
 			Preparing: formatDuration(t.Preparing), Prepared: formatDuration(t.Prepared),
 			Creating: formatDuration(t.Creating), Terminating: formatDuration(t.Terminating)},

@@ -155,6 +155,7 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 	}
 	c.metrics.gang.gangs(&snap, applied.Applied)
 	c.metrics.round(group, len(applied.Applied), len(applied.Rejected), len(plan.Waiting), len(plan.Impossible))
+	c.metrics.reserve.reservations(group, plan, applied.Applied)
 	targets := make([]store.SessionWithKernels, len(snap.Pending))
 	submitted := make(map[domain.SessionID]time.Time, len(snap.Pending))
 	for i, p := range snap.Pending {
@@ -215,6 +216,11 @@ func (c *Coordinator) cancelImpossible(ctx context.Context, h domain.LifecycleHa
 func describe(bs []framework.Blocker, reg *domain.Registry) string {
 	var first, rest []string
 	for _, b := range bs {
+		// A reservation's backfill count changes nearly every round; kept
+		// in the history, it would add a row each time.
+		if b.Kind == framework.BlockReservation {
+			b.Requested = 0
+		}
 		if b.Impossible {
 			first = append(first, b.Message(reg))
 		} else {

@@ -21,6 +21,7 @@ type Metrics struct {
 	decided  *prometheus.CounterVec
 	wait     *prometheus.HistogramVec
 	gang     *gangMetrics // seed 004's names (metrics_gang.go)
+	reserve  *reserveMetrics
 }
 
 // Scheduling decisions, the result label of
@@ -56,6 +57,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sokovan_queue_wait_seconds",
 			Help:    "Time from submit to placement (PENDING to SCHEDULED) per resource group.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 18)}, []string{"resource_group"}),
+		reserve: newReserveMetrics(reg),
 	}
 	// Every live status is exported from the start, at 0 until the first
 	// sweep counts it, so a dashboard never finds the series absent.

@@ -32,15 +32,28 @@ const (
 	// HOLBlock stops the round at the first session that does not fit, so
 	// nothing behind it takes the resources it waits for.
 	HOLBlock HeadOfLine = "block"
+	// HOLReserve reserves slots for the first sessions that do not fit, from
+	// the earliest time running sessions' time limits free them (the
+	// shadow time), and lets later sessions pass only where they cannot
+	// delay that start (backfill). The default for new groups.
+	HOLReserve HeadOfLine = "reserve"
 )
+
+// DefaultHeadOfLine is what a new resource group gets.
+const DefaultHeadOfLine = HOLReserve
+
+// DefaultReservationDepth is how many sessions of a group hold reservations
+// at once unless the group says otherwise, after SLURM's bf_max_job_test:
+// each one costs the round a sweep over running sessions' ends.
+const DefaultReservationDepth = 4
 
 // ParseHeadOfLine checks a head-of-line policy name.
 func ParseHeadOfLine(s string) (HeadOfLine, error) {
 	switch HeadOfLine(s) {
-	case HOLSkip, HOLBlock:
+	case HOLSkip, HOLBlock, HOLReserve:
 		return HeadOfLine(s), nil
 	}
-	return "", fmt.Errorf("unknown head-of-line policy %q (want skip or block)", s)
+	return "", fmt.Errorf("unknown head-of-line policy %q (want skip, block or reserve)", s)
 }
 
 // Timeouts bound how long a session may stay in each status. Zero means no
@@ -96,8 +109,11 @@ type ResourceGroup struct {
 	Sequencer  string // fifo, lifo, drf
 	Selector   string // concentrated, dispersed, round-robin
 	HeadOfLine HeadOfLine
-	MaxRetries int
-	Timeouts   Timeouts
+	// ReservationDepth is how many waiting sessions hold reservations at
+	// once under HOLReserve (0: none, which makes reserve behave as skip).
+	ReservationDepth int
+	MaxRetries       int
+	Timeouts         Timeouts
 	// AllowedTypes lists the session types the group runs; empty means all.
 	AllowedTypes []SessionType
 	// DefaultSlots is what a kernel gets for each slot its request does not

@@ -291,8 +291,8 @@ func ensureDefaultGroup(ctx context.Context, st store.Store) error {
 		return fmt.Errorf("manager: read resource group: %w", err)
 	}
 	err = st.PutResourceGroup(ctx, domain.ResourceGroup{Name: "default", State: domain.GroupActive,
-		Sequencer: scheduler.DefaultSequencer, Selector: scheduler.DefaultSelector, HeadOfLine: domain.HOLSkip,
-		MaxRetries: domain.DefaultMaxRetries, Timeouts: domain.DefaultTimeouts()})
+		Sequencer: scheduler.DefaultSequencer, Selector: scheduler.DefaultSelector,
+		HeadOfLine: domain.DefaultHeadOfLine, ReservationDepth: domain.DefaultReservationDepth, MaxRetries: domain.DefaultMaxRetries, Timeouts: domain.DefaultTimeouts()})
 	if err != nil {
 		return fmt.Errorf("manager: create the default resource group: %w", err)
 	}

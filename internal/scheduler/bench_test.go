@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
@@ -127,6 +128,51 @@ func BenchmarkScheduleSelectors(b *testing.B) {
 					}
 				}
 				b.ReportMetric(50_000*float64(b.N)/b.Elapsed().Seconds(), "sessions/s")
+			})
+		}
+	}
+}
+
+// BenchmarkScheduleHeadOfLine runs the same busy round under skip and
+// under reserve, side by side: every agent's occupancy is one holding
+// ending within a day (a tenth never), every session has a time limit, so
+// reserve makes its reservations and keeps later sessions off them.
+func BenchmarkScheduleHeadOfLine(b *testing.B) {
+	for _, size := range []struct {
+		name             string
+		agents, sessions int
+	}{
+		{"1k_agents_10k_sessions", 1_000, 10_000},
+		{"5k_agents_50k_sessions", 5_000, 50_000},
+	} {
+		for _, hol := range []domain.HeadOfLine{domain.HOLSkip, domain.HOLReserve} {
+			b.Run(size.name+"/"+string(hol), func(b *testing.B) {
+				snap := benchSnapshot(size.agents, size.sessions, "fifo")
+				rng := rand.New(rand.NewPCG(7, uint64(size.agents)))
+				for _, a := range snap.Agents {
+					h := framework.Holding{Agent: a.ID, Session: domain.SessionID("r-" + string(a.ID)), Slots: a.Occupied}
+					if rng.IntN(10) > 0 {
+						h.Ends = snap.Now.Add(time.Duration(1+rng.IntN(86400)) * time.Second)
+					}
+					snap.Holdings = append(snap.Holdings, h)
+				}
+				for i := range snap.Pending {
+					snap.Pending[i].Session.TimeLimit = time.Duration(60+rng.IntN(86400)) * time.Second
+				}
+				snap.Group.HeadOfLine, snap.Group.ReservationDepth = hol, domain.DefaultReservationDepth
+				s := scheduler.New(scheduler.NewRegistry())
+				var placed, reserved int
+				b.ReportAllocs()
+				for b.Loop() {
+					plan, err := s.Schedule(snap)
+					if err != nil {
+						b.Fatal(err)
+					}
+					placed, reserved = len(plan.Placements), len(plan.Reservations)
+				}
+				b.ReportMetric(float64(size.sessions)*float64(b.N)/b.Elapsed().Seconds(), "sessions/s")
+				b.ReportMetric(float64(placed), "placed")
+				b.ReportMetric(float64(reserved), "reserved")
 			})
 		}
 	}

@@ -95,7 +95,7 @@ func (r *round) tryGang(g *gang, s *framework.Session) bool {
 			failed[i] = append([]framework.Blocker(nil), r.buf...)
 			continue
 		}
-		kernels, blockers := r.st.Place(m, r.sel)
+		kernels, blockers := r.place(m)
 		if blockers != nil {
 			failed[i] = append([]framework.Blocker(nil), blockers...)
 			continue
@@ -108,6 +108,11 @@ func (r *round) tryGang(g *gang, s *framework.Session) bool {
 		for _, h := range got {
 			g.placed[h.s.Index] = true
 			r.plan.Placements = append(r.plan.Placements, framework.Placement{Session: h.s.Pending.Session.ID, Kernels: h.kernels})
+			// Once the gang stands, its members count as the round's other
+			// placements do toward the reservations' replay.
+			if r.backfill != nil && r.backfill.Track(h.s, h.kernels) {
+				r.plan.Backfilled = append(r.plan.Backfilled, h.s.Pending.Session.ID)
+			}
 		}
 		for _, i := range g.members {
 			if b, ok := failed[i]; ok {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
@@ -37,6 +38,9 @@ func (s *Scheduler) Schedule(snap *framework.Snapshot) (framework.Plan, error) {
 	plan := framework.Plan{Group: snap.Group.Name, Cursor: snap.Cursor}
 	r := round{st: st, plan: &plan, validators: s.reg.validators, sel: sel,
 		block: snap.Group.HeadOfLine == domain.HOLBlock, gangs: gangs(st)}
+	if snap.Group.HeadOfLine == domain.HOLReserve && snap.Group.ReservationDepth > 0 {
+		r.backfill = framework.NewBackfill(st, snap.Group.ReservationDepth)
+	}
 	for _, band := range bands(st) {
 		q := seq.Queue(st, band)
 		for i, ok := q.Next(); ok; i, ok = q.Next() {
@@ -47,6 +51,9 @@ func (s *Scheduler) Schedule(snap *framework.Snapshot) (framework.Plan, error) {
 		}
 	}
 	plan.Cursor = st.Cursor
+	if r.backfill != nil {
+		r.finishReservations()
+	}
 	return plan, nil
 }
 
@@ -58,7 +65,12 @@ type round struct {
 	block      bool
 	// blockedBy is the session that stopped the round under HOL block.
 	blockedBy domain.SessionID
-	buf       []framework.Blocker
+	// backfill holds the reservations under HOL reserve; nil otherwise.
+	backfill *framework.Backfill
+	// reservedAt locates each reservation's blocker in plan.Waiting, to
+	// fill in its backfill count once the round is over.
+	reservedAt []int
+	buf        []framework.Blocker
 	// kept holds the plan's blockers, carved from large blocks: most
 	// sessions of a full group wait, each with a blocker or two.
 	kept []framework.Blocker
@@ -83,20 +95,57 @@ func (r *round) try(s *framework.Session) bool {
 		r.record(s, []framework.Blocker{{Kind: framework.BlockQueuePosition, Scope: "session:" + string(r.blockedBy)}})
 		return false
 	}
-	kernels, blockers := r.st.Place(s, r.sel)
+	kernels, blockers := r.place(s)
 	if blockers != nil {
+		if r.backfill != nil && contention(blockers) && !r.backfill.Full() {
+			if res, ok := r.backfill.Reserve(s); ok {
+				blockers = append(slices.Clone(blockers), framework.Blocker{Kind: framework.BlockReservation,
+					Scope: res.Scope(), Detail: res.Start.UTC().Format(time.RFC3339)})
+				r.reservedAt = append(r.reservedAt, len(r.plan.Waiting))
+			}
+		}
 		r.record(s, blockers)
-		// Only contention blocks the line: a session that cannot use any
-		// agent at all (architecture, no agents) takes nothing from the
-		// sessions behind it.
-		if r.block && (blockers[0].Kind == framework.BlockCapacity || blockers[0].Kind == framework.BlockGang) {
+		if r.block && contention(blockers) {
 			r.blockedBy = s.Pending.Session.ID
 		}
 		return false
 	}
 	r.st.Commit(s)
 	r.plan.Placements = append(r.plan.Placements, framework.Placement{Session: s.Pending.Session.ID, Kernels: kernels})
+	if r.backfill != nil && r.backfill.Track(s, kernels) {
+		r.plan.Backfilled = append(r.plan.Backfilled, s.Pending.Session.ID)
+	}
 	return true
+}
+
+// place puts s on agents; under head-of-line reserve, off the slots the
+// round's reservations hold against it. Job members go this way too, so a
+// gang cannot delay a reservation.
+func (r *round) place(s *framework.Session) ([]framework.KernelPlacement, []framework.Blocker) {
+	if r.backfill != nil {
+		return r.backfill.Place(s, r.sel)
+	}
+	return r.st.Place(s, r.sel)
+}
+
+// contention reports whether a session failed for slots others hold, the
+// failures that block the line or earn a reservation: a session that
+// cannot use any agent at all (architecture, no agents) takes nothing from
+// the sessions behind it.
+func contention(blockers []framework.Blocker) bool {
+	return blockers[0].Kind == framework.BlockCapacity || blockers[0].Kind == framework.BlockGang
+}
+
+// finishReservations puts the round's reservations in the plan and writes
+// into each reserved session's blocker how many sessions were placed past
+// it.
+func (r *round) finishReservations() {
+	r.backfill.Finish()
+	r.plan.Reservations = r.backfill.Reservations()
+	for i, at := range r.reservedAt {
+		bs := r.plan.Waiting[at].Blockers
+		bs[len(bs)-1].Requested = domain.Quantity(r.plan.Reservations[i].Backfilled)
+	}
 }
 
 func (r *round) record(s *framework.Session, blockers []framework.Blocker) {

@@ -175,7 +175,8 @@ type setup struct {
 // baseGroup is a new group as `sokovan rg set` makes it.
 func baseGroup() domain.ResourceGroup {
 	return domain.ResourceGroup{Name: GroupName, State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
-		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
+		HeadOfLine: domain.DefaultHeadOfLine, ReservationDepth: domain.DefaultReservationDepth, MaxRetries: 3,
+		Timeouts: domain.DefaultTimeouts()}
 }
 
 // newSetup applies settings over the defaults. Policy settings
@@ -241,6 +242,12 @@ func setGroup(g *domain.ResourceGroup, key, v string, reg *domain.Registry) erro
 			return err
 		}
 		g.HeadOfLine = h
+	case key == "reservation_depth":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 100 {
+			return fmt.Errorf("%q is not a whole number from 0 to 100", v)
+		}
+		g.ReservationDepth = n
 	case key == "max_retries":
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {

@@ -40,13 +40,24 @@ type GenSpec struct {
 	Deps float64
 	// InteractiveLimit is the time limit of interactive sessions (0: none).
 	InteractiveLimit float64
+	// LimitMin and LimitMax, when LimitMax is above zero, give every batch
+	// and interactive session a time limit of its run time times a factor
+	// drawn uniformly between them, as users who overestimate their jobs
+	// by 1.2 to 3 times do; it replaces InteractiveLimit.
+	LimitMin, LimitMax float64
+	// Interactive and Inference are the shares of those session types;
+	// the rest are batch.
+	Interactive, Inference float64
+	// Mix, when set, replaces the size mix: a workload built to show one
+	// effect, such as a few big gangs among many one-GPU sessions.
+	Mix []sizeClass
 }
 
 // DefaultGenSpec is what --generate starts from.
 func DefaultGenSpec() GenSpec {
 	return GenSpec{Sessions: 1000, Users: 50, Projects: 10, Seed: 1, Load: 0.8, Diurnal: 0.5,
 		Median: 900, Sigma: 1.8, MinRun: 30, MaxRun: 7 * 24 * 3600, Failures: 0.1, Deps: 0.02,
-		InteractiveLimit: 8 * 3600}
+		InteractiveLimit: 8 * 3600, Interactive: 0.2, Inference: 0.1}
 }
 
 // ParseGenSpec reads "sessions=100000,users=50,seed=1,…" over the defaults.
@@ -55,13 +66,20 @@ func ParseGenSpec(s string) (GenSpec, error) {
 	ints := map[string]*int{"sessions": &g.Sessions, "users": &g.Users, "projects": &g.Projects}
 	floats := map[string]*float64{"load": &g.Load, "rate": &g.Rate, "diurnal": &g.Diurnal, "median": &g.Median,
 		"sigma": &g.Sigma, "min_run": &g.MinRun, "max_run": &g.MaxRun, "failures": &g.Failures, "deps": &g.Deps,
-		"interactive_limit": &g.InteractiveLimit}
+		"interactive_limit": &g.InteractiveLimit, "limit_min": &g.LimitMin, "limit_max": &g.LimitMax,
+		"interactive": &g.Interactive, "inference": &g.Inference}
 	for _, kv := range splitList(s) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
 			return g, fmt.Errorf("generate: %q is not key=value", kv)
 		}
 		switch {
+		case k == "mix":
+			mix, err := parseMix(v)
+			if err != nil {
+				return g, err
+			}
+			g.Mix = mix
 		case k == "seed":
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
@@ -82,18 +100,23 @@ func ParseGenSpec(s string) (GenSpec, error) {
 			*floats[k] = f
 		default:
 			return g, fmt.Errorf("generate: unknown key %q (known: sessions, users, projects, seed, load, rate, diurnal, "+
-				"median, sigma, min_run, max_run, failures, deps, interactive_limit)", k)
+				"median, sigma, min_run, max_run, failures, deps, interactive_limit, limit_min, limit_max, interactive, inference, mix)", k)
 		}
 	}
 	switch {
 	case g.Diurnal > 1:
 		return g, fmt.Errorf("generate: diurnal must be 0 to 1, not %v", g.Diurnal)
+	case g.Interactive+g.Inference > 1:
+		return g, fmt.Errorf("generate: interactive and inference are shares of sessions and add up to more than 1")
 	case g.Failures > 1 || g.Deps > 1:
 		return g, fmt.Errorf("generate: failures and deps are shares, 0 to 1")
 	case g.MaxRun < g.MinRun:
 		return g, fmt.Errorf("generate: max_run %v is below min_run %v", g.MaxRun, g.MinRun)
 	case g.Load == 0 && g.Rate == 0:
 		return g, fmt.Errorf("generate: load or rate must be above zero")
+	case g.LimitMax > 0 && (g.LimitMin < 1 || g.LimitMin > g.LimitMax):
+		return g, fmt.Errorf("generate: limit_min must be 1 to limit_max (%v), not %v: a session must not be stopped before its run ends",
+			g.LimitMax, g.LimitMin)
 	}
 	return g, nil
 }
@@ -126,6 +149,10 @@ var sizeMix = []sizeClass{
 // the same workload.
 func Generate(g GenSpec, cl Cluster, reg *domain.Registry) (Workload, error) {
 	rng := rand.New(rand.NewPCG(g.Seed, 0x67656e6572617465))
+	mix := sizeMix
+	if g.Mix != nil {
+		mix = g.Mix
+	}
 	gpuSlot := cl.gpuSlot(reg)
 	perAgent := cl.maxPerAgent(reg, gpuSlot)
 	rate := g.Rate / 3600
@@ -133,7 +160,7 @@ func Generate(g GenSpec, cl Cluster, reg *domain.Registry) (Workload, error) {
 		// Mean GPU-seconds per session: the lognormal's mean is
 		// median·exp(σ²/2) (before clamping, which the load ignores).
 		mean := 0.0
-		for _, c := range sizeMix {
+		for _, c := range mix {
 			gpus := c.gpus
 			if gpus == 0 {
 				gpus = 0.1 // a CPU session weighs something, not nothing
@@ -166,16 +193,16 @@ func Generate(g GenSpec, cl Cluster, reg *domain.Registry) (Workload, error) {
 			continue
 		}
 		user := pick(rng, weights, totalW)
-		class := sizeMix[pickClass(rng)]
+		class := mix[pickClass(rng, mix)]
 		s := Session{ID: fmt.Sprintf("s%06d", len(out)+1), Submit: math.Round(t*1000) / 1000,
 			User: fmt.Sprintf("u%03d", user+1), Project: fmt.Sprintf("p%02d", user%g.Projects+1), Type: "batch"}
 		switch x := rng.Float64(); {
-		case x < 0.2:
+		case x < g.Interactive:
 			s.Type = "interactive"
 			if g.InteractiveLimit > 0 {
 				s.TimeLimit = g.InteractiveLimit
 			}
-		case x < 0.3:
+		case x < g.Interactive+g.Inference:
 			s.Type = "inference"
 		}
 		run := g.Median * class.length * math.Exp(g.Sigma*rng.NormFloat64())
@@ -184,6 +211,12 @@ func Generate(g GenSpec, cl Cluster, reg *domain.Registry) (Workload, error) {
 			s.ExitCode = 1
 		}
 		s.Resources, s.ClusterSize = shape(class.gpus, perAgent, reg.Type(gpuSlot).Name)
+		// Drawn only when asked for, so workloads without limits stay as
+		// they were for every seed.
+		if g.LimitMax > 0 && s.Type != "inference" {
+			f := g.LimitMin + (g.LimitMax-g.LimitMin)*rng.Float64()
+			s.TimeLimit = math.Ceil(s.Duration * f)
+		}
 		if s.Type == "batch" {
 			if prev := lastBatch[user]; prev != "" && rng.Float64() < g.Deps {
 				s.DependsOn = []string{prev}
@@ -225,15 +258,51 @@ func pick(rng *rand.Rand, w []float64, total float64) int {
 	return len(w) - 1
 }
 
-func pickClass(rng *rand.Rand) int {
+func pickClass(rng *rand.Rand, mix []sizeClass) int {
 	x := rng.Float64()
-	for i, c := range sizeMix {
+	for i, c := range mix {
 		if x < c.share {
 			return i
 		}
 		x -= c.share
 	}
-	return len(sizeMix) - 1
+	return len(mix) - 1
+}
+
+// parseMix reads "GPUS:SHARE[:LENGTH]|…" ('|' separates, as ',' separates
+// the generator's keys): the shares are normalised to add up to 1, and
+// LENGTH, the median run time relative to a one-GPU session, defaults
+// to 1.
+func parseMix(v string) ([]sizeClass, error) {
+	var out []sizeClass
+	total := 0.0
+	for _, part := range strings.Split(v, "|") {
+		fields := strings.Split(strings.TrimSpace(part), ":")
+		if len(fields) < 2 || len(fields) > 3 {
+			return nil, fmt.Errorf("generate: mix: %q is not GPUS:SHARE[:LENGTH]", part)
+		}
+		var nums [3]float64
+		nums[2] = 1
+		for i, f := range fields {
+			n, err := strconv.ParseFloat(f, 64)
+			if err != nil || !(n >= 0) || math.IsInf(n, 0) {
+				return nil, fmt.Errorf("generate: mix: %q in %q is not a non-negative number", f, part)
+			}
+			nums[i] = n
+		}
+		if nums[2] == 0 {
+			return nil, fmt.Errorf("generate: mix: %q has a zero length", part)
+		}
+		out = append(out, sizeClass{gpus: nums[0], share: nums[1], length: nums[2]})
+		total += nums[1]
+	}
+	if total <= 0 {
+		return nil, fmt.Errorf("generate: mix: the shares add up to zero")
+	}
+	for i := range out {
+		out[i].share /= total
+	}
+	return out, nil
 }
 
 func splitList(s string) []string {

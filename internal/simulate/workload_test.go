@@ -112,9 +112,60 @@ func TestGenerateIsSeeded(t *testing.T) {
 
 func TestParseGenSpecRefuses(t *testing.T) {
 	t.Parallel()
-	for _, spec := range []string{"sessions=0", "users=x", "bogus=1", "diurnal=2", "load=0", "seed=-1", "sessions"} {
+	for _, spec := range []string{"sessions=0", "users=x", "bogus=1", "diurnal=2", "load=0", "seed=-1", "sessions",
+		"limit_max=3,limit_min=0.5", "limit_max=2,limit_min=3", "interactive=0.6,inference=0.5", "mix=1", "mix=1:0",
+		"mix=x:1", "mix=1:1:0", "mix=1:1:2:3"} {
 		if _, err := simulate.ParseGenSpec(spec); err == nil {
 			t.Errorf("ParseGenSpec(%q) accepted it", spec)
 		}
+	}
+}
+
+// TestGenerateLimitsAndMix: limit_min/limit_max give every batch and
+// interactive session a limit of its run time times a factor in range;
+// mix replaces the size mix; interactive and inference set the type
+// shares. Without them a seed's workload is what it was.
+func TestGenerateLimitsAndMix(t *testing.T) {
+	t.Parallel()
+	reg := domain.DefaultRegistry()
+	cl := cluster(t, "agents=16,cpu=64,mem=256g,cuda.shares=8")
+	gen := func(spec string) simulate.Workload {
+		t.Helper()
+		g, err := simulate.ParseGenSpec(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := simulate.Generate(g, cl, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	w := gen("sessions=400,seed=2,mix=1:0.9|32:0.1:4,inference=0,limit_min=1.2,limit_max=3")
+	gangs := 0
+	for _, s := range w.Sessions {
+		if s.Type == "inference" {
+			t.Errorf("%s is inference with inference=0", s.ID)
+		}
+		if f := s.TimeLimit / s.Duration; f < 1.2 || f > 3+1/s.Duration {
+			t.Errorf("%s: limit %v for a run of %v: factor %.3f, want 1.2 to 3", s.ID, s.TimeLimit, s.Duration, f)
+		}
+		switch s.Resources["cuda.shares"] {
+		case "1":
+		case "8":
+			if s.ClusterSize != 4 {
+				t.Errorf("%s: a 32-GPU session over %d agents, want 4", s.ID, s.ClusterSize)
+			}
+			gangs++
+		default:
+			t.Errorf("%s asks %s GPUs, outside the mix", s.ID, s.Resources["cuda.shares"])
+		}
+	}
+	if gangs < 20 || gangs > 65 {
+		t.Errorf("%d of 400 are 32-GPU gangs, want about 40", gangs)
+	}
+	plain, keyed := gen("sessions=200,seed=5"), gen("sessions=200,seed=5,interactive=0.2,inference=0.1")
+	if diff := cmp.Diff(plain, keyed); diff != "" {
+		t.Errorf("the default type shares changed the workload (-plain +keyed):\n%s", diff)
 	}
 }

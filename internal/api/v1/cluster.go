@@ -59,9 +59,14 @@ type Group struct {
 	// (concentrated, dispersed, round-robin).
 	Sequencer string `json:"sequencer"`
 	Selector  string `json:"selector"`
-	// HeadOfLine is skip (later sessions may pass one that does not fit)
-	// or block.
+	// HeadOfLine is reserve (the first sessions that do not fit reserve
+	// slots from the earliest time they free; later ones pass only where
+	// they cannot delay that), skip (later sessions may pass one that does
+	// not fit) or block.
 	HeadOfLine string `json:"head_of_line"`
+	// ReservationDepth is how many waiting sessions hold reservations at
+	// once under reserve.
+	ReservationDepth int `json:"reservation_depth"`
 	// MaxRetries is how many failed attempts a phase gets before it gives
 	// up.
 	MaxRetries int `json:"max_retries"`
@@ -94,13 +99,15 @@ type Timeouts struct {
 // GroupRequest is the body of PUT /v1/resource-groups/{name}. A nil
 // field keeps the current value (or the default, for a new group).
 type GroupRequest struct {
-	State        *string          `json:"state,omitempty"`
-	Sequencer    *string          `json:"sequencer,omitempty"`
-	Selector     *string          `json:"selector,omitempty"`
-	HeadOfLine   *string          `json:"head_of_line,omitempty"`
-	MaxRetries   *int             `json:"max_retries,omitempty"`
-	AllowedTypes *[]string        `json:"allowed_types,omitempty"`
-	Timeouts     *TimeoutsRequest `json:"timeouts,omitempty"`
+	State      *string `json:"state,omitempty"`
+	Sequencer  *string `json:"sequencer,omitempty"`
+	Selector   *string `json:"selector,omitempty"`
+	HeadOfLine *string `json:"head_of_line,omitempty"`
+	// ReservationDepth is 0 to 100.
+	ReservationDepth *int             `json:"reservation_depth,omitempty"`
+	MaxRetries       *int             `json:"max_retries,omitempty"`
+	AllowedTypes     *[]string        `json:"allowed_types,omitempty"`
+	Timeouts         *TimeoutsRequest `json:"timeouts,omitempty"`
 	// DefaultSlots and MinSlots replace the group's own values whole; {}
 	// goes back to the built-in ones.
 	DefaultSlots *map[string]string `json:"default_slots,omitempty"`

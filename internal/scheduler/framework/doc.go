@@ -1,9 +1,12 @@
 // Package framework owns the scheduler's shared vocabulary: the per-group
 // Snapshot a round reads, the Plan it returns, typed Blockers that explain
 // why a session waits, the round State that plugins reserve into, the agent
-// index that answers ranked selectors without a scan, and the plugin
-// extension points (Validator, Sequencer, Selector, and Ranker, which a
-// Selector may implement to be answered from the index).
+// index that answers ranked selectors without a scan, the Backfill book of
+// a round's reservations under head-of-line reserve (shadow times from the
+// Snapshot's holdings, and the holds that keep later sessions off reserved
+// slots), and the plugin extension points (Validator, Sequencer, Selector,
+// and Ranker, which a Selector may implement to be answered from the
+// index).
 //
 // It is pure: no I/O, no clock reads, no goroutines, no map-order dependence.
 // It may import only internal/domain and the standard library; the plugin

@@ -2,6 +2,8 @@ package framework
 
 import (
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
@@ -27,6 +29,34 @@ type Plan struct {
 	Tried []domain.SessionID
 	// Cursor is the round-robin position to keep for the next round.
 	Cursor domain.AgentID
+	// Reservations are the waiting sessions that hold slots from their
+	// shadow time (head-of-line reserve), in the order they were made.
+	// They are recomputed every round and stored nowhere: the store
+	// applies only placements.
+	Reservations []Reservation
+	// Backfilled are the placements made while a reservation was held,
+	// each of which was checked not to delay it.
+	Backfilled []domain.SessionID
+}
+
+// Reservation is a waiting session's claim on slots from the earliest time
+// running sessions' expected ends free enough of them.
+type Reservation struct {
+	Session domain.SessionID
+	// Start is the shadow time: when the session can start if every
+	// running session ends by its time limit.
+	Start time.Time
+	// Agents are where it would start, in agent order.
+	Agents []ReservedSlots
+	// Backfilled is how many sessions the round placed after it.
+	Backfilled int
+}
+
+// ReservedSlots is what a reservation needs of one agent.
+type ReservedSlots struct {
+	Agent   domain.AgentID
+	Slots   domain.Vec
+	Kernels int32
 }
 
 // Placement binds every kernel of one session to an agent.
@@ -68,6 +98,11 @@ const (
 	BlockGang               BlockerKind = "gang"
 	BlockConcurrency        BlockerKind = "concurrency"
 	BlockSessionType        BlockerKind = "session_type"
+	// BlockReservation is on a session that holds a reservation (Scope the
+	// agents, Detail the shadow time in RFC 3339, Requested how many
+	// sessions the round placed past it) or on one held off the slots of
+	// another's reservation (Scope "session:<id>", Detail its start).
+	BlockReservation BlockerKind = "reservation"
 )
 
 // KernelsSlot is the pseudo slot name blockers use for an agent's kernel cap.
@@ -167,6 +202,19 @@ func (b Blocker) Message(reg *domain.Registry) string {
 		return fmt.Sprintf("%s is %s", b.Scope, b.Detail)
 	case BlockSessionType:
 		return fmt.Sprintf("%s does not run %s sessions", b.Scope, b.Detail)
+	case BlockReservation:
+		at := b.Detail
+		if t, err := time.Parse(time.RFC3339, b.Detail); err == nil {
+			at = t.UTC().Format("15:04 MST, Jan 2")
+		}
+		if s, ok := strings.CutPrefix(b.Scope, "session:"); ok {
+			return fmt.Sprintf("may not take slots reserved for session %s from %s: its time limit runs past then", s, at)
+		}
+		msg := fmt.Sprintf("reserved on %s from %s", b.Scope, at)
+		if b.Requested > 0 {
+			msg += fmt.Sprintf("; %d sessions backfilled around it this round", int64(b.Requested))
+		}
+		return msg
 	}
 	return string(b.Kind)
 }

@@ -30,6 +30,21 @@ type Snapshot struct {
 	// DeviceHeld is, per agent, the share of each device (by id) that its
 	// live kernels hold; placement assigns only what is left.
 	DeviceHeld map[domain.AgentID]map[string]domain.Quantity
+	// Holdings are the kernels holding slots on the group's agents with
+	// when each is expected to free them, which reservations plan from.
+	// The store loads them only for a group in head-of-line mode reserve.
+	Holdings []Holding
+}
+
+// Holding is one kernel that holds slots on an agent.
+type Holding struct {
+	Agent   domain.AgentID
+	Session domain.SessionID
+	Slots   domain.Vec
+	// Ends is when the kernel is expected to free its slots: its session's
+	// start of running plus its time limit, or now for a session already
+	// ending. Zero when it has no limit: for planning it never ends.
+	Ends time.Time
 }
 
 // PendingSession is a session waiting to be placed, with its kernels in

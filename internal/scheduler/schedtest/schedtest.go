@@ -233,3 +233,20 @@ func Sessions(bs ...*SessionB) []framework.PendingSession {
 	}
 	return out
 }
+
+// Limit sets the session's time limit in seconds (0: none).
+func (b *SessionB) Limit(sec int) *SessionB {
+	b.p.Session.TimeLimit = time.Duration(sec) * time.Second
+	return b
+}
+
+// Hold is a kernel of session holding slots on agent until T0 plus endsSec
+// seconds; endsSec 0 means it has no time limit. The caller keeps the
+// agent's Occupied in step.
+func Hold(agent, session, slots string, endsSec int) framework.Holding {
+	h := framework.Holding{Agent: domain.AgentID(agent), Session: domain.SessionID(session), Slots: Slots(slots)}
+	if endsSec != 0 {
+		h.Ends = T0.Add(time.Duration(endsSec) * time.Second)
+	}
+	return h
+}

@@ -17,7 +17,7 @@ const (
 
 const (
 	upsertGroup = `INSERT INTO resource_groups (` + codec.GroupColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 ON CONFLICT (name) DO UPDATE SET
     state = excluded.state, sequencer = excluded.sequencer, selector = excluded.selector,
     head_of_line = excluded.head_of_line, max_retries = excluded.max_retries,
@@ -26,7 +26,8 @@ ON CONFLICT (name) DO UPDATE SET
     creating_timeout_ns = excluded.creating_timeout_ns, terminating_timeout_ns = excluded.terminating_timeout_ns,
     allowed_types = excluded.allowed_types, default_slots = excluded.default_slots, min_slots = excluded.min_slots,
     default_time_limit_ns = excluded.default_time_limit_ns, max_time_limit_ns = excluded.max_time_limit_ns,
-    idle_timeout_ns = excluded.idle_timeout_ns`
+    idle_timeout_ns = excluded.idle_timeout_ns, reserve = excluded.reserve,
+    reservation_depth = excluded.reservation_depth`
 	selectGroup       = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE name = $1`
 	selectGroups      = `SELECT ` + codec.GroupColumns + ` FROM resource_groups ORDER BY name`
 	selectGroupCursor = `SELECT rr_cursor FROM resource_groups WHERE name = $1`
@@ -172,6 +173,15 @@ GROUP BY s.owner_user, e.key`
 	selectUsageCounts = `SELECT owner_user, owner_project, owner_domain, COUNT(*) FROM sessions
 WHERE status IN ` + holdingSessionStatuses + `
 GROUP BY owner_user, owner_project, owner_domain`
+	// Reservations plan from when the group's kernels free their slots;
+	// only a group in head-of-line reserve reads them. The agent index
+	// narrows the scan to the group's agents.
+	selectGroupHoldings = `SELECT ` + codec.HoldingColumns + `
+FROM kernels k JOIN sessions s ON s.id = k.session_id
+WHERE k.agent_id IN (SELECT id FROM agents WHERE resource_group = $1)
+  AND k.status IN ` + holdingKernelStatuses + `
+  AND EXISTS (SELECT 1 FROM resource_groups g WHERE g.name = $1 AND g.reserve = 1)
+ORDER BY k.id`
 	selectPendingPolicies = `SELECT ` + codec.PolicyColumns + ` FROM policies
 WHERE (scope = 'user' AND name IN (SELECT owner_user FROM sessions WHERE resource_group = $1 AND status = 'PENDING'))
    OR (scope = 'project' AND name IN (SELECT owner_project FROM sessions WHERE resource_group = $1 AND status = 'PENDING'))

@@ -81,6 +81,11 @@ func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (
 			Stmt{SQL: selectGroupHeldDevices, Args: []any{group}, Row: func(sc codec.Scanner) error {
 				return scanHeldDevices(sc, &snap.DeviceHeld)
 			}},
+			Stmt{SQL: selectGroupHoldings, Args: []any{group}, Row: func(sc codec.Scanner) error {
+				h, err := codec.ScanHolding(s.reg, sc, now)
+				snap.Holdings = append(snap.Holdings, h)
+				return err
+			}},
 		)
 		if err != nil {
 			return err

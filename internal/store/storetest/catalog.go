@@ -37,6 +37,22 @@ func testResourceGroups(t *testing.T, e Engine) {
 		t.Errorf("list (-want +got):\n%s", diff)
 	}
 
+	// Head-of-line reserve is stored as skip plus a flag (migration
+	// 00070); it and the reservation depth read back as written.
+	reserve := f.group("reserve", func(g *domain.ResourceGroup) {
+		g.HeadOfLine, g.ReservationDepth = domain.HOLReserve, 6
+	})
+	got, err = f.s.GetResourceGroup(f.ctx, "reserve")
+	f.must(err, "get reserve")
+	if diff := cmp.Diff(reserve, got); diff != "" {
+		t.Errorf("reserve round trip (-want +got):\n%s", diff)
+	}
+	reserve.HeadOfLine = domain.HOLBlock
+	f.must(f.s.PutResourceGroup(f.ctx, reserve), "reserve back to block")
+	if got, err = f.s.GetResourceGroup(f.ctx, "reserve"); err != nil || got.HeadOfLine != domain.HOLBlock {
+		t.Errorf("after setting block: head of line %q (%v), want block", got.HeadOfLine, err)
+	}
+
 	// Replacing the configuration keeps the round-robin cursor the
 	// scheduler saved.
 	f.agent("a1", "cpu", []string{"cpu", "1"})
@@ -58,6 +74,9 @@ func testResourceGroups(t *testing.T, e Engine) {
 	bad = cpu
 	bad.HeadOfLine = "sometimes"
 	wantErr(t, f.s.PutResourceGroup(f.ctx, bad), store.ErrInvalid, "unknown head-of-line policy")
+	bad = cpu
+	bad.ReservationDepth = -1
+	wantErr(t, f.s.PutResourceGroup(f.ctx, bad), store.ErrInvalid, "negative reservation depth")
 	bad = cpu
 	bad.State = 0
 	wantErr(t, f.s.PutResourceGroup(f.ctx, bad), store.ErrInvalid, "unset state")

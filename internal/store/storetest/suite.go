@@ -71,6 +71,7 @@ func Run(t *testing.T, e Engine) {
 		{"KernelsAheadStay", testKernelsAheadStay},
 		{"Outcome", testOutcome},
 		{"TimeLimits", testTimeLimits},
+		{"SnapshotHoldings", testSnapshotHoldings},
 		{"UpdateKernel", testUpdateKernel},
 		{"History", testHistory},
 		{"Tries", testTries},

@@ -15,7 +15,7 @@ const (
 	GroupColumns = `name, state, sequencer, selector, head_of_line, max_retries,
 		pending_timeout_ns, scheduled_timeout_ns, preparing_timeout_ns, prepared_timeout_ns,
 		creating_timeout_ns, terminating_timeout_ns, allowed_types, default_slots, min_slots,
-		default_time_limit_ns, max_time_limit_ns, idle_timeout_ns`
+		default_time_limit_ns, max_time_limit_ns, idle_timeout_ns, reserve, reservation_depth`
 	AgentColumns = `id, resource_group, address, architecture, runtime, status, schedulable,
 		capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels,
 		allows_command, catalog, devices`
@@ -47,11 +47,16 @@ func GroupArgs(reg *domain.Registry, g domain.ResourceGroup) ([]any, error) {
 		return nil, invalid("group minimum slots", err)
 	}
 	t := g.Timeouts
+	// Reserve is stored as skip plus the reserve flag: see migration 00070.
+	hol, reserve := string(g.HeadOfLine), 0
+	if g.HeadOfLine == domain.HOLReserve {
+		hol, reserve = string(domain.HOLSkip), 1
+	}
 	return []any{
-		g.Name, StatusName(g.State), g.Sequencer, g.Selector, string(g.HeadOfLine), g.MaxRetries,
+		g.Name, StatusName(g.State), g.Sequencer, g.Selector, hol, g.MaxRetries,
 		int64(t.Pending), int64(t.Scheduled), int64(t.Preparing), int64(t.Prepared),
 		int64(t.Creating), int64(t.Terminating), JSONList(g.AllowedTypes), defaults, mins,
-		int64(g.DefaultTimeLimit), int64(g.MaxTimeLimit), int64(g.IdleTimeout),
+		int64(g.DefaultTimeLimit), int64(g.MaxTimeLimit), int64(g.IdleTimeout), reserve, g.ReservationDepth,
 	}, nil
 }
 
@@ -65,10 +70,11 @@ func ScanGroup(reg *domain.Registry, sc Scanner) (domain.ResourceGroup, error) {
 		creat, term              int64
 		defaults, mins           string
 		deflim, maxlim, idle     int64
+		reserve                  int64
 	)
 	if err := sc.Scan(&g.Name, &state, &g.Sequencer, &g.Selector, &hol, &g.MaxRetries,
 		&pend, &sched, &prep, &prepd, &creat, &term, &allowed, &defaults, &mins,
-		&deflim, &maxlim, &idle); err != nil {
+		&deflim, &maxlim, &idle, &reserve, &g.ReservationDepth); err != nil {
 		return g, err
 	}
 	g.DefaultTimeLimit, g.MaxTimeLimit, g.IdleTimeout = time.Duration(deflim), time.Duration(maxlim), time.Duration(idle)
@@ -78,6 +84,9 @@ func ScanGroup(reg *domain.Registry, sc Scanner) (domain.ResourceGroup, error) {
 	e.fail("state", err)
 	g.HeadOfLine, err = domain.ParseHeadOfLine(hol)
 	e.fail("head_of_line", err)
+	if reserve == 1 {
+		g.HeadOfLine = domain.HOLReserve
+	}
 	g.Timeouts = domain.Timeouts{
 		Pending: time.Duration(pend), Scheduled: time.Duration(sched), Preparing: time.Duration(prep),
 		Prepared: time.Duration(prepd), Creating: time.Duration(creat), Terminating: time.Duration(term),

@@ -1,0 +1,447 @@
+package framework
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// Backfill is a round's reservations under head-of-line reserve, after
+// SLURM's backfill: a session that cannot be placed reserves the slots it
+// will need from its shadow time, the earliest time the expected ends of
+// running sessions free them; a later session may then take slots only
+// where it cannot delay any reservation's start. Everything is worked out
+// from the snapshot's holdings and the round's own placements, so the same
+// snapshot gives the same reservations.
+//
+// The model is SLURM's: a session ends by its time limit (one without a
+// limit never ends), and slots only come back between now and a shadow
+// time, so a session that fits now fits at every time until then.
+type Backfill struct {
+	st    *State
+	depth int
+	// releases are slots agents get back, sorted by time then agent when
+	// sorted is set; placements of the round append to them.
+	releases []release
+	sorted   bool
+	res      []reservation
+	// on says which reservations the holds in force stand for, holds what
+	// they took from which agent, and first the first reservation that
+	// took anything, which a blocker names.
+	on     []bool
+	want   []bool
+	holds  []hold
+	first  *reservation
+	misses map[*candidates]int
+	// firstBlocker names first; out is Place's blockers, reused.
+	firstBlocker Blocker
+	out          []Blocker
+}
+
+// release is what one kernel gives back to one agent at a time.
+type release struct {
+	at      time.Time
+	agent   int32
+	slots   domain.Vec
+	kernels int32
+}
+
+type reservation struct {
+	plan Reservation
+	need []agentNeed // agent order
+}
+
+// agentNeed is what a reservation takes of one agent, and what a session
+// that would still run at the shadow time must leave of the agent's free
+// slots now so that the reservation can start then: the reservation's
+// need plus the needs of earlier reservations on the agent, less what is
+// released there by the shadow time. It is negative where more comes
+// back than is needed.
+type agentNeed struct {
+	agent   int32
+	slots   []int64
+	kernels int64
+	hold    []int64
+	holdK   int64
+}
+
+// NewBackfill returns the round's reservation book, holding at most depth
+// reservations.
+func NewBackfill(st *State, depth int) *Backfill {
+	b := &Backfill{st: st, depth: depth, misses: make(map[*candidates]int)}
+	now := st.Snap.Now
+	for _, h := range st.Snap.Holdings {
+		a, ok := st.byID[h.Agent]
+		if !ok || h.Ends.IsZero() {
+			continue
+		}
+		at := h.Ends
+		if at.Before(now) {
+			// Overdue: the time limit pass is about to end it.
+			at = now
+		}
+		b.releases = append(b.releases, release{at: at, agent: a, slots: padded(h.Slots, st.N), kernels: 1})
+	}
+	return b
+}
+
+// Full reports whether no more reservations may be made this round.
+func (b *Backfill) Full() bool { return len(b.res) >= b.depth }
+
+// Held reports whether any reservation is held.
+func (b *Backfill) Held() bool { return len(b.res) > 0 }
+
+// Reservations returns the round's reservations for the plan.
+func (b *Backfill) Reservations() []Reservation {
+	out := make([]Reservation, len(b.res))
+	for i := range b.res {
+		out[i] = b.res[i].plan
+	}
+	return out
+}
+
+// Track records a placement of the round: it frees its slots at its time
+// limit, and every reservation held counts it as backfilled. It reports
+// whether the placement was a backfill.
+func (b *Backfill) Track(s *Session, kernels []KernelPlacement) bool {
+	if limit := s.Pending.Session.TimeLimit; limit > 0 {
+		at := b.st.Snap.Now.Add(limit)
+		for _, k := range kernels {
+			a, ok := b.st.byID[k.Agent]
+			if !ok {
+				continue
+			}
+			slots := k.Slots
+			if len(slots) != b.st.N {
+				slots = padded(slots, b.st.N)
+			}
+			// Placements' vectors are the round's and never written again.
+			b.releases = append(b.releases, release{at: at, agent: a, slots: slots, kernels: 1})
+		}
+		b.sorted = false
+	}
+	for i := range b.res {
+		b.res[i].plan.Backfilled++
+	}
+	return len(b.res) > 0
+}
+
+// Reserve works out the shadow time of a session that could not be placed
+// and reserves its slots from then. It reports false when no such time
+// exists: the session needs slots that sessions without a time limit hold.
+// Agents are chosen first fit in agent order among the session's eligible
+// agents, which keeps the choice deterministic and independent of the
+// selector's view of load, which by then will have changed.
+func (b *Backfill) Reserve(s *Session) (Reservation, bool) {
+	st := b.st
+	if s.eligible == nil || len(s.eligible.idx) == 0 || b.Full() {
+		return Reservation{}, false
+	}
+	// The shadow time is worked out on the agents as they are, and the
+	// holds change with the new reservation anyway.
+	b.lift()
+	if !b.sorted {
+		slices.SortStableFunc(b.releases, func(x, y release) int {
+			if c := x.at.Compare(y.at); c != 0 {
+				return c
+			}
+			return int(x.agent) - int(y.agent)
+		})
+		b.sorted = true
+	}
+	elig := s.eligible.idx
+	pos := make(map[int32]int, len(elig))
+	n := st.N
+	work := make([]int64, len(elig)*n)
+	workK := make([]int64, len(elig))
+	for i, a := range elig {
+		pos[a] = i
+		for sl := range n {
+			work[i*n+sl] = int64(st.Free[int(a)*n+sl])
+		}
+		workK[i] = int64(st.Kernels[a])
+	}
+	// Earlier reservations hold their slots from their own start; taking
+	// them away from now on is the conservative reading, and keeps every
+	// earlier reservation whole whatever this one's time.
+	for _, r := range b.res {
+		for _, nd := range r.need {
+			if i, ok := pos[nd.agent]; ok {
+				for sl := range n {
+					work[i*n+sl] -= nd.slots[sl]
+				}
+				workK[i] += nd.kernels
+			}
+		}
+	}
+	scratch := make([]int64, len(work))
+	scratchK := make([]int64, len(workK))
+	chosen := make([]int32, len(s.PerKernel))
+	// touched are the positions in elig whose agents the last group of
+	// releases gave slots back to. A single-node session that fitted no
+	// agent before can only fit one of those now: the rest are unchanged.
+	var touched []int
+	fit := func(all bool) bool {
+		if !s.MultiNode {
+			check := func(i int) bool {
+				if !b.fits(work[i*n:(i+1)*n], workK[i], elig[i], &s.Total) {
+					return false
+				}
+				for k := range chosen {
+					chosen[k] = elig[i]
+				}
+				return true
+			}
+			if all {
+				for i := range elig {
+					if check(i) {
+						return true
+					}
+				}
+				return false
+			}
+			for _, i := range touched {
+				if check(i) {
+					return true
+				}
+			}
+			return false
+		}
+		copy(scratch, work)
+		copy(scratchK, workK)
+		for k := range s.PerKernel {
+			req := &s.PerKernel[k]
+			chosen[k] = -1
+			for i, a := range elig {
+				if b.fits(scratch[i*n:(i+1)*n], scratchK[i], a, req) {
+					for _, am := range req.Amounts {
+						scratch[i*n+int(am.Slot)] -= int64(am.Q)
+					}
+					scratchK[i]++
+					chosen[k] = a
+					break
+				}
+			}
+			if chosen[k] < 0 {
+				return false
+			}
+		}
+		return true
+	}
+	at := st.Snap.Now
+	found := fit(true)
+	for i := 0; !found && i < len(b.releases); {
+		at = b.releases[i].at
+		touched = touched[:0]
+		for ; i < len(b.releases) && b.releases[i].at.Equal(at); i++ {
+			r := &b.releases[i]
+			j, ok := pos[r.agent]
+			if !ok {
+				continue
+			}
+			touched = append(touched, j)
+			for sl := range n {
+				work[j*n+sl] += int64(r.slots[sl])
+			}
+			workK[j] -= int64(r.kernels)
+		}
+		if len(touched) > 0 {
+			slices.Sort(touched)
+			touched = slices.Compact(touched)
+			found = fit(false)
+		}
+	}
+	if !found {
+		return Reservation{}, false
+	}
+	res := reservation{plan: Reservation{Session: s.Pending.Session.ID, Start: at}}
+	for k, a := range chosen {
+		req := &s.PerKernel[k]
+		var nd *agentNeed
+		for j := range res.need {
+			if res.need[j].agent == a {
+				nd = &res.need[j]
+			}
+		}
+		if nd == nil {
+			res.need = append(res.need, agentNeed{agent: a, slots: make([]int64, n)})
+			nd = &res.need[len(res.need)-1]
+		}
+		for _, am := range req.Amounts {
+			nd.slots[am.Slot] += int64(am.Q)
+		}
+		nd.kernels++
+	}
+	slices.SortFunc(res.need, func(x, y agentNeed) int { return int(x.agent) - int(y.agent) })
+	for j := range res.need {
+		nd := &res.need[j]
+		i := pos[nd.agent]
+		// work is the agent's free slots at the shadow time less earlier
+		// reservations; what a long session may take now is that less this
+		// need, so it must leave the rest of today's free slots alone.
+		nd.hold = make([]int64, n)
+		slots := make(domain.Vec, n)
+		for sl := range n {
+			nd.hold[sl] = int64(st.Free[int(nd.agent)*n+sl]) - (work[i*n+sl] - nd.slots[sl])
+			slots[sl] = domain.Quantity(nd.slots[sl])
+		}
+		nd.holdK = workK[i] + nd.kernels - int64(st.Kernels[nd.agent])
+		res.plan.Agents = append(res.plan.Agents, ReservedSlots{Agent: st.Agents[nd.agent].ID, Slots: slots,
+			Kernels: int32(nd.kernels)})
+	}
+	b.res = append(b.res, res)
+	return res.plan, true
+}
+
+// fits is Fits over a working copy of one agent's free slots and kernels.
+func (b *Backfill) fits(free []int64, kernels int64, a int32, req *Request) bool {
+	for _, am := range req.Amounts {
+		if int64(am.Q) > free[am.Slot] {
+			return false
+		}
+	}
+	mk := b.st.maxK[a]
+	return mk <= 0 || kernels+int64(req.Kernels) <= int64(mk)
+}
+
+// Place places s as State.Place does, but keeps it off the slots of every
+// reservation it could delay: one whose start comes before the session's
+// time limit would end it (any, for a session without a limit). Those
+// slots are taken out of the round while such sessions are placed, so the
+// selector picks among what the session may use. The holds stay in place
+// from one session to the next while the set of reservations they stand
+// for is the same — most sessions run past every shadow time or none —
+// because every change re-ranks the held agents in the round's indexes.
+// A session that fails while slots are held gets a blocker naming the
+// first reservation holding any.
+func (b *Backfill) Place(s *Session, sel Selector) ([]KernelPlacement, []Blocker) {
+	limit := s.Pending.Session.TimeLimit
+	ends := b.st.Snap.Now.Add(limit)
+	b.want = b.want[:0]
+	for i := range b.res {
+		b.want = append(b.want, limit <= 0 || ends.After(b.res[i].plan.Start))
+	}
+	if !slices.Equal(b.want, b.on) {
+		b.lift()
+		b.apply(b.want)
+	}
+	kernels, blockers := b.st.Place(s, sel)
+	if blockers == nil || b.first == nil {
+		return kernels, blockers
+	}
+	// Like Place's own, the blockers are the caller's to copy before the
+	// next call.
+	b.out = append(append(b.out[:0], blockers...), b.firstBlocker)
+	return nil, b.out
+}
+
+// hold is what is taken out of one agent for the reservations held.
+type hold struct {
+	agent int32
+	req   Request
+}
+
+// apply takes out of the round, for the reservations in want, what a
+// session still running at their start must leave: on each agent the most
+// any of them holds there, never more than is free.
+func (b *Backfill) apply(want []bool) {
+	st := b.st
+	b.on = append(b.on[:0], want...)
+	b.holds = b.holds[:0]
+	b.first = nil
+	for ri := range b.res {
+		if !want[ri] {
+			continue
+		}
+		r := &b.res[ri]
+		for _, nd := range r.need {
+			var h *hold
+			for j := range b.holds {
+				if b.holds[j].agent == nd.agent {
+					h = &b.holds[j]
+				}
+			}
+			if h == nil {
+				b.holds = append(b.holds, hold{agent: nd.agent, req: Request{Vec: make(domain.Vec, st.N)}})
+				h = &b.holds[len(b.holds)-1]
+			}
+			base := int(nd.agent) * st.N
+			for sl, q := range nd.hold {
+				q = min(q, int64(st.Free[base+sl]))
+				if q > 0 && b.first == nil {
+					b.first = r
+				}
+				h.req.Vec[sl] = max(h.req.Vec[sl], domain.Quantity(q))
+			}
+			if mk := st.maxK[nd.agent]; mk > 0 {
+				k := min(nd.holdK, int64(mk-st.Kernels[nd.agent]))
+				if k > 0 && b.first == nil {
+					b.first = r
+				}
+				h.req.Kernels = max(h.req.Kernels, int32(k))
+			}
+		}
+	}
+	if b.first == nil {
+		// Whatever such a session takes now comes back in time.
+		b.holds = b.holds[:0]
+		return
+	}
+	slices.SortFunc(b.holds, func(x, y hold) int { return int(x.agent) - int(y.agent) })
+	b.firstBlocker = Blocker{Kind: BlockReservation, Scope: "session:" + string(b.first.plan.Session),
+		Detail: b.first.plan.Start.UTC().Format(time.RFC3339)}
+	clear(b.misses)
+	for _, c := range st.byArch {
+		if c.missGen == st.given {
+			b.misses[c] = len(c.misses)
+		}
+	}
+	for i := range b.holds {
+		h := &b.holds[i]
+		for sl, q := range h.req.Vec {
+			if q > 0 {
+				h.req.Amounts = append(h.req.Amounts, Amount{Slot: domain.SlotID(sl), Q: q})
+			}
+		}
+		st.Reserve(h.agent, &h.req)
+	}
+}
+
+// lift gives back what apply took. Placements made meanwhile came out of
+// what was left, so the agents keep them. Requests found to fit nowhere
+// while slots were held may fit now: those misses are dropped, and the
+// ones from before stay true.
+func (b *Backfill) lift() {
+	st := b.st
+	if len(b.holds) > 0 {
+		for i := range b.holds {
+			st.unreserve(b.holds[i].agent, &b.holds[i].req)
+		}
+		for _, c := range st.byArch {
+			if c.missGen != st.given {
+				continue
+			}
+			if n, ok := b.misses[c]; ok {
+				c.misses = c.misses[:n]
+			} else {
+				c.misses = c.misses[:0]
+			}
+		}
+	}
+	b.holds, b.on, b.first = b.holds[:0], b.on[:0], nil
+}
+
+// Finish gives back every hold, leaving the round's state as its
+// placements alone made it.
+func (b *Backfill) Finish() { b.lift() }
+
+// Scope is a reservation's agents as a blocker's scope.
+func (r Reservation) Scope() string {
+	ids := make([]string, len(r.Agents))
+	for i, a := range r.Agents {
+		ids[i] = string(a.Agent)
+	}
+	return strings.Join(ids, ", ")
+}
