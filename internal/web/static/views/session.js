@@ -105,7 +105,7 @@ export function render(ctx) {
       if (!w.blockers || !w.blockers.length) out.push(h('p', null, 'Nothing blocks it: it should be placed in the next scheduling round.'));
       for (const b of w.blockers || []) {
         out.push(h('div', { class: 'blocker' + (b.impossible || b.exceeds_capacity ? ' impossible' : ''), dataset: { kind: b.kind } },
-          h('p', null, h('strong', null, b.kind), b.scope ? ` (${b.scope})` : '', ': ', b.message),
+          h('p', null, h('strong', null, b.kind), b.scope ? [' (', scopeText(b.scope), ')'] : '', ': ', b.message),
           b.slot ? h('p', { class: 'muted' }, `${b.slot}: requested ${b.requested || '—'}, available ${b.available || '—'}` +
             (b.capacity ? `, capacity ${b.capacity}` : '')) : null,
           h('p', { class: 'hint' }, hint(b))));
@@ -213,4 +213,11 @@ function logsPanel(path) {
       else if (!placed.length) state.textContent = 'No kernel is on an agent yet.';
     },
   };
+}
+
+// scopeText links a blocker's scope when it names a session the caller
+// may open (the API writes "another session" for any other).
+function scopeText(scope) {
+  const id = scope.startsWith('session:') ? scope.slice(8) : '';
+  return id ? h('a', { href: '#/sessions/' + encodeURIComponent(id), class: 'mono' }, 'session ' + short(id)) : scope;
 }
