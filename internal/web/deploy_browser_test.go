@@ -48,10 +48,24 @@ func startDeployDash(t *testing.T) *dash {
 	return d
 }
 
+// checkNames fails the test for any visible, enabled control a screen
+// reader could not name, as the keyboard test does for the sessions page.
+func (b *browser) checkNames(t *testing.T, page string) {
+	t.Helper()
+	unnamed := eval[[]string](t, b, `[...document.querySelectorAll('a[href], button, input, select, textarea')]
+		.filter(el => !el.disabled && el.offsetParent !== null)
+		.filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label') && !el.textContent.trim())
+		.map(el => el.outerHTML.slice(0, 120))`)
+	if len(unnamed) > 0 {
+		t.Errorf("%s: controls with no accessible name: %s", page, strings.Join(unnamed, "\n"))
+	}
+}
+
 // TestDashboardDeployments: alice creates a deployment from the form, sees
 // its route go HEALTHY with a link to its session, scales it to 2 and sees
 // two healthy routes, then destroys it behind the confirmation and sees it
-// DESTROYED. A wrong replicas count is refused beside the field.
+// DESTROYED, listed again only with "Include destroyed". A bad duration and
+// a wrong replicas count are refused beside their fields.
 func TestDashboardDeployments(t *testing.T) {
 	exe := chromium(t)
 	d := startDeployDash(t)
@@ -61,6 +75,7 @@ func TestDashboardDeployments(t *testing.T) {
 	b.login(t, d.URL, alice, "alice")
 	b.go_(t, "#/deployments", `document.getElementById('deployment-count')?.textContent === 'No deployments yet.'`)
 	b.checkLabels(t, "deployments")
+	b.checkNames(t, "deployments")
 	b.run(t, "create a deployment",
 		chromedp.SendKeys(chromedp.ID("cd-name"), "llm"),
 		chromedp.SendKeys(chromedp.ID("cd-image"), "sleep"),
@@ -86,6 +101,7 @@ func TestDashboardDeployments(t *testing.T) {
 	}
 	dep := list.Items[0]
 	b.checkLabels(t, "deployment")
+	b.checkNames(t, "deployment")
 	link := eval[string](t, b, `document.querySelector('#route-rows tr a').getAttribute('href')`)
 	var got v1.Deployment
 	d.Do(alice, "GET", "/v1/deployments/"+dep.ID, nil, &got)
@@ -141,6 +157,11 @@ func TestDashboardDeployments(t *testing.T) {
 	b.waitJS(t, "DESTROYED with no routes", `document.getElementById('main').dataset.status === 'DESTROYED' &&
 		document.getElementById('main').dataset.routes === '0' && document.getElementById('destroy').hidden`)
 	b.shot(t, "deployment-destroyed")
+
+	// The list leaves DESTROYED deployments out until asked.
+	b.go_(t, "#/deployments", `document.getElementById('deployment-count')?.textContent === 'No deployments yet.'`)
+	b.run(t, "include destroyed", chromedp.Click(chromedp.ID("d-all")))
+	b.waitJS(t, "the destroyed one listed", `document.querySelector('#deployment-rows tr[data-name=llm]')?.dataset.status === 'DESTROYED'`)
 	if !b.noCSPViolations(t) {
 		t.Error("the page broke its Content-Security-Policy")
 	}

@@ -26,6 +26,7 @@ func TestDashboardJobs(t *testing.T) {
 	b.login(t, d.URL, alice, "alice")
 	b.go_(t, "#/jobs", `document.getElementById('job-count')?.textContent === 'No jobs yet.'`)
 	b.checkLabels(t, "jobs")
+	b.checkNames(t, "jobs")
 	b.run(t, "a job of min 0",
 		chromedp.SendKeys(chromedp.ID("cj-name"), "spark"),
 		chromedp.SetValue(chromedp.ID("cj-min"), "0"),
@@ -40,6 +41,7 @@ func TestDashboardJobs(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#create-job button[type=submit]`)))
 	b.waitJS(t, "the job's page, NEW", `location.hash.startsWith('#/jobs/') && document.getElementById('main').dataset.state === 'NEW'`)
 	b.checkLabels(t, "job")
+	b.checkNames(t, "job")
 	eval[bool](t, b, `window.__noReload = true`)
 	if d.Do(alice, "GET", "/v1/jobs", nil, &list); len(list.Items) != 1 || list.Items[0].MinAvailable != 2 ||
 		list.Items[0].FailurePolicy != "fail" {
