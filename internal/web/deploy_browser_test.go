@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
@@ -147,6 +148,11 @@ func TestDashboardDeployments(t *testing.T) {
 	b.shot(t, "deployment-confirm")
 	b.run(t, "keep it", chromedp.Click(chromedp.ID("destroy-no")))
 	b.waitJS(t, "the question gone", `document.getElementById('destroy-confirm').hidden`)
+	// Escape is Keep it too, and the focus goes back to Destroy….
+	b.run(t, "destroy, then Escape", chromedp.Click(chromedp.ID("destroy")))
+	b.waitJS(t, "the question", `document.activeElement.id === 'destroy-yes'`)
+	b.run(t, "Escape", chromedp.KeyEvent(kb.Escape))
+	b.waitJS(t, "the question gone, focus on Destroy…", `document.getElementById('destroy-confirm').hidden && document.activeElement.id === 'destroy'`)
 	d.Do(alice, "GET", "/v1/deployments/"+dep.ID, nil, &got)
 	if got.Status == "DESTROYING" || got.Status == "DESTROYED" {
 		t.Fatalf("Keep it destroyed the deployment: %s", got.Status)

@@ -84,6 +84,10 @@ func TestDashboardJobs(t *testing.T) {
 	}
 	b.shot(t, "job-running")
 
+	// A member's page links back to its job.
+	b.run(t, "open a member", chromedp.Click(chromedp.CSS(`#member-rows a`)))
+	b.waitJS(t, "the member's link to its job", `document.getElementById('session-job')?.getAttribute('href') === '#/jobs/`+job.ID+`'`)
+
 	b.go_(t, "#/jobs", `document.querySelector('#job-rows tr[data-state=RUNNING] td.placed')?.textContent === '2 / 2'`)
 	b.shot(t, "jobs")
 	b.run(t, "open the job", chromedp.Click(chromedp.CSS(`#job-rows tr a`)))

@@ -182,6 +182,7 @@ export function renderOne(ctx) {
     confirmBox.hidden = false;
     destroyBtn.disabled = true;
     no.addEventListener('click', () => { confirmBox.hidden = true; destroyBtn.disabled = false; destroyBtn.focus(); });
+    confirmBox.onkeydown = (e) => { if (e.key === 'Escape') no.click(); };
     yes.addEventListener('click', async () => {
       yes.disabled = true;
       try {

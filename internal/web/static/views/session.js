@@ -82,6 +82,7 @@ export function render(ctx) {
       row('Per kernel', slotsText(se.requested_slots)), row('Cluster', `${se.cluster_size} × ${se.cluster_mode}`),
       row('Created', time(se.created_at)), row('Status since', `${time(se.status_changed_at)} (${ago(se.status_changed_at)})`),
       row('Reason', se.status_reason), row('Outcome', se.outcome),
+      se.job ? row('Job', h('a', { href: '#/jobs/' + encodeURIComponent(se.job), class: 'mono', id: 'session-job' }, short(se.job))) : null,
       se.depends_on && se.depends_on.length ? row('Depends on', se.depends_on.map((d) =>
         h('a', { href: '#/sessions/' + encodeURIComponent(d), class: 'mono' }, short(d) + ' '))) : null,
       se.command && se.command.length ? row('Command', h('span', { class: 'mono' }, se.command.join(' '))) : null);
