@@ -172,3 +172,33 @@ func TestDashboardDeployments(t *testing.T) {
 		t.Error("the page broke its Content-Security-Policy")
 	}
 }
+
+// TestDashboardDeploymentBlocked: a deployment of three 6-cpu replicas on
+// two 8-cpu agents runs two; the third route stays PROVISIONING and its
+// row says why its session waits, with the hint. An admin's list shows
+// the owner.
+func TestDashboardDeploymentBlocked(t *testing.T) {
+	exe := chromium(t)
+	d := startDeployDash(t)
+	alice := d.User("alice", "user", "p1")
+	three := 3
+	var dep v1.Deployment
+	if code := d.Do(alice, "POST", "/v1/deployments", v1.CreateDeploymentRequest{Name: "big", Image: "sleep", Replicas: &three,
+		Resources:   map[string]string{"cpu": "6", "mem": "1g"},
+		HealthCheck: &v1.HealthCheck{Interval: "200ms", InitialDelay: "0s"}}, &dep); code != http.StatusCreated {
+		t.Fatalf("create: status %d", code)
+	}
+	b := newBrowser(t, exe)
+	b.login(t, d.URL, d.AdminToken, "admin")
+	b.go_(t, "#/deployments/"+dep.ID, `document.querySelectorAll('#route-rows tr[data-status=HEALTHY]').length === 2 &&
+		document.querySelector('#route-rows tr[data-status=PROVISIONING] .blocker[data-kind=capacity]') !== null`)
+	text := eval[string](t, b, `document.querySelector('#route-rows tr[data-status=PROVISIONING] .blocker').textContent`)
+	if !strings.Contains(text, "cpu") || !strings.Contains(text, "agents are busy") {
+		t.Errorf("the waiting route's blocker reads %q; want the cpu it lacks and the hint", text)
+	}
+	b.shot(t, "deployment-blocked")
+	b.go_(t, "#/deployments", `document.querySelector('#deployment-rows tr[data-name=big] td.owner')?.textContent === 'alice'`)
+	if got := eval[string](t, b, `document.querySelector('#deployment-rows tr[data-name=big] td.replicas').textContent`); got != "2 / 3" {
+		t.Errorf("replicas cell = %q, want 2 / 3", got)
+	}
+}
