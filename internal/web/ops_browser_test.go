@@ -16,7 +16,7 @@ import (
 
 // TestDashboardAgentDrain: an admin drains the agent running carol's
 // session from the agents page. A deadline the API refuses shows beside
-// the field and drains nothing; with 3s the row shows the drain with one
+// the field and drains nothing; with 5s the row shows the drain with one
 // kernel left and when they end, then, once the manager has ended the
 // session at the deadline, the agent drained. Uncordon ends the drain.
 func TestDashboardAgentDrain(t *testing.T) {
@@ -60,7 +60,7 @@ func TestDashboardAgentDrain(t *testing.T) {
 	}
 	b.shot(t, "drain-error")
 
-	b.run(t, "drain with 3s", chromedp.SetValue(chromedp.ID("drain-deadline"), "3s"),
+	b.run(t, "drain with 5s", chromedp.SetValue(chromedp.ID("drain-deadline"), "5s"),
 		chromedp.Click(chromedp.CSS(`#drain-form button[type=submit]`)))
 	b.waitJS(t, "draining with one kernel left", `document.querySelector('`+row+`').dataset.remaining === '1' &&
 		document.querySelector('`+row+` td.placement').textContent.includes('1 kernel left')`)
