@@ -12,6 +12,8 @@ import * as agents from './views/agents.js';
 import * as groups from './views/groups.js';
 import * as queue from './views/queue.js';
 import * as usage from './views/usage.js';
+import * as deployments from './views/deployments.js';
+import * as jobs from './views/jobs.js';
 
 const root = document.getElementById('app');
 
@@ -24,6 +26,10 @@ const routes = [
   { re: /^#\/queue\/?$/, view: queue, nav: 'queue' },
   { re: /^#\/queue\/([^/?]+)$/, view: queue, nav: 'queue' },
   { re: /^#\/usage\/?$/, view: usage, nav: 'usage' },
+  { re: /^#\/deployments\/?$/, view: deployments, nav: 'deployments' },
+  { re: /^#\/deployments\/([^/?]+)$/, view: { render: deployments.renderOne }, nav: 'deployments' },
+  { re: /^#\/jobs\/?$/, view: jobs, nav: 'jobs' },
+  { re: /^#\/jobs\/([^/?]+)$/, view: { render: jobs.renderOne }, nav: 'jobs' },
 ];
 
 let me = null;
@@ -82,6 +88,7 @@ function shell() {
     h('a', { class: 'brand', href: '#/' }, h('img', { src: '/ui/icon.svg', alt: '', width: 22, height: 22 }), 'Sokovan'),
     h('nav', { 'aria-label': 'Main' },
       link('#/', 'Overview', 'overview'), link('#/sessions', 'Sessions', 'sessions'),
+      link('#/deployments', 'Deployments', 'deployments'), link('#/jobs', 'Jobs', 'jobs'),
       link('#/agents', 'Agents', 'agents'), link('#/groups', 'Resource groups', 'groups'),
       link('#/queue', 'Queue', 'queue'), link('#/usage', 'My usage', 'usage')),
     h('div', { class: 'who' }, live,

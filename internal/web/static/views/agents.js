@@ -1,12 +1,13 @@
-// Agents: each agent's capacity against occupancy per slot, status and
-// last heartbeat; admins get cordon, uncordon and drain. Redrawn on
+// Agents: each agent's capacity against occupancy per slot, status,
+// drain progress and last heartbeat; admins get cordon, uncordon and a
+// drain form with a deadline. Redrawn on
 // kernel events (occupancy moves with them) and every five seconds, so
 // "last heartbeat" stays honest.
 
-import { call, follow, get } from '../api.js';
-import { fill, h, labelled, select } from '../dom.js';
+import { APIError, call, follow, get } from '../api.js';
+import { fieldError, fill, h, labelled, select } from '../dom.js';
 import { meter } from '../charts.js';
-import { amount, ago, isBytes, pct, quantity, time } from '../format.js';
+import { amount, ago, clock, isBytes, pct, quantity, time } from '../format.js';
 import { badge, banner, reloader, section, timed } from './common.js';
 
 // PAGE bounds the rows drawn at once: a thousand rows of bars take the
@@ -29,11 +30,14 @@ export function render(ctx) {
   const error = h('div');
   const tbody = h('tbody', { id: 'agent-rows' });
   const count = h('p', { class: 'muted', 'aria-live': 'polite' });
+  // The drain form lives outside the table, which redraws every few
+  // seconds and would lose what the admin is typing.
+  const drain = admin ? drainForm(() => poke()) : null;
   main.append(h('h1', null, 'Agents'), error, section('Agents', filters, count, h('div', { class: 'scroll' },
     h('table', { class: 'list', id: 'agents' },
       h('thead', null, h('tr', null, ...['Agent', 'Group', 'Status', 'Placement', 'Slots (occupied / capacity)', 'Kernels',
         'Last heartbeat'].map((t) => h('th', null, t)), admin ? h('th', null, 'Actions') : null)),
-      tbody)), more));
+      tbody)), more), drain ? section('Drain an agent', drain.form) : null);
 
   function draw() {
     const group = fGroup.value;
@@ -64,18 +68,30 @@ export function render(ctx) {
         return h('span', { class: d.free === '1' ? 'badge ok' : 'badge warn', title: holders || `${d.model || d.slot}` },
           `${d.id} ${state}`);
       })) : null;
-    const placement = a.schedulable ? h('span', { class: 'badge ok' }, 'schedulable')
-      : h('span', { class: 'badge warn' }, a.kernel_count > 0 ? 'cordoned (draining)' : 'cordoned');
+    const placement = a.drain ? drainText(a.drain, now)
+      : a.schedulable ? h('span', { class: 'badge ok' }, 'schedulable')
+        : h('span', { class: 'badge warn' }, a.kernel_count > 0 ? 'cordoned (draining)' : 'cordoned');
     const actions = admin ? h('td', { class: 'actions' },
       a.schedulable ? act('Cordon', 'cordon', a) : act('Uncordon', 'uncordon', a),
-      a.schedulable ? act('Drain', 'drain', a) : null) : null;
-    return h('tr', { dataset: { id: a.id, status: a.status, schedulable: String(a.schedulable) } },
+      drainButton(a)) : null;
+    const ds = { id: a.id, status: a.status, schedulable: String(a.schedulable) };
+    if (a.drain) Object.assign(ds, { remaining: String(a.drain.remaining_kernels), drained: String(a.drain.drained) });
+    return h('tr', { dataset: ds },
       h('td', { class: 'mono' }, a.id, h('div', { class: 'muted small' }, `${a.architecture} · ${a.runtime || '—'}`)),
       h('td', null, a.resource_group), h('td', null, badge(a.status)), h('td', { class: 'placement' }, placement),
       h('td', { class: 'slots' }, slots, devices),
       h('td', null, a.max_kernels ? `${a.kernel_count} / ${a.max_kernels}` : String(a.kernel_count)),
       h('td', null, h('time', { datetime: a.last_heartbeat || '', title: time(a.last_heartbeat) }, ago(a.last_heartbeat, now))),
       actions);
+  }
+
+  // drainButton hands the agent to the drain form, whose deadline field
+  // takes the focus: draining again replaces the deadline.
+  function drainButton(a) {
+    const b = h('button', { type: 'button', class: 'small warn', dataset: { verb: 'drain' },
+      'aria-label': `${a.drain ? 'Change the drain of' : 'Drain'} ${a.id}` }, a.drain ? 'Drain again…' : 'Drain…');
+    b.addEventListener('click', () => drain.choose(a.id));
+    return b;
   }
 
   function act(label, verb, a) {
@@ -105,6 +121,7 @@ export function render(ctx) {
           fGroup.value = cur;
         }
         error.replaceChildren();
+        if (drain) drain.agents(all.map((a) => a.id));
         draw();
       });
     } catch (err) {
@@ -117,4 +134,66 @@ export function render(ctx) {
   const tick = setInterval(poke, 5000);
   ctx.onLeave(() => clearInterval(tick));
   ctx.onLeave(follow('', (event) => { if (event === 'kernel') poke(); }, ctx.setLive));
+}
+
+// drainText is a drain's progress: the kernels still there and when the
+// manager ends them, or that the agent is empty.
+function drainText(d, now) {
+  if (d.drained) return h('span', { class: 'drain' }, h('span', { class: 'badge ok' }, 'drained'), ' ',
+    h('span', { class: 'muted small' }, 'no kernels left'));
+  const left = `${d.remaining_kernels} kernel${d.remaining_kernels === 1 ? '' : 's'} left`;
+  let when = 'no deadline: waits for them to end';
+  if (d.deadline) {
+    const ms = new Date(d.deadline).getTime() - now;
+    when = ms > 0 ? `ends at ${clock(d.deadline)} (in ${Math.ceil(ms / 1000)}s)` : 'deadline passed: ending them';
+  }
+  return h('span', { class: 'drain' }, h('span', { class: 'badge warn' }, 'draining'), ' ', left,
+    h('div', { class: 'muted small' }, when));
+}
+
+// drainForm drains one agent with an optional deadline (a Go duration;
+// empty is none, 0s ends what runs at once). The API's 400 about the
+// deadline shows beside the field.
+function drainForm(done) {
+  const agent = select([], '');
+  const deadline = h('input', { type: 'text', placeholder: 'none', size: 8, spellcheck: 'false', autocomplete: 'off' });
+  const status = h('p', { class: 'form-error', role: 'alert', hidden: true });
+  const ok = h('p', { class: 'form-ok', role: 'status', hidden: true });
+  const button = h('button', { type: 'submit', class: 'warn' }, 'Drain');
+  const form = h('form', { id: 'drain-form', class: 'row bottom', novalidate: true },
+    labelled('drain-agent', 'Agent', agent), labelled('drain-deadline', 'Deadline', deadline,
+      'how long its sessions may run on, such as 10m; empty waits for them, 0s ends them now'),
+    button, status, ok);
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    fieldError(deadline, '');
+    status.hidden = true;
+    ok.hidden = true;
+    if (!agent.value) { status.textContent = 'Choose an agent.'; status.hidden = false; return; }
+    const q = deadline.value.trim() ? '?deadline=' + encodeURIComponent(deadline.value.trim()) : '';
+    button.disabled = true;
+    try {
+      await call('POST', `/v1/agents/${encodeURIComponent(agent.value)}/drain${q}`);
+      ok.textContent = `${agent.value} is draining.`;
+      ok.hidden = false;
+    } catch (err) {
+      if (err instanceof APIError && err.field === 'deadline') fieldError(deadline, err.message);
+      else { status.textContent = err.message; status.hidden = false; }
+    }
+    button.disabled = false;
+    done();
+  });
+  return {
+    form,
+    agents(ids) {
+      if ([...agent.options].map((o) => o.value).join('\n') === ids.join('\n')) return;
+      const cur = agent.value;
+      agent.replaceChildren(...ids.map((id) => h('option', { value: id }, id)));
+      if (ids.includes(cur)) agent.value = cur;
+    },
+    choose(id) {
+      agent.value = id;
+      deadline.focus();
+    },
+  };
 }

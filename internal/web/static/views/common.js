@@ -23,6 +23,12 @@ export function hint(b) {
     case 'resource_group_state': return 'The resource group is not ACTIVE; an admin must start it.';
     case 'gang': return 'All its kernels must fit at once.';
     case 'session_type': return 'The resource group does not run this type of session.';
+    // A reservation blocker is on either side of one: on the session that
+    // holds it (scope: the agent), or on one held back so that it cannot
+    // delay a reservation (scope: the session it protects).
+    case 'reservation': return b.scope && (b.scope.startsWith('session:') || b.scope === 'another session')
+      ? 'It would still run when these slots are reserved for a session ahead of it; a shorter time limit may let it start now.'
+      : 'It holds a reservation: it starts when these slots free, and later sessions may only use them meanwhile if they end in time.';
     default: return '';
   }
 }

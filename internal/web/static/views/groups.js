@@ -1,6 +1,9 @@
 // Resource groups: their settings in force, as a form per group. Admins
 // edit and save (PUT sends only what changed) and may add a group; users
-// see the same form read-only.
+// see the same form read-only. The group's object state moves by its own
+// buttons (Start, Stop, Drain), not by the form: each is one transition
+// of seed 003's table, and the API's 409 for a move the table has no row
+// for is shown as it comes.
 
 import { APIError, call, get } from '../api.js';
 import { fieldError, fill, h, labelled, select } from '../dom.js';
@@ -8,6 +11,11 @@ import { slotsText } from '../format.js';
 import { banner, section } from './common.js';
 
 const TIMEOUTS = ['pending', 'scheduled', 'preparing', 'prepared', 'creating', 'terminating'];
+
+// MOVES are the state buttons: the verb, the state it asks for, and what
+// it means.
+const MOVES = [['Start', 'ACTIVE', 'schedule its sessions'], ['Stop', 'STOPPED', 'stop scheduling; sessions wait'],
+  ['Drain', 'DRAINING', 'refuse new sessions for good; DRAINING is final']];
 
 export function render(ctx) {
   const { main, admin } = ctx;
@@ -31,10 +39,10 @@ export function render(ctx) {
 function groupForm(g, admin, reload) {
   const id = (f) => `g-${g.name}-${f}`.replace(/[^A-Za-z0-9_-]/g, '_');
   const c = {
-    state: select(['ACTIVE', 'STOPPED', 'DRAINING'], g.state),
     sequencer: select(['fifo', 'lifo', 'drf'], g.sequencer),
     selector: select(['concentrated', 'dispersed', 'round-robin'], g.selector),
-    head_of_line: select(['skip', 'block'], g.head_of_line),
+    head_of_line: select(['skip', 'block', 'reserve'], g.head_of_line),
+    reservation_depth: h('input', { type: 'number', min: 0, max: 100, value: g.reservation_depth ?? 1 }),
     max_retries: h('input', { type: 'number', min: 0, value: g.max_retries }),
     allowed_types: h('input', { type: 'text', value: (g.allowed_types || []).join(', '), placeholder: 'all types' }),
   };
@@ -45,14 +53,34 @@ function groupForm(g, admin, reload) {
   const save = admin ? h('button', { type: 'submit', class: 'primary' }, 'Save') : null;
   const fs = h('fieldset', { disabled: !admin },
     h('legend', { class: 'sr-only' }, `Settings of ${g.name}`),
-    h('div', { class: 'row' }, labelled(id('state'), 'State', c.state), labelled(id('seq'), 'Sequencer', c.sequencer),
+    h('div', { class: 'row' }, labelled(id('seq'), 'Sequencer', c.sequencer),
       labelled(id('sel'), 'Agent selector', c.selector), labelled(id('hol'), 'Head of line', c.head_of_line),
+      labelled(id('depth'), 'Reservation depth', c.reservation_depth, 'sessions holding reservations at once (reserve)'),
       labelled(id('retries'), 'Max retries', c.max_retries)),
     labelled(id('types'), 'Allowed session types', c.allowed_types, 'comma-separated; empty is all'),
     h('p', { class: 'subhead' }, 'Timeouts (Go durations, 0s is none)'),
     h('div', { class: 'row timeouts' }, TIMEOUTS.map((k) => labelled(id('t-' + k), k, t[k]))));
-  const form = h('form', { class: 'card group', dataset: { group: g.name }, novalidate: true },
-    h('h2', null, g.name, ' ', h('span', { class: 'badge st-' + g.state }, g.state)), fs,
+  const moveStatus = h('p', { class: 'form-error state-error', role: 'alert', hidden: true });
+  const moves = admin ? h('div', { class: 'row state-moves', role: 'group', 'aria-label': `State of ${g.name}` },
+    MOVES.filter(([, to]) => to !== g.state).map(([verb, to, what]) => {
+      const b = h('button', { type: 'button', class: to === 'DRAINING' ? 'small danger' : 'small', dataset: { to },
+        title: what, 'aria-label': `${verb} ${g.name}: ${what}` }, verb);
+      b.addEventListener('click', async () => {
+        moveStatus.hidden = true;
+        b.disabled = true;
+        try {
+          await call('PUT', '/v1/resource-groups/' + encodeURIComponent(g.name), { state: to });
+          await reload();
+        } catch (err) {
+          moveStatus.textContent = err.message;
+          moveStatus.hidden = false;
+          b.disabled = false;
+        }
+      });
+      return b;
+    })) : null;
+  const form = h('form', { class: 'card group', dataset: { group: g.name, state: g.state }, novalidate: true },
+    h('h2', null, g.name, ' ', h('span', { class: 'badge st-' + g.state }, g.state)), moves, moveStatus, fs,
     h('p', { class: 'muted' }, 'Default per kernel: ', slotsText(g.default_slots), ' · minimum: ', slotsText(g.min_slots)),
     status, ok, save);
   if (!admin) return form;
@@ -67,7 +95,10 @@ function groupForm(g, admin, reload) {
     status.hidden = true;
     ok.hidden = true;
     const body = {};
-    for (const k of ['state', 'sequencer', 'selector', 'head_of_line']) if (c[k].value !== g[k]) body[k] = c[k].value;
+    for (const k of ['sequencer', 'selector', 'head_of_line']) if (c[k].value !== g[k]) body[k] = c[k].value;
+    const depth = Number(c.reservation_depth.value);
+    if (!Number.isInteger(depth)) { fieldError(c.reservation_depth, 'must be a whole number'); return; }
+    if (depth !== g.reservation_depth) body.reservation_depth = depth;
     const retries = Number(c.max_retries.value);
     if (!Number.isInteger(retries)) { fieldError(c.max_retries, 'must be a whole number'); return; }
     if (retries !== g.max_retries) body.max_retries = retries;

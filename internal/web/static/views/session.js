@@ -82,6 +82,7 @@ export function render(ctx) {
       row('Per kernel', slotsText(se.requested_slots)), row('Cluster', `${se.cluster_size} × ${se.cluster_mode}`),
       row('Created', time(se.created_at)), row('Status since', `${time(se.status_changed_at)} (${ago(se.status_changed_at)})`),
       row('Reason', se.status_reason), row('Outcome', se.outcome),
+      se.job ? row('Job', h('a', { href: '#/jobs/' + encodeURIComponent(se.job), class: 'mono', id: 'session-job' }, short(se.job))) : null,
       se.depends_on && se.depends_on.length ? row('Depends on', se.depends_on.map((d) =>
         h('a', { href: '#/sessions/' + encodeURIComponent(d), class: 'mono' }, short(d) + ' '))) : null,
       se.command && se.command.length ? row('Command', h('span', { class: 'mono' }, se.command.join(' '))) : null);
@@ -105,7 +106,7 @@ export function render(ctx) {
       if (!w.blockers || !w.blockers.length) out.push(h('p', null, 'Nothing blocks it: it should be placed in the next scheduling round.'));
       for (const b of w.blockers || []) {
         out.push(h('div', { class: 'blocker' + (b.impossible || b.exceeds_capacity ? ' impossible' : ''), dataset: { kind: b.kind } },
-          h('p', null, h('strong', null, b.kind), b.scope ? ` (${b.scope})` : '', ': ', b.message),
+          h('p', null, h('strong', null, b.kind), b.scope ? [' (', scopeText(b.scope), ')'] : '', ': ', b.message),
           b.slot ? h('p', { class: 'muted' }, `${b.slot}: requested ${b.requested || '—'}, available ${b.available || '—'}` +
             (b.capacity ? `, capacity ${b.capacity}` : '')) : null,
           h('p', { class: 'hint' }, hint(b))));
@@ -213,4 +214,11 @@ function logsPanel(path) {
       else if (!placed.length) state.textContent = 'No kernel is on an agent yet.';
     },
   };
+}
+
+// scopeText links a blocker's scope when it names a session the caller
+// may open (the API writes "another session" for any other).
+function scopeText(scope) {
+  const id = scope.startsWith('session:') ? scope.slice(8) : '';
+  return id ? h('a', { href: '#/sessions/' + encodeURIComponent(id), class: 'mono' }, 'session ' + short(id)) : scope;
 }

@@ -1,0 +1,204 @@
+package web_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
+	"github.com/sokovan-go/sokovan/internal/deploy"
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// startDeployDash is startDash with the deployment controller running
+// against the same store and API, as `sokovan server` wires it, and every
+// kernel serving one HTTP port: a real server here that answers the
+// health checks, so routes go HEALTHY through the controller's own
+// checks.
+func startDeployDash(t *testing.T) *dash {
+	t.Helper()
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(model.Close)
+	_, portStr, err := net.SplitHostPort(strings.TrimPrefix(model.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(portStr)
+	d := startDash(t, apitest.Options{ServicePorts: []domain.ServicePort{{Name: "http", Protocol: "http", Host: "127.0.0.1", Port: port}}})
+	ctrl := deploy.New(deploy.Deps{Store: d.Store}, deploy.Config{Interval: 100 * time.Millisecond,
+		DrainGrace: 300 * time.Millisecond, EvictionGrace: 300 * time.Millisecond})
+	ctrl.UseSessions(d.Server)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = ctrl.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return d
+}
+
+// checkNames fails the test for any visible, enabled control a screen
+// reader could not name, as the keyboard test does for the sessions page.
+func (b *browser) checkNames(t *testing.T, page string) {
+	t.Helper()
+	unnamed := eval[[]string](t, b, `[...document.querySelectorAll('a[href], button, input, select, textarea')]
+		.filter(el => !el.disabled && el.offsetParent !== null)
+		.filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label') && !el.textContent.trim())
+		.map(el => el.outerHTML.slice(0, 120))`)
+	if len(unnamed) > 0 {
+		t.Errorf("%s: controls with no accessible name: %s", page, strings.Join(unnamed, "\n"))
+	}
+}
+
+// TestDashboardDeployments: alice creates a deployment from the form, sees
+// its route go HEALTHY with a link to its session, scales it to 2 and sees
+// two healthy routes, then destroys it behind the confirmation and sees it
+// DESTROYED, listed again only with "Include destroyed". A bad duration and
+// a wrong replicas count are refused beside their fields.
+func TestDashboardDeployments(t *testing.T) {
+	exe := chromium(t)
+	d := startDeployDash(t)
+	alice := d.User("alice", "user", "p1")
+
+	b := newBrowser(t, exe)
+	b.login(t, d.URL, alice, "alice")
+	b.go_(t, "#/deployments", `document.getElementById('deployment-count')?.textContent === 'No deployments yet.'`)
+	b.checkLabels(t, "deployments")
+	b.checkNames(t, "deployments")
+	b.run(t, "create a deployment",
+		chromedp.SendKeys(chromedp.ID("cd-name"), "llm"),
+		chromedp.SendKeys(chromedp.ID("cd-image"), "sleep"),
+		chromedp.SetValue(chromedp.ID("cd-cpu"), "1"),
+		chromedp.SetValue(chromedp.ID("cd-mem"), "1g"),
+		chromedp.SetValue(chromedp.ID("cd-interval"), "200ms"),
+		chromedp.SetValue(chromedp.ID("cd-delay"), "soon"),
+		chromedp.Click(chromedp.CSS(`#create-deployment button[type=submit]`)))
+	// A bad duration: the API's 400 names health_check.initial_delay and
+	// its message shows beside that field; nothing is created.
+	b.waitJS(t, "the delay's error", `!document.getElementById('cd-delay-error').hidden`)
+	if msg := eval[string](t, b, `document.getElementById('cd-delay-error').textContent`); !strings.Contains(msg, "soon") {
+		t.Errorf("delay error = %q; want the API's message naming the value", msg)
+	}
+	b.run(t, "fix the delay and submit", chromedp.SetValue(chromedp.ID("cd-delay"), "0s"),
+		chromedp.Click(chromedp.CSS(`#create-deployment button[type=submit]`)))
+	b.waitJS(t, "the deployment's page with one HEALTHY route",
+		`location.hash.startsWith('#/deployments/') && document.querySelectorAll('#route-rows tr[data-status=HEALTHY]').length === 1`)
+	var list v1.List[v1.Deployment]
+	d.Do(alice, "GET", "/v1/deployments", nil, &list)
+	if len(list.Items) != 1 || list.Items[0].Name != "llm" || list.Items[0].Resources["cpu"] != "1" {
+		t.Fatalf("deployments after the form: %+v", list.Items)
+	}
+	dep := list.Items[0]
+	b.checkLabels(t, "deployment")
+	b.checkNames(t, "deployment")
+	link := eval[string](t, b, `document.querySelector('#route-rows tr a').getAttribute('href')`)
+	var got v1.Deployment
+	d.Do(alice, "GET", "/v1/deployments/"+dep.ID, nil, &got)
+	if len(got.Routes) != 1 || link != "#/sessions/"+got.Routes[0].SessionID {
+		t.Errorf("route's session link = %q; want the route's session %+v", link, got.Routes)
+	}
+	if spec := eval[string](t, b, `document.getElementById('deployment-facts').textContent`); !strings.Contains(spec, "sleep") ||
+		!strings.Contains(spec, "cpu 1, mem 1g") || !strings.Contains(spec, "GET /health every 200ms") {
+		t.Errorf("spec = %q; want image, per-replica slots and health check", spec)
+	}
+	b.shot(t, "deployment-one")
+
+	// A replicas count the API refuses: its message beside the field, and
+	// nothing changes.
+	b.run(t, "scale to 65", chromedp.SetValue(chromedp.ID("d-replicas"), "65"),
+		chromedp.Click(chromedp.CSS(`#scale button[type=submit]`)))
+	b.waitJS(t, "the replicas error", `!document.getElementById('d-replicas-error').hidden`)
+	if msg := eval[string](t, b, `document.getElementById('d-replicas-error').textContent`); !strings.Contains(msg, "65") {
+		t.Errorf("replicas error = %q; want the API's message naming 65", msg)
+	}
+	d.Do(alice, "GET", "/v1/deployments/"+dep.ID, nil, &got)
+	if got.Replicas != 1 {
+		t.Errorf("a refused scale changed replicas to %d", got.Replicas)
+	}
+
+	b.run(t, "scale to 2", chromedp.SetValue(chromedp.ID("d-replicas"), "2"),
+		chromedp.Click(chromedp.CSS(`#scale button[type=submit]`)))
+	b.waitJS(t, "two HEALTHY routes", `document.querySelectorAll('#route-rows tr[data-status=HEALTHY]').length === 2`)
+	b.waitJS(t, "the history shows the routes' steps", `document.querySelectorAll('#deployment-history tr[data-result]').length > 0`)
+	b.shot(t, "deployment-two")
+
+	// The list shows 2 of 2 healthy.
+	b.go_(t, "#/deployments", `document.querySelector('#deployment-rows tr[data-name=llm] td.replicas')?.textContent === '2 / 2'`)
+	b.shot(t, "deployments")
+
+	// Destroy asks first; Keep it changes nothing.
+	b.go_(t, "#/deployments/"+dep.ID, `document.querySelectorAll('#route-rows tr').length === 2`)
+	b.run(t, "destroy, then keep", chromedp.Click(chromedp.ID("destroy")))
+	b.waitJS(t, "the question", `!document.getElementById('destroy-confirm').hidden && document.activeElement.id === 'destroy-yes'`)
+	if q := eval[string](t, b, `document.getElementById('destroy-q').textContent`); !strings.Contains(q, "llm") {
+		t.Errorf("the confirmation %q does not name the deployment", q)
+	}
+	b.shot(t, "deployment-confirm")
+	b.run(t, "keep it", chromedp.Click(chromedp.ID("destroy-no")))
+	b.waitJS(t, "the question gone", `document.getElementById('destroy-confirm').hidden`)
+	// Escape is Keep it too, and the focus goes back to Destroy….
+	b.run(t, "destroy, then Escape", chromedp.Click(chromedp.ID("destroy")))
+	b.waitJS(t, "the question", `document.activeElement.id === 'destroy-yes'`)
+	b.run(t, "Escape", chromedp.KeyEvent(kb.Escape))
+	b.waitJS(t, "the question gone, focus on Destroy…", `document.getElementById('destroy-confirm').hidden && document.activeElement.id === 'destroy'`)
+	d.Do(alice, "GET", "/v1/deployments/"+dep.ID, nil, &got)
+	if got.Status == "DESTROYING" || got.Status == "DESTROYED" {
+		t.Fatalf("Keep it destroyed the deployment: %s", got.Status)
+	}
+	b.run(t, "destroy for real", chromedp.Click(chromedp.ID("destroy")))
+	b.waitJS(t, "the question", `!document.getElementById('destroy-confirm').hidden`)
+	b.run(t, "confirm", chromedp.Click(chromedp.ID("destroy-yes")))
+	b.waitJS(t, "DESTROYED with no routes", `document.getElementById('main').dataset.status === 'DESTROYED' &&
+		document.getElementById('main').dataset.routes === '0' && document.getElementById('destroy').hidden`)
+	b.shot(t, "deployment-destroyed")
+
+	// The list leaves DESTROYED deployments out until asked.
+	b.go_(t, "#/deployments", `document.getElementById('deployment-count')?.textContent === 'No deployments yet.'`)
+	b.run(t, "include destroyed", chromedp.Click(chromedp.ID("d-all")))
+	b.waitJS(t, "the destroyed one listed", `document.querySelector('#deployment-rows tr[data-name=llm]')?.dataset.status === 'DESTROYED'`)
+	if !b.noCSPViolations(t) {
+		t.Error("the page broke its Content-Security-Policy")
+	}
+}
+
+// TestDashboardDeploymentBlocked: a deployment of three 6-cpu replicas on
+// two 8-cpu agents runs two; the third route stays PROVISIONING and its
+// row says why its session waits, with the hint. An admin's list shows
+// the owner.
+func TestDashboardDeploymentBlocked(t *testing.T) {
+	exe := chromium(t)
+	d := startDeployDash(t)
+	alice := d.User("alice", "user", "p1")
+	three := 3
+	var dep v1.Deployment
+	if code := d.Do(alice, "POST", "/v1/deployments", v1.CreateDeploymentRequest{Name: "big", Image: "sleep", Replicas: &three,
+		Resources:   map[string]string{"cpu": "6", "mem": "1g"},
+		HealthCheck: &v1.HealthCheck{Interval: "200ms", InitialDelay: "0s"}}, &dep); code != http.StatusCreated {
+		t.Fatalf("create: status %d", code)
+	}
+	b := newBrowser(t, exe)
+	b.login(t, d.URL, d.AdminToken, "admin")
+	b.go_(t, "#/deployments/"+dep.ID, `document.querySelectorAll('#route-rows tr[data-status=HEALTHY]').length === 2 &&
+		document.querySelector('#route-rows tr[data-status=PROVISIONING] .blocker[data-kind=capacity]') !== null`)
+	text := eval[string](t, b, `document.querySelector('#route-rows tr[data-status=PROVISIONING] .blocker').textContent`)
+	if !strings.Contains(text, "cpu") || !strings.Contains(text, "agents are busy") {
+		t.Errorf("the waiting route's blocker reads %q; want the cpu it lacks and the hint", text)
+	}
+	b.shot(t, "deployment-blocked")
+	b.go_(t, "#/deployments", `document.querySelector('#deployment-rows tr[data-name=big] td.owner')?.textContent === 'alice'`)
+	if got := eval[string](t, b, `document.querySelector('#deployment-rows tr[data-name=big] td.replicas').textContent`); got != "2 / 3" {
+		t.Errorf("replicas cell = %q, want 2 / 3", got)
+	}
+}
