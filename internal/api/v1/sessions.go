@@ -205,7 +205,7 @@ type Progress struct {
 // sessions for concurrency, of kernels for the "kernels" slot), empty
 // when the kind has none.
 type Blocker struct {
-	Kind string `json:"kind" enum:"quota,capacity,no_agents,architecture,dependency,start_time,queue_position,resource_group_state,gang,concurrency,session_type"`
+	Kind string `json:"kind" enum:"quota,capacity,no_agents,architecture,dependency,start_time,queue_position,resource_group_state,gang,concurrency,session_type,reservation"`
 	// Scope is whose limit or what object it is: "user:alice",
 	// "project:p", "group:default", "session:<id>", "agents".
 	Scope      string `json:"scope"`
