@@ -13,7 +13,9 @@ func renderGroupStates(b *strings.Builder) {
 	b.WriteString("Seed 003's object states, from `GroupTransitions` (internal/domain/groupstate.go).\n")
 	b.WriteString("ACTIVE schedules and admits; STOPPED admits but schedules nothing and may start\n")
 	b.WriteString("again; DRAINING refuses new sessions (409) but still schedules the ones it holds,\n")
-	b.WriteString("and is final. Any (event, from) pair not listed is refused with 409.\n\n")
+	b.WriteString("and is final. Any (event, from) pair not listed is refused with 409. Admission is\n")
+	b.WriteString("decided inside the store's CreateSession transaction, so no session is admitted\n")
+	b.WriteString("once a change to DRAINING has committed.\n\n")
 	b.WriteString("```mermaid\nstateDiagram-v2\n")
 	fmt.Fprintf(b, "    [*] --> %v\n", GroupActive)
 	for _, t := range GroupTransitions() {

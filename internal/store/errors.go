@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // Error classes. Engines wrap them with %w and add what failed, so callers
@@ -63,3 +65,19 @@ func (e *LimitError) Error() string {
 
 // Is makes errors.Is(err, ErrLimitReached) hold for every limit error.
 func (e *LimitError) Is(target error) bool { return target == ErrLimitReached }
+
+// GroupClosedError reports a session refused because its resource group,
+// read in the creating transaction, no longer admits new sessions
+// (DRAINING). It is a conflict: the group's state, not the request, is in
+// the way.
+type GroupClosedError struct {
+	Group string
+	State domain.GroupState
+}
+
+func (e *GroupClosedError) Error() string {
+	return fmt.Sprintf("resource group %s is %s and accepts no new sessions", e.Group, e.State)
+}
+
+// Is makes errors.Is(err, ErrConflict) hold for every closed-group error.
+func (e *GroupClosedError) Is(target error) bool { return target == ErrConflict }

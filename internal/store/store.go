@@ -80,7 +80,10 @@ type Store interface {
 	// (and status change) time. Each limit is checked in the same
 	// transaction, serialised with every other creation that checks the
 	// same limit, whichever store instance makes it; one already reached
-	// refuses the session with a *LimitError.
+	// refuses the session with a *LimitError. A group that no longer
+	// admits sessions (DRAINING), as read in the same transaction, refuses
+	// it with a *GroupClosedError: none is created after the change
+	// commits.
 	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel, limits ...PendingLimit) error
 	// GetSession returns the session whole, its command and environment
 	// included.

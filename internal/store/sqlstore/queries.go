@@ -28,10 +28,13 @@ ON CONFLICT (name) DO UPDATE SET
     default_time_limit_ns = excluded.default_time_limit_ns, max_time_limit_ns = excluded.max_time_limit_ns,
     idle_timeout_ns = excluded.idle_timeout_ns, reserve = excluded.reserve,
     reservation_depth = excluded.reservation_depth`
-	selectGroup       = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE name = $1`
-	selectGroups      = `SELECT ` + codec.GroupColumns + ` FROM resource_groups ORDER BY name`
-	selectGroupCursor = `SELECT rr_cursor FROM resource_groups WHERE name = $1`
-	saveGroupCursor   = `UPDATE resource_groups SET rr_cursor = $1 WHERE name = $2`
+	selectGroup  = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE name = $1`
+	selectGroups = `SELECT ` + codec.GroupColumns + ` FROM resource_groups ORDER BY name`
+	// selectGroupStateShared reads a group's state for CreateSession,
+	// keeping it from changing until the creation commits.
+	selectGroupStateShared = `SELECT state FROM resource_groups WHERE name = $1 {share}`
+	selectGroupCursor      = `SELECT rr_cursor FROM resource_groups WHERE name = $1`
+	saveGroupCursor        = `UPDATE resource_groups SET rr_cursor = $1 WHERE name = $2`
 	// A group's generation counts the changes to its scheduling input
 	// that the change feed does not carry: its agents' status, cordon and
 	// capacity, its configuration, policies. It is bumped after the row

@@ -54,6 +54,7 @@ func Run(t *testing.T, e Engine) {
 		{"ListSessionsAndKernels", testListSessionsAndKernels},
 		{"CreateSessionErrors", testCreateSessionErrors},
 		{"PendingLimit", testPendingLimit},
+		{"DrainRefusesSubmits", testDrainRefusesSubmits},
 		{"SessionSpecs", testSessionSpecs},
 		{"ListSessionsPages", testListSessionsPages},
 		{"ListSessionsFilters", testListSessionsFilters},
