@@ -208,6 +208,8 @@ type Server struct {
 	deploy Kicker
 	// traffic is the deployments' proxy state.
 	traffic traffic
+	// proxyCache spares proxied requests their auth and deployment reads.
+	proxyCache proxyCache
 }
 
 // New builds the server and its routes.
