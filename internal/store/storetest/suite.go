@@ -37,6 +37,7 @@ func Run(t *testing.T, e Engine) {
 		{"ResourceGroups", testResourceGroups},
 		{"Deployments", testDeployments},
 		{"DeploymentRoutes", testDeploymentRoutes},
+		{"RouteFollowsSession", testRouteFollowsSession},
 		{"DeploymentHistory", testDeploymentHistory},
 		{"DeploymentTokens", testDeploymentTokens},
 		{"DeploymentAutoscaleAndLoad", testDeploymentAutoscaleAndLoad},
