@@ -97,6 +97,7 @@ func (s *Store) checkGroupAdmits(ctx context.Context, tx txn, group string) erro
 	if err != nil || !found {
 		return err
 	}
+	// A removed group reads as REMOVED (see groupState).
 	st, err := domain.ParseGroupState(name)
 	if err != nil {
 		return &store.CorruptRowError{Table: "resource_groups", ID: group, Column: "state", Err: err}

@@ -35,6 +35,8 @@ func Run(t *testing.T, e Engine) {
 		fn   func(t *testing.T, e Engine)
 	}{
 		{"ResourceGroups", testResourceGroups},
+		{"RemoveResourceGroup", testRemoveResourceGroup},
+		{"RemoveRacesRegistration", testRemoveRacesRegistration},
 		{"Deployments", testDeployments},
 		{"DeploymentRoutes", testDeploymentRoutes},
 		{"RouteFollowsSession", testRouteFollowsSession},
