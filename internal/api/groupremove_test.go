@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -92,7 +93,7 @@ func TestRemoveResourceGroup(t *testing.T) {
 		if s, err := m.Store.GetSession(ctx, "s-gpu"); err != nil || s.Session.ResourceGroup != "gpu" {
 			t.Errorf("ended session of a removed group: %+v %v", s.Session, err)
 		}
-		if _, err := m.Store.GetResourceGroup(ctx, "gpu"); err == nil || !strings.Contains(err.Error(), store.ErrNotFound.Error()) {
+		if _, err := m.Store.GetResourceGroup(ctx, "gpu"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("store still shows the group: %v", err)
 		}
 	})
