@@ -113,6 +113,13 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 		agentrpc.WriteError(w, http.StatusConflict, fmt.Errorf("agent %s registered again meanwhile; retry: %w", in.ID, err))
 		return
 	}
+	if errors.Is(err, store.ErrGroupRemoved) {
+		// The agent's operator must point it at another group; retrying
+		// changes nothing.
+		agentrpc.WriteError(w, http.StatusConflict, fmt.Errorf("resource group %s was removed; "+
+			"configure the agent with another group: %w", in.ResourceGroup, err))
+		return
+	}
 	if err != nil {
 		g.fail(w, "register", err)
 		return

@@ -176,15 +176,11 @@ func (s *Server) authorize(level access, next http.Handler) http.Handler {
 			s.fail(w, r, unauthenticated("the agent token is not a user's token"))
 			return
 		}
-		u, err := s.store.UserByTokenHash(r.Context(), HashToken(token))
-		if err != nil && level == deployment && errors.Is(err, store.ErrNotFound) {
-			if dep, derr := s.store.DeploymentByTokenHash(r.Context(), HashToken(token)); derr == nil {
-				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), deployTokenKey{}, dep)))
-				return
-			} else if !errors.Is(derr, store.ErrNotFound) {
-				err = derr
-			}
+		if level == deployment {
+			s.authorizeProxy(w, r, token, next)
+			return
 		}
+		u, err := s.store.UserByTokenHash(r.Context(), HashToken(token))
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				err = unauthenticated("invalid token")

@@ -168,6 +168,9 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return invalid("state", "%v", err)
 		}
+		if st == domain.GroupRemoved {
+			return invalid("state", "REMOVED is reached only by DELETE /v1/resource-groups/%s", name)
+		}
 		if !created {
 			// The wanted state is reached only through seed 003's table, so
 			// a DRAINING group cannot be brought back.
@@ -303,6 +306,11 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		return invalid("", "%v", err)
 	}
 	if err := s.store.PutResourceGroup(ctx, g); err != nil {
+		if errors.Is(err, store.ErrGroupRemoved) {
+			e := conflict("resource group %s was removed; its name is not reused", name)
+			e.Field = "name"
+			return e
+		}
 		return err
 	}
 	s.sessions.Mark()

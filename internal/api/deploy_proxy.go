@@ -241,7 +241,7 @@ var proxyTransport = &http.Transport{
 
 func (s *Server) deploymentProxy(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	d, err := s.proxyDeployment(ctx, r.PathValue("id"))
+	d, err := s.cachedProxyDeployment(ctx, r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -26,3 +26,7 @@ func SchemaTypes(s *Server) map[string]reflect.Type {
 	_, types := s.describe()
 	return types
 }
+
+// WrapStore puts wrap around the server's store, for tests that inject a
+// fault at the store's edge. Call it before the server serves anything.
+func WrapStore(s *Server, wrap func(Store) Store) { s.store = wrap(s.store) }

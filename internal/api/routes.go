@@ -182,9 +182,15 @@ func (s *Server) table() []route {
 			desc: "Fields left out keep their current value, or the default for a new group (ACTIVE, fifo, " +
 				"concentrated, head_of_line skip, max_retries 3, default timeouts). Durations are Go durations " +
 				"(\"90s\", \"15m\"); \"0s\" means no bound. 201 when the group is new. A state change goes through " +
-				"seed 003's table (Start → ACTIVE, Stop → STOPPED, Remove → DRAINING; DRAINING is final): a move " +
+				"seed 003's table (Start → ACTIVE, Stop → STOPPED, Remove → DRAINING; DRAINING has no way back, only DELETE): a move " +
 				"it has no row for is refused with 409 and changes nothing. A DRAINING group refuses new sessions (409).",
 			body: v1.GroupRequest{}, status: http.StatusOK, alt: []int{http.StatusCreated}, resp: v1.Group{}, handle: s.putGroup},
+		{method: "DELETE", path: "/v1/resource-groups/{name}", access: admin, summary: "Remove a drained, empty resource group",
+			desc: "Only a DRAINING group that holds no live session and no ALIVE or LOST agent, and is not the default " +
+				"group, is removed (409 naming what is in the way otherwise). Removal is soft: the group answers once " +
+				"more with state REMOVED, then is absent from every read, refuses sessions and agents, and its name " +
+				"is not reused; its ended sessions keep naming it.",
+			status: http.StatusOK, resp: v1.Group{}, handle: s.deleteGroup},
 
 		{method: "POST", path: "/v1/users", access: admin, summary: "Create a user and its token",
 			desc: "The token is shown once, in this answer; only its hash is stored.",

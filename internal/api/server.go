@@ -28,6 +28,7 @@ type Store interface {
 	GetResourceGroup(ctx context.Context, name string) (domain.ResourceGroup, error)
 	ListResourceGroups(ctx context.Context) ([]domain.ResourceGroup, error)
 	PutResourceGroup(ctx context.Context, g domain.ResourceGroup) error
+	RemoveResourceGroup(ctx context.Context, name string, at time.Time) (domain.ResourceGroup, error)
 	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
 	ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.Agent, error)
 	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error
@@ -208,6 +209,8 @@ type Server struct {
 	deploy Kicker
 	// traffic is the deployments' proxy state.
 	traffic traffic
+	// proxyCache spares proxied requests their auth and deployment reads.
+	proxyCache proxyCache
 }
 
 // New builds the server and its routes.

@@ -99,6 +99,12 @@ func (s *Server) submit(ctx context.Context, sess domain.Session, kernels []doma
 					"wait for one to start, or end one", full.Limit.Scope, full.Limit.Name, full.Pending, full.Limit.Max)}
 			return e
 		}
+		var closed *store.GroupClosedError
+		if errors.As(err, &closed) {
+			// The group changed state after buildSession read it; the
+			// store's answer is the one that holds.
+			return groupClosed(closed.Group, closed.State)
+		}
 		if errors.Is(err, store.ErrNameTaken) {
 			e := conflict("you already have a live session named %q; end it, or choose another name", sess.Name)
 			e.Field = "name"
@@ -113,6 +119,13 @@ func (s *Server) submit(ctx context.Context, sess domain.Session, kernels []doma
 	}
 	s.sessions.Mark()
 	return nil
+}
+
+// groupClosed is the 409 for a group that accepts no new sessions.
+func groupClosed(group string, st domain.GroupState) *apiError {
+	e := conflict("resource group %s is %s and accepts no new sessions", group, st)
+	e.Field = "resource_group"
+	return e
 }
 
 // buildSession validates a request completely and turns it into the
@@ -221,10 +234,9 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 	}
 	if !g.State.Admits() {
 		// Seed 003: a DRAINING group takes no additions; it only finishes
-		// what it holds so it can be removed.
-		e := conflict("resource group %s is %s and accepts no new sessions", g.Name, g.State)
-		e.Field = "resource_group"
-		return fail(e)
+		// what it holds so it can be removed. This read refuses early; the
+		// store's CreateSession decides exactly.
+		return fail(groupClosed(g.Name, g.State))
 	}
 	if !g.Allows(sess.Type) {
 		return fail(invalid("type", "resource group %s does not run %s sessions (it runs %s)", g.Name, sess.Type,

@@ -7,7 +7,7 @@ import (
 )
 
 // GroupEvent moves a resource group between its object states (seed 003's
-// Start, Stop and Remove).
+// Start, Stop and Remove, and Delete, which ends a drained group).
 type GroupEvent string
 
 // Resource group events.
@@ -15,10 +15,14 @@ const (
 	GroupStart  GroupEvent = "Start"
 	GroupStop   GroupEvent = "Stop"
 	GroupRemove GroupEvent = "Remove"
+	// GroupDelete is DELETE /v1/resource-groups/{name}. The table allows
+	// it from DRAINING only; the store also wants the group to hold no
+	// live session and no agent (store.RemoveResourceGroup).
+	GroupDelete GroupEvent = "Delete"
 )
 
 // GroupEvents lists the events in table order.
-func GroupEvents() []GroupEvent { return []GroupEvent{GroupStart, GroupStop, GroupRemove} }
+func GroupEvents() []GroupEvent { return []GroupEvent{GroupStart, GroupStop, GroupRemove, GroupDelete} }
 
 // GroupTransition is one row of the object state table.
 type GroupTransition struct {
@@ -27,9 +31,10 @@ type GroupTransition struct {
 	To    GroupState
 }
 
-// groupTransitions is seed 003's object state machine. DRAINING is final:
-// the seed gives it no way back, because a group being removed must not
-// start taking work again halfway through its cleanup. Repeating the event
+// groupTransitions is seed 003's object state machine. DRAINING has no way
+// back: the seed gives it none, because a group being removed must not
+// start taking work again halfway through its cleanup; it ends in REMOVED,
+// which is final and which no event, Delete included, leaves. Repeating the event
 // that led to the current state is legal and changes nothing, so an admin
 // re-running the same command is not an error.
 var groupTransitions = []GroupTransition{
@@ -40,6 +45,7 @@ var groupTransitions = []GroupTransition{
 	{GroupRemove, GroupActive, GroupDraining},
 	{GroupRemove, GroupStopped, GroupDraining},
 	{GroupRemove, GroupDraining, GroupDraining},
+	{GroupDelete, GroupDraining, GroupRemoved},
 }
 
 // GroupTransitions returns a copy of the table, in order.
@@ -71,6 +77,8 @@ func GroupEventTo(to GroupState) (GroupEvent, error) {
 		return GroupStop, nil
 	case GroupDraining:
 		return GroupRemove, nil
+	case GroupRemoved:
+		return GroupDelete, nil
 	}
 	return "", fmt.Errorf("unknown resource group state %s", to)
 }
@@ -82,7 +90,7 @@ func ParseGroupEvent(name string) (GroupEvent, error) {
 			return e, nil
 		}
 	}
-	return "", fmt.Errorf("unknown resource group event %q (want Start, Stop or Remove)", name)
+	return "", fmt.Errorf("unknown resource group event %q (want Start, Stop, Remove or Delete)", name)
 }
 
 // Schedules reports whether rounds place sessions of a group in this state:

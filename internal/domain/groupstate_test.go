@@ -6,11 +6,12 @@ import (
 )
 
 func TestGroupStateTable(t *testing.T) {
-	states := []GroupState{GroupActive, GroupStopped, GroupDraining}
+	states := []GroupState{GroupActive, GroupStopped, GroupDraining, GroupRemoved}
 	want := map[GroupState]map[GroupEvent]GroupState{
 		GroupActive:   {GroupStart: GroupActive, GroupStop: GroupStopped, GroupRemove: GroupDraining},
 		GroupStopped:  {GroupStart: GroupActive, GroupStop: GroupStopped, GroupRemove: GroupDraining},
-		GroupDraining: {GroupRemove: GroupDraining}, // final: no Start, no Stop
+		GroupDraining: {GroupRemove: GroupDraining, GroupDelete: GroupRemoved}, // no Start, no Stop
+		GroupRemoved:  {},                                                      // final: nothing, not even Delete again
 	}
 	for _, from := range states {
 		for _, e := range GroupEvents() {
@@ -39,6 +40,7 @@ func TestGroupStateSchedulesAndAdmits(t *testing.T) {
 		{GroupActive, true, true},
 		{GroupStopped, false, true},
 		{GroupDraining, true, false},
+		{GroupRemoved, false, false},
 	} {
 		if c.s.Schedules() != c.schedules || c.s.Admits() != c.admits {
 			t.Errorf("%v: Schedules=%v Admits=%v; want %v %v", c.s, c.s.Schedules(), c.s.Admits(), c.schedules, c.admits)

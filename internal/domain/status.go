@@ -173,14 +173,18 @@ func ParseAgentStatus(name string) (AgentStatus, error) {
 type GroupState uint8
 
 // Resource group states. STOPPED schedules nothing; DRAINING makes no new
-// placements but lets what is placed run to its end.
+// placements but lets what is placed run to its end; REMOVED is a drained
+// group deleted: its row stays, because ended sessions name it, but it is
+// hidden and refuses everything.
 const (
 	GroupActive GroupState = iota + 1
 	GroupStopped
 	GroupDraining
+	GroupRemoved
 )
 
-var groupStateNames = [...]string{GroupActive: "ACTIVE", GroupStopped: "STOPPED", GroupDraining: "DRAINING"}
+var groupStateNames = [...]string{GroupActive: "ACTIVE", GroupStopped: "STOPPED", GroupDraining: "DRAINING",
+	GroupRemoved: "REMOVED"}
 
 func (s GroupState) String() string {
 	if int(s) < len(groupStateNames) && s != 0 {
@@ -196,7 +200,7 @@ func ParseGroupState(name string) (GroupState, error) {
 			return GroupState(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown resource group state %q (want ACTIVE, STOPPED or DRAINING)", name)
+	return 0, fmt.Errorf("unknown resource group state %q (want ACTIVE, STOPPED, DRAINING or REMOVED)", name)
 }
 
 // SessionType is what a session is for.

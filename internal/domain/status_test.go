@@ -113,7 +113,8 @@ func TestGroupStateNames(t *testing.T) {
 		{GroupActive, "ACTIVE"},
 		{GroupStopped, "STOPPED"},
 		{GroupDraining, "DRAINING"},
-	}, ParseGroupState, []string{"", "active", "PAUSED", GroupState(0).String(), GroupState(4).String()})
+		{GroupRemoved, "REMOVED"},
+	}, ParseGroupState, []string{"", "active", "PAUSED", GroupState(0).String(), GroupState(5).String()})
 }
 
 func TestOutcomeNames(t *testing.T) {

@@ -18,7 +18,12 @@
 //   - a PendingLimit given to CreateSession is exact however many store
 //     instances create sessions at once: the count and the insert are one
 //     transaction, serialised per limit; so is a session's name, unique
-//     among its owner's live sessions (ErrNameTaken);
+//     among its owner's live sessions (ErrNameTaken); and so is the
+//     group's admission: CreateSession reads the group's state under a
+//     shared row lock, so no session is created after a change to DRAINING
+//     commits (*GroupClosedError, an ErrConflict); RemoveResourceGroup
+//     counts a group's live sessions and agents under its row lock, so
+//     neither a creation nor a registration slips past a removal;
 //   - no driver error leaks upward: callers see ErrNotFound, ErrConflict,
 //     ErrNameTaken, ErrGuardFailed, ErrInvalid, ErrLimitReached (a *LimitError),
 //     ErrCorrupt (a *CorruptRowError naming the row) or ErrUnavailable,

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // Error classes. Engines wrap them with %w and add what failed, so callers
@@ -25,6 +27,9 @@ var (
 	// ErrNameTaken: a live session of the same owner already has the
 	// name a new session asks for. It is a conflict.
 	ErrNameTaken = fmt.Errorf("%w: a live session of the owner has that name", ErrConflict)
+	// ErrGroupRemoved: the resource group named was removed; it takes
+	// nothing again and its name is not reused. It is a conflict.
+	ErrGroupRemoved = fmt.Errorf("%w: the resource group was removed", ErrConflict)
 	// ErrUnavailable: the database failed or was busy for too long; the same
 	// call may succeed later.
 	ErrUnavailable = errors.New("store unavailable")
@@ -63,3 +68,38 @@ func (e *LimitError) Error() string {
 
 // Is makes errors.Is(err, ErrLimitReached) hold for every limit error.
 func (e *LimitError) Is(target error) bool { return target == ErrLimitReached }
+
+// GroupClosedError reports a session refused because its resource group,
+// read in the creating transaction, no longer admits new sessions
+// (DRAINING). It is a conflict: the group's state, not the request, is in
+// the way.
+type GroupClosedError struct {
+	Group string
+	State domain.GroupState
+}
+
+func (e *GroupClosedError) Error() string {
+	return fmt.Sprintf("resource group %s is %s and accepts no new sessions", e.Group, e.State)
+}
+
+// Is makes errors.Is(err, ErrConflict) hold for every closed-group error.
+func (e *GroupClosedError) Is(target error) bool { return target == ErrConflict }
+
+// GroupRemoveError reports why a resource group cannot be removed: it is
+// not DRAINING, or it still holds live sessions or ALIVE or LOST agents.
+type GroupRemoveError struct {
+	Group        string
+	State        domain.GroupState
+	LiveSessions int
+	Agents       int
+}
+
+func (e *GroupRemoveError) Error() string {
+	if e.State != domain.GroupDraining {
+		return fmt.Sprintf("resource group %s is %s, not DRAINING", e.Group, e.State)
+	}
+	return fmt.Sprintf("resource group %s still holds %d live sessions and %d agents", e.Group, e.LiveSessions, e.Agents)
+}
+
+// Is makes errors.Is(err, ErrConflict) hold for every such error.
+func (e *GroupRemoveError) Is(target error) bool { return target == ErrConflict }

@@ -19,10 +19,22 @@ import (
 // *CorruptRowError, and a cancelled context its own error.
 type Store interface {
 	// PutResourceGroup creates or replaces a group's configuration; its
-	// round-robin cursor is kept.
+	// round-robin cursor is kept. A removed group's name is refused with
+	// ErrGroupRemoved; State REMOVED with ErrInvalid (RemoveResourceGroup
+	// is the way there).
 	PutResourceGroup(ctx context.Context, g domain.ResourceGroup) error
+	// GetResourceGroup and ListResourceGroups never see a removed group:
+	// to them it is ErrNotFound, absent.
 	GetResourceGroup(ctx context.Context, name string) (domain.ResourceGroup, error)
 	ListResourceGroups(ctx context.Context) ([]domain.ResourceGroup, error)
+	// RemoveResourceGroup takes a DRAINING group that holds no live
+	// session and no ALIVE or LOST agent to REMOVED at at, and returns it
+	// as it was last seen, with State REMOVED. The counts and the change
+	// are one transaction under the group's row lock, which creations and
+	// agent registrations share, so neither can slip in. Otherwise it is a
+	// *GroupRemoveError (an ErrConflict) naming what is in the way;
+	// ErrNotFound for no such group or one already removed.
+	RemoveResourceGroup(ctx context.Context, name string, at time.Time) (domain.ResourceGroup, error)
 
 	// RegisterAgent inserts a new agent (epoch 1, ALIVE, nothing occupied)
 	// or re-registers a known one: its epoch grows by one, it becomes
@@ -33,7 +45,8 @@ type Store interface {
 	// With a guard, the registration happens only if the agent's epoch is
 	// still the one the caller judged it by (0: no such agent yet), and
 	// fails with ErrGuardFailed otherwise, so a decision made on a read
-	// cannot be overtaken by another registration in between.
+	// cannot be overtaken by another registration in between. A removed
+	// group takes no agent (ErrGroupRemoved).
 	RegisterAgent(ctx context.Context, a domain.Agent, now time.Time, guard ...RegisterGuard) (domain.Agent, error)
 	// Heartbeat records a sign of life from the agent's current
 	// incarnation; an older epoch gets ErrGuardFailed.
@@ -80,7 +93,10 @@ type Store interface {
 	// (and status change) time. Each limit is checked in the same
 	// transaction, serialised with every other creation that checks the
 	// same limit, whichever store instance makes it; one already reached
-	// refuses the session with a *LimitError.
+	// refuses the session with a *LimitError. A group that no longer
+	// admits sessions (DRAINING), as read in the same transaction, refuses
+	// it with a *GroupClosedError: none is created after the change
+	// commits.
 	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel, limits ...PendingLimit) error
 	// GetSession returns the session whole, its command and environment
 	// included.

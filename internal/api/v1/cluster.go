@@ -53,7 +53,8 @@ type AgentDrain struct {
 // Group is a resource group with its settings in force.
 type Group struct {
 	Name string `json:"name"`
-	// State is ACTIVE, STOPPED or DRAINING.
+	// State is ACTIVE, STOPPED or DRAINING; REMOVED only in the answer to
+	// the DELETE that removed the group.
 	State string `json:"state"`
 	// Sequencer orders the queue (fifo, lifo, drf); Selector picks agents
 	// (concentrated, dispersed, round-robin).

@@ -25,6 +25,7 @@ var dialect = sqlstore.Dialect{
 	RowSet:    rowSet,
 	JSONPairs: "LATERAL jsonb_each_text(%s)",
 	RowLock:   "FOR NO KEY UPDATE",
+	ShareLock: "FOR SHARE",
 	ChangePos: "pos",
 	// EXTRACT gives numeric, exact to the microsecond TIMESTAMPTZ keeps.
 	Micros: "CAST(EXTRACT(EPOCH FROM %s) * 1000000 AS BIGINT)",

@@ -26,6 +26,7 @@ var dialect = sqlstore.Dialect{
 	RowSet:    rowSet,
 	JSONPairs: "json_each(%s)",
 	RowLock:   "",
+	ShareLock: "",
 	ChangePos: "seq",
 	Micros:    "%s",
 }

@@ -14,12 +14,19 @@ import (
 // PutResourceGroup creates or replaces a group's configuration, keeping its
 // round-robin cursor.
 func (s *Store) PutResourceGroup(ctx context.Context, g domain.ResourceGroup) error {
+	if g.State == domain.GroupRemoved {
+		return fmt.Errorf("%w: put resource group %s: REMOVED is reached by RemoveResourceGroup only", store.ErrInvalid, g.Name)
+	}
 	args, err := codec.GroupArgs(s.reg, g)
 	if err != nil {
 		return fmt.Errorf("put resource group %s: %w", g.Name, err)
 	}
 	return s.write(ctx, "put resource group "+g.Name, func(tx txn) error {
-		if _, err := tx.exec(ctx, upsertGroup, args...); err != nil {
+		// The upsert changes nothing when the name is a removed group's.
+		if n, err := tx.exec(ctx, upsertGroup, args...); err != nil || n == 0 {
+			if err == nil {
+				err = fmt.Errorf("resource group %s: %w", g.Name, store.ErrGroupRemoved)
+			}
 			return err
 		}
 		_, err := tx.exec(ctx, bumpGroup, g.Name)
@@ -87,7 +94,9 @@ func (s *Store) RegisterAgent(ctx context.Context, a domain.Agent, now time.Time
 				return err
 			}
 		}
-		return nil
+		// Checked once the bump holds the group's row, so a removal
+		// either counted this agent or committed before this read.
+		return s.checkGroupTakesAgents(ctx, tx, out.ResourceGroup)
 	})
 	return out, err
 }

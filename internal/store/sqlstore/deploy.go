@@ -32,7 +32,8 @@ WHERE ({empty $1} OR r.deployment_id {in $1}) AND ({empty $2} OR r.status {in $2
 ORDER BY r.created_at, r.id`
 	updateRoute = `UPDATE deployment_routes SET status = $2, status_reason = $3, status_changed_at = $4, successes = $5,
 failures = $6, checked_at = $7, endpoint = $8
-WHERE id = $1 AND status {in $9}`
+WHERE id = $1 AND status {in $9}
+  AND ($2 <> 'HEALTHY' OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = deployment_routes.session_id AND s.status = 'RUNNING' {share}))`
 	existsRoute = `SELECT COUNT(*) FROM deployment_routes WHERE id = $1`
 
 	selectLastDeploymentHistory = `SELECT id, ` + codec.DeploymentHistoryColumns + ` FROM deployment_history
@@ -155,7 +156,12 @@ func (s *Store) ListRoutes(ctx context.Context, f store.RouteFilter) ([]domain.R
 	return out, err
 }
 
-// UpdateRoute writes r over the stored row, guarded by its status.
+// UpdateRoute writes r over the stored row, guarded by its status. A
+// route becomes HEALTHY only while its session is RUNNING, read under a
+// shared lock: a session's end waits for the move, whose route the
+// trigger of migration 00130 then moves on, or the move, waiting for the
+// end, finds the session no longer RUNNING and fails its guard. Either way
+// no HEALTHY route outlives its session.
 func (s *Store) UpdateRoute(ctx context.Context, r domain.Route, from []domain.RouteStatus) error {
 	return s.write(ctx, "update route "+string(r.ID), func(tx txn) error {
 		n, err := tx.exec(ctx, updateRoute, string(r.ID), codec.StatusName(r.Status), r.StatusReason,

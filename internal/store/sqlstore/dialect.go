@@ -23,6 +23,8 @@ type Column struct {
 //	{pairs expr}          a FROM item: the key and value (text) of each
 //	                      member of the stored JSON object expr
 //	{lock}                after a SELECT: lock the rows it returns
+//	{share}               after a SELECT: lock the rows it returns against
+//	                      writers only, so readers that share do not queue
 //	{pos}                 the change feed's position column
 //	{micros expr}         expr, a stored time, as integer microseconds
 //	                      since the Unix epoch (for arithmetic on times)
@@ -40,7 +42,10 @@ type Dialect struct {
 	// RowLock is the clause that locks a SELECT's rows until commit, empty
 	// where a write transaction already excludes every other writer.
 	// Statements that only lock are skipped where it is empty.
-	RowLock   string
+	RowLock string
+	// ShareLock is RowLock's shared form: it keeps the rows from changing
+	// until commit without excluding others that share them.
+	ShareLock string
 	ChangePos string
 	Micros    string
 }
@@ -112,6 +117,8 @@ func (d Dialect) fragment(f, q string) string {
 		return fmt.Sprintf(d.JSONPairs, rest)
 	case "lock":
 		return d.RowLock
+	case "share":
+		return d.ShareLock
 	case "pos":
 		return d.ChangePos
 	case "micros":

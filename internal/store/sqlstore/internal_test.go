@@ -47,6 +47,7 @@ var testDialect = Dialect{
 	},
 	JSONPairs: "PAIRS<%s>",
 	RowLock:   "LOCK",
+	ShareLock: "SHARE",
 	ChangePos: "POS",
 	Micros:    "MICROS<%s>",
 }
@@ -58,6 +59,7 @@ func TestRender(t *testing.T) {
 		{"parameters", "a = $1 AND b = $12 OR c = $1", "a = ?1 AND b = ?12 OR c = ?1"},
 		{"dollar not followed by a digit", "SELECT $x", "SELECT $x"},
 		{"micros", "({micros at} - $3) / $4", "(MICROS<at> - ?3) / ?4"},
+		{"share", "SELECT a FROM t WHERE id = $1 {share}", "SELECT a FROM t WHERE id = ?1 SHARE"},
 		{"string literals are kept", "json_extract(v, '$[0]') = $2 AND s = 'it''s {in $1}'",
 			"json_extract(v, '$[0]') = ?2 AND s = 'it''s {in $1}'"},
 		{"lists", "({empty $3} OR id {in $3}) AND k {not in $4}", "(EMPTY<?3> OR id IN<?3>) AND k NOTIN<?4>"},

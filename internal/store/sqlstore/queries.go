@@ -27,9 +27,21 @@ ON CONFLICT (name) DO UPDATE SET
     allowed_types = excluded.allowed_types, default_slots = excluded.default_slots, min_slots = excluded.min_slots,
     default_time_limit_ns = excluded.default_time_limit_ns, max_time_limit_ns = excluded.max_time_limit_ns,
     idle_timeout_ns = excluded.idle_timeout_ns, reserve = excluded.reserve,
-    reservation_depth = excluded.reservation_depth`
-	selectGroup       = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE name = $1`
-	selectGroups      = `SELECT ` + codec.GroupColumns + ` FROM resource_groups ORDER BY name`
+    reservation_depth = excluded.reservation_depth
+WHERE resource_groups.removed_at IS NULL`
+	selectGroup  = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE name = $1 AND removed_at IS NULL`
+	selectGroups = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE removed_at IS NULL ORDER BY name`
+	// selectGroupStateShared reads a group's state for CreateSession,
+	// keeping it from changing until the creation commits.
+	selectGroupStateShared = `SELECT ` + groupState + ` FROM resource_groups WHERE name = $1 {share}`
+	// A removed group keeps state DRAINING (see migration 00131); these
+	// read its state as REMOVED.
+	groupState             = `CASE WHEN removed_at IS NULL THEN state ELSE 'REMOVED' END`
+	lockGroupForRemove     = `SELECT ` + groupState + ` FROM resource_groups WHERE name = $1 {lock}`
+	countGroupLiveSessions = `SELECT COUNT(*) FROM sessions
+WHERE resource_group = $1 AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR')`
+	countGroupAgents  = `SELECT COUNT(*) FROM agents WHERE resource_group = $1 AND status IN ('ALIVE', 'LOST')`
+	removeGroup       = `UPDATE resource_groups SET removed_at = $2 WHERE name = $1`
 	selectGroupCursor = `SELECT rr_cursor FROM resource_groups WHERE name = $1`
 	saveGroupCursor   = `UPDATE resource_groups SET rr_cursor = $1 WHERE name = $2`
 	// A group's generation counts the changes to its scheduling input

@@ -47,6 +47,9 @@ func (s *Store) CreateSession(ctx context.Context, sess domain.Session, kernels 
 		if err := s.checkLimits(ctx, tx, limits); err != nil {
 			return err
 		}
+		if err := s.checkGroupAdmits(ctx, tx, sess.ResourceGroup); err != nil {
+			return err
+		}
 		return tx.batch(ctx, stmts...)
 	})
 }
@@ -72,6 +75,35 @@ func (s *Store) checkName(ctx context.Context, tx txn, sess domain.Session) erro
 	}
 	if n > 0 {
 		return fmt.Errorf("session name %q of %s: %w", sess.Name, sess.Owner.User, store.ErrNameTaken)
+	}
+	return nil
+}
+
+// checkGroupAdmits refuses a session whose group no longer admits new
+// ones. The shared lock keeps the group's row as read until this
+// transaction commits: a change of state waits for the creation, or the
+// creation, waiting for the change, reads the new state. Either way no
+// session is stored after a change to DRAINING commits. Creations share
+// the lock, so they do not queue behind each other; it is taken last, so
+// it is held only for the inserts. A group that does not exist is left to
+// the foreign key, which reports it as ErrNotFound.
+func (s *Store) checkGroupAdmits(ctx context.Context, tx txn, group string) error {
+	var name string
+	found := false
+	err := tx.query(ctx, selectGroupStateShared, []any{group}, func(sc codec.Scanner) error {
+		found = true
+		return sc.Scan(&name)
+	})
+	if err != nil || !found {
+		return err
+	}
+	// A removed group reads as REMOVED (see groupState).
+	st, err := domain.ParseGroupState(name)
+	if err != nil {
+		return &store.CorruptRowError{Table: "resource_groups", ID: group, Column: "state", Err: err}
+	}
+	if !st.Admits() {
+		return &store.GroupClosedError{Group: group, State: st}
 	}
 	return nil
 }

@@ -113,15 +113,34 @@ func testDeploymentRoutes(t *testing.T, e Engine) {
 	wantErr(t, f.s.UpdateRoute(f.ctx, domain.Route{ID: "ghost", Status: domain.RouteHealthy, StatusChangedAt: at(1)},
 		[]domain.RouteStatus{domain.RouteProvisioning}), store.ErrNotFound, "update unknown route")
 
-	// Liveness follows the session: once it ends, the next read says so.
+	// Liveness follows the session in the session's own transaction: once
+	// it leaves RUNNING its route is TERMINATING (RunningRoute FAILURE),
+	// with a history entry naming why.
 	_, err = f.s.TransitionSessions(f.ctx, []domain.SessionID{"s1"}, []domain.SessionStatus{domain.SessionRunning},
 		domain.Transition{Session: domain.SessionTerminating, Kernel: domain.KernelTerminating}, "ended", at(7))
 	f.must(err, "terminate s1")
 	healthy, err := f.s.ListRoutes(f.ctx, store.RouteFilter{Statuses: []domain.RouteStatus{domain.RouteHealthy}})
 	f.must(err, "list healthy")
-	if len(healthy) != 1 || healthy[0].ID != "r1" || healthy[0].SessionStatus != domain.SessionTerminating || healthy[0].Endpoint != "127.0.0.1:9000" {
-		t.Errorf("healthy routes = %+v, want r1 with its session TERMINATING", healthy)
+	if len(healthy) != 0 {
+		t.Errorf("healthy routes = %+v after their session ended, want none", healthy)
 	}
+	routes, err = f.s.ListRoutes(f.ctx, store.RouteFilter{Deployments: []domain.DeploymentID{"d1"}})
+	f.must(err, "list routes")
+	if r := routes[0]; r.ID != "r1" || r.Status != domain.RouteTerminating || !r.StatusChangedAt.Equal(at(7)) ||
+		r.StatusReason != "its session is TERMINATING: ended" || r.Endpoint != "127.0.0.1:9000" {
+		t.Errorf("r1 = %+v, want TERMINATING at(7) because its session is TERMINATING", r)
+	}
+	hist, err := f.s.DeploymentHistory(f.ctx, "d1")
+	f.must(err, "history")
+	want := domain.DeploymentHistoryEntry{Deployment: "d1", Route: "r1", At: at(7), Handler: domain.HandlerRunningRoute,
+		Result: domain.RouteFailure, From: "HEALTHY", To: "TERMINATING", Message: "its session is TERMINATING: ended", Attempt: 1}
+	if len(hist) != 1 || !cmp.Equal(hist[0], want) {
+		t.Errorf("history %+v, want %+v", hist, want)
+	}
+	// A route cannot be made HEALTHY while its session is not RUNNING.
+	r1 = routes[0]
+	r1.Status = domain.RouteHealthy
+	wantErr(t, f.s.UpdateRoute(f.ctx, r1, []domain.RouteStatus{domain.RouteTerminating}), store.ErrGuardFailed, "HEALTHY without a RUNNING session")
 	f.invariant()
 }
 

@@ -35,8 +35,11 @@ func Run(t *testing.T, e Engine) {
 		fn   func(t *testing.T, e Engine)
 	}{
 		{"ResourceGroups", testResourceGroups},
+		{"RemoveResourceGroup", testRemoveResourceGroup},
+		{"RemoveRacesRegistration", testRemoveRacesRegistration},
 		{"Deployments", testDeployments},
 		{"DeploymentRoutes", testDeploymentRoutes},
+		{"RouteFollowsSession", testRouteFollowsSession},
 		{"DeploymentHistory", testDeploymentHistory},
 		{"DeploymentTokens", testDeploymentTokens},
 		{"DeploymentAutoscaleAndLoad", testDeploymentAutoscaleAndLoad},
@@ -54,6 +57,7 @@ func Run(t *testing.T, e Engine) {
 		{"ListSessionsAndKernels", testListSessionsAndKernels},
 		{"CreateSessionErrors", testCreateSessionErrors},
 		{"PendingLimit", testPendingLimit},
+		{"DrainRefusesSubmits", testDrainRefusesSubmits},
 		{"SessionSpecs", testSessionSpecs},
 		{"ListSessionsPages", testListSessionsPages},
 		{"ListSessionsFilters", testListSessionsFilters},

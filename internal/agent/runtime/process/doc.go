@@ -85,6 +85,7 @@
 // # Imports
 //
 // It may import internal/agent/runtime, internal/domain, the standard
-// library and golang.org/x/sys/unix; nothing from the scheduler, the store
+// library, golang.org/x/sys/unix and golang.org/x/net/websocket (for
+// http-echo's websocket echo); nothing from the scheduler, the store
 // or the coordinator.
 package process

@@ -26,7 +26,7 @@ import (
 // The roles are GateArg, the start gate every kernel of the runtime begins
 // as (see Config.GateExe), WatchdogArg, the runtime's watchdog, and
 // HTTPEchoArg ADDR, which serves until SIGTERM
-// or SIGINT and then exits 0.
+// or SIGINT and then exits 0 (a websocket echo at EchoWebsocketPath).
 func RunChild(args []string) (code int, ok bool) {
 	if len(args) == 1 && args[0] == GateArg {
 		return runGate(), true
@@ -144,6 +144,9 @@ func (e *echoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case r.URL.Path == EchoHealthPath && e.sick.Load():
 		http.Error(w, "sick", http.StatusServiceUnavailable)
+		return
+	case r.URL.Path == EchoWebsocketPath:
+		echoWebsocket.ServeHTTP(w, r)
 		return
 	}
 	echo(w, r, e.kernel)
