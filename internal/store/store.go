@@ -376,6 +376,16 @@ type ApplyResult struct {
 	Applied []domain.SessionID
 	// Rejected are placements dropped whole, in plan order.
 	Rejected []Rejection
+	// Preempted are the plan's preemptions applied: victims still
+	// RUNNING and preemptors still PENDING when locked, now TERMINATING.
+	Preempted []Preempted
+}
+
+// Preempted is one preemption applied. Requeued is the victim's new
+// PENDING attempt, "" when it did not ask for one.
+type Preempted struct {
+	Victim, Preemptor, Requeued domain.SessionID
+	WorkLost                    time.Duration
 }
 
 // RejectReason says why a placement was dropped.
