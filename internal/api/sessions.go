@@ -194,6 +194,10 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 		}
 		sess.TimeLimit = d
 	}
+	sess.Preemptible, sess.Requeue = domain.DefaultPreemptible(sess.Type), req.Requeue
+	if req.Preemptible != nil {
+		sess.Preemptible = *req.Preemptible
+	}
 	if e := checkCommand(req.Command); e != nil {
 		return fail(e)
 	}

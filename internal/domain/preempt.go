@@ -26,13 +26,13 @@ type Preemption struct {
 func (p Preemption) Validate() (field string, err error) {
 	switch {
 	case p.MinRuntime < 0:
-		return "preemption_min_runtime", fmt.Errorf("must not be negative, not %s", p.MinRuntime)
+		return "preemption.min_runtime", fmt.Errorf("must not be negative, not %s", p.MinRuntime)
 	case p.Budget < 0:
-		return "preemption_budget", fmt.Errorf("must not be negative, not %d", p.Budget)
+		return "preemption.budget", fmt.Errorf("must not be negative, not %d", p.Budget)
 	case p.Window < 0:
-		return "preemption_window", fmt.Errorf("must not be negative, not %s", p.Window)
+		return "preemption.window", fmt.Errorf("must not be negative, not %s", p.Window)
 	case p.Budget > 0 && p.Window == 0:
-		return "preemption_window", fmt.Errorf("a budget needs a window to count it in")
+		return "preemption.window", fmt.Errorf("a budget needs a window to count it in")
 	}
 	return "", nil
 }
