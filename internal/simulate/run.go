@@ -354,12 +354,13 @@ func (r *runner) submit(ctx context.Context, i int, now time.Time) error {
 		}
 	}
 	rec.req, rec.total = full, full.Scale(s.ClusterSize)
+	rec.requeue = s.Requeue
 	id := domain.SessionID(s.ID)
 	image := "exit:" + strconv.Itoa(s.ExitCode)
 	sess := domain.Session{ID: id, Name: s.ID, Owner: owner, Type: typ, Image: image, Architecture: "x86_64",
 		ResourceGroup: GroupName, ClusterMode: domain.ClusterMode(s.ClusterMode), ClusterSize: s.ClusterSize,
 		Priority: *s.Priority, Requested: full, Status: domain.SessionPending, CreatedAt: now, StatusChangedAt: now,
-		DependsOn: deps, TimeLimit: limited.TimeLimit, Env: map[string]string{"SOKOVAN_EXIT_AFTER": strconv.FormatFloat(seconds(s.Duration).Seconds(), 'f', -1, 64)}}
+		DependsOn: deps, TimeLimit: limited.TimeLimit, Preemptible: *s.Preemptible, Requeue: s.Requeue, Env: map[string]string{"SOKOVAN_EXIT_AFTER": strconv.FormatFloat(seconds(s.Duration).Seconds(), 'f', -1, 64)}}
 	kernels := make([]domain.Kernel, s.ClusterSize)
 	for k := range kernels {
 		role := domain.RoleSub
