@@ -53,7 +53,7 @@ type Variant struct {
 	// again) and WorkLostS the run time they threw away.
 	Preempted int     `json:"preempted"`
 	WorkLostS float64 `json:"work_lost_s"`
-	MakespanS   float64        `json:"makespan_s"`
+	MakespanS float64 `json:"makespan_s"`
 	// Cycles is how many coordinator cycles the run took.
 	Cycles      int         `json:"cycles"`
 	Classes     []Class     `json:"classes"`
