@@ -157,6 +157,8 @@ func TestPreemptWaitsForVictims(t *testing.T) {
 	bs := blockersOf(plan, "hi")
 	if len(bs) == 0 || bs[len(bs)-1].Kind != framework.BlockPreempting || bs[len(bs)-1].Scope != "lo1" {
 		t.Errorf("hi blockers %+v, want preempting lo1", bs)
+	} else if got, want := bs[len(bs)-1].Message(nil), "preempting lo1; starts when their slots are released"; got != want {
+		t.Errorf("message %q, want %q", got, want)
 	}
 }
 
