@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -61,6 +62,10 @@ type Variant struct {
 	Fairness    Fairness    `json:"fairness"`
 	Slowdown    Slowdown    `json:"bounded_slowdown"`
 	BiggestGang *Gang       `json:"biggest_gang,omitempty"`
+	// Priorities is the wait of each priority, highest first, when the
+	// workload has more than one (a requeued session's wait is to its
+	// first start).
+	Priorities []Class `json:"priorities,omitempty"`
 }
 
 // Class is the wait (submit to RUNNING) of one size class.
@@ -149,6 +154,7 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 	var slow []float64
 	var first, last time.Duration = -1, 0
 	gang := Gang{}
+	byPrio := map[int][]float64{}
 	v.Preempted, v.WorkLostS = r.tr.preempted, r.tr.workLost.Seconds()
 	for i, rec := range r.tr.recs {
 		s := r.w.Sessions[i]
@@ -184,6 +190,7 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 			continue
 		}
 		wait := (rec.start - submit).Seconds()
+		byPrio[*s.Priority] = append(byPrio[*s.Priority], wait)
 		classes[ci].Started++
 		classWaits[ci] = append(classWaits[ci], wait)
 		if s.ClusterSize == gang.ClusterSize && s.ClusterSize > 1 {
@@ -215,6 +222,15 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 	if gang.ClusterSize > 1 {
 		gang.WorstWaitS = round3(gang.WorstWaitS)
 		v.BiggestGang = &gang
+	}
+	if len(byPrio) > 1 {
+		prios := slices.Sorted(maps.Keys(byPrio))
+		slices.Reverse(prios)
+		for _, p := range prios {
+			w := byPrio[p]
+			v.Priorities = append(v.Priorities, Class{Name: fmt.Sprintf("priority %d", p), Sessions: len(w),
+				Started: len(w), Wait: percentiles(w), CDF: cdf(w)})
+		}
 	}
 	v.Utilisation, v.Fairness = r.timeSeries(capacity, end)
 	return v

@@ -173,6 +173,9 @@ func TestSimulatePreemption(t *testing.T) {
 	if v.MakespanS != 140 || v.Status["TERMINATED"] != 2 {
 		t.Errorf("makespan %gs, status %v; want 140s and both TERMINATED", v.MakespanS, v.Status)
 	}
+	if len(v.Priorities) != 2 || v.Priorities[0].Name != "priority 50" || v.Priorities[0].Wait.Max != 0 {
+		t.Errorf("priorities %+v, want priority 50 first, started at once", v.Priorities)
+	}
 	off := run(t, w, cl)
 	if off.Preempted != 0 || off.MakespanS != 110 {
 		t.Errorf("without preemption: preempted %d, makespan %gs; want 0 and 110s", off.Preempted, off.MakespanS)
