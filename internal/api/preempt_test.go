@@ -76,5 +76,21 @@ func TestPreemptionSettings(t *testing.T) {
 				t.Errorf("%s: preemptible %v requeue %v, want %v %v", tc.name, s.Preemptible, s.Requeue, tc.want, tc.requeue)
 			}
 		}
+		// A job's members are never victims: their gang would break.
+		for _, name := range []string{"spark", "other"} {
+			if code := m.Do(alice, "POST", "/v1/jobs", map[string]any{"name": name, "min_available": 2}, nil); code != http.StatusCreated {
+				t.Fatalf("create job %s: %d", name, code)
+			}
+		}
+		member := create(t, m, alice, map[string]any{"image": "sleep", "type": "batch", "job": "spark",
+			"resources": map[string]string{"cpu": "1"}})
+		if get(t, m, alice, member.ID).Preemptible {
+			t.Error("a job member is preemptible")
+		}
+		code, raw := m.Raw(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "job": "other",
+			"preemptible": true, "resources": map[string]string{"cpu": "1"}})
+		if e := errorOf(t, raw); code != http.StatusBadRequest || e.Field != "preemptible" {
+			t.Errorf("preemptible job member: %d %+v, want 400 naming preemptible", code, e)
+		}
 	})
 }

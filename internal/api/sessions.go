@@ -55,6 +55,14 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		return s.rejectJob(ctx, job, err)
 	}
 	sess.Job = job.ID
+	if sess.Job != "" {
+		// Evicting one member would break the job's gang, which preemption
+		// does not model: members are never victims.
+		if req.Preemptible != nil && *req.Preemptible {
+			return s.rejectJob(ctx, job, invalid("preemptible", "a job's member cannot be preempted: it would break the job's gang"))
+		}
+		sess.Preemptible = false
+	}
 	if e := s.checkJobGroup(ctx, job, sess.ResourceGroup); e != nil {
 		return s.rejectJob(ctx, job, e)
 	}
