@@ -31,6 +31,7 @@ func TestPreemptionSettings(t *testing.T) {
 			{"negative window", map[string]any{"window": "-1h"}, "preemption.window"},
 			{"negative budget", map[string]any{"budget": -1, "window": "1h"}, "preemption.budget"},
 			{"budget without window", map[string]any{"budget": 3}, "preemption.window"},
+			{"window past the records kept", map[string]any{"window": "169h"}, "preemption.window"},
 		} {
 			code, raw := m.Raw(m.AdminToken, "PUT", "/v1/resource-groups/default", map[string]any{"preemption": tc.body})
 			if e := errorOf(t, raw); code != http.StatusBadRequest || e.Field != tc.field {

@@ -22,6 +22,10 @@ type Preemption struct {
 	Window time.Duration
 }
 
+// MaxPreemptionWindow bounds a group's window: the store keeps
+// preemption records this long and prunes older ones.
+const MaxPreemptionWindow = 7 * 24 * time.Hour
+
 // Validate checks the policy's numbers, naming the field that is wrong.
 func (p Preemption) Validate() (field string, err error) {
 	switch {
@@ -29,8 +33,8 @@ func (p Preemption) Validate() (field string, err error) {
 		return "preemption.min_runtime", fmt.Errorf("must not be negative, not %s", p.MinRuntime)
 	case p.Budget < 0:
 		return "preemption.budget", fmt.Errorf("must not be negative, not %d", p.Budget)
-	case p.Window < 0:
-		return "preemption.window", fmt.Errorf("must not be negative, not %s", p.Window)
+	case p.Window < 0 || p.Window > MaxPreemptionWindow:
+		return "preemption.window", fmt.Errorf("must be 0 to %s, not %s", MaxPreemptionWindow, p.Window)
 	case p.Budget > 0 && p.Window == 0:
 		return "preemption.window", fmt.Errorf("a budget needs a window to count it in")
 	}

@@ -180,6 +180,9 @@ type Store interface {
 	// always kept, so LastChange never goes back and positions are never
 	// given twice.
 	PruneChanges(ctx context.Context, before time.Time) (int64, error)
+	// PrunePreemptions deletes the preemption records made before before
+	// (they matter only within a group's window) and returns how many.
+	PrunePreemptions(ctx context.Context, before time.Time) (int64, error)
 
 	// RecordUtilisation takes one utilisation sample at now: for every
 	// resource group with an ALIVE agent, per slot, the summed capacity

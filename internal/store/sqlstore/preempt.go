@@ -21,6 +21,7 @@ ORDER BY id {lock}`
 	markPreempted    = `UPDATE sessions SET outcome = 'failure', preempted_by = $1 WHERE id = $2`
 	insertPreemption = `INSERT INTO preemptions (victim, preemptor, resource_group, at, work_lost_ns, requeued_as)
 VALUES ($1, $2, $3, $4, $5, $6)`
+	prunePreemptions       = `DELETE FROM preemptions WHERE at < $1`
 	selectPreemptionsSince = `SELECT victim, preemptor, at FROM preemptions
 WHERE resource_group = $1 AND at >= $2 ORDER BY at, victim`
 )
@@ -154,4 +155,15 @@ func (s *Store) preemptionsSince(ctx context.Context, tx txn, group string, sinc
 		return err
 	})
 	return out, err
+}
+
+// PrunePreemptions deletes the preemption records made before before.
+func (s *Store) PrunePreemptions(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := s.write(ctx, "prune preemptions", func(tx txn) error {
+		var err error
+		n, err = tx.exec(ctx, prunePreemptions, ts(before))
+		return err
+	})
+	return n, err
 }

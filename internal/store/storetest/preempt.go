@@ -108,6 +108,19 @@ func testPreemption(t *testing.T, e Engine) {
 		t.Errorf("preemptions outside the window: %+v", snap.Preemptions)
 	}
 
+	// Pruning keeps what is at or after its bound.
+	if n, err := f.s.PrunePreemptions(f.ctx, at(100)); err != nil || n != 0 {
+		t.Errorf("prune before +100s: %d, %v; want 0 pruned", n, err)
+	}
+	defer func() {
+		if n, err := f.s.PrunePreemptions(f.ctx, at(101)); err != nil || n != 2 {
+			t.Errorf("prune before +101s: %d, %v; want 2 pruned", n, err)
+		}
+		if snap, err := f.s.LoadSnapshot(f.ctx, "p", at(200)); err != nil || len(snap.Preemptions) != 0 {
+			t.Errorf("after pruning: %+v, %v", snap.Preemptions, err)
+		}
+	}()
+
 	// Ended, lo's outcome is preempted.
 	_, err = f.s.TransitionSessions(f.ctx, []domain.SessionID{"lo"}, []domain.SessionStatus{domain.SessionTerminating},
 		domain.Transition{Session: domain.SessionTerminated, Kernel: domain.KernelTerminated}, "", at(120))
