@@ -251,6 +251,13 @@ func (r *runner) wake() (time.Time, bool) {
 	if len(r.deadlines) > 0 {
 		consider(r.deadlines[0].at)
 	}
+	if p := r.su.group.Preemption; p.Enabled {
+		// What the manager's idle round wakes for: a running session
+		// coming of age, a preemption leaving the window.
+		if t, has := r.tr.preemptWake(p, r.clock.Now().Sub(r.origin)); has {
+			consider(r.origin.Add(t))
+		}
+	}
 	if ok {
 		// A sweep alone never wakes the run: with nothing else due, it
 		// could not unblock anything.

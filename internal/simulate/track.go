@@ -55,6 +55,8 @@ type tracker struct {
 	// away, read from the victims' move to TERMINATING.
 	preempted int
 	workLost  time.Duration
+	// preemptAt are the preemptions' times, for the budget's window.
+	preemptAt []time.Duration
 }
 
 func newTracker(origin time.Time, n int) *tracker {
@@ -119,6 +121,7 @@ func (t *tracker) read(ctx context.Context, st store.Store, owners func(int) dom
 			if strings.HasPrefix(ch.Reason, "preempted by ") {
 				t.preempted++
 				t.workLost += at - r.run
+				t.preemptAt = append(t.preemptAt, at)
 				if r.requeue {
 					r.cur = ch.Session + ".r"
 				}
@@ -131,6 +134,32 @@ func (t *tracker) read(ctx context.Context, st store.Store, owners func(int) dom
 		}
 	}
 	return len(changes), nil
+}
+
+// preemptWake is the next instant after now at which preemption alone
+// could decide otherwise: a running session reaches the minimum run time,
+// or a preemption leaves the window and frees budget.
+func (t *tracker) preemptWake(p domain.Preemption, now time.Duration) (time.Duration, bool) {
+	var at time.Duration
+	ok := false
+	consider := func(d time.Duration) {
+		if d > now && (!ok || d < at) {
+			at, ok = d, true
+		}
+	}
+	if p.MinRuntime > 0 {
+		for i := range t.recs {
+			if r := &t.recs[i]; r.start >= 0 && r.end < 0 {
+				consider(r.run + p.MinRuntime)
+			}
+		}
+	}
+	if p.Window > 0 {
+		for _, a := range t.preemptAt {
+			consider(a + p.Window)
+		}
+	}
+	return at, ok
 }
 
 // index finds the workload session of a store session: requeued
