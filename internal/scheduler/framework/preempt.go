@@ -32,6 +32,10 @@ type Preemptor struct {
 	evicting map[domain.SessionID][]int
 	// preempted holds (victim, preemptor) of the window's preemptions.
 	preempted map[[2]domain.SessionID]bool
+	// onAgent lists the candidates with a kernel on each agent; lowest is
+	// the lowest priority of any, below which nobody can preempt.
+	onAgent map[int32][]int
+	lowest  int
 }
 
 // victim is one session holding slots, as victim selection sees it.
@@ -54,7 +58,7 @@ func NewPreemptor(st *State) *Preemptor {
 	snap := st.Snap
 	p := &Preemptor{st: st, policy: snap.Group.Preemption, now: snap.Now, budget: -1,
 		taken: map[domain.SessionID]bool{}, evicting: map[domain.SessionID][]int{},
-		preempted: map[[2]domain.SessionID]bool{}}
+		preempted: map[[2]domain.SessionID]bool{}, onAgent: map[int32][]int{}}
 	if p.policy.Window > 0 {
 		since := p.now.Add(-p.policy.Window)
 		used := 0
@@ -89,7 +93,16 @@ func NewPreemptor(st *State) *Preemptor {
 				p.evicting[h.PreemptedBy] = append(p.evicting[h.PreemptedBy], i)
 			}
 		}
-		p.cands[i].kernels = append(p.cands[i].kernels, victimKernel{agent: a, slots: padded(h.Slots, st.N)})
+		c := &p.cands[i]
+		if len(c.kernels) == 0 || c.kernels[len(c.kernels)-1].agent != a {
+			p.onAgent[a] = append(p.onAgent[a], i)
+		}
+		c.kernels = append(c.kernels, victimKernel{agent: a, slots: padded(h.Slots, st.N)})
+	}
+	for k, c := range p.cands {
+		if k == 0 || c.priority < p.lowest {
+			p.lowest = c.priority
+		}
 	}
 	return p
 }
@@ -111,29 +124,35 @@ func (p *Preemptor) Preempt(s *Session) (out []Preemption, b Blocker, ok bool) {
 	if p.budget == 0 || s.eligible == nil || len(s.eligible.idx) == 0 {
 		return nil, Blocker{}, false
 	}
-	var pool []int
-	for i := range p.cands {
-		v := &p.cands[i]
-		if v.ok && v.priority < s.Pending.Session.Priority && !p.taken[v.id] &&
-			!p.preempted[[2]domain.SessionID{id, v.id}] {
-			pool = append(pool, i)
-		}
-	}
-	if len(pool) == 0 {
+	prio := s.Pending.Session.Priority
+	if len(p.cands) == 0 || prio <= p.lowest {
 		return nil, Blocker{}, false
 	}
-	slices.SortFunc(pool, func(x, y int) int { return p.cost(x, y) })
+	may := func(from []int) []int {
+		var pool []int
+		seen := map[int]bool{} // a gang's victim may be on several agents
+		for _, i := range from {
+			v := &p.cands[i]
+			if v.ok && v.priority < prio && !p.taken[v.id] && !p.preempted[[2]domain.SessionID{id, v.id}] && !seen[i] {
+				seen[i] = true
+				pool = append(pool, i)
+			}
+		}
+		slices.SortFunc(pool, func(x, y int) int { return p.cost(x, y) })
+		return pool
+	}
 	var best []int
 	if s.MultiNode {
-		best = p.choose(s, pool, s.eligible.idx)
+		var all []int
+		for _, a := range s.eligible.idx {
+			all = append(all, p.onAgent[a]...)
+		}
+		if pool := may(all); len(pool) > 0 {
+			best = p.choose(s, pool, s.eligible.idx)
+		}
 	} else {
 		for _, a := range s.eligible.idx {
-			var here []int
-			for _, i := range pool {
-				if p.on(i, a) {
-					here = append(here, i)
-				}
-			}
+			here := may(p.onAgent[a])
 			if len(here) == 0 {
 				continue
 			}
