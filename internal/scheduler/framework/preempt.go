@@ -36,6 +36,30 @@ type Preemptor struct {
 	// the lowest priority of any, below which nobody can preempt.
 	onAgent map[int32][]int
 	lowest  int
+	// left counts the candidates that may still be victims this round.
+	left int
+	// misses remembers, per request shape and candidate agents, the
+	// highest priority that found no victims: candidates are only taken
+	// and free slots only shrink in a round (until a give-back, which
+	// st.given counts), so a session of that shape at or below it finds
+	// none either.
+	misses map[missKey]miss
+	// fit's buffers: one for a single-node session on one agent; work,
+	// kern and pos (agent → position in work, -1 between calls) for the
+	// rest; chosen is its answer, the caller's until the next call.
+	one, work, kern []int64
+	pos             []int32
+	chosen          []int32
+}
+
+type missKey struct {
+	shape int32
+	elig  *candidates
+}
+
+type miss struct {
+	priority int
+	given    uint64
 }
 
 // victim is one session holding slots, as victim selection sees it.
@@ -58,7 +82,7 @@ func NewPreemptor(st *State) *Preemptor {
 	snap := st.Snap
 	p := &Preemptor{st: st, policy: snap.Group.Preemption, now: snap.Now, budget: -1,
 		taken: map[domain.SessionID]bool{}, evicting: map[domain.SessionID][]int{},
-		preempted: map[[2]domain.SessionID]bool{}, onAgent: map[int32][]int{}}
+		preempted: map[[2]domain.SessionID]bool{}, onAgent: map[int32][]int{}, misses: map[missKey]miss{}}
 	if p.policy.Window > 0 {
 		since := p.now.Add(-p.policy.Window)
 		used := 0
@@ -103,6 +127,9 @@ func NewPreemptor(st *State) *Preemptor {
 		if k == 0 || c.priority < p.lowest {
 			p.lowest = c.priority
 		}
+		if c.ok {
+			p.left++
+		}
 	}
 	return p
 }
@@ -125,16 +152,31 @@ func (p *Preemptor) Preempt(s *Session) (out []Preemption, b Blocker, ok bool) {
 		return nil, Blocker{}, false
 	}
 	prio := s.Pending.Session.Priority
-	if len(p.cands) == 0 || prio <= p.lowest {
+	if p.left == 0 || prio <= p.lowest {
 		return nil, Blocker{}, false
 	}
+	key := missKey{shape: s.Total.shape, elig: s.eligible}
+	if m, ok := p.misses[key]; ok && m.given == p.st.given && prio <= m.priority {
+		return nil, Blocker{}, false
+	}
+	// excluded: the no-cycle rule kept a candidate from s alone, so its
+	// miss says nothing of other sessions.
+	excluded := false
 	may := func(from []int) []int {
 		var pool []int
-		seen := map[int]bool{} // a gang's victim may be on several agents
+		var seen map[int]bool // a gang's victim may be on several agents
+		if s.MultiNode {
+			seen = map[int]bool{}
+		}
 		for _, i := range from {
 			v := &p.cands[i]
+			if v.ok && v.priority < prio && p.preempted[[2]domain.SessionID{id, v.id}] {
+				excluded = true
+			}
 			if v.ok && v.priority < prio && !p.taken[v.id] && !p.preempted[[2]domain.SessionID{id, v.id}] && !seen[i] {
-				seen[i] = true
+				if seen != nil {
+					seen[i] = true
+				}
 				pool = append(pool, i)
 			}
 		}
@@ -161,6 +203,9 @@ func (p *Preemptor) Preempt(s *Session) (out []Preemption, b Blocker, ok bool) {
 			}
 		}
 	}
+	if best == nil && !excluded {
+		p.misses[key] = miss{priority: prio, given: p.st.given}
+	}
 	if best == nil || p.budget >= 0 && len(best) > p.budget {
 		return nil, Blocker{}, false
 	}
@@ -171,6 +216,7 @@ func (p *Preemptor) Preempt(s *Session) (out []Preemption, b Blocker, ok bool) {
 	for _, i := range best {
 		v := &p.cands[i]
 		p.taken[v.id] = true
+		p.left--
 		out = append(out, Preemption{Victim: v.id, Preemptor: id, Reason: domain.PreemptedReason(id),
 			Priority: v.priority, WorkLost: v.workLost})
 	}
@@ -241,7 +287,7 @@ func (p *Preemptor) choose(s *Session, pool []int, agents []int32) []int {
 		return nil
 	}
 	for k := len(set) - 1; k >= 0 && len(set) > 1; k-- {
-		without := slices.Delete(slices.Clone(set), k, k+1)
+		without := append(append(make([]int, 0, len(set)-1), set[:k]...), set[k+1:]...)
 		if _, ok := p.fit(s, without, agents); ok {
 			set = without
 		}
@@ -254,11 +300,50 @@ func (p *Preemptor) choose(s *Session, pool []int, agents []int32) []int {
 func (p *Preemptor) fit(s *Session, set []int, agents []int32) ([]int32, bool) {
 	st := p.st
 	n := st.N
-	work := make([]int64, len(agents)*n)
-	kern := make([]int64, len(agents))
-	pos := make(map[int32]int, len(agents))
+	if !s.MultiNode && len(agents) == 1 {
+		// The common case, without allocating: one request on one agent.
+		a := agents[0]
+		if cap(p.one) < n {
+			p.one = make([]int64, n)
+		}
+		work := p.one[:n]
+		for sl := range n {
+			work[sl] = int64(st.Free[int(a)*n+sl])
+		}
+		kern := int64(st.Kernels[a])
+		for _, i := range set {
+			for _, k := range p.cands[i].kernels {
+				if k.agent == a {
+					for sl, q := range k.slots {
+						work[sl] += int64(q)
+					}
+					kern--
+				}
+			}
+		}
+		if !p.fits(work, kern, a, &s.Total) {
+			return nil, false
+		}
+		p.chosen = append(p.chosen[:0], a)
+		return p.chosen, true
+	}
+	if len(p.pos) != len(st.Agents) {
+		p.pos = make([]int32, len(st.Agents))
+		for i := range p.pos {
+			p.pos[i] = -1
+		}
+	}
+	pos := p.pos
+	defer func() {
+		for _, a := range agents {
+			pos[a] = -1
+		}
+	}()
+	p.work = slices.Grow(p.work[:0], len(agents)*n)[:len(agents)*n]
+	p.kern = slices.Grow(p.kern[:0], len(agents))[:len(agents)]
+	work, kern := p.work, p.kern
 	for j, a := range agents {
-		pos[a] = j
+		pos[a] = int32(j)
 		for sl := range n {
 			work[j*n+sl] = int64(st.Free[int(a)*n+sl])
 		}
@@ -266,7 +351,7 @@ func (p *Preemptor) fit(s *Session, set []int, agents []int32) ([]int32, bool) {
 	}
 	for _, i := range set {
 		for _, k := range p.cands[i].kernels {
-			if j, ok := pos[k.agent]; ok {
+			if j := int(pos[k.agent]); j >= 0 {
 				for sl, q := range k.slots {
 					work[j*n+sl] += int64(q)
 				}
@@ -278,7 +363,8 @@ func (p *Preemptor) fit(s *Session, set []int, agents []int32) ([]int32, bool) {
 	if !s.MultiNode {
 		reqs = []Request{s.Total}
 	}
-	chosen := make([]int32, len(reqs))
+	chosen := slices.Grow(p.chosen[:0], len(reqs))[:len(reqs)]
+	p.chosen = chosen
 	for r := range reqs {
 		req := &reqs[r]
 		chosen[r] = -1
