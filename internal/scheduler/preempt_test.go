@@ -101,6 +101,11 @@ func TestPreemptVictims(t *testing.T) {
 		{name: "no cycle", edit: func(s *framework.Snapshot) {
 			s.Preemptions = []framework.PreemptionRecord{{Victim: "hi", Preemptor: "lo2", At: T0.Add(-time.Minute)}}
 		}, s: MakeSession("hi", "cpu=4").Priority(10), want: []string{"lo1<hi"}, waits: true},
+		// a1: lo1 2 cpu and lo2 2 cpu (prio 0), big 4 cpu (prio 1); needs 4:
+		// cheapest first would take lo1+lo2 (2 victims), but big alone is 1.
+		{name: "one victim before two cheaper", holds: []framework.Holding{running("a1", "lo1", "cpu=2", 0, 600),
+			running("a1", "lo2", "cpu=2", 0, 600), running("a1", "big", "cpu=4", 1, 600), running("a2", "mid", "cpu=8", 5, 600)},
+			s: MakeSession("hi", "cpu=4").Priority(10), want: []string{"big<hi"}, waits: true},
 		// off: nothing.
 		{name: "off", edit: func(s *framework.Snapshot) { s.Group.Preemption.Enabled = false },
 			s: MakeSession("hi", "cpu=4").Priority(10)},

@@ -271,11 +271,20 @@ func (p *Preemptor) on(i int, a int32) bool {
 	return false
 }
 
-// choose takes candidates from pool, cheapest first, until s fits on
-// agents with their slots given back, then drops those it turns out not to
-// need, latest taken first. It returns nil when even the whole pool is
-// not enough.
+// choose returns the cheapest single candidate of pool that makes room
+// for s on agents alone; failing that, it takes candidates cheapest first
+// until s fits with their slots given back, then drops those it turns out
+// not to need, latest taken first. Beyond one victim the count is so
+// minimised greedily, not exactly. It returns nil when even the whole
+// pool is not enough.
 func (p *Preemptor) choose(s *Session, pool []int, agents []int32) []int {
+	// One victim is the fewest there can be: the cheapest that is enough
+	// alone wins before any pair, however cheap the pair.
+	for _, i := range pool {
+		if _, ok := p.fit(s, []int{i}, agents); ok {
+			return []int{i}
+		}
+	}
 	var set []int
 	for _, i := range pool {
 		set = append(set, i)
