@@ -183,6 +183,7 @@ func newRGCmd() *cobra.Command {
 		}
 		fmt.Fprintf(w, "Time limit:    default %s, max %s\nIdle timeout:  %s\n",
 			g.DefaultTimeLimit, g.MaxTimeLimit, g.IdleTimeout)
+		printPreemption(w, g.Preemption)
 	}
 	ls := &cobra.Command{
 		Use:     "ls",
@@ -217,6 +218,7 @@ func newRGCmd() *cobra.Command {
 		timeouts, types      []string
 		defLimit, maxLimit   string
 		idle                 string
+		pre                  preemptFlags
 	)
 	set := &cobra.Command{
 		Use:   "set NAME [flags]",
@@ -260,6 +262,7 @@ func newRGCmd() *cobra.Command {
 			if f.Changed("idle-timeout") {
 				body.IdleTimeout = &idle
 			}
+			body.Preemption = pre.request(f)
 			if len(timeouts) > 0 {
 				pairs, err := keyValues("timeout", timeouts)
 				if err != nil {
@@ -287,6 +290,7 @@ func newRGCmd() *cobra.Command {
 	sf.StringVar(&defLimit, "default-time-limit", "", "time limit of sessions that ask for none, such as 4h (0s: none)")
 	sf.StringVar(&maxLimit, "max-time-limit", "", "the most time limit a session may ask for, such as 24h (0s: no cap)")
 	sf.StringVar(&idle, "idle-timeout", "", "end interactive sessions unused this long, such as 30m (0s: off)")
+	pre.register(sf)
 	sf.StringArrayVar(&timeouts, "timeout", nil, "PHASE=DURATION, such as pending=1h or creating=10m (0s: no bound; repeatable)")
 	_ = set.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]string{"ACTIVE", "STOPPED", "DRAINING"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("sequencer", cobra.FixedCompletions([]string{"fifo", "lifo", "drf"}, cobra.ShellCompDirectiveNoFileComp))

@@ -61,6 +61,7 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 	var (
 		image, name, typ, cpu, mem, mode, group, startsAt, arch string
 		timeLimit, job                                          string
+		preemptible, requeue                                    bool
 		slots, deps, agents, env                                []string
 		size, priority                                          int
 		wait, waitEnd                                           bool
@@ -128,6 +129,14 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 				// wrong or above the group's maximum.
 				body.TimeLimit = timeLimit
 			}
+			if f.Changed("preemptible") {
+				body.Preemptible = &preemptible
+			}
+			if f.Changed("no-preempt") {
+				no := false
+				body.Preemptible = &no
+			}
+			body.Requeue = requeue
 			if f.Changed("arch") {
 				body.Architecture = arch
 			}
@@ -189,6 +198,10 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 	f.StringVarP(&group, "group", "g", "", "resource group (default: the manager's default)")
 	f.StringVar(&startsAt, "starts-at", "", "earliest start, RFC 3339 (such as 2026-03-01T12:00:00Z)")
 	f.StringVar(&timeLimit, "time-limit", "", "end the session this long after it starts running, such as 2h (default: the group's)")
+	f.BoolVar(&preemptible, "preemptible", false, "let higher priority sessions evict this one where the group preempts (default: batch only)")
+	f.Bool("no-preempt", false, "never let a higher priority session evict this one")
+	f.BoolVar(&requeue, "requeue", false, "when preempted, submit a new attempt of this session")
+	cmd.MarkFlagsMutuallyExclusive("preemptible", "no-preempt")
 	f.StringVar(&arch, "arch", "", "CPU architecture of the kernels (default x86_64)")
 	f.StringArrayVar(&agents, "agent", nil, "run only on this agent (repeatable)")
 	f.StringArrayVar(&env, "env", nil, "environment variable NAME=VALUE (repeatable)")

@@ -284,6 +284,9 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		}
 		*f.dst = d
 	}
+	if e := applyPreemption(req.Preemption, &g.Preemption); e != nil {
+		return e
+	}
 	// A default above the maximum would refuse every session that asks
 	// for no limit.
 	if g.MaxTimeLimit > 0 && g.DefaultTimeLimit > g.MaxTimeLimit {

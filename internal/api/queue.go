@@ -95,6 +95,12 @@ func (s *Server) visibleBlocker(u store.User, owners map[domain.SessionID]string
 		bo.Scope = "another session"
 		bo.Message = strings.Replace(bo.Message, "session "+head, "another session", 1)
 	}
+	if b.Kind == framework.BlockPreempting && !isAdmin(u) {
+		// Victims may be anyone's: a user learns how many, not which.
+		n := len(strings.Split(b.Scope, ", "))
+		bo.Scope = fmt.Sprintf("%d sessions", n)
+		bo.Message = fmt.Sprintf("preempting %d lower priority session(s); starts when their slots are released", n)
+	}
 	return bo, hidden
 }
 

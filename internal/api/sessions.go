@@ -55,6 +55,14 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		return s.rejectJob(ctx, job, err)
 	}
 	sess.Job = job.ID
+	if sess.Job != "" {
+		// Evicting one member would break the job's gang, which preemption
+		// does not model: members are never victims.
+		if req.Preemptible != nil && *req.Preemptible {
+			return s.rejectJob(ctx, job, invalid("preemptible", "a job's member cannot be preempted: it would break the job's gang"))
+		}
+		sess.Preemptible = false
+	}
 	if e := s.checkJobGroup(ctx, job, sess.ResourceGroup); e != nil {
 		return s.rejectJob(ctx, job, e)
 	}
@@ -206,6 +214,10 @@ func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSe
 			return fail(invalid("time_limit", "must be a positive duration such as \"2h\" or \"90m\", not %q", req.TimeLimit))
 		}
 		sess.TimeLimit = d
+	}
+	sess.Preemptible, sess.Requeue = domain.DefaultPreemptible(sess.Type), req.Requeue
+	if req.Preemptible != nil {
+		sess.Preemptible = *req.Preemptible
 	}
 	if e := checkCommand(req.Command); e != nil {
 		return fail(e)

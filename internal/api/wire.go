@@ -26,6 +26,7 @@ func (s *Server) sessionOut(sk store.SessionWithKernels) v1.Session {
 		DesignatedAgents: strs(ss.DesignatedAgents), DesignatedStrict: ss.DesignatedStrict,
 		Outcome: ss.Outcome.String(), Command: nonNil(ss.Command), Env: ss.Env, Kernels: []v1.Kernel{},
 		ServicePorts: []v1.ServicePort{}, Job: string(ss.Job),
+		Preemptible: ss.Preemptible, Requeue: ss.Requeue, PreemptedBy: string(ss.PreemptedBy),
 	}
 	if out.Env == nil {
 		out.Env = map[string]string{}
@@ -146,7 +147,7 @@ func groupOut(reg *domain.Registry, g domain.ResourceGroup) v1.Group {
 			Creating: formatDuration(t.Creating), Terminating: formatDuration(t.Terminating)},
 		DefaultSlots: reg.FormatSlots(g.EffectiveDefaultSlots(reg)), MinSlots: reg.FormatSlots(g.EffectiveMinSlots(reg)),
 		DefaultTimeLimit: formatDuration(g.DefaultTimeLimit), MaxTimeLimit: formatDuration(g.MaxTimeLimit),
-		IdleTimeout: formatDuration(g.IdleTimeout)}
+		IdleTimeout: formatDuration(g.IdleTimeout), Preemption: wirePreemption(g.Preemption)}
 }
 
 func userOut(u store.User) v1.User {

@@ -17,7 +17,9 @@
 // agent events; settle.go takes agents' kernel reports and restarts;
 // sweep.go handles agent loss; due.go ends running sessions their type's
 // hook says are done (time limit, idle timeout); terminate.go ends
-// sessions users stop;
+// sessions users stop; preempt.go records the preemptions a round's plan
+// applied (history on victim, preemptor and requeued attempt; metrics) and
+// when a preempting group's idle round must run again;
 // metrics.go holds the handlers' series and collector.go the cluster's
 // (agents' capacity and occupancy, users' holdings), read from the store
 // at scrape time.

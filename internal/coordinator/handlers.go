@@ -148,14 +148,18 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 		// Every pending session placed: the queue is empty now.
 		empty: len(plan.Waiting) == 0 && len(plan.Impossible) == 0 && len(applied.Rejected) == 0 &&
 			len(applied.Applied) == len(snap.Pending),
-		idle:          len(applied.Applied) == 0 && len(applied.Rejected) == 0 && len(plan.Impossible) == 0,
-		due:           idleDue(snap.Pending, gs.timeout(group, domain.SessionPending), now),
+		idle: len(applied.Applied) == 0 && len(applied.Rejected) == 0 && len(plan.Impossible) == 0 &&
+			len(applied.Preempted) == 0,
+		due:           earliest(idleDue(snap.Pending, gs.timeout(group, domain.SessionPending), now), preemptDue(&snap, plan, now)),
 		scheduled:     len(applied.Applied),
 		unschedulable: len(applied.Rejected) + len(plan.Waiting) + len(plan.Impossible),
 	}
 	c.metrics.gang.gangs(&snap, applied.Applied)
 	c.metrics.round(group, len(applied.Applied), len(applied.Rejected), len(plan.Waiting), len(plan.Impossible))
 	c.metrics.reserve.reservations(group, plan, applied.Applied)
+	if err := c.preempted(ctx, group, applied.Preempted, now); err != nil {
+		return round{}, err
+	}
 	targets := make([]store.SessionWithKernels, len(snap.Pending))
 	submitted := make(map[domain.SessionID]time.Time, len(snap.Pending))
 	for i, p := range snap.Pending {

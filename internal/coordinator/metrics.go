@@ -22,6 +22,7 @@ type Metrics struct {
 	wait     *prometheus.HistogramVec
 	gang     *gangMetrics // seed 004's names (metrics_gang.go)
 	reserve  *reserveMetrics
+	preempt  *preemptMetrics
 }
 
 // Scheduling decisions, the result label of
@@ -58,6 +59,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from submit to placement (PENDING to SCHEDULED) per resource group.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 18)}, []string{"resource_group"}),
 		reserve: newReserveMetrics(reg),
+		preempt: newPreemptMetrics(reg),
 	}
 	// Every live status is exported from the start, at 0 until the first
 	// sweep counts it, so a dashboard never finds the series absent.

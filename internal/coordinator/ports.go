@@ -33,6 +33,7 @@ type Store interface {
 		checkKernelStatuses []domain.KernelStatus, match domain.Match) ([]domain.SessionID, error)
 	AvoidAgents(ctx context.Context, id domain.SessionID, agents []domain.AgentID) error
 	PruneChanges(ctx context.Context, before time.Time) (int64, error)
+	PrunePreemptions(ctx context.Context, before time.Time) (int64, error)
 	Changes(ctx context.Context, f store.ChangeFilter) ([]store.Change, error)
 	LastChange(ctx context.Context) (int64, error)
 	GroupGenerations(ctx context.Context) (map[string]int64, error)

@@ -34,6 +34,9 @@ func (c *Coordinator) Sweep(ctx context.Context) error {
 	if _, err := c.store.PruneChanges(ctx, now.Add(-cfg.ChangeRetention)); err != nil {
 		return fmt.Errorf("sweep: prune the change feed: %w", err)
 	}
+	if _, err := c.store.PrunePreemptions(ctx, now.Add(-domain.MaxPreemptionWindow)); err != nil {
+		return fmt.Errorf("sweep: prune preemption records: %w", err)
+	}
 	agents, err := c.store.ListAgents(ctx, store.AgentFilter{Statuses: []domain.AgentStatus{domain.AgentAlive, domain.AgentLost}})
 	if err != nil {
 		return fmt.Errorf("sweep: list agents: %w", err)

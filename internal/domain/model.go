@@ -132,6 +132,9 @@ type ResourceGroup struct {
 	// IdleTimeout ends an interactive session its owner has not used for
 	// this long (0: off). See the interactive session hook.
 	IdleTimeout time.Duration
+	// Preemption lets higher priority bands evict lower ones (off by
+	// default; see preempt.go).
+	Preemption Preemption
 }
 
 // Allows reports whether the group runs sessions of type t.
@@ -236,6 +239,14 @@ type Session struct {
 	// Job is the job the session is a member of ("" for none), fixed at
 	// submission; the scheduler places a job's members as one gang.
 	Job JobID
+	// Preemptible: a higher priority session may evict it under its
+	// group's preemption policy. Fixed at submission (DefaultPreemptible
+	// when the session does not say). Requeue: when preempted, a new
+	// PENDING attempt of it is submitted.
+	Preemptible bool
+	Requeue     bool
+	// PreemptedBy is the session that preempted it ("" for none).
+	PreemptedBy SessionID
 }
 
 // Cluster roles of a session's kernels.

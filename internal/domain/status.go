@@ -255,9 +255,10 @@ const (
 	OutcomeSuccess                  // every kernel exited 0
 	OutcomeFailure                  // a kernel exited non-zero, errored or was force-terminated
 	OutcomeCancelled                // never ran
+	OutcomePreempted                // evicted by a higher priority session
 )
 
-var outcomeNames = [...]string{"", "success", "failure", "cancelled"}
+var outcomeNames = [...]string{"", "success", "failure", "cancelled", "preempted"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {

@@ -125,7 +125,8 @@ func TestOutcomeNames(t *testing.T) {
 		{OutcomeSuccess, "success"},
 		{OutcomeFailure, "failure"},
 		{OutcomeCancelled, "cancelled"},
-	}, ParseOutcome, []string{"SUCCESS", "none", "canceled", Outcome(4).String()})
+		{OutcomePreempted, "preempted"},
+	}, ParseOutcome, []string{"SUCCESS", "none", "canceled", Outcome(5).String()})
 }
 
 func TestSessionStatusTerminalAndHoldsResources(t *testing.T) {

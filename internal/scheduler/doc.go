@@ -5,6 +5,9 @@
 // owns the pipeline and the explicit plugin Registry; the plugins live in
 // validate, sequence and selector. gang.go places a job's members as one
 // gang of at least min-available, all or none in the round (seed 004).
+// In a group that preempts, a session that cannot be placed for capacity
+// asks framework.Preemptor for victims before it would take a
+// reservation; it then waits, unplaced, for their release.
 //
 // It is pure — no I/O, clock, goroutines or randomness — so the same
 // snapshot always gives the same plan. It may import internal/domain and

@@ -41,6 +41,9 @@ func (s *Scheduler) Schedule(snap *framework.Snapshot) (framework.Plan, error) {
 	if snap.Group.HeadOfLine == domain.HOLReserve && snap.Group.ReservationDepth > 0 {
 		r.backfill = framework.NewBackfill(st, snap.Group.ReservationDepth)
 	}
+	if snap.Group.Preemption.Enabled {
+		r.preemptor = framework.NewPreemptor(st)
+	}
 	for _, band := range bands(st) {
 		q := seq.Queue(st, band)
 		for i, ok := q.Next(); ok; i, ok = q.Next() {
@@ -76,6 +79,8 @@ type round struct {
 	kept []framework.Blocker
 	// gangs are the round's jobs still short of min-available (gang.go).
 	gangs map[domain.JobID]*gang
+	// preemptor chooses victims when the group preempts; nil otherwise.
+	preemptor *framework.Preemptor
 }
 
 // try validates and places one session, recording the outcome in the plan.
@@ -96,6 +101,9 @@ func (r *round) try(s *framework.Session) bool {
 		return false
 	}
 	kernels, blockers := r.place(s)
+	if blockers != nil && r.preemptor != nil && contention(blockers) && r.preempt(s, blockers) {
+		return false
+	}
 	if blockers != nil {
 		if r.backfill != nil && contention(blockers) && !r.backfill.Full() {
 			if res, ok := r.backfill.Reserve(s); ok {
@@ -115,6 +123,25 @@ func (r *round) try(s *framework.Session) bool {
 	if r.backfill != nil && r.backfill.Track(s, kernels) {
 		r.plan.Backfilled = append(r.plan.Backfilled, s.Pending.Session.ID)
 	}
+	return true
+}
+
+// preempt asks for victims for s, which could not be placed for
+// capacity; when it gets them (or its victims are still ending) s waits
+// with a blocker naming them and takes no reservation: its slots come
+// from its victims.
+func (r *round) preempt(s *framework.Session, blockers []framework.Blocker) bool {
+	if r.backfill != nil {
+		// Victims are chosen over the agents as they are, not as the
+		// reservations' holds leave them.
+		r.backfill.Finish()
+	}
+	out, b, ok := r.preemptor.Preempt(s)
+	if !ok {
+		return false
+	}
+	r.plan.Preemptions = append(r.plan.Preemptions, out...)
+	r.record(s, append(slices.Clone(blockers), b))
 	return true
 }
 

@@ -207,6 +207,9 @@ func newSetup(settings []Setting, w Workload, reg *domain.Registry) (setup, erro
 	if err := scheduler.NewRegistry().CheckGroup(g); err != nil {
 		return setup{}, fmt.Errorf("set: %w", err)
 	}
+	if field, err := g.Preemption.Validate(); err != nil {
+		return setup{}, fmt.Errorf("set: %s: %w", field, err)
+	}
 	out := setup{group: g}
 	names := map[domain.PolicyScope][]string{domain.ScopeDomain: {"default"}}
 	for _, s := range w.Sessions {
@@ -248,6 +251,28 @@ func setGroup(g *domain.ResourceGroup, key, v string, reg *domain.Registry) erro
 			return fmt.Errorf("%q is not a whole number from 0 to 100", v)
 		}
 		g.ReservationDepth = n
+	case key == "preemption":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		g.Preemption.Enabled = b
+	case key == "preempt_budget":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is not a whole number", v)
+		}
+		g.Preemption.Budget = n
+	case key == "preempt_min_runtime", key == "preempt_window":
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("%q is not a duration", v)
+		}
+		if key == "preempt_window" {
+			g.Preemption.Window = d
+		} else {
+			g.Preemption.MinRuntime = d
+		}
 	case key == "max_retries":
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -293,7 +318,7 @@ func setGroup(g *domain.ResourceGroup, key, v string, reg *domain.Registry) erro
 		(*vec)[id] = q
 	default:
 		return fmt.Errorf("unknown group setting %q (sequencer, selector, head_of_line, max_retries, allowed_types, "+
-			"timeout.PHASE, default.SLOT, min.SLOT)", key)
+			"timeout.PHASE, default.SLOT, min.SLOT, preemption, preempt_min_runtime, preempt_budget, preempt_window)", key)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -49,7 +50,11 @@ type Variant struct {
 	// NOT_SUBMITTED (after the horizon).
 	Status      map[string]int `json:"status"`
 	TimeLimited int            `json:"time_limited"`
-	MakespanS   float64        `json:"makespan_s"`
+	// Preempted counts preemptions (a requeued session may be preempted
+	// again) and WorkLostS the run time they threw away.
+	Preempted int     `json:"preempted"`
+	WorkLostS float64 `json:"work_lost_s"`
+	MakespanS float64 `json:"makespan_s"`
 	// Cycles is how many coordinator cycles the run took.
 	Cycles      int         `json:"cycles"`
 	Classes     []Class     `json:"classes"`
@@ -57,6 +62,10 @@ type Variant struct {
 	Fairness    Fairness    `json:"fairness"`
 	Slowdown    Slowdown    `json:"bounded_slowdown"`
 	BiggestGang *Gang       `json:"biggest_gang,omitempty"`
+	// Priorities is the wait of each priority, highest first, when the
+	// workload has more than one (a requeued session's wait is to its
+	// first start).
+	Priorities []Class `json:"priorities,omitempty"`
 }
 
 // Class is the wait (submit to RUNNING) of one size class.
@@ -145,6 +154,8 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 	var slow []float64
 	var first, last time.Duration = -1, 0
 	gang := Gang{}
+	byPrio := map[int][]float64{}
+	v.Preempted, v.WorkLostS = r.tr.preempted, r.tr.workLost.Seconds()
 	for i, rec := range r.tr.recs {
 		s := r.w.Sessions[i]
 		switch {
@@ -179,6 +190,7 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 			continue
 		}
 		wait := (rec.start - submit).Seconds()
+		byPrio[*s.Priority] = append(byPrio[*s.Priority], wait)
 		classes[ci].Started++
 		classWaits[ci] = append(classWaits[ci], wait)
 		if s.ClusterSize == gang.ClusterSize && s.ClusterSize > 1 {
@@ -210,6 +222,15 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 	if gang.ClusterSize > 1 {
 		gang.WorstWaitS = round3(gang.WorstWaitS)
 		v.BiggestGang = &gang
+	}
+	if len(byPrio) > 1 {
+		prios := slices.Sorted(maps.Keys(byPrio))
+		slices.Reverse(prios)
+		for _, p := range prios {
+			w := byPrio[p]
+			v.Priorities = append(v.Priorities, Class{Name: fmt.Sprintf("priority %d", p), Sessions: len(w),
+				Started: len(w), Wait: percentiles(w), CDF: cdf(w)})
+		}
 	}
 	v.Utilisation, v.Fairness = r.timeSeries(capacity, end)
 	return v
@@ -486,7 +507,7 @@ func (rep Report) WriteJSON(w io.Writer) error {
 // WriteTable prints the variants side by side.
 func (rep Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "variant\tutil\twait p50\tp95\tp99\tmax\tjain\tjain(t)\tbsld mean\tgang worst\tmakespan\tended\tunfinished\t")
+	fmt.Fprintln(tw, "variant\tutil\twait p50\tp95\tp99\tmax\tjain\tjain(t)\tbsld mean\tgang worst\tmakespan\tended\tunfinished\tpreempted\twork lost\t")
 	for _, v := range rep.Variants {
 		util := "-"
 		for _, s := range v.Utilisation.Slots {
@@ -508,10 +529,10 @@ func (rep Report) WriteTable(w io.Writer) error {
 				ended += n
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.2f\t%s\t%s\t%d\t%d\t\n", v.Name, util,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.2f\t%s\t%s\t%d\t%d\t%d\t%s\t\n", v.Name, util,
 			fmtSeconds(all.P50), fmtSeconds(all.P95), fmtSeconds(all.P99), fmtSeconds(all.Max),
 			v.Fairness.Overall, v.Fairness.OverTime, v.Slowdown.Mean, gang, fmtSeconds(v.MakespanS),
-			ended, v.Status["UNFINISHED"]+v.Status["NOT_SUBMITTED"])
+			ended, v.Status["UNFINISHED"]+v.Status["NOT_SUBMITTED"], v.Preempted, fmtSeconds(v.WorkLostS))
 	}
 	return tw.Flush()
 }

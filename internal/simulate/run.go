@@ -251,6 +251,13 @@ func (r *runner) wake() (time.Time, bool) {
 	if len(r.deadlines) > 0 {
 		consider(r.deadlines[0].at)
 	}
+	if p := r.su.group.Preemption; p.Enabled {
+		// What the manager's idle round wakes for: a running session
+		// coming of age, a preemption leaving the window.
+		if t, has := r.tr.preemptWake(p, r.clock.Now().Sub(r.origin)); has {
+			consider(r.origin.Add(t))
+		}
+	}
 	if ok {
 		// A sweep alone never wakes the run: with nothing else due, it
 		// could not unblock anything.
@@ -354,12 +361,13 @@ func (r *runner) submit(ctx context.Context, i int, now time.Time) error {
 		}
 	}
 	rec.req, rec.total = full, full.Scale(s.ClusterSize)
+	rec.requeue = s.Requeue
 	id := domain.SessionID(s.ID)
 	image := "exit:" + strconv.Itoa(s.ExitCode)
 	sess := domain.Session{ID: id, Name: s.ID, Owner: owner, Type: typ, Image: image, Architecture: "x86_64",
 		ResourceGroup: GroupName, ClusterMode: domain.ClusterMode(s.ClusterMode), ClusterSize: s.ClusterSize,
 		Priority: *s.Priority, Requested: full, Status: domain.SessionPending, CreatedAt: now, StatusChangedAt: now,
-		DependsOn: deps, TimeLimit: limited.TimeLimit, Env: map[string]string{"SOKOVAN_EXIT_AFTER": strconv.FormatFloat(seconds(s.Duration).Seconds(), 'f', -1, 64)}}
+		DependsOn: deps, TimeLimit: limited.TimeLimit, Preemptible: *s.Preemptible, Requeue: s.Requeue, Env: map[string]string{"SOKOVAN_EXIT_AFTER": strconv.FormatFloat(seconds(s.Duration).Seconds(), 'f', -1, 64)}}
 	kernels := make([]domain.Kernel, s.ClusterSize)
 	for k := range kernels {
 		role := domain.RoleSub

@@ -155,3 +155,29 @@ func TestSimulateTimeLimitAndRefusals(t *testing.T) {
 		t.Errorf("makespan %v, want 30 (long stopped at its limit)", v.MakespanS)
 	}
 }
+
+// A high-priority session preempts the low one holding the only agent: lo
+// runs 0–30 s and is preempted (30 s of work lost), hi runs 30–40 s, and
+// lo's new attempt runs its whole 100 s again, 40–140 s. Without
+// preemption hi waits for lo to end at 100 s.
+func TestSimulatePreemption(t *testing.T) {
+	t.Parallel()
+	w := workload(t, `{"id":"lo","submit_s":0,"user":"u1","resources":{"cpu":"4","mem":"8g"},"duration_s":100,"priority":0,"requeue":true}
+{"id":"hi","submit_s":30,"user":"u2","resources":{"cpu":"4","mem":"8g"},"duration_s":10,"priority":50}
+`)
+	cl := cluster(t, "agents=1,cpu=4,mem=8g")
+	v := run(t, w, cl, setting(t, "group.preemption=true"))
+	if v.Preempted != 1 || v.WorkLostS != 30 {
+		t.Errorf("preempted %d losing %gs, want 1 losing 30s", v.Preempted, v.WorkLostS)
+	}
+	if v.MakespanS != 140 || v.Status["TERMINATED"] != 2 {
+		t.Errorf("makespan %gs, status %v; want 140s and both TERMINATED", v.MakespanS, v.Status)
+	}
+	if len(v.Priorities) != 2 || v.Priorities[0].Name != "priority 50" || v.Priorities[0].Wait.Max != 0 {
+		t.Errorf("priorities %+v, want priority 50 first, started at once", v.Priorities)
+	}
+	off := run(t, w, cl)
+	if off.Preempted != 0 || off.MakespanS != 110 {
+		t.Errorf("without preemption: preempted %d, makespan %gs; want 0 and 110s", off.Preempted, off.MakespanS)
+	}
+}

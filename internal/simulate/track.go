@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -19,6 +20,12 @@ type record struct {
 	start, end time.Duration // since the simulation began; -1 when not (yet)
 	status     string
 	limitHit   bool
+	// cur is the session of its attempt now ("<id>.r" after a requeue;
+	// "" for the first); run is when that attempt started running.
+	// requeue: a preemption sends it back as a new attempt.
+	cur     domain.SessionID
+	run     time.Duration
+	requeue bool
 }
 
 // holdChange is a kernel taking (+1) or giving back (-1) its slots.
@@ -44,6 +51,12 @@ type tracker struct {
 	started []int
 	// pending counts PENDING sessions by owner, for max_pending_sessions.
 	pending map[string]int
+	// preempted counts preemptions and workLost the run time they threw
+	// away, read from the victims' move to TERMINATING.
+	preempted int
+	workLost  time.Duration
+	// preemptAt are the preemptions' times, for the budget's window.
+	preemptAt []time.Duration
 }
 
 func newTracker(origin time.Time, n int) *tracker {
@@ -67,12 +80,17 @@ func (t *tracker) read(ctx context.Context, st store.Store, owners func(int) dom
 	}
 	for _, ch := range changes {
 		t.lastPos = ch.Pos
-		i, ok := t.idx[ch.Session]
+		i, ok := t.index(ch.Session)
 		if !ok {
 			return 0, fmt.Errorf("change %d names session %s, which the simulation did not submit", ch.Pos, ch.Session)
 		}
 		r := &t.recs[i]
 		at := ch.At.Sub(t.origin)
+		if ch.Kind != store.ChangeKernel && r.cur != "" && ch.Session != r.cur {
+			// An earlier attempt, preempted and requeued: its end is not
+			// the session's.
+			continue
+		}
 		if ch.Kind == store.ChangeKernel {
 			from, to := holds(ch.From), holds(ch.To)
 			switch {
@@ -94,9 +112,20 @@ func (t *tracker) read(ctx context.Context, st store.Store, owners func(int) dom
 				t.pending[k]++
 			}
 		case domain.SessionRunning.String():
+			r.run = at
 			if r.start < 0 {
 				r.start = at
 				t.started = append(t.started, i)
+			}
+		case domain.SessionTerminating.String():
+			if strings.HasPrefix(ch.Reason, "preempted by ") {
+				t.preempted++
+				t.workLost += at - r.run
+				t.preemptAt = append(t.preemptAt, at)
+				if r.requeue {
+					r.cur = ch.Session + ".r"
+				}
+				continue
 			}
 		}
 		if s, err := domain.ParseSessionStatus(ch.To); err == nil && s.Terminal() && r.end < 0 {
@@ -105,6 +134,47 @@ func (t *tracker) read(ctx context.Context, st store.Store, owners func(int) dom
 		}
 	}
 	return len(changes), nil
+}
+
+// preemptWake is the next instant after now at which preemption alone
+// could decide otherwise: a running session reaches the minimum run time,
+// or a preemption leaves the window and frees budget.
+func (t *tracker) preemptWake(p domain.Preemption, now time.Duration) (time.Duration, bool) {
+	var at time.Duration
+	ok := false
+	consider := func(d time.Duration) {
+		if d > now && (!ok || d < at) {
+			at, ok = d, true
+		}
+	}
+	if p.MinRuntime > 0 {
+		for i := range t.recs {
+			if r := &t.recs[i]; r.start >= 0 && r.end < 0 {
+				consider(r.run + p.MinRuntime)
+			}
+		}
+	}
+	if p.Window > 0 {
+		for _, a := range t.preemptAt {
+			consider(a + p.Window)
+		}
+	}
+	return at, ok
+}
+
+// index finds the workload session of a store session: requeued
+// attempts ("<id>.r", "<id>.r.r") count as their first.
+func (t *tracker) index(id domain.SessionID) (int, bool) {
+	for {
+		if i, ok := t.idx[id]; ok {
+			return i, true
+		}
+		trimmed, cut := strings.CutSuffix(string(id), ".r")
+		if !cut {
+			return 0, false
+		}
+		id = domain.SessionID(trimmed)
+	}
 }
 
 func holds(status string) bool {

@@ -48,6 +48,10 @@ type Session struct {
 	Priority    *int              `json:"priority,omitempty"`
 	DependsOn   []string          `json:"depends_on,omitempty"`
 	TimeLimit   float64           `json:"time_limit_s,omitempty"`
+	// Preemptible (default: batch only) and Requeue are the session's
+	// preemption flags, as at submit.
+	Preemptible *bool `json:"preemptible,omitempty"`
+	Requeue     bool  `json:"requeue,omitempty"`
 }
 
 // Workload is a validated list of sessions in submission order (ties keep
@@ -218,6 +222,10 @@ func (s *Session) normalise(i int, reg *domain.Registry) *LineError {
 	if s.Priority == nil {
 		p := defaultPriority
 		s.Priority = &p
+	}
+	if s.Preemptible == nil {
+		p := domain.DefaultPreemptible(domain.SessionType(s.Type))
+		s.Preemptible = &p
 	}
 	if p := *s.Priority; p < minPriority || p > maxPriority {
 		return bad("priority", "must be %d to %d, not %d", minPriority, maxPriority, p)

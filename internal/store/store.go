@@ -196,6 +196,9 @@ type Store interface {
 	// always kept, so LastChange never goes back and positions are never
 	// given twice.
 	PruneChanges(ctx context.Context, before time.Time) (int64, error)
+	// PrunePreemptions deletes the preemption records made before before
+	// (they matter only within a group's window) and returns how many.
+	PrunePreemptions(ctx context.Context, before time.Time) (int64, error)
 
 	// RecordUtilisation takes one utilisation sample at now: for every
 	// resource group with an ALIVE agent, per slot, the summed capacity
@@ -392,6 +395,16 @@ type ApplyResult struct {
 	Applied []domain.SessionID
 	// Rejected are placements dropped whole, in plan order.
 	Rejected []Rejection
+	// Preempted are the plan's preemptions applied: victims still
+	// RUNNING and preemptors still PENDING when locked, now TERMINATING.
+	Preempted []Preempted
+}
+
+// Preempted is one preemption applied. Requeued is the victim's new
+// PENDING attempt, "" when it did not ask for one.
+type Preempted struct {
+	Victim, Preemptor, Requeued domain.SessionID
+	WorkLost                    time.Duration
 }
 
 // RejectReason says why a placement was dropped.

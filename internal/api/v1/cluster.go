@@ -84,6 +84,29 @@ type Group struct {
 	DefaultTimeLimit string `json:"default_time_limit"`
 	MaxTimeLimit     string `json:"max_time_limit"`
 	IdleTimeout      string `json:"idle_timeout"`
+	// Preemption lets a waiting session of a higher priority band evict
+	// preemptible sessions of lower bands; off by default.
+	Preemption Preemption `json:"preemption"`
+}
+
+// Preemption is a group's priority preemption policy. A victim must have
+// run MinRuntime; at most Budget sessions are preempted in any Window
+// (0: no cap), and a session may not preempt one that preempted it within
+// the Window. Durations; "0s" is none.
+type Preemption struct {
+	Enabled    bool   `json:"enabled"`
+	MinRuntime string `json:"min_runtime"`
+	Budget     int    `json:"budget"`
+	Window     string `json:"window"`
+}
+
+// PreemptionRequest changes some of a group's preemption policy; a nil
+// field keeps its value.
+type PreemptionRequest struct {
+	Enabled    *bool   `json:"enabled,omitempty"`
+	MinRuntime *string `json:"min_runtime,omitempty"`
+	Budget     *int    `json:"budget,omitempty"`
+	Window     *string `json:"window,omitempty"`
 }
 
 // Timeouts bound how long a session may stay in each status before it
@@ -117,6 +140,8 @@ type GroupRequest struct {
 	DefaultTimeLimit *string `json:"default_time_limit,omitempty"`
 	MaxTimeLimit     *string `json:"max_time_limit,omitempty"`
 	IdleTimeout      *string `json:"idle_timeout,omitempty"`
+	// Preemption changes the group's preemption policy: see Preemption.
+	Preemption *PreemptionRequest `json:"preemption,omitempty"`
 }
 
 // TimeoutsRequest changes some of a group's timeouts; a nil one keeps its

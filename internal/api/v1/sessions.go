@@ -35,6 +35,11 @@ type CreateSessionRequest struct {
 	// the resource group's default_time_limit; at most its
 	// max_time_limit.
 	TimeLimit string `json:"time_limit,omitempty"`
+	// Preemptible lets a higher priority session evict this one where its
+	// group preempts (default: true for batch, false otherwise); Requeue
+	// submits a new attempt of it when it is preempted.
+	Preemptible *bool `json:"preemptible,omitempty"`
+	Requeue     bool  `json:"requeue,omitempty"`
 	// DesignatedAgents restricts placement to these agents, or with
 	// DesignatedStrict false only prefers them.
 	DesignatedAgents []string `json:"designated_agents,omitempty"`
@@ -87,12 +92,18 @@ type Session struct {
 	// DesignatedAgents and DesignatedStrict restrict or steer placement.
 	DesignatedAgents []string `json:"designated_agents"`
 	DesignatedStrict bool     `json:"designated_strict"`
-	// Outcome is set once the session ended: success, failure, cancelled.
+	// Outcome is set once the session ended: success, failure, cancelled,
+	// preempted.
 	// A session ended for its time limit or idleness shows failure from
 	// the moment it was sent to TERMINATING.
 	Outcome string `json:"outcome,omitempty"`
 	// TimeLimit is how long it may run once RUNNING; absent when none.
 	TimeLimit string `json:"time_limit,omitempty"`
+	// Preemptible and Requeue are as submitted; PreemptedBy names the
+	// session that preempted it (its outcome is then preempted).
+	Preemptible bool   `json:"preemptible"`
+	Requeue     bool   `json:"requeue,omitempty"`
+	PreemptedBy string `json:"preempted_by,omitempty"`
 	// Command and Env are in GET /v1/sessions/{id} only: listings leave
 	// them out, as they can be large.
 	Command []string          `json:"command,omitempty"`

@@ -4,7 +4,9 @@
 // index that answers ranked selectors without a scan, the Backfill book of
 // a round's reservations under head-of-line reserve (shadow times from the
 // Snapshot's holdings, and the holds that keep later sessions off reserved
-// slots), and the plugin extension points (Validator, Sequencer, Selector,
+// slots), the Preemptor that chooses victims of lower priority bands
+// under a group's preemption guards (min runtime, budget per window, no
+// cycles), and the plugin extension points (Validator, Sequencer, Selector,
 // and Ranker, which a Selector may implement to be answered from the
 // index).
 //

@@ -37,6 +37,22 @@ type Plan struct {
 	// Backfilled are the placements made while a reservation was held,
 	// each of which was checked not to delay it.
 	Backfilled []domain.SessionID
+	// Preemptions are the running sessions to evict for waiting sessions
+	// of higher priority bands. The preemptors stay waiting: each is
+	// placed in a later round, once its victims' slots are released.
+	Preemptions []Preemption
+}
+
+// Preemption is one victim evicted for one preemptor.
+type Preemption struct {
+	Victim    domain.SessionID
+	Preemptor domain.SessionID
+	// Reason is the victim's status reason ("preempted by <id>").
+	Reason string
+	// Priority is the victim's; WorkLost how long it had run, which is
+	// thrown away.
+	Priority int
+	WorkLost time.Duration
 }
 
 // Reservation is a waiting session's claim on slots from the earliest time
@@ -103,6 +119,10 @@ const (
 	// sessions the round placed past it) or on one held off the slots of
 	// another's reservation (Scope "session:<id>", Detail its start).
 	BlockReservation BlockerKind = "reservation"
+	// BlockPreempting is on a session whose victims are being evicted
+	// (Scope their ids, comma separated): it starts when their slots are
+	// released.
+	BlockPreempting BlockerKind = "preempting"
 )
 
 // KernelsSlot is the pseudo slot name blockers use for an agent's kernel cap.
@@ -202,6 +222,8 @@ func (b Blocker) Message(reg *domain.Registry) string {
 		return fmt.Sprintf("%s is %s", b.Scope, b.Detail)
 	case BlockSessionType:
 		return fmt.Sprintf("%s does not run %s sessions", b.Scope, b.Detail)
+	case BlockPreempting:
+		return fmt.Sprintf("preempting %s; starts when their slots are released", b.Scope)
 	case BlockReservation:
 		at := b.Detail
 		if t, err := time.Parse(time.RFC3339, b.Detail); err == nil {

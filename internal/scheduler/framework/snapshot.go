@@ -32,8 +32,19 @@ type Snapshot struct {
 	DeviceHeld map[domain.AgentID]map[string]domain.Quantity
 	// Holdings are the kernels holding slots on the group's agents with
 	// when each is expected to free them, which reservations plan from.
-	// The store loads them only for a group in head-of-line mode reserve.
+	// The store loads them only for a group in head-of-line mode reserve
+	// or with preemption on.
 	Holdings []Holding
+	// Preemptions are the group's preemptions within its preemption
+	// window, which the budget and the no-cycle rule count.
+	Preemptions []PreemptionRecord
+}
+
+// PreemptionRecord is one preemption the store applied.
+type PreemptionRecord struct {
+	Victim    domain.SessionID
+	Preemptor domain.SessionID
+	At        time.Time
 }
 
 // Holding is one kernel that holds slots on an agent.
@@ -45,6 +56,14 @@ type Holding struct {
 	// start of running plus its time limit, or now for a session already
 	// ending. Zero when it has no limit: for planning it never ends.
 	Ends time.Time
+	// What victim selection reads of the holding's session: its status,
+	// priority and whether it may be preempted; Started, when RUNNING, is
+	// when it started running; PreemptedBy the session that preempted it.
+	Status      domain.SessionStatus
+	Priority    int
+	Preemptible bool
+	Started     time.Time
+	PreemptedBy domain.SessionID
 }
 
 // PendingSession is a session waiting to be placed, with its kernels in

@@ -2,7 +2,10 @@
 // store.Store method, its query text, its transaction and retry loop, its
 // error classes and the plan applier (Nomad's: lock the plan's sessions,
 // then its agents, each in id order, re-check every placement in memory
-// with planguard, write the ones that hold with one statement per table).
+// with planguard, write the ones that hold with one statement per table;
+// before them, in the same transaction, the plan's preemptions: victims
+// still RUNNING to TERMINATING, recorded, and requeued when they asked,
+// preempt.go).
 // An engine package (store/sqlite, store/postgres) opens its database,
 // migrates it, and hands New an Engine and a Dialect: the seam where the
 // databases truly differ.

@@ -21,6 +21,12 @@ func (s *Store) ApplyPlan(ctx context.Context, plan framework.Plan, now time.Tim
 	sessionIDs, agentIDs := planguard.IDs(plan)
 	var res store.ApplyResult
 	err := s.write(ctx, "apply plan of group "+plan.Group, func(tx txn) error {
+		// Preemptions first: they lock only sessions, which every path
+		// locks before agents.
+		preempted, err := s.applyPreemptions(ctx, tx, plan, now)
+		if err != nil {
+			return err
+		}
 		sessions, agents, err := s.lockPlanRows(ctx, tx, plan.Group, sessionIDs, agentIDs)
 		if err != nil {
 			return err
@@ -38,7 +44,7 @@ func (s *Store) ApplyPlan(ctx context.Context, plan framework.Plan, now time.Tim
 		if err := s.hook(store.FaultCommit); err != nil {
 			return err
 		}
-		res = store.ApplyResult{Applied: out.Applied, Rejected: out.Rejected}
+		res = store.ApplyResult{Applied: out.Applied, Rejected: out.Rejected, Preempted: preempted}
 		return nil
 	})
 	if err != nil {

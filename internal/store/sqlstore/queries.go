@@ -17,7 +17,7 @@ const (
 
 const (
 	upsertGroup = `INSERT INTO resource_groups (` + codec.GroupColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 ON CONFLICT (name) DO UPDATE SET
     state = excluded.state, sequencer = excluded.sequencer, selector = excluded.selector,
     head_of_line = excluded.head_of_line, max_retries = excluded.max_retries,
@@ -27,7 +27,9 @@ ON CONFLICT (name) DO UPDATE SET
     allowed_types = excluded.allowed_types, default_slots = excluded.default_slots, min_slots = excluded.min_slots,
     default_time_limit_ns = excluded.default_time_limit_ns, max_time_limit_ns = excluded.max_time_limit_ns,
     idle_timeout_ns = excluded.idle_timeout_ns, reserve = excluded.reserve,
-    reservation_depth = excluded.reservation_depth
+    reservation_depth = excluded.reservation_depth, preempt = excluded.preempt,
+    preempt_min_runtime_ns = excluded.preempt_min_runtime_ns, preempt_budget = excluded.preempt_budget,
+    preempt_window_ns = excluded.preempt_window_ns
 WHERE resource_groups.removed_at IS NULL`
 	selectGroup  = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE name = $1 AND removed_at IS NULL`
 	selectGroups = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE removed_at IS NULL ORDER BY name`
@@ -85,7 +87,7 @@ ORDER BY id`
 
 const (
 	insertSession = `INSERT INTO sessions (` + codec.SessionSpecColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
 	insertKernel = `INSERT INTO kernels (` + codec.KernelColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 	insertDependency = `INSERT INTO session_dependencies (session_id, depends_on) VALUES ($1, $2)`
@@ -192,7 +194,7 @@ GROUP BY owner_user, owner_project, owner_domain`
 FROM kernels k JOIN sessions s ON s.id = k.session_id
 WHERE k.agent_id IN (SELECT id FROM agents WHERE resource_group = $1)
   AND k.status IN ` + holdingKernelStatuses + `
-  AND EXISTS (SELECT 1 FROM resource_groups g WHERE g.name = $1 AND g.reserve = 1)
+  AND EXISTS (SELECT 1 FROM resource_groups g WHERE g.name = $1 AND (g.reserve = 1 OR g.preempt = 1))
 ORDER BY k.id`
 	selectPendingPolicies = `SELECT ` + codec.PolicyColumns + ` FROM policies
 WHERE (scope = 'user' AND name IN (SELECT owner_user FROM sessions WHERE resource_group = $1 AND status = 'PENDING'))

@@ -93,6 +93,13 @@ func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (
 		if !groupFound {
 			return fmt.Errorf("resource group %q: %w", group, store.ErrNotFound)
 		}
+		if p := snap.Group.Preemption; p.Enabled && p.Window > 0 {
+			// A second round trip, for preempting groups only: the window
+			// is the group's, known only now.
+			if snap.Preemptions, err = s.preemptionsSince(ctx, tx, group, now.Add(-p.Window)); err != nil {
+				return err
+			}
+		}
 		codec.GroupKernels(snap.Pending, kernels)
 		if snap.Dependencies, err = codec.AttachDependencies(snap.Pending, edges); err != nil {
 			return err

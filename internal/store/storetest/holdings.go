@@ -46,12 +46,13 @@ func testSnapshotHoldings(t *testing.T, e Engine) {
 	snap, err := f.s.LoadSnapshot(f.ctx, "r", now)
 	f.must(err, "snapshot")
 	cpu2 := f.slots("cpu", "2")
+	run, term, prep := domain.SessionRunning, domain.SessionTerminating, domain.SessionPreparing
 	want := []framework.Holding{
-		{Agent: "a2", Session: "ending", Slots: cpu2, Ends: now},
-		{Agent: "a1", Session: "forever", Slots: cpu2},
-		{Agent: "a1", Session: "gang", Slots: cpu2, Ends: at(20).Add(time.Hour)},
-		{Agent: "a2", Session: "gang", Slots: cpu2, Ends: at(20).Add(time.Hour)},
-		{Agent: "a2", Session: "starting", Slots: cpu2, Ends: now.Add(30 * time.Minute)},
+		{Agent: "a2", Session: "ending", Slots: cpu2, Ends: now, Status: term},
+		{Agent: "a1", Session: "forever", Slots: cpu2, Status: run, Started: at(20)},
+		{Agent: "a1", Session: "gang", Slots: cpu2, Ends: at(20).Add(time.Hour), Status: run, Started: at(20)},
+		{Agent: "a2", Session: "gang", Slots: cpu2, Ends: at(20).Add(time.Hour), Status: run, Started: at(20)},
+		{Agent: "a2", Session: "starting", Slots: cpu2, Ends: now.Add(30 * time.Minute), Status: prep},
 	}
 	got := snap.Holdings
 	// Kernel IDs order the rows; compare as a set by session and agent.

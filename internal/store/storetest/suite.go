@@ -76,6 +76,7 @@ func Run(t *testing.T, e Engine) {
 		{"Outcome", testOutcome},
 		{"TimeLimits", testTimeLimits},
 		{"SnapshotHoldings", testSnapshotHoldings},
+		{"Preemption", testPreemption},
 		{"UpdateKernel", testUpdateKernel},
 		{"History", testHistory},
 		{"Tries", testTries},

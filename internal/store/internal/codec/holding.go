@@ -9,7 +9,8 @@ import (
 
 // HoldingColumns are what ScanHolding reads, over kernels k joined with
 // their sessions s.
-const HoldingColumns = `k.agent_id, k.session_id, k.requested, s.status, s.status_changed_at, s.time_limit_ns`
+const HoldingColumns = `k.agent_id, k.session_id, k.requested, s.status, s.status_changed_at, s.time_limit_ns,
+	s.priority, s.preemptible, s.preempted_by`
 
 // ScanHolding reads HoldingColumns into a holding whose expected end is
 // worked out as of now: a RUNNING session's limit counts from when it
@@ -21,16 +22,23 @@ func ScanHolding(reg *domain.Registry, sc Scanner, now time.Time) (framework.Hol
 		h                           framework.Holding
 		agent, session, req, status string
 		changed                     rawTime
-		limit                       int64
+		limit, preemptible          int64
+		preemptedBy                 string
 	)
-	if err := sc.Scan(&agent, &session, &req, &status, &changed, &limit); err != nil {
+	if err := sc.Scan(&agent, &session, &req, &status, &changed, &limit, &h.Priority, &preemptible,
+		&preemptedBy); err != nil {
 		return h, err
 	}
 	h.Agent, h.Session = domain.AgentID(agent), domain.SessionID(session)
 	e := rowErr{table: "kernels", id: session}
 	h.Slots = e.slots("requested", reg, req)
 	started := e.time("status_changed_at", changed)
-	switch st := e.sessionStatus("status", status); {
+	st := e.sessionStatus("status", status)
+	h.Status, h.Preemptible, h.PreemptedBy = st, preemptible == 1, domain.SessionID(preemptedBy)
+	if st == domain.SessionRunning {
+		h.Started = started
+	}
+	switch {
 	case st == domain.SessionTerminating:
 		h.Ends = now
 	case limit <= 0:

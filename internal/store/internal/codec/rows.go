@@ -15,7 +15,8 @@ const (
 	GroupColumns = `name, state, sequencer, selector, head_of_line, max_retries,
 		pending_timeout_ns, scheduled_timeout_ns, preparing_timeout_ns, prepared_timeout_ns,
 		creating_timeout_ns, terminating_timeout_ns, allowed_types, default_slots, min_slots,
-		default_time_limit_ns, max_time_limit_ns, idle_timeout_ns, reserve, reservation_depth`
+		default_time_limit_ns, max_time_limit_ns, idle_timeout_ns, reserve, reservation_depth,
+		preempt, preempt_min_runtime_ns, preempt_budget, preempt_window_ns`
 	AgentColumns = `id, resource_group, address, architecture, runtime, status, schedulable,
 		capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels,
 		allows_command, catalog, devices`
@@ -27,7 +28,7 @@ const (
 	SessionColumns = `id, name, owner_user, owner_project, owner_domain, type, image, architecture,
 		resource_group, cluster_mode, cluster_size, priority, requested, status, status_reason,
 		status_changed_at, created_at, starts_at, designated_agents, designated_strict, avoid_agents,
-		outcome, time_limit_ns, job_id`
+		outcome, time_limit_ns, job_id, preemptible, requeue, preempted_by`
 	SessionSpecColumns = SessionColumns + `, command, env`
 	KernelColumns      = `id, session_id, cluster_role, cluster_idx, image, architecture, requested,
 		agent_id, status, status_reason, status_changed_at, container_id, exit_code, service_ports, devices`
@@ -57,6 +58,7 @@ func GroupArgs(reg *domain.Registry, g domain.ResourceGroup) ([]any, error) {
 		int64(t.Pending), int64(t.Scheduled), int64(t.Preparing), int64(t.Prepared),
 		int64(t.Creating), int64(t.Terminating), JSONList(g.AllowedTypes), defaults, mins,
 		int64(g.DefaultTimeLimit), int64(g.MaxTimeLimit), int64(g.IdleTimeout), reserve, g.ReservationDepth,
+		boolInt(g.Preemption.Enabled), int64(g.Preemption.MinRuntime), g.Preemption.Budget, int64(g.Preemption.Window),
 	}, nil
 }
 
@@ -71,10 +73,12 @@ func ScanGroup(reg *domain.Registry, sc Scanner) (domain.ResourceGroup, error) {
 		defaults, mins           string
 		deflim, maxlim, idle     int64
 		reserve                  int64
+		preempt, minRun, window  int64
 	)
 	if err := sc.Scan(&g.Name, &state, &g.Sequencer, &g.Selector, &hol, &g.MaxRetries,
 		&pend, &sched, &prep, &prepd, &creat, &term, &allowed, &defaults, &mins,
-		&deflim, &maxlim, &idle, &reserve, &g.ReservationDepth); err != nil {
+		&deflim, &maxlim, &idle, &reserve, &g.ReservationDepth,
+		&preempt, &minRun, &g.Preemption.Budget, &window); err != nil {
 		return g, err
 	}
 	g.DefaultTimeLimit, g.MaxTimeLimit, g.IdleTimeout = time.Duration(deflim), time.Duration(maxlim), time.Duration(idle)
@@ -87,6 +91,7 @@ func ScanGroup(reg *domain.Registry, sc Scanner) (domain.ResourceGroup, error) {
 	if reserve == 1 {
 		g.HeadOfLine = domain.HOLReserve
 	}
+	g.Preemption.Enabled, g.Preemption.MinRuntime, g.Preemption.Window = preempt == 1, time.Duration(minRun), time.Duration(window)
 	g.Timeouts = domain.Timeouts{
 		Pending: time.Duration(pend), Scheduled: time.Duration(sched), Preparing: time.Duration(prep),
 		Prepared: time.Duration(prepd), Creating: time.Duration(creat), Terminating: time.Duration(term),
@@ -198,7 +203,8 @@ func SessionArgs(reg *domain.Registry, s domain.Session, ts TimeParam) ([]any, e
 		s.Architecture, s.ResourceGroup, string(s.ClusterMode), s.ClusterSize, s.Priority, requested,
 		domain.SessionPending.String(), s.StatusReason, ts(s.CreatedAt), ts(s.CreatedAt), ts(s.StartsAt),
 		JSONList(s.DesignatedAgents), s.DesignatedStrict, JSONList(s.AvoidAgents),
-		"", int64(s.TimeLimit), nullString(string(s.Job)), JSONList(s.Command), JSONMap(s.Env),
+		"", int64(s.TimeLimit), nullString(string(s.Job)), boolInt(s.Preemptible), boolInt(s.Requeue), "",
+		JSONList(s.Command), JSONMap(s.Env),
 	}, nil
 }
 
@@ -223,10 +229,13 @@ func scanSession(reg *domain.Registry, sc Scanner, spec bool) (domain.Session, e
 		changed, created, starts         rawTime
 		limit                            int64
 		job                              sql.NullString
+		preemptible, requeue             int64
+		preemptedBy                      string
 	)
 	dest := []any{&id, &s.Name, &s.Owner.User, &s.Owner.Project, &s.Owner.Domain, &typ, &s.Image,
 		&s.Architecture, &s.ResourceGroup, &mode, &s.ClusterSize, &s.Priority, &requested, &status,
-		&s.StatusReason, &changed, &created, &starts, &designated, &s.DesignatedStrict, &avoid, &outcome, &limit, &job}
+		&s.StatusReason, &changed, &created, &starts, &designated, &s.DesignatedStrict, &avoid, &outcome, &limit, &job,
+		&preemptible, &requeue, &preemptedBy}
 	if spec {
 		dest = append(dest, &command, &env)
 	}
@@ -254,6 +263,11 @@ func scanSession(reg *domain.Registry, sc Scanner, spec bool) (domain.Session, e
 	e.fail("outcome", err)
 	s.TimeLimit = time.Duration(limit)
 	s.Job = domain.JobID(job.String)
+	s.Preemptible, s.Requeue, s.PreemptedBy = preemptible == 1, requeue == 1, domain.SessionID(preemptedBy)
+	if s.PreemptedBy != "" && s.Outcome == domain.OutcomeFailure {
+		// Stored as failure: see migration 00110.
+		s.Outcome = domain.OutcomePreempted
+	}
 	if spec {
 		e.json("command", command, &s.Command)
 		e.json("env", env, &s.Env)
@@ -421,4 +435,11 @@ func nullString(s string) any {
 		return nil
 	}
 	return s
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

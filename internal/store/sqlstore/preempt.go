@@ -1,0 +1,169 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
+	"github.com/sokovan-go/sokovan/internal/store"
+	"github.com/sokovan-go/sokovan/internal/store/internal/codec"
+)
+
+const (
+	// lockVictims is the guard of a preemption: the victim is still
+	// RUNNING in the plan's group, as the scheduler read it.
+	lockVictims = `SELECT id FROM sessions WHERE id {in $1} AND status = 'RUNNING' AND resource_group = $2
+ORDER BY id {lock}`
+	lockPreemptors = `SELECT id FROM sessions WHERE id {in $1} AND status = 'PENDING' AND resource_group = $2
+ORDER BY id {lock}`
+	markPreempted    = `UPDATE sessions SET outcome = 'failure', preempted_by = $1 WHERE id = $2`
+	insertPreemption = `INSERT INTO preemptions (victim, preemptor, resource_group, at, work_lost_ns, requeued_as)
+VALUES ($1, $2, $3, $4, $5, $6)`
+	prunePreemptions       = `DELETE FROM preemptions WHERE at < $1`
+	selectPreemptionsSince = `SELECT victim, preemptor, at FROM preemptions
+WHERE resource_group = $1 AND at >= $2 ORDER BY at, victim`
+)
+
+// applyPreemptions moves the plan's victims that are still RUNNING, for
+// preemptors still PENDING, to TERMINATING with reason "preempted by
+// <id>" and outcome preempted, records each, and submits a new PENDING
+// attempt of each victim that asked to be requeued, all in the plan's
+// transaction: a crash leaves either all of it or none. Their kernels are
+// left to TerminateSessions, which releases their slots once they are
+// gone; the preemptor is placed by a later round from those slots.
+func (s *Store) applyPreemptions(ctx context.Context, tx txn, plan framework.Plan, now time.Time) ([]store.Preempted, error) {
+	if len(plan.Preemptions) == 0 {
+		return nil, nil
+	}
+	victims := make([]string, len(plan.Preemptions))
+	preemptors := make([]string, 0, len(plan.Preemptions))
+	for i, p := range plan.Preemptions {
+		victims[i] = string(p.Victim)
+		preemptors = append(preemptors, string(p.Preemptor))
+	}
+	live := map[string]bool{}
+	waiting := map[string]bool{}
+	err := tx.batch(ctx,
+		Stmt{SQL: lockPreemptors, Args: []any{List(preemptors), plan.Group}, Row: func(sc codec.Scanner) error {
+			var id string
+			err := sc.Scan(&id)
+			waiting[id] = true
+			return err
+		}},
+		Stmt{SQL: lockVictims, Args: []any{List(victims), plan.Group}, Row: func(sc codec.Scanner) error {
+			var id string
+			err := sc.Scan(&id)
+			live[id] = true
+			return err
+		}},
+	)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Preempted
+	for _, p := range plan.Preemptions {
+		if !live[string(p.Victim)] || !waiting[string(p.Preemptor)] {
+			continue
+		}
+		live[string(p.Victim)] = false
+		if _, err := tx.exec(ctx, moveSessions, domain.SessionTerminating.String(), p.Reason, ts(now),
+			List{string(p.Victim)}); err != nil {
+			return nil, err
+		}
+		if err := tx.execOne(ctx, markPreempted, string(p.Preemptor), string(p.Victim)); err != nil {
+			return nil, err
+		}
+		requeued, err := s.requeue(ctx, tx, p, now)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.exec(ctx, insertPreemption, string(p.Victim), string(p.Preemptor), plan.Group, ts(now),
+			int64(p.WorkLost), string(requeued)); err != nil {
+			return nil, err
+		}
+		out = append(out, store.Preempted{Victim: p.Victim, Preemptor: p.Preemptor, Requeued: requeued, WorkLost: p.WorkLost})
+	}
+	return out, nil
+}
+
+// requeue submits a new PENDING attempt of a preempted victim that asked
+// for one: the same spec and kernels under the id "<victim>.r" (a session
+// is preempted at most once, so the id is new), without the victim's
+// dependencies (they were met when it started) or job (its gang is gone),
+// named "<name>.r" when that name is free.
+func (s *Store) requeue(ctx context.Context, tx txn, p framework.Preemption, now time.Time) (domain.SessionID, error) {
+	sess, err := codec.ScanSessionSpec(s.reg, tx.queryRow(ctx, selectSession, string(p.Victim)))
+	if err != nil || !sess.Requeue {
+		return "", err
+	}
+	var kernels []domain.Kernel
+	if err := tx.query(ctx, selectSessionKernels, []any{string(p.Victim)}, func(sc codec.Scanner) error {
+		k, err := codec.ScanKernel(s.reg, sc)
+		kernels = append(kernels, k)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	clone := sess
+	clone.ID = sess.ID + ".r"
+	clone.Status, clone.StatusReason = domain.SessionPending, "requeued: "+domain.PreemptedReason(p.Preemptor)
+	clone.CreatedAt, clone.StatusChangedAt = now, now
+	clone.Outcome, clone.PreemptedBy, clone.Job, clone.DependsOn, clone.AvoidAgents = 0, "", "", nil, nil
+	if sess.Name != "" {
+		clone.Name = sess.Name + ".r"
+		var n int64
+		if err := tx.queryRow(ctx, countLiveNamed, sess.Owner.User, clone.Name).Scan(&n); err != nil {
+			return "", err
+		}
+		if n > 0 {
+			clone.Name = ""
+		}
+	}
+	fresh := make([]domain.Kernel, len(kernels))
+	for i, k := range kernels {
+		fresh[i] = domain.Kernel{ID: domain.KernelID(fmt.Sprintf("%s-k%d", clone.ID, i)), SessionID: clone.ID,
+			ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, Image: k.Image, Architecture: k.Architecture,
+			Requested: k.Requested}
+	}
+	if fresh, err = codec.NewSession(clone, fresh); err != nil {
+		return "", err
+	}
+	args, err := codec.SessionArgs(s.reg, clone, ts)
+	if err != nil {
+		return "", err
+	}
+	stmts := []Stmt{{SQL: insertSession, Args: args}}
+	for _, k := range fresh {
+		kargs, err := codec.KernelArgs(s.reg, k, now, ts)
+		if err != nil {
+			return "", err
+		}
+		stmts = append(stmts, Stmt{SQL: insertKernel, Args: kargs})
+	}
+	return clone.ID, tx.batch(ctx, stmts...)
+}
+
+// preemptionsSince reads the group's preemptions from since on, which the
+// scheduler's budget and no-cycle rule count.
+func (s *Store) preemptionsSince(ctx context.Context, tx txn, group string, since time.Time) ([]framework.PreemptionRecord, error) {
+	var out []framework.PreemptionRecord
+	err := tx.query(ctx, selectPreemptionsSince, []any{group, ts(since)}, func(sc codec.Scanner) error {
+		r, err := codec.ScanPreemption(sc)
+		out = append(out, r)
+		return err
+	})
+	return out, err
+}
+
+// PrunePreemptions deletes the preemption records made before before.
+func (s *Store) PrunePreemptions(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := s.write(ctx, "prune preemptions", func(tx txn) error {
+		var err error
+		n, err = tx.exec(ctx, prunePreemptions, ts(before))
+		return err
+	})
+	return n, err
+}
