@@ -1,16 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,59 +17,8 @@ func TestDeployCLIAgainstDevMode(t *testing.T) {
 		t.Skip("starts dev mode with real kernels")
 	}
 	t.Parallel()
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var devOut lockedBuffer
-	dev := exec.Command(binary, "dev", "--data-dir", filepath.Join(dir, "data"), "--listen", addr,
-		"--agents", "2", "--agent-cpu", "4", "--agent-mem", "4g")
-	dev.Stdout, dev.Stderr = &devOut, &devOut
-	if err := dev.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Process.Kill()
-	url := "http://" + addr
-	tokenFile := filepath.Join(dir, "data", "admin-token")
-	var token string
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if raw, err := os.ReadFile(tokenFile); err == nil {
-			token = strings.TrimSpace(string(raw))
-			if token != "" && strings.Contains(devOut.String(), token) {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dev mode did not start:\n%s", devOut.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	run := func(args ...string) (string, int) {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, binary, args...)
-		cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "SOKOVAN_ADDR=" + url, "SOKOVAN_TOKEN=" + token}
-		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			t.Fatalf("sokovan %v: %v", args, err)
-		}
-		if exit != nil {
-			return string(out), exit.ExitCode()
-		}
-		return string(out), 0
-	}
-	mustRun := func(args ...string) string {
-		t.Helper()
-		out, code := run(args...)
-		if code != 0 {
-			t.Fatalf("sokovan %s: exit %d\n%s\ndev mode:\n%s", strings.Join(args, " "), code, out, devOut.String())
-		}
-		return out
-	}
+	d := startDevBinary(t, 2)
+	url, token, run, mustRun := d.url, d.token, d.run, d.mustRun
 
 	out := mustRun("deploy", "create", "echo", "--image", "http-echo", "--replicas", "2", "--cpu", "1", "--mem", "64m",
 		"--health-interval", "200ms", "--health-initial-delay", "0s", "--health-failure-threshold", "2", "--wait", "60s")
@@ -134,17 +76,7 @@ func TestDeployCLIAgainstDevMode(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if err := dev.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- dev.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("dev mode exited with %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Errorf("dev mode did not stop on SIGINT")
+	if err := d.stop(); err != nil {
+		t.Error(err)
 	}
 }

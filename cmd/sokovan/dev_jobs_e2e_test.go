@@ -1,14 +1,7 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -23,51 +16,8 @@ func TestJobsDrainAndGroupStatesAgainstDevMode(t *testing.T) {
 		t.Skip("starts dev mode with real kernels")
 	}
 	t.Parallel()
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var devOut lockedBuffer
-	dev := exec.Command(binary, "dev", "--data-dir", filepath.Join(dir, "data"), "--listen", addr,
-		"--agents", "2", "--agent-cpu", "4", "--agent-mem", "4g")
-	dev.Stdout, dev.Stderr = &devOut, &devOut
-	if err := dev.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Process.Kill()
-	url := "http://" + addr
-	tokenFile := filepath.Join(dir, "data", "admin-token")
-	var token string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if raw, err := os.ReadFile(tokenFile); err == nil {
-			token = strings.TrimSpace(string(raw))
-			if out := devOut.String(); token != "" && strings.Contains(out, token) && strings.Contains(out, url) {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dev mode did not start:\n%s", devOut.String())
-		}
-	}
-	run := func(args ...string) (string, int) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, binary, args...)
-		cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "SOKOVAN_ADDR=" + url, "SOKOVAN_TOKEN=" + token}
-		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			t.Fatalf("sokovan %v: %v", args, err)
-		}
-		if exit != nil {
-			return string(out), exit.ExitCode()
-		}
-		return string(out), 0
-	}
+	d := startDevBinary(t, 2)
+	run := d.run
 	until := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
@@ -117,17 +67,7 @@ func TestJobsDrainAndGroupStatesAgainstDevMode(t *testing.T) {
 		t.Fatalf("DRAINING → ACTIVE was allowed:\n%s", out)
 	}
 
-	if err := dev.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- dev.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("dev mode exited with %v:\n%s", err, devOut.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("dev mode did not stop on SIGINT")
+	if err := d.stop(); err != nil {
+		t.Error(err)
 	}
 }

@@ -4,96 +4,18 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
-
-// devBinary is `sokovan dev` run from the built binary, with the CLI
-// pointed at it.
-type devBinary struct {
-	t     *testing.T
-	dir   string
-	url   string
-	token string
-}
-
-func startDevBinary(t *testing.T) *devBinary {
-	t.Helper()
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var out lockedBuffer
-	dev := exec.Command(binary, "dev", "--data-dir", filepath.Join(dir, "data"), "--listen", addr,
-		"--agents", "1", "--agent-cpu", "4", "--agent-mem", "4g")
-	dev.Stdout, dev.Stderr = &out, &out
-	if err := dev.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = dev.Process.Signal(syscall.SIGINT)
-		done := make(chan error, 1)
-		go func() { done <- dev.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = dev.Process.Kill()
-			t.Errorf("dev mode did not stop on SIGINT:\n%s", out.String())
-		}
-	})
-	d := &devBinary{t: t, dir: dir, url: "http://" + addr}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		raw, err := os.ReadFile(filepath.Join(dir, "data", "admin-token"))
-		if tok := strings.TrimSpace(string(raw)); err == nil && tok != "" && strings.Contains(out.String(), tok) {
-			d.token = tok
-			return d
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dev mode did not start:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// cli runs a CLI verb with token and returns its combined output and exit
-// code.
-func (d *devBinary) cli(token string, args ...string) (string, int) {
-	d.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = d.env(token)
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		d.t.Fatalf("sokovan %v: %v", args, err)
-	}
-	if exit != nil {
-		return string(out), exit.ExitCode()
-	}
-	return string(out), 0
-}
-
-func (d *devBinary) env(token string) []string {
-	return []string{"HOME=" + d.dir, "PATH=" + os.Getenv("PATH"), "SOKOVAN_ADDR=" + d.url, "SOKOVAN_TOKEN=" + token}
-}
 
 func (d *devBinary) session(token, id string) v1.Session {
 	d.t.Helper()
@@ -132,7 +54,7 @@ func TestDevModeRunsUsersCommandAndFollowsLogs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts dev mode with real kernels")
 	}
-	d := startDevBinary(t)
+	d := startDevBinary(t, 1)
 	id := d.create("--image", "sleep", "--name", "mine", "--", "sh", "-c", "echo hello; sleep 2; echo bye")
 	start := time.Now()
 	out, code := d.cli(d.token, "session", "logs", "-f", "--poll", "100ms", id)
@@ -167,7 +89,7 @@ func TestDevModeServicePortProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts dev mode with real kernels")
 	}
-	d := startDevBinary(t)
+	d := startDevBinary(t, 1)
 	id := d.create("--image", "http-echo", "--type", "inference", "--name", "echo", "--wait")
 	s := d.session(d.token, id)
 	if len(s.ServicePorts) != 1 {
