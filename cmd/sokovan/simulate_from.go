@@ -56,7 +56,7 @@ func estimateFrom(ctx context.Context, w io.Writer, addr string, reg *domain.Reg
 }
 
 // loadLive reads one group as simulate.LoadLive reads a store, from the
-// API's shapes, with the same expected run times (simulate.TypicalRun).
+// API's shapes, with the same expected run times (simulate.ExpectedRun).
 func loadLive(ctx context.Context, c *client, reg *domain.Registry, g v1.Group, now time.Time) (simulate.Live, error) {
 	group, err := groupIn(reg, g)
 	if err != nil {
@@ -221,13 +221,6 @@ func sessionIn(reg *domain.Registry, s v1.Session, now time.Time) (simulate.Live
 		ls.Kernels = append(ls.Kernels, domain.Kernel{ID: domain.KernelID(k.ID), SessionID: sess.ID, Agent: domain.AgentID(k.Agent),
 			Status: ks, ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, Architecture: s.Architecture, Requested: req.Clone()})
 	}
-	run := simulate.TypicalRun[sess.Type]
-	if run == 0 {
-		run = time.Hour
-	}
-	ls.Run, ls.End = run, now.Add(run)
-	if st == domain.SessionRunning {
-		ls.End = s.StatusChangedAt.Add(run)
-	}
+	ls.Run, ls.End = simulate.ExpectedRun(sess), simulate.ExpectedEnd(sess, now)
 	return ls, nil
 }

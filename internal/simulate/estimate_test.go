@@ -102,3 +102,37 @@ func TestEstimateWithDevices(t *testing.T) {
 		t.Errorf("estimate of next: %v (present %v), want about %v", at, ok, ends)
 	}
 }
+
+// TestExpectedRunReadsTimeLimits: a session with a time limit is expected
+// to run for it, counted from when it became RUNNING; one without goes by
+// its type.
+func TestExpectedRunReadsTimeLimits(t *testing.T) {
+	now := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
+	started := now.Add(-2 * time.Minute)
+	for _, c := range []struct {
+		name    string
+		s       domain.Session
+		run     time.Duration
+		wantEnd time.Time
+	}{
+		{"running with a limit ends at start+limit",
+			domain.Session{Type: domain.TypeBatch, Status: domain.SessionRunning, StatusChangedAt: started, TimeLimit: 10 * time.Minute},
+			10 * time.Minute, started.Add(10 * time.Minute)},
+		{"placed with a limit ends a limit from now",
+			domain.Session{Type: domain.TypeBatch, Status: domain.SessionPreparing, StatusChangedAt: started, TimeLimit: 10 * time.Minute},
+			10 * time.Minute, now.Add(10 * time.Minute)},
+		{"running without a limit goes by its type",
+			domain.Session{Type: domain.TypeInteractive, Status: domain.SessionRunning, StatusChangedAt: started},
+			8 * time.Hour, started.Add(8 * time.Hour)},
+		{"a type with no typical run gets an hour",
+			domain.Session{Type: "unknown", Status: domain.SessionRunning, StatusChangedAt: started},
+			time.Hour, started.Add(time.Hour)},
+	} {
+		if got := simulate.ExpectedRun(c.s); got != c.run {
+			t.Errorf("%s: run %v, want %v", c.name, got, c.run)
+		}
+		if got := simulate.ExpectedEnd(c.s, now); !got.Equal(c.wantEnd) {
+			t.Errorf("%s: end %v, want %v", c.name, got, c.wantEnd)
+		}
+	}
+}

@@ -9,22 +9,39 @@ import (
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
-// TypicalRun is what an estimate assumes a session runs for when nothing
-// better is known: sessions carry no expected duration, and the store
-// keeps no time limit, so it goes by type. Interactive sessions match the
-// generator's default time limit (8 h); the others are round guesses, and
-// an estimate is only as good as they are.
+// TypicalRun is what an estimate assumes a session without a time limit
+// runs for: sessions carry no expected duration, so it goes by type.
+// Interactive sessions match the generator's default time limit (8 h); the
+// others are round guesses, and such an estimate is only as good as they
+// are.
 var TypicalRun = map[domain.SessionType]time.Duration{
 	domain.TypeBatch:       time.Hour,
 	domain.TypeInteractive: 8 * time.Hour,
 	domain.TypeInference:   24 * time.Hour,
 }
 
-func typicalRun(t domain.SessionType) time.Duration {
-	if d, ok := TypicalRun[t]; ok {
+// ExpectedRun is how long an estimate assumes s runs once started: its
+// time limit where it has one, as the reservations plan with (the sweep
+// ends it there at the latest, so the estimate errs late, never early,
+// for the sessions it waits on), else TypicalRun's guess for its type.
+func ExpectedRun(s domain.Session) time.Duration {
+	if s.TimeLimit > 0 {
+		return s.TimeLimit
+	}
+	if d, ok := TypicalRun[s.Type]; ok {
 		return d
 	}
 	return time.Hour
+}
+
+// ExpectedEnd is when a session holding resources is expected to end: a
+// RUNNING one ExpectedRun after it started running (time limits count from
+// there), one not yet running ExpectedRun from now.
+func ExpectedEnd(s domain.Session, now time.Time) time.Time {
+	if s.Status == domain.SessionRunning {
+		return s.StatusChangedAt.Add(ExpectedRun(s))
+	}
+	return now.Add(ExpectedRun(s))
 }
 
 // LiveStore is what LoadLive reads.
@@ -36,9 +53,7 @@ type LiveStore interface {
 
 // LoadLive reads a group as Estimate wants it: the scheduler's snapshot
 // for agents, queue and policies, and the sessions holding resources with
-// their kernels. Expected ends and run times are TypicalRun's: a RUNNING
-// session ends that long after it started running, one not yet running
-// that long from now.
+// their kernels, with ExpectedEnd and ExpectedRun.
 func LoadLive(ctx context.Context, st LiveStore, reg *domain.Registry, group string, now time.Time) (Live, error) {
 	snap, err := st.LoadSnapshot(ctx, group, now)
 	if err != nil {
@@ -51,7 +66,7 @@ func LoadLive(ctx context.Context, st LiveStore, reg *domain.Registry, group str
 		}
 	}
 	for _, p := range snap.Pending {
-		live.Pending = append(live.Pending, LiveSession{Session: p.Session, Kernels: p.Kernels, Run: typicalRun(p.Session.Type)})
+		live.Pending = append(live.Pending, LiveSession{Session: p.Session, Kernels: p.Kernels, Run: ExpectedRun(p.Session)})
 	}
 	var holding []domain.SessionStatus
 	for _, st := range domain.SessionStatuses() {
@@ -80,11 +95,7 @@ func LoadLive(ctx context.Context, st LiveStore, reg *domain.Registry, group str
 		}
 	}
 	for _, r := range running {
-		end := now.Add(typicalRun(r.Type))
-		if r.Status == domain.SessionRunning {
-			end = r.StatusChangedAt.Add(typicalRun(r.Type))
-		}
-		live.Running = append(live.Running, LiveSession{Session: r, Kernels: byS[r.ID], End: end})
+		live.Running = append(live.Running, LiveSession{Session: r, Kernels: byS[r.ID], End: ExpectedEnd(r, now)})
 	}
 	return live, nil
 }

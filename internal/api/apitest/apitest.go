@@ -25,6 +25,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
+	"github.com/sokovan-go/sokovan/internal/simulate"
 	"github.com/sokovan-go/sokovan/internal/store"
 	"github.com/sokovan-go/sokovan/internal/store/pgtest"
 	"github.com/sokovan-go/sokovan/internal/store/postgres"
@@ -57,6 +58,9 @@ type Options struct {
 	// serves on kernel_started, so a test can point them at a server of
 	// its own.
 	ServicePorts []domain.ServicePort
+	// Estimate, when set, serves estimated_start from simulate's replay
+	// of the group, as every manager does.
+	Estimate bool
 	// Share, when set, makes this manager a second replica of that
 	// PostgreSQL one: it opens a store instance of its own on the same
 	// database, and the same admin token and users are valid on both.
@@ -135,13 +139,17 @@ func New(t testing.TB, opts Options) *Manager {
 	co := coordinator.New(coordinator.Deps{Store: st, Agents: agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
 		Slots: reg, Metrics: coordinator.NewMetrics(metrics)},
 		coordinator.Config{ShortInterval: 20 * time.Millisecond, CallTimeout: 5 * time.Second})
-	srv := api.New(opts.API, api.Deps{Store: st, Sessions: co, Slots: reg, Plugins: scheduler.NewRegistry(),
+	deps := api.Deps{Store: st, Sessions: co, Slots: reg, Plugins: scheduler.NewRegistry(),
 		AgentToken: AgentToken, Gatherer: metrics, Registerer: metrics, Logs: opts.Logs,
 		AgentRPC: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"agent_rpc":%q}`, r.URL.Path)
 		}),
-		Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if opts.Estimate {
+		deps.Estimate = simulate.Estimator(st, reg, coordinator.SystemClock{})
+	}
+	srv := api.New(opts.API, deps)
 	admin := api.NewToken()
 	if opts.Share != nil {
 		admin = opts.Share.AdminToken

@@ -181,9 +181,10 @@ type Why struct {
 	// terminating; absent for PENDING, RUNNING and ended sessions.
 	Progress *Progress `json:"progress,omitempty"`
 	// EstimatedStart is, for a PENDING session, when a replay of its group
-	// through the scheduler says it starts, assuming typical run times and
-	// no new submission ahead of it. An estimate, refreshed every few
-	// seconds; absent when it cannot start or not within a week.
+	// through the scheduler says it starts, assuming sessions run to their
+	// time limits (typical run times where they have none) and no new
+	// submission ahead of it. An estimate, refreshed every few seconds;
+	// absent when it cannot start or not within a week.
 	EstimatedStart *time.Time `json:"estimated_start,omitempty"`
 	// Ended says how and why an ended session ended; absent for a live
 	// one.
