@@ -109,8 +109,8 @@ var jobTransitions = []JobTransition{
 	{JobExpire, JobCompleted, JobExpired, "the retention passed"},
 	{JobFail, JobNew, JobFailing, "cancelled"},
 	{JobFail, JobAccepted, JobFailing, "permit timed out with no real allocation, a member failed under failure_policy fail, or cancelled"},
-	{JobFail, JobStarting, JobFailing, "a member failed under failure_policy fail, or cancelled"},
-	{JobFail, JobRunning, JobFailing, "a member failed under failure_policy fail, or cancelled"},
+	{JobFail, JobStarting, JobFailing, "permit timed out with no real allocation, a member failed under failure_policy fail, or cancelled"},
+	{JobFail, JobRunning, JobFailing, "permit timed out with no real allocation, a member failed under failure_policy fail, or cancelled"},
 	{JobFail, JobCompleting, JobFailing, "cancelled"},
 	{JobFail, JobFailing, JobFailed, "every member has ended"},
 }
