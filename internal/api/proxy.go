@@ -115,12 +115,12 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// dialHost is where the manager reaches a port: where the runtime bound
-// it, unless it bound every address, in which case the agent's own host.
+// dialHost is where the manager reaches a port (domain.DialHost's rule):
+// where the runtime bound it, unless it bound every address, in which case
+// the agent's own host; never this host's loopback for a remote agent.
 func (s *Server) dialHost(r *http.Request, p *servicePort) (string, error) {
-	ip := net.ParseIP(p.Host)
-	if p.Host != "" && ip != nil && !ip.IsUnspecified() && !ip.IsLoopback() {
-		return p.Host, nil
+	if host, ok := p.DirectHost(); ok {
+		return host, nil
 	}
 	a, err := s.store.GetAgent(r.Context(), p.kernel.Agent)
 	if err != nil {
@@ -129,46 +129,17 @@ func (s *Server) dialHost(r *http.Request, p *servicePort) (string, error) {
 		}
 		return "", err
 	}
-	agentHost := addressHost(a.Address)
-	if agentHost == "" {
+	host, err := domain.DialHost(p.ServicePort, a.Address)
+	switch {
+	case errors.Is(err, domain.ErrLoopbackOnly):
+		return "", &apiError{Status: http.StatusBadGateway, Code: codeBadGateway,
+			Message: fmt.Sprintf("kernel %s serves port %s on agent %s's loopback only; it cannot be reached from the manager",
+				p.kernel.ID, p.Name, a.ID)}
+	case err != nil:
 		return "", &apiError{Status: http.StatusBadGateway, Code: codeBadGateway,
 			Message: fmt.Sprintf("agent %s has no usable address", a.ID)}
 	}
-	if ip != nil && ip.IsLoopback() {
-		// A port on the agent's loopback is reachable only on the agent's
-		// host. Dialled from here it would be the manager's own loopback,
-		// where its database, Redis and etcd listen: a user's session
-		// could reach them through the proxy. Only an agent that is itself
-		// on this host's loopback (dev mode) is dialled there.
-		if !onLoopback(agentHost) {
-			return "", &apiError{Status: http.StatusBadGateway, Code: codeBadGateway,
-				Message: fmt.Sprintf("kernel %s serves port %s on agent %s's loopback only; it cannot be reached from the manager",
-					p.kernel.ID, p.Name, a.ID)}
-		}
-		return p.Host, nil
-	}
-	return agentHost, nil
-}
-
-// addressHost is the host of an agent's address, given as a URL
-// ("http://10.0.0.5:6001") or as host:port.
-func addressHost(addr string) string {
-	if u, err := url.Parse(addr); err == nil && u.Hostname() != "" {
-		return u.Hostname()
-	}
-	if host, _, err := net.SplitHostPort(addr); err == nil {
-		return host
-	}
-	return ""
-}
-
-// onLoopback reports whether host names this machine's loopback.
-func onLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return host, nil
 }
 
 func orNone(names []string) string {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strconv"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -39,41 +38,19 @@ func Endpoint(ctx context.Context, agents AgentGetter, k domain.Kernel, port int
 		}
 		return "", fmt.Errorf("%w: kernel %s serves no port %d", ErrUnreachable, k.ID, port)
 	}
-	ip := net.ParseIP(p.Host)
-	if p.Host != "" && ip != nil && !ip.IsUnspecified() && !ip.IsLoopback() {
-		return net.JoinHostPort(p.Host, strconv.Itoa(p.Port)), nil
+	if host, ok := p.DirectHost(); ok {
+		return net.JoinHostPort(host, strconv.Itoa(p.Port)), nil
 	}
 	a, err := agents.GetAgent(ctx, k.Agent)
 	if err != nil {
 		return "", fmt.Errorf("agent %s of kernel %s: %w", k.Agent, k.ID, err)
 	}
-	host := addressHost(a.Address)
-	if host == "" {
+	host, err := domain.DialHost(*p, a.Address)
+	switch {
+	case errors.Is(err, domain.ErrLoopbackOnly):
+		return "", fmt.Errorf("%w: kernel %s serves on agent %s's loopback only", ErrUnreachable, k.ID, a.ID)
+	case err != nil:
 		return "", fmt.Errorf("%w: agent %s has no usable address", ErrUnreachable, a.ID)
 	}
-	if ip != nil && ip.IsLoopback() {
-		if !onLoopback(host) {
-			return "", fmt.Errorf("%w: kernel %s serves on agent %s's loopback only", ErrUnreachable, k.ID, a.ID)
-		}
-		host = p.Host
-	}
 	return net.JoinHostPort(host, strconv.Itoa(p.Port)), nil
-}
-
-func addressHost(addr string) string {
-	if u, err := url.Parse(addr); err == nil && u.Hostname() != "" {
-		return u.Hostname()
-	}
-	if host, _, err := net.SplitHostPort(addr); err == nil {
-		return host
-	}
-	return ""
-}
-
-func onLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
