@@ -95,6 +95,7 @@ func TestCreateValidation(t *testing.T) {
 			{"env LD_PRELOAD", valid(func(b map[string]any) { b["env"] = map[string]string{"LD_PRELOAD": "/tmp/x.so"} }), 400, "env.LD_PRELOAD"},
 			{"env BASH_ENV", valid(func(b map[string]any) { b["env"] = map[string]string{"BASH_ENV": "/tmp/x"} }), 400, "env.BASH_ENV"},
 			{"env runtime fact", valid(func(b map[string]any) { b["env"] = map[string]string{"SOKOVAN_KERNEL_ID": "x"} }), 400, "env.SOKOVAN_KERNEL_ID"},
+			{"env GPU choice", valid(func(b map[string]any) { b["env"] = map[string]string{"NVIDIA_VISIBLE_DEVICES": "all"} }), 400, "env.NVIDIA_VISIBLE_DEVICES"},
 			{"zero cpu", valid(func(b map[string]any) { b["resources"] = map[string]any{"cpu": "0", "mem": "1g"} }), 400, "resources.cpu"},
 			{"zero request", valid(func(b map[string]any) { b["resources"] = map[string]any{"cpu": "0", "mem": "0"} }), 400, "resources.cpu"},
 			{"mem below the floor", valid(func(b map[string]any) { b["resources"] = map[string]any{"mem": "1k"} }), 400, "resources.mem"},

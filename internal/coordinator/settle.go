@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -102,6 +104,13 @@ func (c *Coordinator) Settle(ctx context.Context, agentID domain.AgentID, epoch 
 // promotion handlers carry to its session; its slots are released once.
 // Kernels not yet created there (SCHEDULED through PREPARED) are fine: the
 // handlers ask the new incarnation again.
+//
+// The agent is the truth about its hardware: a kernel holding a device the
+// new incarnation no longer reports (a GPU that fell off the bus, a
+// shorter --devices list) is lost with that device, as with a lost agent
+// (abandon): not started, its session goes back to PENDING; started, it
+// ends in ERROR and the agent is told to destroy it when Settle reads its
+// report. No grant is left naming a device the agent does not have.
 func (c *Coordinator) AgentRestarted(ctx context.Context, agentID domain.AgentID, epoch int64, present []domain.KernelID) error {
 	agent, err := c.store.GetAgent(ctx, agentID)
 	if err != nil {
@@ -131,5 +140,53 @@ func (c *Coordinator) AgentRestarted(ctx context.Context, agentID domain.AgentID
 	if lost {
 		c.Mark()
 	}
-	return nil
+	return c.devicesGone(ctx, agent, now)
+}
+
+// devicesGone abandons the kernels on agent that hold a device it no
+// longer has.
+func (c *Coordinator) devicesGone(ctx context.Context, agent domain.Agent, now time.Time) error {
+	have := make(map[string]bool, len(agent.Devices))
+	for _, d := range agent.Devices {
+		have[d.ID] = true
+	}
+	kernels, err := c.store.ListKernels(ctx, store.KernelFilter{Agents: []domain.AgentID{agent.ID}})
+	if err != nil {
+		return fmt.Errorf("agent %s restarted: %w", agent.ID, err)
+	}
+	var gone []domain.Kernel
+	var missing []string
+	for _, k := range kernels {
+		if !k.Status.HoldsResources() {
+			continue
+		}
+		lost := false
+		for _, g := range k.Devices {
+			if !have[g.Device] {
+				lost = true
+				if !slices.Contains(missing, g.Device) {
+					missing = append(missing, g.Device)
+				}
+			}
+		}
+		if lost {
+			gone = append(gone, k)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	noun := "device"
+	if len(missing) > 1 {
+		noun = "devices"
+	}
+	reason := fmt.Sprintf("%s %s no longer on agent %s", noun, strings.Join(missing, ", "), agent.ID)
+	c.log.Warn("agent restarted without devices its kernels hold", "agent", agent.ID, "devices", missing, "kernels", len(gone))
+	ids := make(map[domain.KernelID]bool, len(gone))
+	for _, k := range gone {
+		ids[k.ID] = true
+	}
+	return c.abandon(ctx, abandonment{agent: agent.ID, reason: reason, lost: func(k domain.Kernel) bool { return ids[k.ID] }},
+		gone, now)
 }

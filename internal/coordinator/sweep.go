@@ -93,11 +93,32 @@ func (c *Coordinator) abandonAgent(ctx context.Context, agent domain.AgentID, no
 	if err != nil {
 		return fmt.Errorf("sweep: kernels of %s: %w", agent, err)
 	}
+	return c.abandon(ctx, abandonment{agent: agent, reason: fmt.Sprintf("agent %s lost", agent), avoid: true,
+		lost: func(k domain.Kernel) bool { return k.Agent == agent }}, kernels, now)
+}
+
+// abandonment says which kernels of an agent are lost and why.
+type abandonment struct {
+	agent  domain.AgentID
+	reason string // "agent a1 lost": a kernel's reason, and the history's with " before the session started"
+	// avoid adds the agent to a requeued session's avoid list: right when
+	// the whole agent is gone, not when it lost only some devices.
+	avoid bool
+	// lost picks, among a session's kernels, the ones lost with it.
+	lost func(domain.Kernel) bool
+}
+
+// abandon gives up kernels that were lost while holding resources: a
+// session that had not started goes back to PENDING with its slots and
+// devices released; a started kernel ends in ERROR, so its session
+// terminates through the ordinary promotion.
+func (c *Coordinator) abandon(ctx context.Context, ab abandonment, kernels []domain.Kernel, now time.Time) error {
+	agent := ab.agent
 	requeue := map[domain.SessionID]bool{}
 	var hist []domain.HistoryEntry
 	giveUp := func(k domain.Kernel) error {
 		_, err := c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: []domain.KernelStatus{k.Status},
-			To: domain.KernelError, Reason: fmt.Sprintf("agent %s lost", agent), Now: now})
+			To: domain.KernelError, Reason: ab.reason, Now: now})
 		if err != nil && !errors.Is(err, store.ErrGuardFailed) {
 			return fmt.Errorf("sweep: give up kernel %s: %w", k.ID, err)
 		}
@@ -139,9 +160,11 @@ func (c *Coordinator) abandonAgent(ctx context.Context, agent domain.AgentID, no
 		// succeed.
 		ending := s.Session.Status == domain.SessionTerminating
 		if slices.Contains(notStarted, s.Session.Status) {
-			msg := fmt.Sprintf("agent %s lost before the session started", agent)
-			if err := c.store.AvoidAgents(ctx, id, []domain.AgentID{agent}); err != nil {
-				return fmt.Errorf("sweep: %w", err)
+			msg := ab.reason + " before the session started"
+			if ab.avoid {
+				if err := c.store.AvoidAgents(ctx, id, []domain.AgentID{agent}); err != nil {
+					return fmt.Errorf("sweep: %w", err)
+				}
 			}
 			to, err := c.leave(ctx, lost, s, domain.ResultExpired,
 				domain.Transition{Session: domain.SessionPending, Kernel: domain.KernelPending}, msg, now, gs,
@@ -163,7 +186,7 @@ func (c *Coordinator) abandonAgent(ctx context.Context, agent domain.AgentID, no
 		// Kernels as read before the move: the guard on their status makes
 		// a stale one a no-op, left to the next sweep.
 		for _, k := range s.Kernels {
-			if k.Agent == agent && k.Status.HoldsResources() {
+			if ab.lost(k) && k.Status.HoldsResources() {
 				if err := giveUp(k); err != nil {
 					return err
 				}

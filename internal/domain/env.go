@@ -26,13 +26,27 @@ var reservedEnv = map[string]bool{
 
 // reservedEnvPrefixes cover whole families: the loader's (LD_, and DYLD_
 // for the same idea elsewhere), glibc's allocator hooks, bash's exported
-// functions, and SOKOVAN_, whose names the runtime sets for the kernel to
-// trust.
-var reservedEnvPrefixes = []string{"LD_", "DYLD_", "MALLOC_", "BASH_FUNC_", "SOKOVAN_"}
+// functions, SOKOVAN_, whose names the runtime sets for the kernel to
+// trust, and NVIDIA_, which the NVIDIA container toolkit reads to decide
+// which devices to put in a container (NVIDIA_VISIBLE_DEVICES, and newer
+// ones such as NVIDIA_IMEX_CHANNELS): a kernel's devices are what the
+// scheduler granted, never what its environment asks for.
+var reservedEnvPrefixes = []string{"LD_", "DYLD_", "MALLOC_", "BASH_FUNC_", "SOKOVAN_", "NVIDIA_"}
 
-// UserSettableEnv are the SOKOVAN_ names that are documented inputs of the
-// dev images rather than facts the runtime provides.
-var UserSettableEnv = map[string]bool{"SOKOVAN_EXIT_AFTER": true}
+// UserSettableEnv are the names under a reserved prefix that a user may
+// still set: SOKOVAN_EXIT_AFTER is an input of the dev images rather than
+// a fact the runtime provides; NVIDIA_DRIVER_CAPABILITIES picks which of
+// the driver's libraries are mounted for the devices a kernel was granted
+// (graphics, video), and NVIDIA_DISABLE_REQUIRE turns off the image's
+// NVIDIA_REQUIRE_* checks; none of them adds a device.
+var UserSettableEnv = map[string]bool{
+	"SOKOVAN_EXIT_AFTER": true, "NVIDIA_DRIVER_CAPABILITIES": true, "NVIDIA_DISABLE_REQUIRE": true,
+}
+
+// userSettablePrefixes are families under a reserved prefix that a user
+// may set: NVIDIA_REQUIRE_* only constrain which driver and GPU the
+// image will start on.
+var userSettablePrefixes = []string{"NVIDIA_REQUIRE_"}
 
 // CheckUserEnvName says why a user may not set the environment variable
 // name for a kernel, or nil when it may.
@@ -43,12 +57,17 @@ func CheckUserEnvName(name string) error {
 	if UserSettableEnv[name] {
 		return nil
 	}
+	for _, p := range userSettablePrefixes {
+		if strings.HasPrefix(name, p) {
+			return nil
+		}
+	}
 	if reservedEnv[name] {
 		return fmt.Errorf("%s is reserved: the runtime, the shell or the dynamic loader reads it before the kernel's program runs", name)
 	}
 	for _, p := range reservedEnvPrefixes {
 		if strings.HasPrefix(name, p) {
-			return fmt.Errorf("%s is reserved: names starting with %s belong to the runtime or the dynamic loader", name, p)
+			return fmt.Errorf("%s is reserved: names starting with %s belong to the runtime, the dynamic loader or the GPU container toolkit", name, p)
 		}
 	}
 	return nil

@@ -31,6 +31,12 @@
 // SOKOVAN_PORT but not published: publishing needs a bridge network, which
 // the agents this runtime was built for do not have.
 //
+// GPUs are the spec's grants: an "nvidia" device request of exactly those
+// (by UUID where the driver reported one) and NVIDIA_VISIBLE_DEVICES naming
+// the same. A kernel granted none gets NVIDIA_VISIBLE_DEVICES=void, so that
+// neither an engine whose default runtime is nvidia nor an image that asks
+// for "all" hands it a GPU the scheduler did not grant.
+//
 // # Exits
 //
 // A watcher goroutine per running kernel waits on the engine

@@ -47,6 +47,10 @@ const (
 	EnvClusterSSHDir = "SOKOVAN_CLUSTER_SSH_DIR"
 )
 
+// EnvNVIDIAVisible is the variable the NVIDIA container toolkit's hook
+// reads to choose the GPUs it mounts into a container.
+const EnvNVIDIAVisible = "NVIDIA_VISIBLE_DEVICES"
+
 // Config configures a Docker runtime.
 type Config struct {
 	// Host is the engine's address as DOCKER_HOST spells it, such as
@@ -412,7 +416,13 @@ func (r *Runtime) containerConfig(spec runtime.Spec, sshDir string) (*container.
 	env := runtime.KernelEnv(spec)
 	// The engine maps the granted GPUs into the container, where CUDA
 	// numbers them from zero: the host's indexes would name the wrong ones.
+	// A user's own value only narrows what the container already holds.
 	delete(env, runtime.EnvCUDAVisible)
+	if v, ok := spec.Env[runtime.EnvCUDAVisible]; ok {
+		env[runtime.EnvCUDAVisible] = v
+	}
+	gpus := gpuIDs(spec)
+	env[EnvNVIDIAVisible] = nvidiaVisible(gpus)
 	if sshDir != "" {
 		env[EnvClusterSSHDir] = ClusterSSHDir
 	}
@@ -461,23 +471,39 @@ func (r *Runtime) containerConfig(spec runtime.Spec, sshDir string) (*container.
 	if sshDir != "" {
 		host.Mounts = []mount.Mount{{Type: mount.TypeBind, Source: sshDir, Target: ClusterSSHDir, ReadOnly: true}}
 	}
-	host.DeviceRequests = deviceRequests(spec)
+	if len(gpus) > 0 {
+		// The engine's GPU driver (the NVIDIA container toolkit) puts
+		// exactly these devices in the container.
+		host.DeviceRequests = []container.DeviceRequest{{Driver: "nvidia", DeviceIDs: gpus, Capabilities: [][]string{{"gpu"}}}}
+	}
 	return cfg, host
 }
 
-// deviceRequests asks the engine's GPU driver (the NVIDIA container
-// toolkit) for exactly the kernel's devices, by UUID where known.
-func deviceRequests(spec runtime.Spec) []container.DeviceRequest {
+// gpuIDs are the kernel's granted GPUs as the toolkit names them, by UUID
+// where known.
+func gpuIDs(spec runtime.Spec) []string {
 	var ids []string
 	for _, g := range spec.Grants() {
 		if strings.HasPrefix(g.Slot, "cuda.") {
 			ids = append(ids, runtime.VisibleID(g))
 		}
 	}
-	if len(ids) == 0 {
-		return nil
+	return ids
+}
+
+// nvidiaVisible is NVIDIA_VISIBLE_DEVICES for a kernel granted gpus. The
+// device request alone is not enough: on an engine whose default runtime
+// is nvidia, the hook also honours the variable, and the CUDA base images
+// set it to "all", so a kernel granted none would see every GPU. "void"
+// is the toolkit's value for no GPU and no driver files (where "none"
+// still mounts the driver's libraries). It is set whether or not the
+// agent hands out devices: a GPU the scheduler did not grant is never the
+// kernel's.
+func nvidiaVisible(gpus []string) string {
+	if len(gpus) == 0 {
+		return "void"
 	}
-	return []container.DeviceRequest{{Driver: "nvidia", DeviceIDs: ids, Capabilities: [][]string{{"gpu"}}}}
+	return strings.Join(gpus, ",")
 }
 
 // removeQuietly force-removes a container after a failure, whatever ctx

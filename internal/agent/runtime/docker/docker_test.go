@@ -370,9 +370,11 @@ func TestLimitsLabelsAndEnvironment(t *testing.T) {
 		"SOKOVAN_CLUSTER_HOST":  "main1",
 		"FOO":                   "bar baz",
 		"FROM_IMAGE":            "yes", // the image's own environment is kept
-		"PATH":                  "/",
-		"HOSTNAME":              "main1", // the engine's, as HOME is
-		"HOME":                  "/",
+		// but not its NVIDIA_VISIBLE_DEVICES=all: no GPU was granted.
+		"NVIDIA_VISIBLE_DEVICES": "void",
+		"PATH":                   "/",
+		"HOSTNAME":               "main1", // the engine's, as HOME is
+		"HOME":                   "/",
 	}
 	if diff := cmp.Diff(wantEnv, rep.env()); diff != "" {
 		t.Errorf("kernel environment (-want +got):\n%s", diff)

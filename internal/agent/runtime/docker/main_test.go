@@ -177,7 +177,9 @@ func pushImages(bin []byte) error {
 		cf.Config = v1.Config{
 			Entrypoint: []string{"/kernel"},
 			Cmd:        cmd,
-			Env:        []string{"PATH=/", "FROM_IMAGE=yes"},
+			// As the CUDA base images do: the runtime must hide the GPUs
+			// from a kernel granted none all the same.
+			Env: []string{"PATH=/", "FROM_IMAGE=yes", "NVIDIA_VISIBLE_DEVICES=all"},
 		}
 		img, err := mutate.ConfigFile(base, cf)
 		if err != nil {

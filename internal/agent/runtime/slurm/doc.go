@@ -25,6 +25,15 @@
 // session has none: the manager ends the session at its limit, and SLURM
 // bounds the job too should the manager be away.
 //
+// GPUs are counted, not chosen: cuda.device N (rounded up) becomes
+// --gres=gpu:N, and SLURM picks the GPUs and sets CUDA_VISIBLE_DEVICES
+// itself, so the manager's device grants are not passed on. A kernel
+// asking cuda.shares is refused as an invalid spec: SLURM shares a GPU
+// only through MPS or shard GRES that each site configures its own way,
+// and rounding a share up to a whole GPU would give the kernel more than
+// it is charged for. Capacity never advertises cuda.shares, so only a
+// hand-set capacity could send one here.
+//
 // It may import internal/agent/runtime (and its probe), internal/domain and the standard
 // library; nothing from the coordinator, the scheduler or the store.
 package slurm

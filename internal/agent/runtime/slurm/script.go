@@ -114,6 +114,21 @@ func sbatchArgs(cfg Config, spec runtime.Spec, name, output, dir string) []strin
 	return args
 }
 
+// checkGPUs refuses a kernel asking for a fraction of a GPU. SLURM hands
+// out whole GPUs through --gres=gpu:N; sharing one needs MPS or shard
+// GRES, which each site configures its own way. Rounding a share up to a
+// whole GPU would give the kernel more than it is charged for, and the
+// agent does not advertise cuda.shares, so only a hand-set capacity
+// could send one here.
+func checkGPUs(spec runtime.Spec) error {
+	if q := spec.Slot("cuda.shares"); q > 0 {
+		id, _ := spec.Registry.Lookup("cuda.shares")
+		return fmt.Errorf("%w: kernel %s: cuda.shares %s: SLURM hands out whole GPUs only; ask for cuda.device",
+			runtime.ErrInvalidSpec, spec.Kernel, spec.Registry.Format(id, q))
+	}
+	return nil
+}
+
 func ceilDiv(q domain.Quantity, unit int64) int64 {
 	if q <= 0 {
 		return 0

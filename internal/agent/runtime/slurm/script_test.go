@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -37,6 +38,49 @@ func TestSbatchTime(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("--time option %q, want %q (args %q)", got, tc.want, args)
+			}
+		})
+	}
+}
+
+// Whole GPUs are asked of SLURM as --gres=gpu:N; a kernel asking none
+// gets no --gres, and one asking a fraction of a GPU is refused, since
+// SLURM would hand it a whole one (or nothing) instead.
+func TestSbatchGPUs(t *testing.T) {
+	t.Parallel()
+	reg := domain.DefaultRegistry()
+	for _, tc := range []struct {
+		name    string
+		slots   map[string]string
+		want    []string // the --gres options
+		invalid bool
+	}{
+		{"two devices", map[string]string{"cpu": "1", "cuda.device": "2"}, []string{"--gres=gpu:2"}, false},
+		{"no GPU", map[string]string{"cpu": "1"}, nil, false},
+		{"a share", map[string]string{"cpu": "1", "cuda.shares": "0.5"}, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			slots, err := reg.ParseSlots(tc.slots)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := runtime.Spec{Kernel: "k", Registry: reg, Slots: slots}
+			err = checkGPUs(spec)
+			if got := errors.Is(err, runtime.ErrInvalidSpec); got != tc.invalid {
+				t.Fatalf("checkGPUs = %v, want invalid %t", err, tc.invalid)
+			}
+			if tc.invalid {
+				return
+			}
+			var got []string
+			for _, a := range sbatchArgs(Config{Partition: "p"}, spec, "n", "o", "d") {
+				if strings.HasPrefix(a, "--gres") {
+					got = append(got, a)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("--gres options %q, want %q", got, tc.want)
 			}
 		})
 	}

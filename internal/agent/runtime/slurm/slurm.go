@@ -200,6 +200,9 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
+	if err := checkGPUs(spec); err != nil {
+		return err
+	}
 	cmdline, err := command(spec, r.cfg.AllowCommand)
 	if err != nil {
 		return err

@@ -411,3 +411,25 @@ func TestSessionTimeLimitIsJobTime(t *testing.T) {
 		e.rec.Exit(t, spec.Kernel)
 	}
 }
+
+// A kernel asking a fraction of a GPU is refused before any job is
+// submitted: the manager reads the invalid spec and gives the session up
+// rather than retrying.
+func TestSharesRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rt := open(t, runtimetest.NewRecorder(time.Second).Sink, func(c *slurm.Config) { c.WorkDir = dir })
+	reg := domain.DefaultRegistry()
+	slots, err := reg.ParseSlots(map[string]string{"cpu": "1", "cuda.shares": "0.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := runtime.Spec{Kernel: "k-shares", Session: "s-shares", Image: "sleep", Registry: reg, Slots: slots}
+	err = rt.Create(context.Background(), spec)
+	if !errors.Is(err, runtime.ErrInvalidSpec) || !strings.Contains(err.Error(), "cuda.shares") {
+		t.Fatalf("Create = %v, want an invalid spec naming cuda.shares", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, string(spec.Kernel))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused kernel has a directory (%v): a job was prepared", err)
+	}
+}
