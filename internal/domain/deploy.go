@@ -406,6 +406,9 @@ type Route struct {
 	Endpoint string
 	// Revision is the deployment's spec revision the route runs.
 	Revision int
+	// Served is whether the route was ever HEALTHY: the end of one that
+	// never was counts as a failed start for the deployment's backoff.
+	Served bool
 	// SessionStatus is the route's session's status, read with the route
 	// so that a route whose session ended is never taken for live.
 	SessionStatus SessionStatus
