@@ -595,6 +595,9 @@ func (c *Controller) scale(ctx context.Context, d *domain.Deployment, live []*do
 func (c *Controller) moveRouteTo(ctx context.Context, d *domain.Deployment, r *domain.Route, h domain.HandlerName,
 	now time.Time, msg string) error {
 	from := r.Status
+	if !domain.RouteEndAllowed(h, from) {
+		return fmt.Errorf("route %s: %s does not end a %s route", r.ID, h, from)
+	}
 	next := *r
 	next.Status, next.StatusChangedAt, next.StatusReason = domain.RouteTerminating, now, msg
 	if err := c.store.UpdateRoute(ctx, next, []domain.RouteStatus{from}); err != nil {
