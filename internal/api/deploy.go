@@ -461,9 +461,9 @@ func (s *Server) patchDeployment(w http.ResponseWriter, r *http.Request) error {
 			}
 			prev := d.Spec
 			d.Spec, d.Revision = spec, d.Revision+1
-			if d.Status != domain.DeploymentPending && d.Status != domain.DeploymentCreated {
+			if to, ok := domain.UserMoveFrom(domain.HandlerUserUpdate, d.Status); ok {
 				d.PrevSpec = &prev
-				d.Status, d.StatusChangedAt = domain.DeploymentDeploying, now
+				d.Status, d.StatusChangedAt = to, now
 				// The new revision's start failures are its own.
 				d.StartFailures, d.NextStartAt = 0, time.Time{}
 			}
@@ -512,13 +512,14 @@ func (s *Server) deleteDeployment(w http.ResponseWriter, r *http.Request) error 
 	now := s.clock.Now().UTC().Truncate(time.Microsecond)
 	var from domain.DeploymentStatus
 	d, err = s.updateDeployment(ctx, d.ID, func(d *domain.Deployment) *apiError {
-		if d.Status == domain.DeploymentDestroying || d.Status.Terminal() {
+		to, ok := domain.UserMoveFrom(domain.HandlerUserDestroy, d.Status)
+		if !ok {
 			return conflict("deployment %s is already %s", d.ID, d.Status)
 		}
 		// Desired 0 and DESTROYING in one write: no pass of the controller
 		// can see one without the other and start a route.
 		from = d.Status
-		d.Status, d.StatusChangedAt, d.Replicas = domain.DeploymentDestroying, now, 0
+		d.Status, d.StatusChangedAt, d.Replicas = to, now, 0
 		return nil
 	})
 	if err != nil {

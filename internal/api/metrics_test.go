@@ -3,26 +3,46 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // scrape runs a manager through a little work (sessions placed, one left
-// waiting for capacity) and returns its /metrics exposition.
-func scrape(t *testing.T) string {
+// waiting for capacity; with deployment, bob's deployment served and
+// called through its proxy) and returns its /metrics exposition.
+func scrape(t *testing.T, deployment bool) string {
 	t.Helper()
-	m := apitest.New(t, apitest.Options{})
+	opts := apitest.Options{}
+	if deployment {
+		// Every kernel says it serves on echo, which passes the routes'
+		// checks and answers what the proxy sends.
+		echo := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		t.Cleanup(echo.Close)
+		host, port, _ := net.SplitHostPort(echo.Listener.Addr().String())
+		p, _ := strconv.Atoi(port)
+		opts.Deployments = true
+		opts.ServicePorts = []domain.ServicePort{{Name: "http", Protocol: "http", Host: host, Port: p}}
+	}
+	m := apitest.New(t, opts)
 	alice := m.User("alice", "user", "p1")
 	for range 2 {
 		s := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1", "mem": "1g"}})
 		waitStatus(t, m, alice, s.ID, "RUNNING")
+	}
+	if deployment {
+		serveDeployment(t, m, m.User("bob", "user", "p1"))
 	}
 	// Dispersed, the two left 7 cpu free on each agent: 7.5 waits.
 	create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "7.5", "mem": "1g"}})
@@ -38,6 +58,27 @@ func scrape(t *testing.T) string {
 			return string(body)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// serveDeployment creates a deployment of one replica, waits until it is
+// READY and sends one request through its proxy, so the deployment
+// series (which have labels, hence no family until a first value) exist.
+func serveDeployment(t *testing.T, m *apitest.Manager, token string) {
+	t.Helper()
+	one := 1
+	var d v1.Deployment
+	if code := m.Do(token, "POST", "/v1/deployments", v1.CreateDeploymentRequest{Name: "echo", Image: "sleep", Replicas: &one,
+		Resources:   map[string]string{"cpu": "1", "mem": "1g"},
+		HealthCheck: &v1.HealthCheck{Interval: "100ms", InitialDelay: "0s"}}, &d); code != http.StatusCreated {
+		t.Fatalf("create deployment: status %d", code)
+	}
+	apitest.Eventually(t, 20*time.Second, "deployment "+d.ID+" to be READY", func() bool {
+		m.Do(token, "GET", "/v1/deployments/"+d.ID, nil, &d)
+		return d.Status == "READY"
+	})
+	if code := m.Do(token, "GET", "/v1/deployments/"+d.ID+"/proxy/", nil, nil); code != http.StatusOK {
+		t.Fatalf("proxied request: status %d", code)
 	}
 }
 
@@ -57,7 +98,7 @@ func exported(text string) map[string]string {
 // `promtool check metrics`.
 func TestMetricsExposition(t *testing.T) {
 	t.Parallel()
-	text := scrape(t)
+	text := scrape(t, false)
 	for _, want := range []string{
 		`sokovan_scheduling_decisions_total{resource_group="default",result="scheduled"} 2`,
 		`sokovan_scheduling_decisions_total{resource_group="default",result="impossible"} 0`,
@@ -127,7 +168,7 @@ func TestGrafanaDashboardNamesExportedMetrics(t *testing.T) {
 	if err := json.Unmarshal(raw, &dash); err != nil {
 		t.Fatalf("docs/grafana-dashboard.json: %v", err)
 	}
-	types := exported(scrape(t))
+	types := exported(scrape(t, true))
 	name := regexp.MustCompile(`\bsokovan_[a-z0-9_]+`)
 	check := func(where, expr string) {
 		for _, n := range name.FindAllString(expr, -1) {

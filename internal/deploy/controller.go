@@ -320,16 +320,22 @@ func (c *Controller) route(ctx context.Context, d *domain.Deployment, r *domain.
 	case domain.RouteHealthy, domain.RouteDegraded, domain.RouteUnhealthy:
 		if sess != domain.SessionRunning {
 			// A route whose session ended leaves HEALTHY at once: it is
-			// no replica any more, whatever its last check said.
+			// no replica any more, whatever its last check said. The
+			// session's own transaction moves one that served; one that
+			// never did is moved here, so that its end is counted once.
 			what := "its session is gone"
 			if sess != 0 {
 				what = "its session is " + sess.String() + c.sessionReason(ctx, r)
 			}
-			return c.moveRoute(ctx, d, r, domain.HandlerRunningRoute, domain.RouteFailure, now, what)
+			return c.endUnserved(ctx, d, r, now, func() error {
+				return c.moveRoute(ctx, d, r, domain.HandlerRunningRoute, domain.RouteFailure, now, what)
+			})
 		}
 		if r.Status == domain.RouteUnhealthy && age >= c.cfg.EvictionGrace {
-			if err := c.moveRoute(ctx, d, r, domain.HandlerRouteEviction, domain.RouteSuccess, now,
-				fmt.Sprintf("unhealthy for %s", age.Truncate(time.Second))); err != nil {
+			if err := c.endUnserved(ctx, d, r, now, func() error {
+				return c.moveRoute(ctx, d, r, domain.HandlerRouteEviction, domain.RouteSuccess, now,
+					fmt.Sprintf("unhealthy for %s", age.Truncate(time.Second)))
+			}); err != nil {
 				return err
 			}
 			return c.endSession(ctx, r, "evicted: unhealthy")
@@ -383,6 +389,31 @@ func (c *Controller) failStart(ctx context.Context, d *domain.Deployment, r *dom
 	if err := c.moveRoute(ctx, d, r, domain.HandlerProvisioningRoute, domain.RouteFailure, now, why); err != nil {
 		return err
 	}
+	if err := c.backOff(ctx, d, now); err != nil {
+		return err
+	}
+	return c.endSession(ctx, r, "route failed to start: "+why)
+}
+
+// endUnserved applies end, a move that takes live route r out, and backs
+// the deployment off if r never served: a session that comes up and dies
+// before passing its checks failed to start as surely as one that never
+// came up, and replacing it at once would loop hot. One that served
+// proved the spec: its end is no failed start (the count was reset when
+// it became HEALTHY).
+func (c *Controller) endUnserved(ctx context.Context, d *domain.Deployment, r *domain.Route, now time.Time, end func() error) error {
+	from := r.Status
+	if err := end(); err != nil {
+		return err
+	}
+	if r.Served || r.Status == from {
+		return nil // moved by another pass, which counted it
+	}
+	return c.backOff(ctx, d, now)
+}
+
+// backOff counts one more failed start of d and delays its next route.
+func (c *Controller) backOff(ctx context.Context, d *domain.Deployment, now time.Time) error {
 	next := *d
 	next.StartFailures++
 	next.NextStartAt = now.Add(c.cfg.Backoff(next.StartFailures))
@@ -390,7 +421,7 @@ func (c *Controller) failStart(ctx context.Context, d *domain.Deployment, r *dom
 		return fmt.Errorf("back off deployment %s: %w", d.ID, err)
 	}
 	*d = next
-	return c.endSession(ctx, r, "route failed to start: "+why)
+	return nil
 }
 
 func (c *Controller) endSession(ctx context.Context, r *domain.Route, reason string) error {
@@ -564,6 +595,9 @@ func (c *Controller) scale(ctx context.Context, d *domain.Deployment, live []*do
 func (c *Controller) moveRouteTo(ctx context.Context, d *domain.Deployment, r *domain.Route, h domain.HandlerName,
 	now time.Time, msg string) error {
 	from := r.Status
+	if !domain.RouteEndAllowed(h, from) {
+		return fmt.Errorf("route %s: %s does not end a %s route", r.ID, h, from)
+	}
 	next := *r
 	next.Status, next.StatusChangedAt, next.StatusReason = domain.RouteTerminating, now, msg
 	if err := c.store.UpdateRoute(ctx, next, []domain.RouteStatus{from}); err != nil {

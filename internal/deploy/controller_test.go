@@ -342,3 +342,82 @@ func TestScaleInEndsRoutesNotServingFirst(t *testing.T) {
 		t.Fatalf("scale-in order %v, want %v", got, want)
 	}
 }
+
+// A session that comes up and dies before its route passes the success
+// threshold is a failed start too: without this, an image that starts
+// and crashes after a second is replaced at once, in a hot loop.
+func TestRouteThatDiesBeforeServingBacksOff(t *testing.T) {
+	hc := domain.HealthCheck{Path: "/health", Interval: time.Second, Timeout: time.Second, SuccessThreshold: 3, FailureThreshold: 3}
+	h := newHarness(t, hc, Config{BackoffBase: 10 * time.Second, BackoffMax: 25 * time.Second, DrainGrace: time.Second})
+	routes := func() []domain.Route {
+		t.Helper()
+		rs, err := h.st.ListRoutes(h.ctx, store.RouteFilter{Deployments: []domain.DeploymentID{"d1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	crash := func(r domain.Route) {
+		t.Helper()
+		if err := h.sess.EndRoute(h.ctx, r.Session, "kernel exited with code 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backoff := func(what string, failures int, until time.Time) {
+		t.Helper()
+		d, err := h.st.GetDeployment(h.ctx, "d1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.StartFailures != failures || !d.NextStartAt.Equal(until) {
+			t.Fatalf("%s: %d failed starts, next start %s; want %d and %s", what, d.StartFailures, d.NextStartAt, failures, until)
+		}
+	}
+
+	h.step(0)
+	h.step(time.Second) // RUNNING → DEGRADED, first check passes: 1 of 3
+	first := h.want("running", domain.RouteDegraded)
+	crash(first)
+	h.step(time.Second)
+	crashedAt := h.clock.now
+	backoff("first crash", 1, crashedAt.Add(10*time.Second))
+	if rs := routes(); len(rs) != 1 {
+		t.Fatalf("%d routes right after the crash, want the crashed one alone (no replacement during the backoff)", len(rs))
+	}
+	if !h.history(first.ID, domain.HandlerRunningRoute, domain.RouteFailure) {
+		t.Errorf("the crashed route's end is not in its history")
+	}
+	h.step(8 * time.Second)
+	if rs := routes(); len(rs) != 1 || rs[0].Status != domain.RouteTerminated {
+		t.Fatalf("routes %+v within the backoff, want the crashed one alone, TERMINATED", rs)
+	}
+	h.step(2 * time.Second) // the backoff is over: one replacement
+	second := h.want("replaced after the backoff", domain.RouteProvisioning)
+
+	// The replacement crashes the same way: the wait doubles.
+	h.step(time.Second)
+	h.want("second running", domain.RouteDegraded)
+	crash(second)
+	h.step(time.Second)
+	backoff("second crash", 2, h.clock.now.Add(20*time.Second))
+	h.step(19 * time.Second)
+	if rs := routes(); len(rs) != 2 {
+		t.Fatalf("%d routes within the second backoff, want 2", len(rs))
+	}
+	h.step(2 * time.Second)
+	third := h.want("replaced after the second backoff", domain.RouteProvisioning)
+
+	// One that serves proves the spec and resets the count; its own end
+	// later is no failed start, and it is replaced at once.
+	h.step(time.Second)
+	h.step(time.Second)
+	h.step(time.Second)
+	h.want("third serving", domain.RouteHealthy)
+	backoff("served", 0, time.Time{})
+	crash(third)
+	h.step(time.Second)
+	backoff("served route ended", 0, time.Time{})
+	if r := h.route(); r.ID == third.ID || r.Status != domain.RouteProvisioning {
+		t.Fatalf("route %s is %s after a served route ended, want its replacement PROVISIONING at once", r.ID, r.Status)
+	}
+}

@@ -3,6 +3,7 @@ package domain
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -268,6 +269,74 @@ type RouteBound struct {
 	Result  RouteResult
 }
 
+// UserMove is a deployment move made at a user's request. Seed 001's
+// table has no rows for them, being driven by the controller alone: the
+// API makes the move in the write that takes the request, and the
+// handlers go on from To.
+type UserMove struct {
+	Name HandlerName
+	// When is the request, as docs/states.md labels the edge.
+	When string
+	From []DeploymentStatus
+	To   DeploymentStatus
+}
+
+// UserMoves lists the moves a user's request makes. A replicas change
+// alone moves nothing (the handlers see the difference); a spec change
+// to a PENDING deployment keeps it PENDING, its first routes run the new
+// spec; a spec change is refused while DEPLOYING, as is everything while
+// DESTROYING.
+func UserMoves() []UserMove {
+	return []UserMove{
+		{Name: HandlerUserUpdate, When: "spec change", From: []DeploymentStatus{DeploymentScaling, DeploymentReady},
+			To: DeploymentDeploying},
+		{Name: HandlerUserDestroy, When: "destroy", From: []DeploymentStatus{DeploymentPending, DeploymentCreated,
+			DeploymentScaling, DeploymentReady, DeploymentDeploying}, To: DeploymentDestroying},
+	}
+}
+
+// UserMoveFrom returns where the user's request n takes a deployment in
+// status s; false when it makes no move from s.
+func UserMoveFrom(n HandlerName, s DeploymentStatus) (DeploymentStatus, bool) {
+	for _, m := range UserMoves() {
+		if m.Name == n && slices.Contains(m.From, s) {
+			return m.To, true
+		}
+	}
+	return 0, false
+}
+
+// RouteEnd is a route move a deployment handler makes: a route the
+// deployment no longer wants goes TERMINATING whatever the route handlers
+// last made of it, its session ended after the drain grace.
+type RouteEnd struct {
+	Handler HandlerName
+	// When is why the deployment ends it, as docs/states.md labels it.
+	When string
+	From []RouteStatus
+}
+
+// RouteEnds lists the deployment handlers' route moves.
+func RouteEnds() []RouteEnd {
+	live := []RouteStatus{RouteProvisioning, RouteHealthy, RouteUnhealthy, RouteDegraded}
+	return []RouteEnd{
+		{Handler: HandlerScalingDeployment, When: "scale-in", From: live},
+		{Handler: HandlerRolloutDeployment, When: "replaced by the new revision, or the new revision rolled back", From: live},
+		{Handler: HandlerDestroyingDeployment, When: "destroy", From: append(slices.Clone(live), RouteFailedToStart)},
+	}
+}
+
+// RouteEndAllowed reports whether deployment handler h may end a route
+// in status s.
+func RouteEndAllowed(h HandlerName, s RouteStatus) bool {
+	for _, e := range RouteEnds() {
+		if e.Handler == h && slices.Contains(e.From, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // RouteBounds lists the bounded statuses and who ends each.
 func RouteBounds() []RouteBound {
 	return []RouteBound{
@@ -406,6 +475,9 @@ type Route struct {
 	Endpoint string
 	// Revision is the deployment's spec revision the route runs.
 	Revision int
+	// Served is whether the route was ever HEALTHY: the end of one that
+	// never was counts as a failed start for the deployment's backoff.
+	Served bool
 	// SessionStatus is the route's session's status, read with the route
 	// so that a route whose session ended is never taken for live.
 	SessionStatus SessionStatus

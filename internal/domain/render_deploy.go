@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,10 +13,16 @@ func renderDeployments(b *strings.Builder) {
 	b.WriteString("Seed 001's EndpointLifecycle. Deployment handlers return SUCCESS or FAILURE only:\n")
 	b.WriteString("no retries, no expiry. CREATED is read as PENDING and never written. The last row,\n")
 	b.WriteString("RolloutDeployment, is ours: seed 001 names DEPLOYING (a rolling update) without a handler.\n")
-	b.WriteString("A user's destroy sets replicas 0 and DESTROYING in one write.\n\n")
+	b.WriteString("The seed's table is the controller's alone; the moves a user's request makes, drawn with\n")
+	b.WriteString("the request's name, are made by the API in the write that takes the request (a destroy\n")
+	b.WriteString("sets replicas 0 and DESTROYING in one write), and the handlers go on from there.\n\n")
 	b.WriteString("```mermaid\nstateDiagram-v2\n")
 	fmt.Fprintf(b, "    [*] --> %v\n", DeploymentPending)
-	fmt.Fprintf(b, "    [*] --> %v : destroy request\n", DeploymentDestroying)
+	for _, m := range UserMoves() {
+		for _, from := range m.From {
+			fmt.Fprintf(b, "    %v --> %v : %s (%s)\n", from, m.To, m.Name, m.When)
+		}
+	}
 	for _, h := range DeploymentHandlers() {
 		for _, from := range h.Target {
 			for _, r := range []RouteResult{RouteSuccess, RouteFailure} {
@@ -31,11 +38,17 @@ func renderDeployments(b *strings.Builder) {
 	for _, h := range DeploymentHandlers() {
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", h.Name, joinStatuses(h.Target), deployCell(h.Success), deployCell(h.Failure))
 	}
+	b.WriteString("\n| User's request | Deployment in | Moves to |\n|---|---|---|\n")
+	for _, m := range UserMoves() {
+		fmt.Fprintf(b, "| %s (%s) | %s | %v |\n", m.Name, m.When, joinStatuses(m.From), m.To)
+	}
 	b.WriteString("\n")
 
 	b.WriteString("## Routes\n\n")
 	b.WriteString("Seed 001's RouteStatus: one route is one inference session. Route handlers return\n")
-	b.WriteString("SUCCESS, FAILURE or STALE (no fresh health check result).\n\n")
+	b.WriteString("SUCCESS, FAILURE or STALE (no fresh health check result). A route is also ended by the\n")
+	b.WriteString("deployment handlers, outside the route table, when the deployment no longer wants it;\n")
+	b.WriteString("those edges are labelled with the deployment handler.\n\n")
 	b.WriteString("```mermaid\nstateDiagram-v2\n")
 	fmt.Fprintf(b, "    [*] --> %v\n", RouteProvisioning)
 	for _, h := range RouteHandlers() {
@@ -47,12 +60,29 @@ func renderDeployments(b *strings.Builder) {
 			}
 		}
 	}
+	// One edge per source status, naming every deployment handler that
+	// ends a route there, keeps the diagram readable.
+	for _, from := range RouteStatuses() {
+		var names []string
+		for _, e := range RouteEnds() {
+			if slices.Contains(e.From, from) {
+				names = append(names, string(e.Handler))
+			}
+		}
+		if len(names) > 0 {
+			fmt.Fprintf(b, "    %v --> %v : %s\n", from, RouteTerminating, strings.Join(names, ", "))
+		}
+	}
 	fmt.Fprintf(b, "    %v --> [*]\n", RouteTerminated)
 	b.WriteString("```\n\n")
 	b.WriteString("| Handler | Route in | SUCCESS | FAILURE | STALE |\n|---|---|---|---|---|\n")
 	for _, h := range RouteHandlers() {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", h.Name, joinStatuses(h.Target),
 			routeCell(h.Success), routeCell(h.Failure), routeCell(h.Stale))
+	}
+	b.WriteString("\n| Deployment handler | When | Route in | Moves to |\n|---|---|---|---|\n")
+	for _, e := range RouteEnds() {
+		fmt.Fprintf(b, "| %s | %s | %s | %v |\n", e.Handler, e.When, joinStatuses(e.From), RouteTerminating)
 	}
 	b.WriteString("\n### Bounded residence\n\n")
 	b.WriteString("No route stays in a non-terminal status for ever. HEALTHY and DEGRADED are bounded by\n")

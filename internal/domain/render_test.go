@@ -75,6 +75,10 @@ func TestRenderStatesDrawsEveryTableEntry(t *testing.T) {
 		"    PULLING --> PREPARED",
 		"    TERMINATING --> TERMINATED",
 		"    ERROR --> [*]",
+		"    READY --> DEPLOYING : UserUpdate (spec change)",
+		"    DEPLOYING --> DESTROYING : UserDestroy (destroy)",
+		"    HEALTHY --> TERMINATING : ScalingDeployment, RolloutDeployment, DestroyingDeployment",
+		"    FAILED_TO_START --> TERMINATING : DestroyingDeployment",
 		regenerateCommand,
 	} {
 		// Matching up to the newline keeps a session edge with a label

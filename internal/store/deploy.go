@@ -33,12 +33,14 @@ type Deployments interface {
 	ListRoutes(ctx context.Context, f RouteFilter) ([]domain.Route, error)
 	// UpdateRoute writes r's status, reason, status change time, check
 	// counters and endpoint over the stored row, if its status is still
-	// one of from (ErrGuardFailed otherwise). Making a route HEALTHY
+	// one of from (ErrGuardFailed otherwise); a route made HEALTHY is
+	// marked Served for good, whatever r says. Making a route HEALTHY
 	// also needs its session RUNNING (ErrGuardFailed otherwise); and a
 	// session that leaves RUNNING moves its HEALTHY, DEGRADED and
-	// UNHEALTHY routes to TERMINATING, with a RunningRoute FAILURE history
-	// entry, in the transaction that moves it, so no HEALTHY route ever
-	// outlives its session.
+	// UNHEALTHY routes that served to TERMINATING, with a RunningRoute
+	// FAILURE history entry, in the transaction that moves it, so no
+	// HEALTHY route ever outlives its session. A route that never served
+	// is left to the controller, which counts its end as a failed start.
 	UpdateRoute(ctx context.Context, r domain.Route, from []domain.RouteStatus) error
 	// AppendDeploymentHistory records outcomes in order. One identical
 	// (handler, result, from, to, message) to the latest entry of the same

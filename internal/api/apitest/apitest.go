@@ -23,6 +23,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/api"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/deploy"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
 	"github.com/sokovan-go/sokovan/internal/simulate"
@@ -61,6 +62,10 @@ type Options struct {
 	// Estimate, when set, serves estimated_start from simulate's replay
 	// of the group, as every manager does.
 	Estimate bool
+	// Deployments, when set, runs the deployment controller (a pass every
+	// 20 ms) with its metrics on the manager's /metrics, as every
+	// manager does; left out, deployments are stored but never served.
+	Deployments bool
 	// Share, when set, makes this manager a second replica of that
 	// PostgreSQL one: it opens a store instance of its own on the same
 	// database, and the same admin token and users are valid on both.
@@ -149,7 +154,16 @@ func New(t testing.TB, opts Options) *Manager {
 	if opts.Estimate {
 		deps.Estimate = simulate.Estimator(st, reg, coordinator.SystemClock{})
 	}
+	var ctl *deploy.Controller
+	if opts.Deployments {
+		ctl = deploy.New(deploy.Deps{Store: st, Registerer: metrics}, deploy.Config{Interval: 20 * time.Millisecond})
+		deps.Deploy = ctl
+	}
 	srv := api.New(opts.API, deps)
+	if ctl != nil {
+		ctl.UseSessions(srv)
+		ctl.UseLoad(srv)
+	}
 	admin := api.NewToken()
 	if opts.Share != nil {
 		admin = opts.Share.AdminToken
@@ -172,6 +186,13 @@ func New(t testing.TB, opts Options) *Manager {
 		go func() {
 			defer wg.Done()
 			_ = co.Run(runCtx)
+		}()
+	}
+	if ctl != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = ctl.Run(runCtx)
 		}()
 	}
 	t.Cleanup(func() { stop(); wg.Wait() })

@@ -25,13 +25,13 @@ WHERE id = $1 AND status {in $9}`
 	existsDeployment = `SELECT COUNT(*) FROM deployments WHERE id = $1`
 
 	insertRoute = `INSERT INTO deployment_routes (id, deployment_id, session_id, status, status_reason, status_changed_at,
-created_at, successes, failures, checked_at, endpoint, revision)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+created_at, successes, failures, checked_at, endpoint, revision, served)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 	selectRoutes = `SELECT ` + codec.RouteColumns + ` FROM deployment_routes r LEFT JOIN sessions s ON s.id = r.session_id
 WHERE ({empty $1} OR r.deployment_id {in $1}) AND ({empty $2} OR r.status {in $2})
 ORDER BY r.created_at, r.id`
 	updateRoute = `UPDATE deployment_routes SET status = $2, status_reason = $3, status_changed_at = $4, successes = $5,
-failures = $6, checked_at = $7, endpoint = $8
+failures = $6, checked_at = $7, endpoint = $8, served = (served OR $2 = 'HEALTHY')
 WHERE id = $1 AND status {in $9}
   AND ($2 <> 'HEALTHY' OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = deployment_routes.session_id AND s.status = 'RUNNING' {share}))`
 	existsRoute = `SELECT COUNT(*) FROM deployment_routes WHERE id = $1`
@@ -136,7 +136,7 @@ func (s *Store) CreateRoute(ctx context.Context, r domain.Route) error {
 	return s.write(ctx, "create route "+string(r.ID), func(tx txn) error {
 		_, err := tx.exec(ctx, insertRoute, string(r.ID), string(r.Deployment), string(r.Session),
 			codec.StatusName(r.Status), r.StatusReason, ts(r.StatusChangedAt), ts(r.CreatedAt),
-			r.Successes, r.Failures, ts(r.CheckedAt), r.Endpoint, r.Revision)
+			r.Successes, r.Failures, ts(r.CheckedAt), r.Endpoint, r.Revision, r.Served || r.Status == domain.RouteHealthy)
 		return err
 	})
 }

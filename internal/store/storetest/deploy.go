@@ -113,12 +113,21 @@ func testDeploymentRoutes(t *testing.T, e Engine) {
 	wantErr(t, f.s.UpdateRoute(f.ctx, domain.Route{ID: "ghost", Status: domain.RouteHealthy, StatusChangedAt: at(1)},
 		[]domain.RouteStatus{domain.RouteProvisioning}), store.ErrNotFound, "update unknown route")
 
+	// r5 runs but never served: its end is the controller's to take, as
+	// a failed start, so the session's transaction leaves it be.
+	s2 := f.session("s2", "g", "alice", 1, []string{"cpu", "1"}, func(s *domain.Session) { s.Type = domain.TypeInference })
+	f.schedule("g", s2, "a1")
+	f.advance("s2", domain.SessionRunning)
+	r5 := domain.Route{ID: "r5", Deployment: "d1", Session: "s2", Status: domain.RouteDegraded,
+		StatusChangedAt: at(4), CreatedAt: at(4), Successes: 1, CheckedAt: at(5), Endpoint: "127.0.0.1:9001"}
+	f.must(f.s.CreateRoute(f.ctx, r5), "create r5")
+
 	// Liveness follows the session in the session's own transaction: once
-	// it leaves RUNNING its route is TERMINATING (RunningRoute FAILURE),
-	// with a history entry naming why.
-	_, err = f.s.TransitionSessions(f.ctx, []domain.SessionID{"s1"}, []domain.SessionStatus{domain.SessionRunning},
+	// it leaves RUNNING its route, if it served, is TERMINATING
+	// (RunningRoute FAILURE), with a history entry naming why.
+	_, err = f.s.TransitionSessions(f.ctx, []domain.SessionID{"s1", "s2"}, []domain.SessionStatus{domain.SessionRunning},
 		domain.Transition{Session: domain.SessionTerminating, Kernel: domain.KernelTerminating}, "ended", at(7))
-	f.must(err, "terminate s1")
+	f.must(err, "terminate s1 and s2")
 	healthy, err := f.s.ListRoutes(f.ctx, store.RouteFilter{Statuses: []domain.RouteStatus{domain.RouteHealthy}})
 	f.must(err, "list healthy")
 	if len(healthy) != 0 {
@@ -127,8 +136,12 @@ func testDeploymentRoutes(t *testing.T, e Engine) {
 	routes, err = f.s.ListRoutes(f.ctx, store.RouteFilter{Deployments: []domain.DeploymentID{"d1"}})
 	f.must(err, "list routes")
 	if r := routes[0]; r.ID != "r1" || r.Status != domain.RouteTerminating || !r.StatusChangedAt.Equal(at(7)) ||
-		r.StatusReason != "its session is TERMINATING: ended" || r.Endpoint != "127.0.0.1:9000" {
-		t.Errorf("r1 = %+v, want TERMINATING at(7) because its session is TERMINATING", r)
+		r.StatusReason != "its session is TERMINATING: ended" || r.Endpoint != "127.0.0.1:9000" || !r.Served {
+		t.Errorf("r1 = %+v, want TERMINATING at(7) because its session is TERMINATING, and served", r)
+	}
+	r5.SessionStatus = domain.SessionTerminating
+	if diff := cmp.Diff(r5, routes[2]); diff != "" {
+		t.Errorf("a route that never served, after its session ended (-want +got):\n%s", diff)
 	}
 	hist, err := f.s.DeploymentHistory(f.ctx, "d1")
 	f.must(err, "history")

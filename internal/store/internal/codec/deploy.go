@@ -86,7 +86,7 @@ func ScanDeployment(sc Scanner) (domain.Deployment, error) {
 // alias r, followed by the session's status (s, left-joined), in
 // ScanRoute's order.
 const RouteColumns = `r.id, r.deployment_id, r.session_id, r.status, r.status_reason, r.status_changed_at, r.created_at,
-r.successes, r.failures, r.checked_at, r.endpoint, r.revision, COALESCE(s.status, '')`
+r.successes, r.failures, r.checked_at, r.endpoint, r.revision, r.served, COALESCE(s.status, '')`
 
 // ScanRoute reads RouteColumns.
 func ScanRoute(sc Scanner) (domain.Route, error) {
@@ -97,7 +97,7 @@ func ScanRoute(sc Scanner) (domain.Route, error) {
 		changed, created, checked rawTime
 	)
 	if err := sc.Scan(&id, &dep, &sess, &status, &r.StatusReason, &changed, &created,
-		&r.Successes, &r.Failures, &checked, &r.Endpoint, &r.Revision, &sessStatus); err != nil {
+		&r.Successes, &r.Failures, &checked, &r.Endpoint, &r.Revision, &r.Served, &sessStatus); err != nil {
 		return r, err
 	}
 	r.ID, r.Deployment, r.Session = domain.RouteID(id), domain.DeploymentID(dep), domain.SessionID(sess)
