@@ -40,6 +40,7 @@ var imageCmds = map[string][]string{
 	"report":   {"report"},
 	"output":   {"output"},
 	"alloc":    {"alloc"},
+	"serve":    {"serve"},
 	// pulled by TestPullFromRegistry alone, so that its pull is sure to
 	// reach the registry.
 	"pullonly": {"exit", "0"},
