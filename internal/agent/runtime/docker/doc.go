@@ -78,7 +78,7 @@
 // library, the moby Engine API client and types, containerd's errdefs (the
 // client's error classes), distribution/reference (image reference
 // syntax), golang.org/x/crypto/ssh and golang.org/x/sys/unix; nothing from
-// the scheduler, the store or the coordinator. Its tests may also import
-// go-containerregistry, to build images and serve them from a registry in
-// the test process.
+// the scheduler, the store or the coordinator. Its tests take their engine
+// and images from dockertest, which builds images of testdata/kernel and
+// serves them from a registry in the test process (go-containerregistry).
 package docker
