@@ -53,6 +53,9 @@ func (e *devEnv) startDockerAgent(dk *dockertest.Env, id string) {
 // through the deployment's proxy reach both. Destroying it removes the
 // containers and frees every slot.
 func TestDeploymentOnDockerAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts dev mode and containers")
+	}
 	dk := dockertest.Need(t)
 	e := startDevAgents(t, 0)
 	const agentID = "docker-agent"
