@@ -25,7 +25,7 @@ import (
 // newAgentDaemonCmd is `sokovan agent run`: the agent daemon.
 func newAgentDaemonCmd() *cobra.Command {
 	var cfg agent.Config
-	var id, kind, dataDir, cpu, mem, dockerHost, kernelUIDs, devSpec string
+	var id, kind, dataDir, cpu, mem, dockerHost, dockerNetwork, kernelUIDs, devSpec string
 	var asAgentUser bool
 	var sl slurm.Config
 	cmd := &cobra.Command{
@@ -104,7 +104,7 @@ func newAgentDaemonCmd() *cobra.Command {
 				}
 			case "docker":
 				d, err := docker.New(cmd.Context(), docker.Config{Host: dockerHost, AgentID: id,
-					DataDir: filepath.Join(dataDir, "docker"), Sink: a.Sink, Log: cfg.Log})
+					DataDir: filepath.Join(dataDir, "docker"), Sink: a.Sink, Log: cfg.Log, NetworkMode: dockerNetwork})
 				if err != nil {
 					return err
 				}
@@ -147,6 +147,7 @@ func newAgentDaemonCmd() *cobra.Command {
 	f.StringVar(&cfg.ResourceGroup, "resource-group", "default", "resource group to join")
 	f.StringVar(&kind, "runtime", "process", "runtime: process, docker, slurm or sim")
 	f.StringVar(&dockerHost, "docker-host", "", "Docker engine address (default: DOCKER_HOST or the local socket)")
+	f.StringVar(&dockerNetwork, "docker-network", "none", "docker runtime: kernels' network mode; host lets serving kernels (deployments) be reached on their port, none cuts them off")
 	f.StringVar(&id, "id", "", "agent id (default: the host name)")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:6001", "RPC listen address")
 	f.StringVar(&cfg.Advertise, "advertise", "", "address the manager calls (default: http://LISTEN)")

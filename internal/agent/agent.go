@@ -565,7 +565,7 @@ func (a *Agent) spec(k agentrpc.KernelSpec) (runtime.Spec, error) {
 	}
 	if p, err := strconv.Atoi(k.Env["PORT"]); err == nil {
 		spec.Port = p
-	} else if strings.HasPrefix(k.Image, "http-") {
+	} else if k.Serves || strings.HasPrefix(k.Image, "http-") {
 		if spec.Port, err = freePort(); err != nil {
 			return runtime.Spec{}, err
 		}

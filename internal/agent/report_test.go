@@ -120,3 +120,56 @@ func TestHeartbeatCarriesCapacityWaitingAndReadiness(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A kernel the manager marks as serving (an inference session's) is given
+// a free port whatever its image is called, as an http-* image is, unless
+// its environment names one; other kernels get none. Without it a
+// deployment of a container image would have no port to be reached on.
+func TestServingKernelsGetAPort(t *testing.T) {
+	t.Parallel()
+	fm := &fakeManager{}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	a, err := agent.New(agent.Config{ID: "a1", ResourceGroup: "default", Manager: srv.URL, Token: "tok", Listen: "127.0.0.1:0",
+		Capacity: map[string]string{"cpu": "4", "mem": "4g"}, HeartbeatInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.New(sim.Config{Sink: a.Sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &reporting{Runtime: s, cpu: "4"}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, rt) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	mc := agentrpc.NewAgentClient(staticLookup{"a1": "http://" + a.Addr()}, "tok")
+	if _, err := mc.CheckAndPull(ctx, "a1", []string{"sleep"}); err != nil {
+		t.Fatal(err)
+	}
+	reg := domain.DefaultRegistry()
+	none := reg.FormatSlots(reg.NewVec())
+	err = mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{
+		{Kernel: "plain", Session: "s1", Image: "sleep", Slots: none},
+		{Kernel: "serving", Session: "s2", Image: "sleep", Slots: none, Serves: true},
+		{Kernel: "named", Session: "s3", Image: "sleep", Slots: none, Serves: true, Env: map[string]string{"PORT": "9000"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.mu.Lock()
+	ports := map[domain.KernelID]int{}
+	for _, s := range rt.specs {
+		ports[s.Kernel] = s.Port
+	}
+	rt.mu.Unlock()
+	if ports["plain"] != 0 || ports["serving"] == 0 || ports["named"] != 9000 {
+		t.Errorf("ports given = %v, want none for plain, a free one for serving, 9000 for named", ports)
+	}
+}

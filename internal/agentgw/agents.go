@@ -42,7 +42,7 @@ func (a *Agents) CreateKernels(ctx context.Context, agent domain.AgentID, specs 
 		wire[i] = agentrpc.KernelSpec{Kernel: s.Kernel, Session: s.Session, Image: s.Image, Slots: s.Slots,
 			ClusterRole: s.ClusterRole, ClusterIdx: s.ClusterIdx, ClusterSize: s.ClusterSize,
 			ClusterHosts: s.ClusterHosts, Command: s.Command, Env: s.Env, TimeLimitMS: s.TimeLimit.Milliseconds(),
-			Devices: s.Devices}
+			Devices: s.Devices, Serves: s.Serves}
 	}
 	err := a.client.CreateKernels(ctx, agent, wire)
 	if errors.Is(err, agentrpc.ErrInvalidSpec) {

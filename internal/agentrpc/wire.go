@@ -157,6 +157,11 @@ type KernelSpec struct {
 	// Readiness are the kernel's readiness probes. Sessions do not carry
 	// them yet; deployments (issue 12) will.
 	Readiness []ProbeSpec `json:"readiness,omitempty"`
+	// Serves says the kernel serves HTTP (an inference session's, a
+	// deployment's route): the agent gives it a free port of its host
+	// unless its environment names one in PORT. An older manager never
+	// sets it; its agents then give ports only to http-* images, as before.
+	Serves bool `json:"serves,omitempty"`
 }
 
 // ProbeSpec is one readiness probe: an HTTP GET or a command. Durations

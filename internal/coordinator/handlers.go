@@ -397,7 +397,7 @@ func (c *Coordinator) createKernels(ctx context.Context, t store.SessionWithKern
 		byAgent[k.Agent] = append(byAgent[k.Agent], KernelSpec{
 			Kernel: k.ID, Session: t.Session.ID, Image: k.Image, Slots: c.slots.FormatSlots(k.Requested),
 			ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: len(t.Kernels), ClusterHosts: hosts,
-			Command: spec.Command, Env: spec.Env, TimeLimit: start.TimeLimit, Devices: k.Devices,
+			Command: spec.Command, Env: spec.Env, TimeLimit: start.TimeLimit, Devices: k.Devices, Serves: start.Serves,
 		})
 	}
 	for _, agent := range sortedAgents(byAgent) {

@@ -92,6 +92,9 @@ type KernelSpec struct {
 	TimeLimit time.Duration
 	// Devices are the kernel's device grants on its agent.
 	Devices []domain.DeviceGrant
+	// Serves is the session type's word (hook.Start) that the kernel
+	// serves HTTP: the agent gives it a port.
+	Serves bool
 }
 
 // Clock tells the time; tests inject one they move by hand.

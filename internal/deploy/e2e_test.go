@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/agent"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime/docker/dockertest"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
 	"github.com/sokovan-go/sokovan/internal/api"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
@@ -34,7 +35,9 @@ func TestMain(m *testing.M) {
 	if code, ok := process.RunChild(os.Args[1:]); ok {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	dockertest.Close() // the images TestDeploymentOnDockerAgent pulled
+	os.Exit(code)
 }
 
 // devEnv is `sokovan dev` in this process: a manager on SQLite, two
@@ -49,6 +52,13 @@ type devEnv struct {
 
 func startDev(t testing.TB) *devEnv {
 	t.Helper()
+	return startDevAgents(t, 2)
+}
+
+// startDevAgents is startDev with n process agents; with none, the test
+// brings its own.
+func startDevAgents(t testing.TB, n int) *devEnv {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts dev mode with real kernels")
 	}
@@ -60,7 +70,7 @@ func startDev(t testing.TB) *devEnv {
 	ready := make(chan manager.DevInfo, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- manager.RunDev(ctx, manager.DevConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Agents: 2,
+		done <- manager.RunDev(ctx, manager.DevConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Agents: n,
 			AgentCapacity: map[string]string{"cpu": "8", "mem": "8g"}, SelfExe: self,
 			Coordinator: coordinator.Config{ShortInterval: 50 * time.Millisecond},
 			Deploy: deploy.Config{Interval: 100 * time.Millisecond, EvictionGrace: 300 * time.Millisecond,
@@ -91,11 +101,17 @@ func startDev(t testing.TB) *devEnv {
 		}
 	})
 	e := &devEnv{t: t, url: info.URL, token: info.AdminToken, parts: info.Parts}
-	e.waitFor(20*time.Second, "both agents alive", func() (bool, string) {
-		as, err := e.parts.Store.ListAgents(context.Background(), store.AgentFilter{Statuses: []domain.AgentStatus{domain.AgentAlive}})
-		return err == nil && len(as) == 2, fmt.Sprintf("%d agents", len(as))
-	})
+	e.waitAlive(n)
 	return e
+}
+
+// waitAlive waits until n agents are ALIVE.
+func (e *devEnv) waitAlive(n int) {
+	e.t.Helper()
+	e.waitFor(20*time.Second, fmt.Sprintf("%d agents alive", n), func() (bool, string) {
+		as, err := e.parts.Store.ListAgents(context.Background(), store.AgentFilter{Statuses: []domain.AgentStatus{domain.AgentAlive}})
+		return err == nil && len(as) == n, fmt.Sprintf("%d agents", len(as))
+	})
 }
 
 func (e *devEnv) call(method, path string, body, out any) int {

@@ -36,6 +36,9 @@ type Start struct {
 	// TimeLimit is handed to the agent as a backstop (SLURM's --time);
 	// the coordinator enforces it regardless. 0: none.
 	TimeLimit time.Duration
+	// Serves: the session's kernels serve HTTP, so the agent gives each a
+	// port (SOKOVAN_PORT) and reports it, whatever the image is called.
+	Serves bool
 }
 
 // Running is a RUNNING session as OnEnd weighs it. Started is when it
@@ -169,8 +172,9 @@ func (Inference) OnSchedule(s *domain.Session, _ domain.ResourceGroup) error {
 	return nil
 }
 
-// OnStart adds nothing.
-func (Inference) OnStart(domain.Session) Start { return Start{} }
+// OnStart marks the kernels as serving: an inference session is a
+// deployment's route, reached on its port by health checks and the proxy.
+func (Inference) OnStart(domain.Session) Start { return Start{Serves: true} }
 
 // OnEnd never ends the session; its deployment does.
 func (Inference) OnEnd(Running, time.Time) string { return "" }

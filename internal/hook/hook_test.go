@@ -103,7 +103,7 @@ func TestOnStart(t *testing.T) {
 	}
 	want := map[domain.SessionType]hook.Start{
 		domain.TypeBatch: {TimeLimit: 90 * time.Second}, domain.TypeInteractive: {TimeLimit: 90 * time.Second},
-		domain.TypeInference: {},
+		domain.TypeInference: {Serves: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("OnStart (-want +got):\n%s", diff)

@@ -218,7 +218,37 @@ const (
 	EnvClusterHosts = "SOKOVAN_CLUSTER_HOSTS" // comma-separated, index order
 	EnvClusterHost  = "SOKOVAN_CLUSTER_HOST"  // only when Spec.Hostname is set
 	EnvPort         = "SOKOVAN_PORT"          // only when Spec.Port is set
+	// EnvBindHost is the address a kernel given a port binds (Spec.BindHost,
+	// 127.0.0.1 when that is empty); set with EnvPort. A kernel that binds
+	// elsewhere may be reachable where the agent did not mean it to be, or
+	// not where its reported service port says.
+	EnvBindHost = "SOKOVAN_BIND_HOST"
 )
+
+// DefaultBindHost is where a kernel given a port listens when the spec
+// names no BindHost: the agent's loopback.
+const DefaultBindHost = "127.0.0.1"
+
+// ServicePorts is what a kernel given a port serves there, for its
+// kernel_started event: it listens on ServiceHost():Port (told so by
+// SOKOVAN_BIND_HOST and SOKOVAN_PORT, or by its command line), and what the
+// manager proxies and health-checks is HTTP. Nil without a port. A runtime
+// reports it only where the kernel is reachable at that address from the
+// agent's host.
+func (s Spec) ServicePorts() []domain.ServicePort {
+	if s.Port == 0 {
+		return nil
+	}
+	return []domain.ServicePort{{Name: "http", Protocol: "http", Host: s.ServiceHost(), Port: s.Port}}
+}
+
+// ServiceHost is the address a kernel given spec's port binds.
+func (s Spec) ServiceHost() string {
+	if s.BindHost == "" {
+		return DefaultBindHost
+	}
+	return s.BindHost
+}
 
 // maxIDLen bounds kernel ids, which become file and cgroup names.
 const maxIDLen = 128
@@ -325,6 +355,7 @@ func KernelEnv(s Spec) map[string]string {
 	}
 	if s.Port != 0 {
 		env[EnvPort] = fmt.Sprint(s.Port)
+		env[EnvBindHost] = s.ServiceHost()
 	}
 	deviceEnv(s, env)
 	return env

@@ -202,9 +202,9 @@ func (t *Table[K]) Start(k *Kernel[K], at time.Time) bool {
 // Adopt lists k, whose creation has not ended, as st describes a kernel
 // found already existing: running, or exited when st.ExitCode is set. It
 // reports nothing, since whether that is news depends on who found it;
-// the event it returns is what would describe it (kernel_started or
-// kernel_terminated). ok is false, and nothing done, when k's creation has
-// already ended.
+// the event it returns is what would describe it (kernel_started, with
+// st.Ports, which become k's, or kernel_terminated). ok is false, and
+// nothing done, when k's creation has already ended.
 func (t *Table[K]) Adopt(k *Kernel[K], st KernelState) (ev domain.KernelEvent, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -212,7 +212,9 @@ func (t *Table[K]) Adopt(k *Kernel[K], st KernelState) (ev domain.KernelEvent, o
 		return domain.KernelEvent{}, false
 	}
 	k.Session, k.Image = st.Session, st.Image
+	k.Ports = slices.Clone(st.Ports)
 	st.ID = k.ID
+	st.Ports = slices.Clone(st.Ports)
 	if st.ExitCode != nil {
 		c := *st.ExitCode
 		st.ExitCode = &c
@@ -225,7 +227,8 @@ func (t *Table[K]) Adopt(k *Kernel[K], st KernelState) (ev domain.KernelEvent, o
 	k.state = st
 	close(k.started)
 	if st.ExitCode == nil {
-		return domain.KernelEvent{Kind: domain.EventKernelStarted, At: st.StartedAt, Kernel: k.ID, Session: k.Session}, true
+		return domain.KernelEvent{Kind: domain.EventKernelStarted, At: st.StartedAt, Kernel: k.ID, Session: k.Session,
+			ServicePorts: slices.Clone(k.Ports)}, true
 	}
 	close(k.done)
 	return exitEvent(st), true

@@ -16,20 +16,39 @@
 // stale container of it survives), and a kernel id is only unique among
 // live kernels of a cluster, not among every container an engine holds.
 // Labels record the facts a restarted agent needs to take its kernels back:
-// sokovan.agent, sokovan.kernel, sokovan.session, sokovan.role, sokovan.idx
-// and sokovan.image. Recover lists the containers labelled with the agent's
-// id and adopts them; Create and Destroy also find a container by its name
-// when the kernel is not in memory, so both stay idempotent across a restart
-// that did not call Recover.
+// sokovan.agent, sokovan.kernel, sokovan.session, sokovan.role,
+// sokovan.idx, sokovan.image and, for a kernel that reports a service
+// port, sokovan.port. Recover lists the containers labelled with the
+// agent's id and adopts them; Create and Destroy also find a container by
+// its name when the kernel is not in memory, so both stay idempotent
+// across a restart that did not call Recover.
 //
 // Limits come from the spec's slots: "cpu" becomes NanoCPUs (a CFS quota),
 // "mem" the memory limit, with swap capped at the same figure so that the
 // limit is the kernel's and the OOM killer, not the swap device, enforces
 // it; "pids" (or Config.PidsMax) the pids limit. The network mode is
 // Config.NetworkMode, "none" by default: kernels reach nothing unless the
-// agent is configured otherwise. Spec.Port is passed to the kernel as
-// SOKOVAN_PORT but not published: publishing needs a bridge network, which
-// the agents this runtime was built for do not have.
+// agent is configured otherwise.
+//
+// # Service ports
+//
+// A kernel given a port (Spec.Port, as a deployment's routes are) is told
+// SOKOVAN_PORT and SOKOVAN_BIND_HOST (Spec.BindHost, 127.0.0.1 when empty),
+// as every runtime tells its kernels. Ports are never published:
+// publishing needs a bridge network, which the agents this runtime was
+// built for do not have. So only in the host's network (NetworkMode
+// "host", the agent's --docker-network host) does a kernel listening there
+// serve on the host's own address, and only then does it report the port,
+// on kernel_started and in Live, exactly as the process runtime does (name
+// and protocol "http", the bind host and the port), for the session proxy,
+// deployments and their health checks. In any other mode it reports no
+// port, since what listens at that address on the host is not the kernel;
+// a deployment on such an agent fails its routes ("serves no port"). The
+// port is also kept in the sokovan.port label (HOST:PORT), so a restarted
+// agent reports it again for a running container it takes back. In the
+// host's network kernels share the host's ports and interfaces with each
+// other and with the agent: the port is the agent's to choose (a free one
+// for a serving image), and nothing keeps a kernel from binding others.
 //
 // GPUs are the spec's grants: an "nvidia" device request of exactly those
 // (by UUID where the driver reported one) and NVIDIA_VISIBLE_DEVICES naming
@@ -65,7 +84,7 @@
 // library, the moby Engine API client and types, containerd's errdefs (the
 // client's error classes), distribution/reference (image reference
 // syntax), golang.org/x/crypto/ssh and golang.org/x/sys/unix; nothing from
-// the scheduler, the store or the coordinator. Its tests may also import
-// go-containerregistry, to build images and serve them from a registry in
-// the test process.
+// the scheduler, the store or the coordinator. Its tests take their engine
+// and images from dockertest, which builds images of testdata/kernel and
+// serves them from a registry in the test process (go-containerregistry).
 package docker

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,7 +37,15 @@ const (
 	// LabelImage keeps the image as the spec named it; the container's
 	// own Config.Image may be rewritten by the engine.
 	LabelImage = "sokovan.image"
+	// LabelPort is the service port the kernel reported, as HOST:PORT; only
+	// on containers that report one, so a restarted agent reports it again.
+	LabelPort = "sokovan.port"
 )
+
+// NetworkHost is the network mode in which a kernel shares the host's
+// network stack, the one mode in which its Spec.Port is reachable at the
+// address it binds without publishing.
+const NetworkHost = "host"
 
 // ClusterSSHDir is where a kernel of a multi-kernel session finds its
 // session's SSH key pair, mounted read-only: id_cluster (the private key,
@@ -325,6 +334,7 @@ func (r *Runtime) create(ctx context.Context, k *kernel, spec runtime.Spec) erro
 		return fmt.Errorf("%w: start: %w", runtime.ErrCreateFailed, err)
 	}
 	k.Own.container = created.ID
+	k.Ports = r.servicePorts(spec)
 	r.kernels.Start(k, startedAt)
 	r.watch(k)
 	return nil
@@ -447,6 +457,9 @@ func (r *Runtime) containerConfig(spec runtime.Spec, sshDir string) (*container.
 			LabelImage:   spec.Image,
 		},
 	}
+	for _, p := range r.servicePorts(spec) {
+		cfg.Labels[LabelPort] = net.JoinHostPort(p.Host, strconv.Itoa(p.Port))
+	}
 	if len(spec.Command) > 0 {
 		// Spec.Command replaces the image's whole command line, and the
 		// engine runs Entrypoint followed by Cmd.
@@ -477,6 +490,19 @@ func (r *Runtime) containerConfig(spec runtime.Spec, sshDir string) (*container.
 		host.DeviceRequests = []container.DeviceRequest{{Driver: "nvidia", DeviceIDs: gpus, Capabilities: [][]string{{"gpu"}}}}
 	}
 	return cfg, host
+}
+
+// servicePorts is what the kernel reports it serves: its spec's port, as
+// the process runtime reports it, in the host's network, where the kernel
+// binds the host's own address. In any other mode the port is inside the
+// container's network namespace, unpublished, and nothing on the host
+// reaches it: reporting it would send the proxy and health checks to an
+// address where nothing, or something else, listens.
+func (r *Runtime) servicePorts(spec runtime.Spec) []domain.ServicePort {
+	if r.cfg.NetworkMode != NetworkHost {
+		return nil
+	}
+	return spec.ServicePorts()
 }
 
 // gpuIDs are the kernel's granted GPUs as the toolkit names them, by UUID

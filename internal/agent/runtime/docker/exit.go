@@ -2,6 +2,8 @@ package docker
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -69,6 +71,9 @@ func (r *Runtime) adopt(k *kernel, c container.InspectResponse) (adoption, domai
 		kind = adoptedExited
 		e := exitOf(c.State, false, false)
 		st.ExitCode, st.Reason, st.Message, st.FinishedAt = &e.Code, e.Reason, e.Message, e.At
+	}
+	if st.Running {
+		st.Ports = portsOf(c)
 	}
 	k.Own.container = c.ID
 	ev, _ := r.kernels.Adopt(k, st)
@@ -212,4 +217,20 @@ func engineTime(s string) time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// portsOf reads back the service ports a container's kernel reported when
+// it was created (LabelPort): nil when it reported none.
+func portsOf(c container.InspectResponse) []domain.ServicePort {
+	host, port, err := net.SplitHostPort(labelOf(c, LabelPort))
+	if err != nil {
+		return nil
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n <= 0 || n > 65535 {
+		return nil
+	}
+	// The label holds only what varies; the rest is what every kernel
+	// given a port reports.
+	return runtime.Spec{Port: n, BindHost: host}.ServicePorts()
 }

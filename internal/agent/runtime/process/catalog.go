@@ -77,11 +77,7 @@ func DefaultCatalog(selfExe string) Catalog {
 					if spec.Port == 0 {
 						return nil, fmt.Errorf("%w: image http-echo needs a port", runtime.ErrInvalidSpec)
 					}
-					host := spec.BindHost
-					if host == "" {
-						host = "127.0.0.1"
-					}
-					return []string{HTTPEchoArg, net.JoinHostPort(host, strconv.Itoa(spec.Port))}, nil
+					return []string{HTTPEchoArg, net.JoinHostPort(spec.ServiceHost(), strconv.Itoa(spec.Port))}, nil
 				},
 			},
 		},

@@ -434,7 +434,7 @@ func (r *Runtime) start(ctx context.Context, k *kernel, spec runtime.Spec) (err 
 	}
 
 	k.Own.cmd, k.Own.pid, k.Own.cg, k.Own.pidfd = cmd, pid, kc, pf
-	k.Ports = servicePorts(spec)
+	k.Ports = spec.ServicePorts()
 	r.kernels.Start(k, startedAt)
 	r.waiters.Add(1)
 	go r.wait(k)
@@ -492,20 +492,6 @@ func chownTree(dir string, uid int) error {
 		}
 		return os.Lchown(path, uid, uid)
 	})
-}
-
-// servicePorts is what a kernel given a port serves there: the kernel
-// listens on BindHost:Port (http-echo does, and a user's command is told
-// SOKOVAN_PORT), and what the manager proxies is HTTP.
-func servicePorts(spec runtime.Spec) []domain.ServicePort {
-	if spec.Port == 0 {
-		return nil
-	}
-	host := spec.BindHost
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return []domain.ServicePort{{Name: "http", Protocol: "http", Host: host, Port: spec.Port}}
 }
 
 // argv is the kernel's command line: the spec's override or the image's.

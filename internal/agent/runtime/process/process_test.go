@@ -353,6 +353,7 @@ func TestEnvCarriesClusterFacts(t *testing.T) {
 		"SOKOVAN_CLUSTER_HOSTS": "main1,sub1,sub2",
 		"SOKOVAN_CLUSTER_HOST":  "sub2",
 		"SOKOVAN_PORT":          "8080",
+		"SOKOVAN_BIND_HOST":     "127.0.0.1",
 		"ENV_OUT":               out,
 		"FOO":                   "bar baz",
 		"PATH":                  os.Getenv("PATH"),

@@ -9,11 +9,20 @@
 //	           $SOKOVAN_CLUSTER_SSH_DIR) and exit 0
 //	output     print a line to stdout, then one to stderr, and exit 0
 //	alloc      touch memory a MiB at a time until stopped
+//	serve      serve HTTP on $SOKOVAN_BIND_HOST:$SOKOVAN_PORT until SIGTERM:
+//	           GET /health answers 200, any other path a JSON object naming
+//	           the kernel ($SOKOVAN_KERNEL_ID) and the path, with the kernel
+//	           in X-Sokovan-Kernel too, as the process runtime's http-echo
+//	           answers
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -57,6 +66,8 @@ func main() {
 	case "output":
 		fmt.Fprintln(os.Stdout, "to-stdout")
 		fmt.Fprintln(os.Stderr, "to-stderr")
+	case "serve":
+		serve()
 	case "alloc":
 		var keep [][]byte
 		for range 4096 {
@@ -70,6 +81,44 @@ func main() {
 	default:
 		fail("unknown behaviour " + os.Args[1])
 	}
+}
+
+func serve() {
+	port := os.Getenv("SOKOVAN_PORT")
+	if port == "" {
+		fail("serve: no SOKOVAN_PORT")
+	}
+	kernel := os.Getenv("SOKOVAN_KERNEL_ID")
+	addr := net.JoinHostPort(os.Getenv("SOKOVAN_BIND_HOST"), port)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Sokovan-Kernel", kernel)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(struct {
+			Kernel string `json:"kernel"`
+			Path   string `json:"path"`
+		}{kernel, r.URL.Path})
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fail(err.Error())
+	}
+	// Printed once the socket listens, so a test may wait for it.
+	fmt.Println("serving on", ln.Addr())
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	srv := &http.Server{Handler: mux}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fail(err.Error())
+	}
+	fmt.Println("terminating")
 }
 
 type file struct {
