@@ -63,13 +63,11 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 		byID[targets[i].Session.ID] = &targets[i]
 	}
 	factsOf := func(id domain.SessionID, r report, msg string) facts {
-		f := facts{Report: r, Message: msg, Transitions: h.Transitions, Policy: pol, Applied: res.successApplied, Now: now}
+		var s *domain.Session
 		if t, ok := byID[id]; ok {
-			f.Status, f.StatusChangedAt = t.Session.Status, t.Session.StatusChangedAt
-			f.Bound = gs.timeout(t.Session.ResourceGroup, t.Session.Status)
-			f.MaxRetries = gs.maxRetries(t.Session.ResourceGroup)
+			s = &t.Session
 		}
-		return f
+		return factsAbout(h, pol, res.successApplied, s, gs, r, msg, now)
 	}
 	var hist []domain.HistoryEntry
 	record := func(id domain.SessionID, d decision) {
@@ -226,6 +224,19 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 		return fmt.Errorf("%s: history: %w", h.Name, err)
 	}
 	return nil
+}
+
+// factsAbout is what decide needs to judge a report on s under handler h;
+// s is nil for a session the handler reported but did not target.
+func factsAbout(h domain.LifecycleHandler, pol handlerPolicy, applied bool, s *domain.Session, gs groups,
+	r report, msg string, now time.Time) facts {
+	f := facts{Report: r, Message: msg, Transitions: h.Transitions, Policy: pol, Applied: applied, Now: now}
+	if s != nil {
+		f.Status, f.StatusChangedAt = s.Status, s.StatusChangedAt
+		f.Bound = gs.timeout(s.ResourceGroup, s.Status)
+		f.MaxRetries = gs.maxRetries(s.ResourceGroup)
+	}
+	return f
 }
 
 // leave moves one session out of its status on expiry or give-up. Going

@@ -112,6 +112,43 @@ func (c *Coordinator) ScheduleNewSessions(ctx context.Context) error {
 	return nil
 }
 
+// waitNotes records the plan's waiting sessions that only wait again:
+// within their PENDING bound (one past it expires through apply, which
+// moves it) and not preempting (their note follows the preemption's).
+// It returns their history entries and the set it recorded, which apply
+// then leaves out.
+func (c *Coordinator) waitNotes(h domain.LifecycleHandler, snap *framework.Snapshot, plan framework.Plan,
+	gs groups, now time.Time) ([]domain.HistoryEntry, map[domain.SessionID]bool) {
+	if len(plan.Waiting) == 0 {
+		return nil, nil
+	}
+	preempting := make(map[domain.SessionID]bool, len(plan.Preemptions))
+	for _, p := range plan.Preemptions {
+		preempting[p.Preemptor] = true
+	}
+	pending := make(map[domain.SessionID]*domain.Session, len(snap.Pending))
+	for i := range snap.Pending {
+		pending[snap.Pending[i].Session.ID] = &snap.Pending[i].Session
+	}
+	hist := make([]domain.HistoryEntry, 0, len(plan.Waiting))
+	recorded := make(map[domain.SessionID]bool, len(plan.Waiting))
+	for _, w := range plan.Waiting {
+		s, ok := pending[w.Session]
+		if !ok || preempting[w.Session] || recorded[w.Session] {
+			continue
+		}
+		d := decide(factsAbout(h, handlerPolicy{}, true, s, gs, skipped, describe(w.Blockers, snap.Slots), now))
+		if d.Result != domain.ResultSkipped {
+			continue
+		}
+		hist = append(hist, domain.HistoryEntry{SessionID: s.ID, At: now, Handler: h.Name, Result: d.Result,
+			From: s.Status, To: s.Status, Message: d.Message, Attempt: 1})
+		c.metrics.outcome(h.Name, d.Result)
+		recorded[s.ID] = true
+	}
+	return hist, recorded
+}
+
 // round is what a scheduling round leaves for idleRounds.
 type round struct {
 	// empty: no session is left waiting.
@@ -140,9 +177,20 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 	if err != nil {
 		return round{}, fmt.Errorf("schedule %s: %w", group, err)
 	}
+	// The history of sessions that only wait again depends on nothing the
+	// applier decides, so it is written beside it, on a connection of its
+	// own: at 100k pending sessions these are most of the round's history
+	// rows, and the two writes touch disjoint sessions.
+	waitHist, recorded := c.waitNotes(h, &snap, plan, gs, now)
+	histDone := make(chan error, 1)
+	go func() { histDone <- c.store.AppendHistory(ctx, waitHist) }()
 	applied, err := c.store.ApplyPlan(ctx, plan, now)
+	herr := <-histDone
 	if err != nil {
 		return round{}, fmt.Errorf("apply plan of %s: %w", group, err)
+	}
+	if herr != nil {
+		return round{}, fmt.Errorf("%s: history of %s: %w", h.Name, group, herr)
 	}
 	r := round{
 		// Every pending session placed: the queue is empty now.
@@ -160,11 +208,13 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 	if err := c.preempted(ctx, group, applied.Preempted, now); err != nil {
 		return round{}, err
 	}
-	targets := make([]store.SessionWithKernels, len(snap.Pending))
+	targets := make([]store.SessionWithKernels, 0, len(snap.Pending)-len(recorded))
 	submitted := make(map[domain.SessionID]time.Time, len(snap.Pending))
-	for i, p := range snap.Pending {
-		targets[i] = store.SessionWithKernels{Session: p.Session, Kernels: p.Kernels}
+	for _, p := range snap.Pending {
 		submitted[p.Session.ID] = p.Session.CreatedAt
+		if !recorded[p.Session.ID] {
+			targets = append(targets, store.SessionWithKernels{Session: p.Session, Kernels: p.Kernels})
+		}
 	}
 	for _, id := range applied.Applied {
 		c.metrics.placed(group, now.Sub(submitted[id]))
@@ -177,7 +227,9 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 			Message: fmt.Sprintf("placement re-check failed (%s %s %s); retrying", r.Reason, r.Agent, r.Slot)})
 	}
 	for _, d := range plan.Waiting {
-		res.Skipped = append(res.Skipped, Note{Session: d.Session, Message: describe(d.Blockers, snap.Slots)})
+		if !recorded[d.Session] {
+			res.Skipped = append(res.Skipped, Note{Session: d.Session, Message: describe(d.Blockers, snap.Slots)})
+		}
 	}
 	if len(applied.Applied) > 0 {
 		c.Mark()
