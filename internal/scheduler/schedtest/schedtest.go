@@ -1,6 +1,3 @@
-// Package schedtest builds snapshots, agents and sessions for scheduler
-// tests, in the style of kube-scheduler's MakePod().Req(...).Obj(). It is
-// imported only by tests.
 package schedtest
 
 import (

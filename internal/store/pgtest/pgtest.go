@@ -1,7 +1,3 @@
-// Package pgtest gives tests above the store a fresh PostgreSQL database:
-// created for the test, dropped when it ends. Where PostgreSQL cannot be
-// reached the test is skipped with the reason, unless CI=true, where it
-// fails. It is imported only by tests.
 package pgtest
 
 import (
