@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -97,9 +98,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Architecture == "" {
 		cfg.Architecture = Architecture()
 	}
-	if len(cfg.Capacity) == 0 {
-		cfg.Capacity = DetectCapacity()
-	}
+	cfg.Capacity = withMachine(cfg.Capacity)
 	if _, err := cfg.Registry.ParseSlots(cfg.Capacity); err != nil {
 		return nil, fmt.Errorf("agent: capacity: %w", err)
 	}
@@ -355,6 +354,24 @@ func Architecture() string {
 		return "aarch64"
 	}
 	return goruntime.GOARCH
+}
+
+// withMachine is capacity with the machine's cpu and mem wherever it
+// does not name them: an agent told only its cpu (dev mode's --agent-cpu 4)
+// would otherwise offer no memory, and every session, which must ask for
+// some, would wait for a larger agent for ever. The caller's map is not
+// changed: dev mode hands one to every local agent.
+func withMachine(capacity map[string]string) map[string]string {
+	out := maps.Clone(capacity)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for slot, q := range DetectCapacity() {
+		if _, ok := out[slot]; !ok {
+			out[slot] = q
+		}
+	}
+	return out
 }
 
 // DetectCapacity reads the machine's CPU count and memory.

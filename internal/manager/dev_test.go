@@ -222,3 +222,36 @@ func TestDevModeRestartSettlesDeadKernels(t *testing.T) {
 		t.Fatalf("admin-token: %v mode %v", err, info.Mode())
 	}
 }
+
+// TestDevAgentGivenOnlyCPUOffersTheMachinesMemory: `sokovan dev
+// --agent-cpu 4` names no memory, and the agents must still offer the
+// machine's; with none, every session (which must ask for memory) would
+// wait for a larger agent for ever.
+func TestDevAgentGivenOnlyCPUOffersTheMachinesMemory(t *testing.T) {
+	t.Parallel()
+	d := startDev(t, t.TempDir(), func(c *manager.DevConfig) { c.AgentCapacity = map[string]string{"cpu": "4"} })
+	p := d.info.Parts
+	var agents []domain.Agent
+	// Dev mode says it is ready before its agents have registered.
+	for deadline := time.Now().Add(30 * time.Second); len(agents) < 2; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if agents, err = p.Store.ListAgents(context.Background(), store.AgentFilter{}); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d agents registered, want 2", len(agents))
+		}
+	}
+	cpu, _ := p.Slots.Lookup("cpu")
+	mem, _ := p.Slots.Lookup("mem")
+	for _, a := range agents {
+		if got := a.Capacity[cpu]; got != 4000 {
+			t.Errorf("%s offers %v cpu, want 4", a.ID, got)
+		}
+		if a.Capacity[mem] <= 0 {
+			t.Errorf("%s offers no memory: %v", a.ID, a.Capacity)
+		}
+	}
+	id := d.submit("fits", "sleep", 1, domain.SingleNode)
+	d.waitFor(map[domain.SessionID]domain.SessionStatus{id: domain.SessionRunning})
+}
