@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -24,6 +25,91 @@ func putDeployment(t *testing.T, m *apitest.Manager, id, name, user, project str
 		Revision: 1, MaxSurge: 1}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// createDeployment creates a deployment through the API.
+func createDeployment(t *testing.T, m *apitest.Manager, token, name string) v1.Deployment {
+	t.Helper()
+	var d v1.Deployment
+	if code := m.Do(token, "POST", "/v1/deployments", v1.CreateDeploymentRequest{Name: name, Image: "sleep",
+		Resources: map[string]string{"cpu": "1", "mem": "1g"}}, &d); code != http.StatusCreated {
+		t.Fatalf("create deployment %s: status %d", name, code)
+	}
+	return d
+}
+
+// TestDeploymentReferences: every deployment route takes the id, a unique
+// id prefix or the name, within what the caller may see, as session
+// routes do.
+func TestDeploymentReferences(t *testing.T) {
+	t.Parallel()
+	engines(t, func(t *testing.T, engine string) {
+		m := apitest.New(t, apitest.Options{Engine: engine, Manual: true})
+		alice := m.User("alice", "user", "p1")
+		bob := m.User("bob", "user", "p2")
+		llm := createDeployment(t, m, alice, "llm")
+
+		for _, ref := range []string{llm.ID, "llm", llm.ID[:8], llm.ID[:6]} {
+			for _, suffix := range []string{"/history", "/tokens"} {
+				if code, raw := m.Raw(alice, "GET", "/v1/deployments/"+ref+suffix, nil); code != http.StatusOK {
+					t.Errorf("alice GET %s%s: %d %s", ref, suffix, code, raw)
+				}
+			}
+			var got v1.Deployment
+			if code := m.Do(alice, "GET", "/v1/deployments/"+ref, nil, &got); code != http.StatusOK || got.ID != llm.ID {
+				t.Errorf("alice GET %s: %d, deployment %q, want %s", ref, code, got.ID, llm.ID)
+			}
+		}
+		if code, _ := m.Raw(alice, "GET", "/v1/deployments/"+llm.ID[:5], nil); code != http.StatusNotFound {
+			t.Errorf("a 5-character prefix: %d, want 404", code)
+		}
+		if code := m.Do(m.AdminToken, "GET", "/v1/deployments/"+llm.ID[:8], nil, nil); code != http.StatusOK {
+			t.Errorf("admin by prefix: %d, want 200", code)
+		}
+
+		// Another user's deployment is not matched, by prefix nor name,
+		// and the answer is a missing deployment's.
+		_, missing := m.Raw(bob, "GET", "/v1/deployments/ffffffff", nil)
+		for _, ref := range []string{"llm", llm.ID[:8], llm.ID} {
+			code, raw := m.Raw(bob, "GET", "/v1/deployments/"+ref, nil)
+			if code != http.StatusNotFound {
+				t.Errorf("bob GET alice's %s: %d, want 404", ref, code)
+			}
+			if got, want := errorOf(t, raw).Message, strings.ReplaceAll(errorOf(t, missing).Message, "ffffffff", ref); got != want {
+				t.Errorf("bob GET alice's %s: %q, want a missing deployment's %q", ref, got, want)
+			}
+		}
+
+		// Bob's own llm is his alone; the admin, who sees both, is told
+		// which there are.
+		bobs := createDeployment(t, m, bob, "llm")
+		var got v1.Deployment
+		if code := m.Do(bob, "GET", "/v1/deployments/llm", nil, &got); code != http.StatusOK || got.ID != bobs.ID {
+			t.Errorf("bob GET llm: %d %q, want his %s", code, got.ID, bobs.ID)
+		}
+		code, raw := m.Raw(m.AdminToken, "GET", "/v1/deployments/llm", nil)
+		if msg := errorOf(t, raw).Message; code != http.StatusConflict || !strings.Contains(msg, llm.ID) || !strings.Contains(msg, bobs.ID) {
+			t.Errorf("admin GET llm, two owners: %d %q, want 409 listing both", code, msg)
+		}
+
+		// A prefix that starts several of alice's ids is refused with
+		// the candidates; one more character picks one.
+		putDeployment(t, m, "abcdef01-0000-4000-8000-000000000000", "one", "alice", "p1")
+		putDeployment(t, m, "abcdef02-0000-4000-8000-000000000000", "two", "alice", "p1")
+		code, raw = m.Raw(alice, "GET", "/v1/deployments/abcdef0", nil)
+		e := errorOf(t, raw)
+		if code != http.StatusConflict || e.Code != "conflict" || e.Field != "id" ||
+			!strings.Contains(e.Message, "abcdef01-0000-4000-8000-000000000000 (one, PENDING)") ||
+			!strings.Contains(e.Message, "abcdef02-0000-4000-8000-000000000000 (two, PENDING)") {
+			t.Errorf("ambiguous prefix: %d %+v, want 409 on id listing both", code, e)
+		}
+		if code := m.Do(alice, "GET", "/v1/deployments/abcdef02", nil, &got); code != http.StatusOK || got.Name != "two" {
+			t.Errorf("longer prefix: %d %q, want two", code, got.Name)
+		}
+		if code, _ := m.Raw(bob, "GET", "/v1/deployments/abcdef0", nil); code != http.StatusNotFound {
+			t.Errorf("bob GET alice's ambiguous prefix: %d, want 404", code)
+		}
+	})
 }
 
 // TestProxyMetricsByCode: the proxy's requests and their latency are
