@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,37 @@ func TestProxyMetricsByCode(t *testing.T) {
 	} {
 		if !strings.Contains(string(body), want+"\n") {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestOpenAPIDeploymentPatchNamesEveryField: the PATCH operation's text
+// names every field its body takes, so a field added to the request
+// cannot go undocumented (its summary once spoke of replicas alone).
+func TestOpenAPIDeploymentPatchNamesEveryField(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Summary     string `json:"summary"`
+			Description string `json:"description"`
+		} `json:"paths"`
+	}
+	if code := m.Do("", "GET", "/v1/openapi.json", nil, &doc); code != http.StatusOK {
+		t.Fatalf("openapi.json: %d", code)
+	}
+	op, ok := doc.Paths["/v1/deployments/{id}"]["patch"]
+	if !ok {
+		t.Fatal("PATCH /v1/deployments/{id} is not documented")
+	}
+	text := op.Summary + " " + op.Description
+	if !strings.Contains(op.Summary, "roll") {
+		t.Errorf("PATCH summary %q does not say it rolls out a new spec", op.Summary)
+	}
+	for f := range reflect.TypeFor[v1.UpdateDeploymentRequest]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !strings.Contains(text, name) {
+			t.Errorf("PATCH /v1/deployments/{id} does not mention %s:\n%s", name, text)
 		}
 	}
 }
