@@ -106,7 +106,7 @@ func newDeployCmd() *cobra.Command {
 	}
 	o.register(cmd)
 	cmd.AddCommand(newDeployCreateCmd(&o), newDeployLsCmd(&o), newDeployShowCmd(&o), newDeployScaleCmd(&o),
-		newDeployUpdateCmd(&o), newDeployRmCmd(&o), newDeployRoutesCmd(&o), newDeployHistoryCmd(&o))
+		newDeployUpdateCmd(&o), newDeployRmCmd(&o), newDeployRoutesCmd(&o), newDeployHistoryCmd(&o), newDeployTokenCmd(&o))
 	return cmd
 }
 
@@ -461,6 +461,88 @@ func newDeployHistoryCmd(o *output) *cobra.Command {
 				}
 				return table(w, []string{"AT", "ROUTE", "HANDLER", "RESULT", "MOVE", "TIMES", "MESSAGE"}, rows)
 			})
+		},
+	}
+}
+
+func newDeployTokenCmd(o *output) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "token",
+		Aliases: []string{"tokens"},
+		Short:   "Tokens that open one deployment's proxy and nothing else",
+		Long: "A deployment token is for the clients of a deployment: it opens /v1/deployments/NAME|ID/proxy/… of that\n" +
+			"deployment only, where a user's token opens everything its user may do. It is shown once, when created;\n" +
+			"the manager keeps only its hash.",
+	}
+	cmd.AddCommand(newDeployTokenCreateCmd(o), newDeployTokenLsCmd(o), newDeployTokenRmCmd(o))
+	return cmd
+}
+
+func tokensPath(ref string) string { return deploymentPath(ref) + "/tokens" }
+
+func newDeployTokenCreateCmd(o *output) *cobra.Command {
+	return &cobra.Command{
+		Use:   "create NAME|ID",
+		Short: "Create a token for the deployment's proxy; it is printed this once",
+		Example: "  TOKEN=$(sokovan deploy token create echo -o json | jq -r .token)\n" +
+			"  curl -H \"Authorization: Bearer $TOKEN\" $SOKOVAN_ADDR/v1/deployments/echo/proxy/",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeFrom(listDeploymentNames),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(cmd, o, "POST", tokensPath(args[0]), nil, func(w io.Writer, t v1.DeploymentToken) error {
+				fmt.Fprintf(w, "id:     %s\ntoken:  %s\n", t.ID, t.Token)
+				// On stderr, so that stdout is only what a script keeps.
+				fmt.Fprintln(cmd.ErrOrStderr(), "Keep the token now: it is not shown again. Revoke it with "+
+					"`sokovan deploy token rm "+args[0]+" "+t.ID+"`.")
+				return nil
+			})
+		},
+	}
+}
+
+func newDeployTokenLsCmd(o *output) *cobra.Command {
+	return &cobra.Command{
+		Use:               "ls NAME|ID",
+		Aliases:           []string{"list"},
+		Short:             "List the deployment's tokens, revoked ones too",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeFrom(listDeploymentNames),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(cmd, o, "GET", tokensPath(args[0]), nil, func(w io.Writer, l v1.List[v1.DeploymentToken]) error {
+				rows := make([][]string, len(l.Items))
+				for i, t := range l.Items {
+					status := "valid"
+					if t.RevokedAt != nil {
+						status = "revoked"
+					}
+					rows[i] = []string{t.ID, status, when(&t.CreatedAt), when(t.RevokedAt)}
+				}
+				return table(w, []string{"ID", "STATUS", "CREATED", "REVOKED"}, rows)
+			})
+		},
+	}
+}
+
+func newDeployTokenRmCmd(o *output) *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm NAME|ID TOKEN_ID",
+		Aliases: []string{"revoke"},
+		Short:   "Revoke a deployment token",
+		Long: "Revoke a deployment token by its id (from `sokovan deploy token ls`). A manager may still accept it for\n" +
+			"a fraction of a second, as long as it trusts what it read of a proxy request's token.",
+		Args: cobra.ExactArgs(2),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return completeFrom(listDeploymentNames)(cmd, args, toComplete)
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(cmd, o, "DELETE", tokensPath(args[0])+"/"+url.PathEscape(args[1]), nil,
+				func(w io.Writer, t v1.DeploymentToken) error {
+					fmt.Fprintf(w, "%s  revoked %s\n", t.ID, when(t.RevokedAt))
+					return nil
+				})
 		},
 	}
 }

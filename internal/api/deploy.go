@@ -36,8 +36,13 @@ func (s *Server) deployRoutes() []route {
 			desc: "{id} is the deployment's id, a unique prefix of it (6 characters or more), or its name. A PROVISIONING " +
 				"route whose session is PENDING carries that session's blockers.",
 			status: http.StatusOK, resp: v1.Deployment{}, handle: s.getDeployment},
-		{method: "PATCH", path: "/v1/deployments/{id}", access: user, summary: "Change a deployment's replicas",
-			desc: "replicas 0 to 64. 409 once the deployment is being destroyed.",
+		{method: "PATCH", path: "/v1/deployments/{id}", access: user,
+			summary: "Scale a deployment, change its rollout or autoscaling, or roll out a new spec",
+			desc: "Fields left out are kept. replicas 0 to 64; max_surge is how many routes a rollout may run beyond them; " +
+				"autoscale sizes the replicas from the proxies' load (max 0 turns it off). A new image, command, resources " +
+				"or env (env replaces the whole environment) is a rolling update to the next revision: new routes start, an " +
+				"old one ends only once a new one is HEALTHY, and a rollout whose new routes fail stops with the old ones " +
+				"serving. 409 while a rollout is under way and a new spec is given, and once the deployment is being destroyed.",
 			body: v1.UpdateDeploymentRequest{}, status: http.StatusOK, resp: v1.Deployment{}, handle: s.patchDeployment},
 		{method: "DELETE", path: "/v1/deployments/{id}", access: user, summary: "Destroy a deployment",
 			desc: "Sets replicas 0 and DESTROYING in one write; every route's session is ended, then the deployment is " +

@@ -66,8 +66,8 @@ func newProxyMetrics(reg prometheus.Registerer) *proxyMetrics {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_deployment_proxy_requests_total",
 			Help: "Requests proxied to deployments, by deployment and status code."}, []string{"deployment", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sokovan_deployment_proxy_duration_seconds",
-			Help:    "Duration of proxied requests until the answer ended, by deployment.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9)}, []string{"deployment"}),
+			Help:    "Duration of proxied requests until the answer ended, by deployment and status code.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9)}, []string{"deployment", "code"}),
 	}
 	reg.MustRegister(m.requests, m.latency)
 	return m
@@ -249,8 +249,9 @@ func (s *Server) deploymentProxy(w http.ResponseWriter, r *http.Request) error {
 	sw := &statusWriter{ResponseWriter: w}
 	defer func() {
 		if m := s.traffic.metrics; m != nil {
-			m.requests.WithLabelValues(string(d.ID), strconv.Itoa(sw.code())).Inc()
-			m.latency.WithLabelValues(string(d.ID)).Observe(time.Since(start).Seconds())
+			code := strconv.Itoa(sw.code())
+			m.requests.WithLabelValues(string(d.ID), code).Inc()
+			m.latency.WithLabelValues(string(d.ID), code).Observe(time.Since(start).Seconds())
 		}
 	}()
 	tab, err := s.traffic.table(ctx, s.store, d.ID, s.clock.Now())

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,9 +52,14 @@ func TestProxyReadsTokenAndDeploymentOncePerBound(t *testing.T) {
 	proxy := func() {
 		t.Helper()
 		// No route serves yet: 503 says the request passed auth and
-		// found its deployment.
-		if code := m.Do(alice, "GET", "/v1/deployments/d1/proxy/x", nil, nil); code != http.StatusServiceUnavailable {
-			t.Fatalf("proxy: %d, want 503", code)
+		// found its deployment, and the body says why no route took it.
+		code, raw := m.Raw(alice, "GET", "/v1/deployments/d1/proxy/x", nil)
+		if code != http.StatusServiceUnavailable {
+			t.Fatalf("proxy: %d %s, want 503", code, raw)
+		}
+		e := errorOf(t, raw)
+		if e.Code != "unavailable" || !strings.Contains(e.Message, "llm (d1, PENDING)") || !strings.Contains(e.Message, "no HEALTHY route") {
+			t.Fatalf("proxy with no HEALTHY route: %+v, want code unavailable naming llm (d1, PENDING) and no HEALTHY route", e)
 		}
 	}
 	start := time.Now()

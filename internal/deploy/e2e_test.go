@@ -735,7 +735,7 @@ func (e *devEnv) checkMetrics(id string) {
 	for _, want := range []string{
 		`sokovan_deployment_routes{deployment="` + id + `",status="HEALTHY"} 3`,
 		`sokovan_deployment_proxy_requests_total{code="200",deployment="` + id + `"}`,
-		`sokovan_deployment_proxy_duration_seconds_count{deployment="` + id + `"}`,
+		`sokovan_deployment_proxy_duration_seconds_count{code="200",deployment="` + id + `"}`,
 		`sokovan_route_health_checks_total{result="success"}`,
 		`sokovan_route_health_check_duration_seconds_count`,
 	} {
