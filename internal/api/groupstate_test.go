@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
+	"github.com/sokovan-go/sokovan/internal/store/storetest"
 )
 
 // Seed 003's object states at the API: DRAINING refuses submits with 409
@@ -81,4 +83,109 @@ func TestGroupStoppedHoldsUntilStarted(t *testing.T) {
 	if got := get(t, m, alice, s.ID); got.Status == "PENDING" {
 		t.Fatal("still PENDING after Start")
 	}
+}
+
+// Seed 003's DRAINING, start to end in one group: it holds running
+// sessions and a queue when it is set DRAINING; new submits are refused
+// with 409, but the queue is still placed and runs as room frees up; the
+// group cannot be removed while anything in it lives, nor while an agent
+// is still in it, and is removed once it is empty.
+func TestGroupDrainingFinishesQueueThenRemoved(t *testing.T) {
+	t.Parallel()
+	engines(t, func(t *testing.T, engine string) {
+		m := apitest.New(t, apitest.Options{Engine: engine, Manual: true})
+		alice := m.User("alice", "user", "p1")
+		ctx := context.Background()
+		if code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/batch", map[string]any{}, nil); code != http.StatusCreated {
+			t.Fatalf("create batch: %d", code)
+		}
+		// Room for two one-cpu sessions at a time.
+		m.RegisterAgent("b-0", "batch", map[string]string{"cpu": "2", "mem": "4g"})
+		submit := func() v1.Session {
+			t.Helper()
+			return create(t, m, alice, map[string]any{"image": "sleep", "resource_group": "batch",
+				"resources": map[string]string{"cpu": "1", "mem": "1g"}})
+		}
+		// settle runs cycles until cond holds: agent events arrive on their
+		// own goroutine, so one cycle may not see them yet.
+		settle := func(what string, cond func() bool) {
+			t.Helper()
+			apitest.Eventually(t, 10*time.Second, what, func() bool {
+				if err := m.Coordinator.Cycle(ctx); err != nil {
+					t.Fatal(err)
+				}
+				return cond()
+			})
+		}
+		all := func(want string, ss ...v1.Session) func() bool {
+			return func() bool {
+				for _, s := range ss {
+					if get(t, m, alice, s.ID).Status != want {
+						return false
+					}
+				}
+				return true
+			}
+		}
+		end := func(ss ...v1.Session) {
+			t.Helper()
+			for _, s := range ss {
+				if code := m.Do(alice, "DELETE", "/v1/sessions/"+s.ID, nil, nil); code != http.StatusAccepted {
+					t.Fatalf("end %s: %d", s.ID, code)
+				}
+			}
+		}
+		removeRefused := func(when, text string) {
+			t.Helper()
+			var e v1.ErrorResponse
+			if code := m.Do(m.AdminToken, "DELETE", "/v1/resource-groups/batch", nil, &e); code != http.StatusConflict ||
+				!strings.Contains(e.Error.Message, text) {
+				t.Fatalf("remove %s: %d %+v; want 409 naming %q", when, code, e.Error, text)
+			}
+		}
+
+		r1, r2 := submit(), submit()
+		settle("the first two RUNNING", all("RUNNING", r1, r2))
+		q1, q2 := submit(), submit()
+		if err := m.Coordinator.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []v1.Session{q1, q2} {
+			if s := get(t, m, alice, q.ID); s.Status != "PENDING" {
+				t.Fatalf("queued session %s is %s with the agent full", q.ID, s.Status)
+			}
+		}
+
+		var g v1.Group
+		if code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/batch", map[string]any{"state": "DRAINING"}, &g); code != http.StatusOK || g.State != "DRAINING" {
+			t.Fatalf("ACTIVE → DRAINING: %d %+v", code, g)
+		}
+		var e v1.ErrorResponse
+		if code := m.Do(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resource_group": "batch"}, &e); code != http.StatusConflict ||
+			e.Error.Field != "resource_group" || !strings.Contains(e.Error.Message, "DRAINING") {
+			t.Fatalf("submit to a DRAINING group: %d %+v; want 409 naming DRAINING", code, e.Error)
+		}
+		removeRefused("with 4 live sessions", "4 live sessions")
+
+		// The running two end; the queue takes their place.
+		end(r1, r2)
+		settle("the queued two RUNNING in a DRAINING group", all("RUNNING", q1, q2))
+		if !all("TERMINATED", r1, r2)() {
+			t.Fatal("the first two did not end")
+		}
+		removeRefused("with the queue running", "2 live sessions")
+
+		end(q1, q2)
+		settle("the queued two TERMINATED", all("TERMINATED", q1, q2))
+		removeRefused("with its agent still in it", "1 ALIVE or LOST agents")
+		// The agent moves to another group, as one restarted with
+		// --resource-group default does.
+		m.RegisterAgent("b-0", "default", map[string]string{"cpu": "2", "mem": "4g"})
+		if code := m.Do(m.AdminToken, "DELETE", "/v1/resource-groups/batch", nil, &g); code != http.StatusOK || g.State != "REMOVED" {
+			t.Fatalf("remove the drained group: %d %+v", code, g)
+		}
+		if err := storetest.CheckInvariants(ctx, m.Store); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

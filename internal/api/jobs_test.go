@@ -184,3 +184,70 @@ func TestJobCancelFromEveryLiveState(t *testing.T) {
 		}
 	}
 }
+
+// Seed 003's Reject at admission, beyond an invalid member: a NEW job
+// whose first member a policy refuses (more than the user's max_slots) or
+// whose group refuses (DRAINING takes no new sessions) is REJECTED with
+// the refusal as its reason. A STOPPED group still admits, so its job is
+// not rejected: the member waits for the group to start.
+func TestJobRejectedByPolicyOrGroup(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	alice := m.User("alice", "user", "p1")
+	if code := m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", v1.PolicyRequest{MaxSlots: map[string]string{"cpu": "2"}}, nil); code != http.StatusOK {
+		t.Fatalf("PUT policy: %d", code)
+	}
+	for _, g := range []string{"drained", "stopped"} {
+		if code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/"+g, map[string]any{}, nil); code != http.StatusCreated {
+			t.Fatalf("create group %s: %d", g, code)
+		}
+	}
+	for g, st := range map[string]string{"drained": "DRAINING", "stopped": "STOPPED"} {
+		if code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/"+g, map[string]any{"state": st}, nil); code != http.StatusOK {
+			t.Fatalf("%s → %s: %d", g, st, code)
+		}
+	}
+	newJob := func(name string) v1.Job {
+		t.Helper()
+		var j v1.Job
+		if code := m.Do(alice, "POST", "/v1/jobs", map[string]any{"name": name, "min_available": 2}, &j); code != http.StatusCreated {
+			t.Fatalf("create job %s: %d", name, code)
+		}
+		return j
+	}
+	for _, tc := range []struct {
+		name   string
+		member map[string]any
+		code   int
+		field  string
+		reason string
+	}{
+		{"over-policy", map[string]any{"resources": map[string]string{"cpu": "3"}},
+			http.StatusBadRequest, "resources.cpu", "user alice's policy"},
+		{"group-draining", map[string]any{"resource_group": "drained", "resources": map[string]string{"cpu": "1"}},
+			http.StatusConflict, "resource_group", "resource group drained is DRAINING"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := newJob(tc.name)
+			body := map[string]any{"image": "sleep", "job": j.ID}
+			for k, v := range tc.member {
+				body[k] = v
+			}
+			var e v1.ErrorResponse
+			if code := m.Do(alice, "POST", "/v1/sessions", body, &e); code != tc.code || e.Error.Field != tc.field {
+				t.Fatalf("member: %d %+v; want %d on %s", code, e.Error, tc.code, tc.field)
+			}
+			got := getJob(t, m, alice, j.ID)
+			if got.State != "REJECTED" || len(got.History) != 1 || got.History[0].Event != "Reject" ||
+				!strings.Contains(got.StateReason, tc.reason) || len(got.Members) != 0 {
+				t.Fatalf("after its first member was refused: %+v; want REJECTED naming %q", got, tc.reason)
+			}
+		})
+	}
+	j := newJob("in-stopped")
+	create(t, m, alice, map[string]any{"image": "sleep", "job": j.ID, "resource_group": "stopped",
+		"resources": map[string]string{"cpu": "1"}})
+	if got := getJob(t, m, alice, j.ID); got.State != "NEW" || len(got.Members) != 1 {
+		t.Fatalf("a member admitted by a STOPPED group: %+v; want the job NEW with it", got)
+	}
+}

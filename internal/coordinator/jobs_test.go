@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
 	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
+	"github.com/sokovan-go/sokovan/internal/store"
 )
 
 // newJob stores a NEW job of alice's.
@@ -406,4 +408,159 @@ func TestJobEveryCoordinatorEdge(t *testing.T) {
 			t.Errorf("no job took %s: %v → %v", tr.Event, tr.From, tr.To)
 		}
 	}
+}
+
+// resize gives an agent a new capacity, as an agent restarted with other
+// resources registers it.
+func (h *harness) resize(agent domain.AgentID, capacity map[string]string) {
+	h.t.Helper()
+	a, err := h.st.GetAgent(h.ctx, agent)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if a.Capacity, err = h.reg.ParseSlots(capacity); err != nil {
+		h.t.Fatal(err)
+	}
+	back, err := h.st.RegisterAgent(h.ctx, a, h.clock.Now())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.agents.mu.Lock()
+	h.agents.epochs[agent] = back.Epoch
+	h.agents.mu.Unlock()
+}
+
+// jobPicture is what the deadlock test watches of two jobs: each member's
+// status and the agents its kernels sit on, and each agent's occupancy.
+func (h *harness) jobPicture(members []domain.SessionID) string {
+	h.t.Helper()
+	var b strings.Builder
+	for _, id := range members {
+		sk := h.session(id)
+		b.WriteString(string(id) + "=" + sk.Session.Status.String())
+		for _, k := range sk.Kernels {
+			b.WriteString("@" + string(k.Agent))
+		}
+		b.WriteString(" ")
+	}
+	agents, err := h.st.ListAgents(h.ctx, store.AgentFilter{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, a := range agents {
+		fmt.Fprintf(&b, "%s:%v/%d ", a.ID, h.reg.FormatSlots(a.Occupied), a.KernelCount)
+	}
+	return b.String()
+}
+
+// Issue 14's deadlock case over many rounds: two jobs of min 6 submitted
+// interleaved on room for 10 one-cpu members. One gang is placed whole and
+// runs; the other waits PENDING holding nothing — not for one round but
+// for as long as the first runs, past its permit timeout — and the agents
+// hold only the running gang's slots. When the first ends, the second's 6
+// are placed in one round and start together.
+func TestJobTwoGangsNoDeadlock(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 2, nil)
+		// 2 × 5 cpu: room for 10 members of 1 cpu; mem is not the limit.
+		for _, a := range []domain.AgentID{"agent-0", "agent-1"} {
+			h.resize(a, map[string]string{"cpu": "5", "mem": "16g"})
+		}
+		ja := h.newJob("a", 6, time.Minute, domain.FailureWait)
+		jb := h.newJob("b", 6, time.Minute, domain.FailureWait)
+		var as, bs []domain.SessionID
+		for range 6 {
+			as = append(as, h.member(ja, "exit:0"))
+			bs = append(bs, h.member(jb, "exit:0"))
+		}
+		all := append(append([]domain.SessionID{}, as...), bs...)
+
+		// allIn reports whether every member of ids is in st.
+		allIn := func(ids []domain.SessionID, st domain.SessionStatus) bool {
+			for _, id := range ids {
+				if h.status(id) != st {
+					return false
+				}
+			}
+			return true
+		}
+		for i := 0; !allIn(as, domain.SessionRunning) && !allIn(bs, domain.SessionRunning); i++ {
+			if i == 30 {
+				t.Fatalf("neither gang runs after 30 steps: %s", h.jobPicture(all))
+			}
+			h.step()
+		}
+		run, wait, waitJob := as, bs, jb
+		if allIn(bs, domain.SessionRunning) {
+			run, wait, waitJob = bs, as, ja
+		}
+		// wantWaiting checks the waiting gang holds nothing and the agents
+		// hold exactly the running gang's 6 cpu.
+		wantWaiting := func() {
+			t.Helper()
+			for _, id := range wait {
+				sk := h.session(id)
+				if sk.Session.Status != domain.SessionPending || sk.Kernels[0].Agent != "" {
+					t.Fatalf("waiting member %s is %v on %q: %s", id, sk.Session.Status, sk.Kernels[0].Agent, h.jobPicture(all))
+				}
+			}
+			agents, err := h.st.ListAgents(h.ctx, store.AgentFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cpu, _ := h.reg.Lookup("cpu")
+			var used domain.Quantity
+			kernels := 0
+			for _, a := range agents {
+				used += a.Occupied.At(cpu)
+				kernels += a.KernelCount
+			}
+			if want, _ := h.reg.ParseSlots(map[string]string{"cpu": "6"}); used != want.At(cpu) || kernels != 6 {
+				t.Fatalf("agents hold %s cpu in %d kernels, want the running gang's 6: %s",
+					h.reg.Format(cpu, used), kernels, h.jobPicture(all))
+			}
+		}
+		wantWaiting()
+		h.wantJob(waitJob, domain.JobAccepted)
+
+		// Rounds go on, and time passes beyond the permit timeout: nothing
+		// moves, so neither gang gives way to the other.
+		before := h.jobPicture(all)
+		for range 8 {
+			h.advance(20 * time.Second)
+			h.step()
+			if got := h.jobPicture(all); got != before {
+				t.Fatalf("the picture changed with nothing ended:\nbefore %s\n after %s", before, got)
+			}
+		}
+		wantWaiting()
+		h.wantJob(waitJob, domain.JobAccepted)
+		for _, id := range wait {
+			if n := h.count(id, "JobPermit:EXPIRED"); n != 0 {
+				t.Fatalf("waiting member %s was reserved and released:\n%s", id, h.history(id))
+			}
+		}
+
+		// The running gang ends; the waiting one is placed in one round.
+		h.agents.exitKernels()
+		for i := 0; !allIn(wait, domain.SessionRunning); i++ {
+			if i == 30 {
+				t.Fatalf("the second gang never ran: %s", h.jobPicture(all))
+			}
+			h.step()
+			left := 0
+			for _, id := range wait {
+				if h.status(id) != domain.SessionPending {
+					left++
+				}
+			}
+			if left != 0 && left != len(wait) {
+				t.Fatalf("%d of %d members of the second gang left PENDING in one round: %s", left, len(wait), h.jobPicture(all))
+			}
+		}
+		for _, id := range run {
+			h.wantStatus(id, domain.SessionTerminated)
+		}
+	})
 }

@@ -256,6 +256,27 @@ func (m *Manager) User(name, role, project string) string {
 	return out.Token
 }
 
+// RegisterAgent registers agent id in group with capacity, or registers
+// it again there (an agent restarted with another --resource-group moves
+// so); the fake fleet runs its kernels under the new epoch, as it does
+// the agents New starts with.
+func (m *Manager) RegisterAgent(id domain.AgentID, group string, capacity map[string]string) {
+	m.t.Helper()
+	c, err := m.Slots.ParseSlots(capacity)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	a, err := m.Store.RegisterAgent(context.Background(), domain.Agent{ID: id, ResourceGroup: group, Address: "127.0.0.1:0",
+		Architecture: "x86_64", Runtime: "test", Status: domain.AgentAlive, Schedulable: true, Capacity: c,
+		AllowsCommand: true}, time.Now())
+	if err != nil {
+		m.t.Fatalf("register agent %s in %s: %v", id, group, err)
+	}
+	m.Agents.mu.Lock()
+	m.Agents.epochs[id] = a.Epoch
+	m.Agents.mu.Unlock()
+}
+
 // Do sends a request with a JSON body (nil for none; a string or []byte
 // is sent as is), decodes a JSON answer into out when not nil, and
 // returns the status.
