@@ -215,7 +215,11 @@ func (s *Server) sessionJob(ctx context.Context, u store.User, ref string) (doma
 // is refused at admission, and returns the refusal unchanged.
 func (s *Server) rejectJob(ctx context.Context, j domain.Job, refusal error) error {
 	var ae *apiError
-	if j.ID == "" || j.State != domain.JobNew || !errors.As(refusal, &ae) || ae.Status >= 500 {
+	// A 429 (the owner's pending cap) refuses the member for now, not the
+	// job: Rejected is final, and the member may come again once there
+	// is room. Server errors say nothing of the job either.
+	if j.ID == "" || j.State != domain.JobNew || !errors.As(refusal, &ae) || ae.Status >= 500 ||
+		ae.Status == http.StatusTooManyRequests {
 		return refusal
 	}
 	e := domain.JobHistoryEntry{JobID: j.ID, At: s.clock.Now(), Event: domain.JobReject, From: domain.JobNew,

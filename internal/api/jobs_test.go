@@ -251,3 +251,35 @@ func TestJobRejectedByPolicyOrGroup(t *testing.T) {
 		t.Fatalf("a member admitted by a STOPPED group: %+v; want the job NEW with it", got)
 	}
 }
+
+// TestJobNotRejectedByAPendingCap: a first member refused only because its
+// owner has max_pending_sessions waiting (429, "wait for one to start") is
+// a refusal for now, not of the job: Rejected is final, so the job stays
+// NEW and takes the member once there is room.
+func TestJobNotRejectedByAPendingCap(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	alice := m.User("alice", "user", "p1")
+	if code := m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_pending_sessions": 1}, nil); code != http.StatusOK {
+		t.Fatalf("PUT policy: %d", code)
+	}
+	first := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}})
+	var j v1.Job
+	if code := m.Do(alice, "POST", "/v1/jobs", map[string]any{"name": "later", "min_available": 1}, &j); code != http.StatusCreated {
+		t.Fatalf("create job: %d", code)
+	}
+	member := map[string]any{"image": "sleep", "job": j.ID, "resources": map[string]string{"cpu": "1"}}
+	if code, raw := m.Raw(alice, "POST", "/v1/sessions", member); code != http.StatusTooManyRequests {
+		t.Fatalf("member over the pending cap: %d %s, want 429", code, raw)
+	}
+	if got := getJob(t, m, alice, j.ID); got.State != "NEW" || len(got.History) != 0 {
+		t.Fatalf("after a 429: %+v; want the job still NEW", got)
+	}
+	if code := m.Do(alice, "DELETE", "/v1/sessions/"+first.ID, nil, nil); code != http.StatusAccepted && code != http.StatusOK {
+		t.Fatalf("cancel the pending session: %d", code)
+	}
+	create(t, m, alice, member)
+	if got := getJob(t, m, alice, j.ID); got.State == "REJECTED" || len(got.Members) != 1 {
+		t.Fatalf("once there is room: %+v; want the member in a live job", got)
+	}
+}
