@@ -38,7 +38,13 @@ func (s *Server) drain(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.DrainAgent(r.Context(), a.ID, now, deadline); err != nil {
 		return err
 	}
-	if !deadline.IsZero() {
+	if !deadline.IsZero() && !deadline.After(now) {
+		// "0s" promises the end at once; the sweep would come only
+		// within its interval. The drain itself is stored, so a failure
+		// here is left to that sweep.
+		if err := s.sessions.DrainDue(r.Context()); err != nil {
+			s.log.Warn("drain: end what runs on the agent", "agent", a.ID, "err", err)
+		}
 		s.sessions.Mark()
 	}
 	a, err = s.store.GetAgent(r.Context(), a.ID)

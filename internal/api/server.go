@@ -65,6 +65,10 @@ type Sessions interface {
 	Terminate(ctx context.Context, id domain.SessionID, reason string, force bool) (store.SessionWithKernels, error)
 	// Mark asks for a scheduling cycle soon.
 	Mark()
+	// DrainDue ends what still runs on agents whose drain deadline has
+	// passed; the sweep calls it too, but a drain with deadline 0s asks
+	// for it now, not at the next sweep.
+	DrainDue(ctx context.Context) error
 	// Bound is how long a session of the group may stay in the status
 	// before the coordinator moves it on; 0 when unbounded.
 	Bound(ctx context.Context, group string, status domain.SessionStatus) (time.Duration, error)
