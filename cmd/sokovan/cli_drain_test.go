@@ -10,7 +10,7 @@ import (
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
 
-// `agent drain --deadline 0s --wait` reports the kernels left, then
+// `agent drain --deadline 1s --wait` reports the kernels left, then
 // "drained" once the deadline has ended the session on the agent.
 func TestCLIAgentDrainDeadlineWait(t *testing.T) {
 	t.Parallel()
@@ -37,7 +37,9 @@ func TestCLIAgentDrainDeadlineWait(t *testing.T) {
 	if m.Do(m.AdminToken, "GET", "/v1/agents/agent-0", nil, &a); !a.Schedulable {
 		t.Fatal("a refused drain made the agent unschedulable")
 	}
-	out := c.ok(m.AdminToken, "agent", "drain", "agent-0", "--deadline", "0s", "--wait")
+	// A deadline a moment away, so --wait has progress to print first (0s
+	// ends the kernel before the drain answers).
+	out := c.ok(m.AdminToken, "agent", "drain", "agent-0", "--deadline", "1s", "--wait")
 	if !strings.Contains(out, "agent agent-0 draining: 1 kernels remain") || !strings.HasSuffix(out, "agent agent-0 drained\n") {
 		t.Fatalf("drain --wait printed:\n%s", out)
 	}
