@@ -155,6 +155,26 @@ func (b *browser) run(t *testing.T, what string, actions ...chromedp.Action[chro
 	}
 }
 
+// click clicks the element sel matches, as a user would. A view that
+// redraws (a live update landing) can replace the element between the
+// query and the click, which chromedp reports as a node it cannot find;
+// no click was dispatched then, so it is tried again on the new element.
+func (b *browser) click(t *testing.T, what, sel string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	for {
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Could not find node") || ctx.Err() != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // eval evaluates a JavaScript expression in the page.
 func eval[T any](t *testing.T, b *browser, expr string) T {
 	t.Helper()

@@ -104,12 +104,12 @@ func TestDashboardGroupState(t *testing.T) {
 	}
 	b.go_(t, "#/groups", `document.querySelector('`+form+`')?.dataset.state === 'ACTIVE'`)
 	b.checkLabels(t, "groups")
-	b.run(t, "Stop", chromedp.Click(chromedp.CSS(form+` button[data-to=STOPPED]`)))
+	b.click(t, "Stop", form+` button[data-to=STOPPED]`)
 	b.waitJS(t, "STOPPED", `document.querySelector('`+form+`')?.dataset.state === 'STOPPED'`)
 	if g := group(); g.State != "STOPPED" {
 		t.Fatalf("after Stop the group is %s", g.State)
 	}
-	b.run(t, "Start", chromedp.Click(chromedp.CSS(form+` button[data-to=ACTIVE]`)))
+	b.click(t, "Start", form+` button[data-to=ACTIVE]`)
 	b.waitJS(t, "ACTIVE", `document.querySelector('`+form+`')?.dataset.state === 'ACTIVE'`)
 
 	b.run(t, "a depth of 500", chromedp.SetValue(chromedp.ID("g-default-hol"), "reserve"),
@@ -128,9 +128,9 @@ func TestDashboardGroupState(t *testing.T) {
 	b.waitJS(t, "the form shows reserve and 3", `document.getElementById('g-default-hol')?.value === 'reserve' &&
 		document.getElementById('g-default-depth').value === '3'`)
 
-	b.run(t, "Drain", chromedp.Click(chromedp.CSS(form+` button[data-to=DRAINING]`)))
+	b.click(t, "Drain", form+` button[data-to=DRAINING]`)
 	b.waitJS(t, "DRAINING", `document.querySelector('`+form+`')?.dataset.state === 'DRAINING'`)
-	b.run(t, "Start a DRAINING group", chromedp.Click(chromedp.CSS(form+` button[data-to=ACTIVE]`)))
+	b.click(t, "Start a DRAINING group", form+` button[data-to=ACTIVE]`)
 	b.waitJS(t, "the 409's message", `!document.querySelector('`+form+` .state-error').hidden`)
 	msg := eval[string](t, b, `document.querySelector('`+form+` .state-error').textContent`)
 	if !strings.Contains(msg, "DRAINING") {
