@@ -574,7 +574,17 @@ func (c *Controller) scale(ctx context.Context, d *domain.Deployment, live []*do
 		}
 		n := d.Replicas - len(live)
 		if d.StartFailures > 0 {
-			n = 1 // one probe at a time while starts keep failing
+			// One probe at a time while starts keep failing: a route that
+			// has not served yet is that probe, and another waits for its
+			// verdict. Counting only this pass's starts let a second probe
+			// follow on the next pass once a failed route had left the
+			// live set (one that died before serving leaves it at once).
+			for _, r := range live {
+				if !r.Served && (r.Status == domain.RouteProvisioning || r.Status == domain.RouteDegraded) {
+					return nil
+				}
+			}
+			n = 1
 		}
 		for range n {
 			if err := c.startRoute(ctx, d, now); err != nil {

@@ -421,3 +421,59 @@ func TestRouteThatDiesBeforeServingBacksOff(t *testing.T) {
 		t.Fatalf("route %s is %s after a served route ended, want its replacement PROVISIONING at once", r.ID, r.Status)
 	}
 }
+
+// TestOneProbeAtATimeWhileStartsFail: once starts have failed, a
+// deployment of two replicas tries one new route at a time and waits for
+// its verdict (HEALTHY, or a failed start) before starting another, even
+// when the routes that failed have left the live set at once (they died
+// before serving) and the backoff has passed.
+func TestOneProbeAtATimeWhileStartsFail(t *testing.T) {
+	hc := domain.HealthCheck{Path: "/health", Interval: time.Second, Timeout: time.Second, SuccessThreshold: 3, FailureThreshold: 3}
+	h := newHarness(t, hc, Config{BackoffBase: 10 * time.Second, BackoffMax: 25 * time.Second, DrainGrace: time.Second})
+	d := h.dep
+	d.Replicas = 2
+	if err := h.st.UpdateDeployment(h.ctx, d, []domain.DeploymentStatus{domain.DeploymentPending}); err != nil {
+		t.Fatal(err)
+	}
+	unproven := func() []domain.Route {
+		t.Helper()
+		rs, err := h.st.ListRoutes(h.ctx, store.RouteFilter{Deployments: []domain.DeploymentID{"d1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []domain.Route
+		for _, r := range rs {
+			if r.Status == domain.RouteProvisioning || r.Status == domain.RouteDegraded {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	h.step(0)
+	h.step(time.Second)
+	first := unproven()
+	if len(first) != 2 {
+		t.Fatalf("%d routes starting, want both replicas", len(first))
+	}
+	for _, r := range first {
+		if err := h.sess.EndRoute(h.ctx, r.Session, "kernel exited with code 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.step(time.Second) // both died before serving: 2 failed starts, 20 s
+	h.step(21 * time.Second)
+	if got := unproven(); len(got) != 1 {
+		t.Fatalf("%d routes after the backoff, want one probe", len(got))
+	}
+	for range 2 {
+		h.step(time.Second) // the probe runs, 1 and 2 of its 3 checks
+		if got := unproven(); len(got) != 1 {
+			t.Fatalf("%d unproven routes while the probe has no verdict, want it alone: %+v", len(got), got)
+		}
+	}
+	h.step(time.Second) // third check: HEALTHY, the count resets
+	h.step(time.Second)
+	if got := unproven(); len(got) != 1 {
+		t.Fatalf("%d routes starting after the probe served, want the second replica", len(got))
+	}
+}
