@@ -36,23 +36,46 @@ func newAgentCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:               "agent",
 		Aliases:           []string{"agents"},
-		Short:             "Run an agent daemon; list agents, cordon, uncordon and drain them (admin)",
+		Short:             "Run an agent daemon; list agents, cordon, uncordon, drain and remove them (admin)",
 		PersistentPreRunE: func(*cobra.Command, []string) error { return o.check() },
 	}
 	o.register(cmd)
 	cmd.AddCommand(newAgentDaemonCmd())
+	var all bool
 	ls := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List agents",
+		Short:   "List agents (removed, TERMINATED ones only with --all)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return call(cmd, &o, "GET", "/v1/agents", nil, func(w io.Writer, list v1.List[v1.Agent]) error {
+			path := "/v1/agents"
+			if all {
+				path += "?all=true"
+			}
+			return call(cmd, &o, "GET", path, nil, func(w io.Writer, list v1.List[v1.Agent]) error {
 				return agentTable(w, list.Items)
 			})
 		},
 	}
+	ls.Flags().BoolVar(&all, "all", false, "also list TERMINATED agents (removed with agent rm)")
 	cmd.AddCommand(ls, newAgentShowCmd(&o))
+	cmd.AddCommand(&cobra.Command{
+		Use:     "rm ID",
+		Aliases: []string{"remove", "purge"},
+		Short:   "Remove a LOST agent that holds no kernel: it becomes TERMINATED",
+		Long: "Remove an agent whose node is gone for good, as Nomad's node purge: it becomes TERMINATED, no longer\n" +
+			"counts against removing its resource group and leaves agent ls (see --all). Only a LOST agent that holds\n" +
+			"no kernel qualifies: stop an ALIVE one first, and wait for the manager to give up a LOST one's kernels\n" +
+			"(heartbeat_timeout + lost_grace after it fell silent). If the agent comes back, it registers again.",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeFrom(listAgentIDs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(cmd, &o, "DELETE", "/v1/agents/"+url.PathEscape(args[0]), nil, func(w io.Writer, a v1.Agent) error {
+				fmt.Fprintf(w, "agent %s %s\n", a.ID, a.Status)
+				return nil
+			})
+		},
+	})
 	for _, v := range []struct{ verb, short, done string }{
 		{"cordon", "Place nothing new on the agent", "cordoned"},
 		{"uncordon", "Place kernels on the agent again", "uncordoned"},

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +26,20 @@ const maxPolicyCount = 1_000_000
 const nameRule = "must be 1 to 64 of letters, digits, '.', '_', '@' and '-', starting with a letter or digit"
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
-	agents, err := s.store.ListAgents(r.Context(), store.AgentFilter{Group: r.URL.Query().Get("resource_group")})
+	filter := store.AgentFilter{Group: r.URL.Query().Get("resource_group")}
+	all := false
+	if v := r.URL.Query().Get("all"); v != "" {
+		var err error
+		if all, err = strconv.ParseBool(v); err != nil {
+			return invalid("all", "must be true or false")
+		}
+	}
+	if !all {
+		// Retired agents are history, not capacity: they stay readable
+		// by id and with all, but would otherwise pile up in every list.
+		filter.Statuses = []domain.AgentStatus{domain.AgentAlive, domain.AgentLost}
+	}
+	agents, err := s.store.ListAgents(r.Context(), filter)
 	if err != nil {
 		return err
 	}
@@ -105,6 +119,43 @@ func (s *Server) cordon(schedulable bool) handlerFunc {
 		writeJSON(w, http.StatusOK, s.agentOut(a))
 		return nil
 	}
+}
+
+// retireAgent takes a dead agent out of the books, as Nomad's node purge:
+// only a LOST agent qualifies, since an ALIVE one would simply come back,
+// and only once the sweep has given up its kernels, since nothing ends the
+// kernels of a TERMINATED agent. The store checks and moves in one
+// transaction, so a registration racing it is never overwritten.
+func (s *Server) retireAgent(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.agentByPath(r)
+	if err != nil {
+		return err
+	}
+	a, err = s.store.RetireAgent(r.Context(), a.ID)
+	var re *store.AgentRetireError
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("no agent %q", r.PathValue("id"))
+	case errors.As(err, &re) && re.Status == domain.AgentTerminated:
+		return conflict("agent %s is already TERMINATED", re.Agent)
+	case errors.As(err, &re) && re.Status != domain.AgentLost:
+		return conflict("agent %s is %s: only a LOST agent can be removed (stop the agent first)", re.Agent, re.Status)
+	case errors.As(err, &re):
+		return conflict("agent %s still holds %d kernels: the manager gives them up once the agent has been LOST "+
+			"for heartbeat_timeout + lost_grace (next sweep after that); try again then", re.Agent, re.Kernels)
+	case err != nil:
+		return err
+	}
+	drains, err := s.drains(r.Context())
+	if err != nil {
+		return err
+	}
+	out := []v1.Agent{withDrain(s.agentView(r, a), a, drains)}
+	if err := s.addDevices(r, []domain.Agent{a}, out); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out[0])
+	return nil
 }
 
 func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
+	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store/storetest"
 )
 
@@ -89,7 +90,8 @@ func TestGroupStoppedHoldsUntilStarted(t *testing.T) {
 // sessions and a queue when it is set DRAINING; new submits are refused
 // with 409, but the queue is still placed and runs as room frees up; the
 // group cannot be removed while anything in it lives, nor while an agent
-// is still in it, and is removed once it is empty.
+// is still in it (a LOST one included, until it is removed), and is
+// removed once it is empty.
 func TestGroupDrainingFinishesQueueThenRemoved(t *testing.T) {
 	t.Parallel()
 	engines(t, func(t *testing.T, engine string) {
@@ -181,6 +183,17 @@ func TestGroupDrainingFinishesQueueThenRemoved(t *testing.T) {
 		// The agent moves to another group, as one restarted with
 		// --resource-group default does.
 		m.RegisterAgent("b-0", "default", map[string]string{"cpu": "2", "mem": "4g"})
+		// An agent whose node died stays LOST and holds the group until
+		// it is removed.
+		m.RegisterAgent("b-1", "batch", map[string]string{"cpu": "2", "mem": "4g"})
+		if err := m.Store.SetAgentStatus(ctx, "b-1", domain.AgentLost); err != nil {
+			t.Fatal(err)
+		}
+		removeRefused("with a LOST agent in it", "1 ALIVE or LOST agents")
+		var a v1.Agent
+		if code := m.Do(m.AdminToken, "DELETE", "/v1/agents/b-1", nil, &a); code != http.StatusOK || a.Status != "TERMINATED" {
+			t.Fatalf("remove the LOST agent: %d %+v", code, a)
+		}
 		if code := m.Do(m.AdminToken, "DELETE", "/v1/resource-groups/batch", nil, &g); code != http.StatusOK || g.State != "REMOVED" {
 			t.Fatalf("remove the drained group: %d %+v", code, g)
 		}

@@ -135,11 +135,19 @@ func (s *Server) table() []route {
 			status: http.StatusAccepted, resp: v1.Session{}, handle: s.deleteSession},
 
 		{method: "GET", path: "/v1/agents", access: user, summary: "List agents",
-			desc:   "available_slots is the agent's total capacity (Backend.AI's meaning); free_slots is what is not occupied.",
-			query:  []param{{name: "resource_group", typ: "string", desc: "only agents of this resource group"}},
+			desc: "available_slots is the agent's total capacity (Backend.AI's meaning); free_slots is what is not occupied.",
+			query: []param{{name: "resource_group", typ: "string", desc: "only agents of this resource group"},
+				{name: "all", typ: "boolean", desc: "include TERMINATED (removed) agents, which are left out by default"}},
 			status: http.StatusOK, resp: v1.List[v1.Agent]{}, handle: s.listAgents},
 		{method: "GET", path: "/v1/agents/{id}", access: user, summary: "One agent",
 			status: http.StatusOK, resp: v1.Agent{}, handle: s.getAgent},
+		{method: "DELETE", path: "/v1/agents/{id}", access: admin, summary: "Remove (retire) a LOST agent",
+			desc: "As Nomad's node purge: a LOST agent that holds no kernel becomes TERMINATED, no longer counts " +
+				"against removing its resource group and is left out of GET /v1/agents unless all=true. 409 when " +
+				"the agent is not LOST (stop it first) or still holds kernels (the manager gives them up once it has " +
+				"been LOST for heartbeat_timeout + lost_grace). An agent that comes back registers again as a fresh, " +
+				"schedulable agent. The answer is the agent as GET /v1/agents/{id} shows it.",
+			status: http.StatusOK, resp: v1.Agent{}, handle: s.retireAgent},
 		{method: "POST", path: "/v1/agents/{id}/cordon", access: admin, summary: "Stop placing new kernels on the agent",
 			status: http.StatusOK, resp: v1.Agent{}, handle: s.cordon(false)},
 		{method: "POST", path: "/v1/agents/{id}/uncordon", access: admin, summary: "Place kernels on the agent again",

@@ -32,6 +32,7 @@ type Store interface {
 	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
 	ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.Agent, error)
 	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error
+	RetireAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
 	DrainAgent(ctx context.Context, id domain.AgentID, started, deadline time.Time) error
 	ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error)
 	CreateJob(ctx context.Context, j domain.Job) error

@@ -103,3 +103,21 @@ func (e *GroupRemoveError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) hold for every such error.
 func (e *GroupRemoveError) Is(target error) bool { return target == ErrConflict }
+
+// AgentRetireError reports why an agent cannot be retired: it is not
+// LOST, or it still holds Kernels in a resource-holding status.
+type AgentRetireError struct {
+	Agent   domain.AgentID
+	Status  domain.AgentStatus
+	Kernels int
+}
+
+func (e *AgentRetireError) Error() string {
+	if e.Status != domain.AgentLost {
+		return fmt.Sprintf("agent %s is %s, not LOST", e.Agent, e.Status)
+	}
+	return fmt.Sprintf("agent %s still holds %d kernels", e.Agent, e.Kernels)
+}
+
+// Is makes errors.Is(err, ErrConflict) hold for every such error.
+func (e *AgentRetireError) Is(target error) bool { return target == ErrConflict }

@@ -53,6 +53,14 @@ type Store interface {
 	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
 	SetAgentStatus(ctx context.Context, id domain.AgentID, status domain.AgentStatus) error
 	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error
+	// RetireAgent moves a LOST agent that holds no kernel to TERMINATED
+	// and returns it; anything else is refused with an AgentRetireError
+	// (ErrNotFound for no such agent). The check and the move are one
+	// transaction on the locked row, so a registration racing it either
+	// came first (the agent is ALIVE and stays) or comes after and brings
+	// the agent back. The epoch moves on, so the retired incarnation's
+	// heartbeats and guarded registrations are told to register afresh.
+	RetireAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
 	// DrainAgent makes the agent unschedulable and records its drain (a
 	// zero deadline: none); draining again keeps the start and replaces
 	// the deadline. SetAgentSchedulable(true) ends the drain.

@@ -205,6 +205,57 @@ func (s *Store) SetAgentSchedulable(ctx context.Context, id domain.AgentID, sche
 	})
 }
 
+// RetireAgent implements store.Store.
+func (s *Store) RetireAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error) {
+	var out domain.Agent
+	err := s.write(ctx, "retire agent "+string(id), func(tx txn) error {
+		// The row lock orders this against RegisterAgent, which takes
+		// the same lock first: the status read here is the one replaced.
+		var status string
+		found := false
+		err := tx.query(ctx, lockAgentForRetire, []any{string(id)}, func(sc codec.Scanner) error {
+			found = true
+			return sc.Scan(&status)
+		})
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("agent %s: %w", id, store.ErrNotFound)
+		}
+		st, err := domain.ParseAgentStatus(status)
+		if err != nil {
+			return &store.CorruptRowError{Table: "agents", ID: string(id), Column: "status", Err: err}
+		}
+		if st != domain.AgentLost {
+			return &store.AgentRetireError{Agent: id, Status: st}
+		}
+		// No placement reaches a LOST agent, so the count cannot grow
+		// before the commit; it shrinks only as the sweep gives kernels up.
+		var held int64
+		if err := tx.queryRow(ctx, countAgentHoldingKernels, string(id)).Scan(&held); err != nil {
+			return err
+		}
+		if held > 0 {
+			return &store.AgentRetireError{Agent: id, Status: st, Kernels: int(held)}
+		}
+		// A retired agent that comes back registers as a fresh one:
+		// schedulable and without the drain of the incarnation it was.
+		if _, err := tx.exec(ctx, retireAgent, string(id), true); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, deleteDrain, string(id)); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, bumpGroupOfAgent, string(id)); err != nil {
+			return err
+		}
+		out, err = codec.ScanAgent(s.reg, tx.queryRow(ctx, selectAgent, string(id)))
+		return err
+	})
+	return out, err
+}
+
 // GetAgent returns one agent.
 func (s *Store) GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error) {
 	var a domain.Agent

@@ -69,12 +69,15 @@ ON CONFLICT (id) DO UPDATE SET
     images = excluded.images, labels = excluded.labels, allows_command = excluded.allows_command,
     devices = excluded.devices
 RETURNING ` + codec.AgentColumns
-	heartbeatAgent      = `UPDATE agents SET last_heartbeat = $1 WHERE id = $2 AND epoch = $3`
-	selectAgentEpoch    = `SELECT epoch FROM agents WHERE id = $1`
-	setAgentStatus      = `UPDATE agents SET status = $1 WHERE id = $2`
-	setAgentSchedulable = `UPDATE agents SET schedulable = $1 WHERE id = $2`
-	setAgentCapacity    = `UPDATE agents SET capacity = $1 WHERE id = $2 AND epoch = $3 AND capacity <> $1`
-	noteWaitingKernels  = `UPDATE kernels SET status_reason = u.reason
+	heartbeatAgent           = `UPDATE agents SET last_heartbeat = $1 WHERE id = $2 AND epoch = $3`
+	selectAgentEpoch         = `SELECT epoch FROM agents WHERE id = $1`
+	setAgentStatus           = `UPDATE agents SET status = $1 WHERE id = $2`
+	setAgentSchedulable      = `UPDATE agents SET schedulable = $1 WHERE id = $2`
+	lockAgentForRetire       = `SELECT status FROM agents WHERE id = $1 {lock}`
+	countAgentHoldingKernels = `SELECT COUNT(*) FROM kernels WHERE agent_id = $1 AND status IN ` + holdingKernelStatuses
+	retireAgent              = `UPDATE agents SET status = 'TERMINATED', schedulable = $2, epoch = epoch + 1 WHERE id = $1`
+	setAgentCapacity         = `UPDATE agents SET capacity = $1 WHERE id = $2 AND epoch = $3 AND capacity <> $1`
+	noteWaitingKernels       = `UPDATE kernels SET status_reason = u.reason
 FROM {rows $2 u(id text, reason text)}
 WHERE kernels.id = u.id AND kernels.agent_id = $1 AND kernels.status = 'CREATING' AND kernels.status_reason <> u.reason`
 	selectAgent  = `SELECT ` + codec.AgentColumns + ` FROM agents WHERE id = $1`

@@ -47,6 +47,8 @@ func Run(t *testing.T, e Engine) {
 		{"GroupSlots", testGroupSlots},
 		{"Agents", testAgents},
 		{"RegisterGuard", testRegisterGuard},
+		{"RetireAgent", testRetireAgent},
+		{"RetireRacesRegistration", testRetireRacesRegistration},
 		{"AgentAllowsCommand", testAgentAllowsCommand},
 		{"KernelServicePorts", testKernelServicePorts},
 		{"Devices", testDevices},
