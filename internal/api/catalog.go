@@ -75,6 +75,12 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.writeAgent(w, r, a)
+}
+
+// writeAgent answers with one agent as GET /v1/agents/{id} shows it: its
+// drain and its devices with their holders.
+func (s *Server) writeAgent(w http.ResponseWriter, r *http.Request, a domain.Agent) error {
 	drains, err := s.drains(r.Context())
 	if err != nil {
 		return err
@@ -116,8 +122,7 @@ func (s *Server) cordon(schedulable bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, s.agentOut(a))
-		return nil
+		return s.writeAgent(w, r, a)
 	}
 }
 
@@ -146,16 +151,7 @@ func (s *Server) retireAgent(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	drains, err := s.drains(r.Context())
-	if err != nil {
-		return err
-	}
-	out := []v1.Agent{withDrain(s.agentView(r, a), a, drains)}
-	if err := s.addDevices(r, []domain.Agent{a}, out); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out[0])
-	return nil
+	return s.writeAgent(w, r, a)
 }
 
 func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {

@@ -51,12 +51,7 @@ func (s *Server) drain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	drains, err := s.drains(r.Context())
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, withDrain(s.agentOut(a), a, drains))
-	return nil
+	return s.writeAgent(w, r, a)
 }
 
 func (s *Server) drains(ctx context.Context) (map[domain.AgentID]domain.AgentDrain, error) {
