@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/agent"
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -133,6 +134,23 @@ func TestAgentDeliversEventsInOrderThroughFailures(t *testing.T) {
 
 type staticLookup map[domain.AgentID]string
 
+// runAgent runs agent a1 on rt and returns a context that lives as long
+// as it does and a client of its RPC, as the manager calls it; stop ends
+// the agent and fails the test if Run did.
+func runAgent(t *testing.T, a *agent.Agent, rt runtime.Runtime) (context.Context, *agentrpc.AgentClient, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, rt) }()
+	stop := func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	return ctx, agentrpc.NewAgentClient(staticLookup{"a1": "http://" + a.Addr()}, "tok"), stop
+}
+
 func (s staticLookup) GetAgent(_ context.Context, id domain.AgentID) (domain.Agent, error) {
 	return domain.Agent{ID: id, Address: s[id]}, nil
 }
@@ -154,16 +172,8 @@ func TestCreateKernelsRefusesAnInvalidSpecWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, rt) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	mc := agentrpc.NewAgentClient(staticLookup{"a1": "http://" + a.Addr()}, "tok")
+	ctx, mc, stop := runAgent(t, a, rt)
+	defer stop()
 
 	tests := []struct {
 		name string

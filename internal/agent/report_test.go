@@ -68,16 +68,8 @@ func TestHeartbeatCarriesCapacityWaitingAndReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := &reporting{Runtime: s, cpu: "4"}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, rt) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	mc := agentrpc.NewAgentClient(staticLookup{"a1": "http://" + a.Addr()}, "tok")
+	ctx, mc, stop := runAgent(t, a, rt)
+	defer stop()
 	if _, err := mc.CheckAndPull(ctx, "a1", []string{"sleep"}); err != nil {
 		t.Fatal(err)
 	}
@@ -140,16 +132,8 @@ func TestServingKernelsGetAPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := &reporting{Runtime: s, cpu: "4"}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, rt) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	mc := agentrpc.NewAgentClient(staticLookup{"a1": "http://" + a.Addr()}, "tok")
+	ctx, mc, stop := runAgent(t, a, rt)
+	defer stop()
 	if _, err := mc.CheckAndPull(ctx, "a1", []string{"sleep"}); err != nil {
 		t.Fatal(err)
 	}
