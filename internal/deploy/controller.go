@@ -386,8 +386,12 @@ func (c *Controller) endpoint(ctx context.Context, d *domain.Deployment, r *doma
 // failStart records that r failed to start, ends its session, and backs
 // the deployment off before the next route.
 func (c *Controller) failStart(ctx context.Context, d *domain.Deployment, r *domain.Route, now time.Time, why string) error {
+	from := r.Status
 	if err := c.moveRoute(ctx, d, r, domain.HandlerProvisioningRoute, domain.RouteFailure, now, why); err != nil {
 		return err
+	}
+	if r.Status == from {
+		return nil // moved by another pass, which counted it
 	}
 	if err := c.backOff(ctx, d, now); err != nil {
 		return err
@@ -400,14 +404,15 @@ func (c *Controller) failStart(ctx context.Context, d *domain.Deployment, r *dom
 // before passing its checks failed to start as surely as one that never
 // came up, and replacing it at once would loop hot. One that served
 // proved the spec: its end is no failed start (the count was reset when
-// it became HEALTHY).
+// it became HEALTHY). Neither is the end of a route of an earlier
+// revision: a rollout reads failed starts as failures of the new spec.
 func (c *Controller) endUnserved(ctx context.Context, d *domain.Deployment, r *domain.Route, now time.Time, end func() error) error {
 	from := r.Status
 	if err := end(); err != nil {
 		return err
 	}
-	if r.Served || r.Status == from {
-		return nil // moved by another pass, which counted it
+	if r.Served || r.Status == from || r.Revision != d.Revision {
+		return nil // served, moved by another pass, or an old spec's
 	}
 	return c.backOff(ctx, d, now)
 }
@@ -574,13 +579,14 @@ func (c *Controller) scale(ctx context.Context, d *domain.Deployment, live []*do
 		}
 		n := d.Replicas - len(live)
 		if d.StartFailures > 0 {
-			// One probe at a time while starts keep failing: a route that
-			// has not served yet is that probe, and another waits for its
-			// verdict. Counting only this pass's starts let a second probe
+			// One probe at a time while starts keep failing: a live route
+			// that has not served yet (provisioning, degraded, or
+			// unhealthy within its eviction grace) is that probe, and
+			// another waits for its verdict. Counting only this pass's starts let a second probe
 			// follow on the next pass once a failed route had left the
 			// live set (one that died before serving leaves it at once).
 			for _, r := range live {
-				if !r.Served && (r.Status == domain.RouteProvisioning || r.Status == domain.RouteDegraded) {
+				if !r.Served {
 					return nil
 				}
 			}

@@ -477,3 +477,30 @@ func TestOneProbeAtATimeWhileStartsFail(t *testing.T) {
 		t.Fatalf("%d routes starting after the probe served, want the second replica", len(got))
 	}
 }
+
+// TestOldRevisionRouteEndIsNoFailedStart: a route of an earlier spec that
+// dies before serving says nothing of the current spec, so it does not
+// count as a failed start (a rollout would read one as its new routes
+// failing, and roll back).
+func TestOldRevisionRouteEndIsNoFailedStart(t *testing.T) {
+	hc := domain.HealthCheck{Path: "/health", Interval: time.Second, Timeout: time.Second, SuccessThreshold: 3, FailureThreshold: 3}
+	h := newHarness(t, hc, Config{BackoffBase: 10 * time.Second, BackoffMax: 25 * time.Second, DrainGrace: time.Second})
+	h.step(0)
+	h.step(time.Second)
+	old := h.want("running", domain.RouteDegraded)
+	d, err := h.st.GetDeployment(h.ctx, "d1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Revision++ // a new spec, stored as a user's update stores it
+	if err := h.st.UpdateDeployment(h.ctx, d, []domain.DeploymentStatus{d.Status}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sess.EndRoute(h.ctx, old.Session, "kernel exited with code 1"); err != nil {
+		t.Fatal(err)
+	}
+	h.step(time.Second)
+	if got, err := h.st.GetDeployment(h.ctx, "d1"); err != nil || got.StartFailures != 0 {
+		t.Fatalf("after an old revision's route died: %d failed starts (%v), want 0", got.StartFailures, err)
+	}
+}
