@@ -180,7 +180,8 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 	// The history of sessions that only wait again depends on nothing the
 	// applier decides, so it is written beside it, on a connection of its
 	// own: at 100k pending sessions these are most of the round's history
-	// rows, and the two writes touch disjoint sessions.
+	// rows, and the two writes touch disjoint sessions (on SQLite, with its
+	// one writer, they take turns).
 	waitHist, recorded := c.waitNotes(h, &snap, plan, gs, now)
 	histDone := make(chan error, 1)
 	go func() { histDone <- c.store.AppendHistory(ctx, waitHist) }()
@@ -190,7 +191,9 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 		return round{}, fmt.Errorf("apply plan of %s: %w", group, err)
 	}
 	if herr != nil {
-		return round{}, fmt.Errorf("%s: history of %s: %w", h.Name, group, herr)
+		// The placements are committed: the round goes on to record
+		// them, and the waits are noted again by the next round.
+		herr = fmt.Errorf("%s: history of waiting sessions of %s: %w", h.Name, group, herr)
 	}
 	r := round{
 		// Every pending session placed: the queue is empty now.
@@ -242,7 +245,7 @@ func (c *Coordinator) scheduleGroup(ctx context.Context, h domain.LifecycleHandl
 	if err := c.apply(ctx, h, handlerPolicy{}, targets, res, gs); err != nil {
 		return round{}, err
 	}
-	return r, c.cancelImpossible(ctx, h, plan.Impossible, snap.Slots, now)
+	return r, errors.Join(c.cancelImpossible(ctx, h, plan.Impossible, snap.Slots, now), herr)
 }
 
 // cancelImpossible cancels sessions waiting cannot help, with the reason.

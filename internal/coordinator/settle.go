@@ -150,7 +150,9 @@ func (c *Coordinator) devicesGone(ctx context.Context, agent domain.Agent, now t
 	for _, d := range agent.Devices {
 		have[d.ID] = true
 	}
-	kernels, err := c.store.ListKernels(ctx, store.KernelFilter{Agents: []domain.AgentID{agent.ID}})
+	// Only kernels that hold something can hold a device; the agent's
+	// ended kernels, which grow with its history, are not read.
+	kernels, err := c.store.ListKernels(ctx, store.KernelFilter{Agents: []domain.AgentID{agent.ID}, Statuses: holdingKernelStatuses()})
 	if err != nil {
 		return fmt.Errorf("agent %s restarted: %w", agent.ID, err)
 	}
