@@ -12,53 +12,54 @@ import (
 )
 
 // LoadSnapshot reads one group's scheduling input from one snapshot of the
-// database: ten queries in one batch, so one round trip on PostgreSQL
-// whatever the number of sessions.
+// database. The group's own part (configuration, queue, jobs, policies) is
+// read afresh, in one batch; the cluster's part (agents, the kernels that
+// hold slots, the sessions that count toward quotas) comes from the
+// snapshot cache, brought up to date from the change feed in the same
+// read transaction (snapcache.go).
 func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error) {
+	c := s.cache
+	// One load at a time, each in its own read transaction begun under
+	// the lock: the cache then only ever moves forward, and what it adds
+	// to a snapshot is read at the same instant as the rest.
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var snap framework.Snapshot
 	err := s.read(ctx, "load snapshot of group "+group, func(tx txn) error {
-		snap = framework.Snapshot{Now: now, Slots: s.reg}
+		var holds bool
+		var err error
+		snap, err = s.loadQueue(ctx, tx, group, now, Stmt{SQL: selectGroupHolds, Args: []any{group},
+			Row: func(sc codec.Scanner) error { return sc.Scan(&holds) }})
+		if err != nil {
+			return err
+		}
+		if err := c.refresh(ctx, s, tx); err != nil {
+			return err
+		}
+		c.fill(&snap, group, holds, now)
+		return nil
+	})
+	if err != nil {
+		return framework.Snapshot{}, err
+	}
+	return snap, nil
+}
+
+// LoadSnapshotUncached is LoadSnapshot reading everything from the tables,
+// as it did before the cache: the tests hold the cache to it.
+func (s *Store) LoadSnapshotUncached(ctx context.Context, group string, now time.Time) (framework.Snapshot, error) {
+	var snap framework.Snapshot
+	err := s.read(ctx, "load snapshot of group "+group, func(tx txn) error {
 		var (
-			groupFound bool
-			kernels    []domain.Kernel
-			edges      []codec.DependencyRow
-			slots      []codec.UsageSlotRow
-			counts     []codec.UsageCountRow
-			policies   []domain.Policy
+			slots  []codec.UsageSlotRow
+			counts []codec.UsageCountRow
 		)
-		err := tx.batch(ctx,
-			Stmt{SQL: selectGroup, Args: []any{group}, Row: func(sc codec.Scanner) error {
-				var err error
-				groupFound = true
-				snap.Group, err = codec.ScanGroup(s.reg, sc)
-				return err
-			}},
-			Stmt{SQL: selectGroupCursor, Args: []any{group}, Row: func(sc codec.Scanner) error {
-				var cursor string
-				err := sc.Scan(&cursor)
-				snap.Cursor = domain.AgentID(cursor)
-				return err
-			}},
+		// The cluster's part writes into snap, loadQueue's into q; both
+		// run in one batch, one round trip on PostgreSQL.
+		cluster := []Stmt{
 			Stmt{SQL: selectGroupAgents, Args: []any{group}, Row: func(sc codec.Scanner) error {
 				a, err := s.agents.Scan(sc)
 				snap.Agents = append(snap.Agents, a)
-				return err
-			}},
-			groupJobsStmt(group, &snap),
-			Stmt{SQL: selectPendingOfGroup, Args: []any{group}, Row: func(sc codec.Scanner) error {
-				sess, err := codec.ScanSession(s.reg, sc)
-				snap.Pending = append(snap.Pending, framework.PendingSession{Session: sess})
-				return err
-			}},
-			Stmt{SQL: selectPendingKernels, Args: []any{group}, Row: func(sc codec.Scanner) error {
-				k, err := codec.ScanKernel(s.reg, sc)
-				kernels = append(kernels, k)
-				return err
-			}},
-			Stmt{SQL: selectPendingDependencies, Args: []any{group}, Row: func(sc codec.Scanner) error {
-				var d codec.DependencyRow
-				err := sc.Scan(&d.Session, &d.DependsOn, &d.Status, &d.Outcome)
-				edges = append(edges, d)
 				return err
 			}},
 			Stmt{SQL: selectUsageSlots, Args: []any{group}, Row: func(sc codec.Scanner) error {
@@ -73,11 +74,6 @@ func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (
 				counts = append(counts, r)
 				return err
 			}},
-			Stmt{SQL: selectPendingPolicies, Args: []any{group}, Row: func(sc codec.Scanner) error {
-				p, err := codec.ScanPolicy(s.reg, sc)
-				policies = append(policies, p)
-				return err
-			}},
 			Stmt{SQL: selectGroupHeldDevices, Args: []any{group}, Row: func(sc codec.Scanner) error {
 				return scanHeldDevices(sc, &snap.DeviceHeld)
 			}},
@@ -86,33 +82,91 @@ func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (
 				snap.Holdings = append(snap.Holdings, h)
 				return err
 			}},
-		)
+		}
+		q, err := s.loadQueue(ctx, tx, group, now, cluster...)
 		if err != nil {
 			return err
 		}
-		if !groupFound {
-			return fmt.Errorf("resource group %q: %w", group, store.ErrNotFound)
-		}
-		if p := snap.Group.Preemption; p.Enabled && p.Window > 0 {
-			// A second round trip, for preempting groups only: the window
-			// is the group's, known only now.
-			if snap.Preemptions, err = s.preemptionsSince(ctx, tx, group, now.Add(-p.Window)); err != nil {
-				return err
-			}
-		}
-		codec.GroupKernels(snap.Pending, kernels)
-		if snap.Dependencies, err = codec.AttachDependencies(snap.Pending, edges); err != nil {
+		q.Agents, q.DeviceHeld, q.Holdings = snap.Agents, snap.DeviceHeld, snap.Holdings
+		if q.Usage, err = codec.BuildUsage(s.reg, slots, counts); err != nil {
 			return err
 		}
-		if snap.Usage, err = codec.BuildUsage(s.reg, slots, counts); err != nil {
-			return err
-		}
-		snap.Policies = codec.BuildPolicies(policies)
+		snap = q
 		return nil
 	})
 	if err != nil {
 		return framework.Snapshot{}, err
 	}
+	return snap, nil
+}
+
+// loadQueue reads what a round needs of the group itself: its
+// configuration and cursor, its queue with the queue's kernels,
+// dependencies, jobs and policies, and its recent preemptions. extra run
+// in the same batch.
+func (s *Store) loadQueue(ctx context.Context, tx txn, group string, now time.Time, extra ...Stmt) (framework.Snapshot, error) {
+	snap := framework.Snapshot{Now: now, Slots: s.reg}
+	var (
+		groupFound bool
+		kernels    []domain.Kernel
+		edges      []codec.DependencyRow
+		policies   []domain.Policy
+	)
+	stmts := append([]Stmt{
+		{SQL: selectGroup, Args: []any{group}, Row: func(sc codec.Scanner) error {
+			var err error
+			groupFound = true
+			snap.Group, err = codec.ScanGroup(s.reg, sc)
+			return err
+		}},
+		{SQL: selectGroupCursor, Args: []any{group}, Row: func(sc codec.Scanner) error {
+			var cursor string
+			err := sc.Scan(&cursor)
+			snap.Cursor = domain.AgentID(cursor)
+			return err
+		}},
+		groupJobsStmt(group, &snap),
+		{SQL: selectPendingOfGroup, Args: []any{group}, Row: func(sc codec.Scanner) error {
+			sess, err := codec.ScanSession(s.reg, sc)
+			snap.Pending = append(snap.Pending, framework.PendingSession{Session: sess})
+			return err
+		}},
+		{SQL: selectPendingKernels, Args: []any{group}, Row: func(sc codec.Scanner) error {
+			k, err := codec.ScanKernel(s.reg, sc)
+			kernels = append(kernels, k)
+			return err
+		}},
+		{SQL: selectPendingDependencies, Args: []any{group}, Row: func(sc codec.Scanner) error {
+			var d codec.DependencyRow
+			err := sc.Scan(&d.Session, &d.DependsOn, &d.Status, &d.Outcome)
+			edges = append(edges, d)
+			return err
+		}},
+		{SQL: selectPendingPolicies, Args: []any{group}, Row: func(sc codec.Scanner) error {
+			p, err := codec.ScanPolicy(s.reg, sc)
+			policies = append(policies, p)
+			return err
+		}},
+	}, extra...)
+	if err := tx.batch(ctx, stmts...); err != nil {
+		return snap, err
+	}
+	if !groupFound {
+		return snap, fmt.Errorf("resource group %q: %w", group, store.ErrNotFound)
+	}
+	var err error
+	if p := snap.Group.Preemption; p.Enabled && p.Window > 0 {
+		// A second round trip, for preempting groups only: the window
+		// is the group's, known only now.
+		if snap.Preemptions, err = s.preemptionsSince(ctx, tx, group, now.Add(-p.Window)); err != nil {
+			return snap, err
+		}
+	}
+	codec.GroupKernels(snap.Pending, kernels)
+	if snap.Dependencies, err = codec.AttachDependencies(snap.Pending, edges); err != nil {
+		return snap, err
+	}
+	snap.Policies = codec.BuildPolicies(policies)
 	return snap, nil
 }
 

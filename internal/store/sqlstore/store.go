@@ -24,6 +24,8 @@ type Store struct {
 	texts sync.Map
 	// agents decodes the agent rows of snapshots and listings.
 	agents *codec.AgentDecoder
+	// cache is the cluster's part of LoadSnapshot (snapcache.go).
+	cache *snapCache
 }
 
 var _ store.Store = (*Store)(nil)
@@ -43,7 +45,8 @@ const maxAttempts = 5
 // New returns a store over eng, whose SQL is d. reg converts stored slot
 // names to vector indexes; fault is for tests only (see store.FaultHook).
 func New(reg *domain.Registry, eng Engine, d Dialect, fault store.FaultHook) *Store {
-	return &Store{reg: reg, eng: eng, dialect: d, fault: fault, agents: codec.NewAgentDecoder(reg)}
+	return &Store{reg: reg, eng: eng, dialect: d, fault: fault, agents: codec.NewAgentDecoder(reg),
+		cache: newSnapCache()}
 }
 
 // Close closes the engine.

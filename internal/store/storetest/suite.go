@@ -49,6 +49,7 @@ func Run(t *testing.T, e Engine) {
 		{"RegisterGuard", testRegisterGuard},
 		{"RetireAgent", testRetireAgent},
 		{"RetireRacesRegistration", testRetireRacesRegistration},
+		{"SnapshotCacheIsExact", testSnapshotCacheIsExact},
 		{"AgentAllowsCommand", testAgentAllowsCommand},
 		{"KernelServicePorts", testKernelServicePorts},
 		{"Devices", testDevices},
