@@ -37,7 +37,10 @@ func (c *Coordinator) Sweep(ctx context.Context) error {
 	if _, err := c.store.PrunePreemptions(ctx, now.Add(-domain.MaxPreemptionWindow)); err != nil {
 		return fmt.Errorf("sweep: prune preemption records: %w", err)
 	}
-	agents, err := c.store.ListAgents(ctx, store.AgentFilter{Statuses: []domain.AgentStatus{domain.AgentAlive, domain.AgentLost}})
+	// Only an agent silent past the timeout is acted on below, ALIVE or
+	// LOST.
+	agents, err := c.store.ListAgents(ctx, store.AgentFilter{Statuses: []domain.AgentStatus{domain.AgentAlive, domain.AgentLost},
+		SilentSince: now.Add(-cfg.HeartbeatTimeout)})
 	if err != nil {
 		return fmt.Errorf("sweep: list agents: %w", err)
 	}

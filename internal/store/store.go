@@ -236,6 +236,9 @@ type AgentFilter struct {
 	IDs      []domain.AgentID
 	Group    string
 	Statuses []domain.AgentStatus
+	// SilentSince, when set, selects only agents not heard from since:
+	// their last heartbeat is before it, or they have none.
+	SilentSince time.Time
 }
 
 // SessionFilter selects sessions; zero fields select everything.

@@ -272,7 +272,11 @@ func (s *Store) ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.A
 	var out []domain.Agent
 	err := s.read(ctx, "list agents", func(tx txn) error {
 		args := []any{f.Group, List(codec.StatusNames(f.Statuses)), List(codec.Strings(f.IDs))}
-		return tx.query(ctx, selectAgents, args, func(sc codec.Scanner) error {
+		query := selectAgents
+		if !f.SilentSince.IsZero() {
+			query, args = selectSilentAgents, append(args, ts(f.SilentSince))
+		}
+		return tx.query(ctx, query, args, func(sc codec.Scanner) error {
 			a, err := s.agents.Scan(sc)
 			out = append(out, a)
 			return err

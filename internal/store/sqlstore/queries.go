@@ -85,6 +85,12 @@ WHERE kernels.id = u.id AND kernels.agent_id = $1 AND kernels.status = 'CREATING
 WHERE ($1 = '' OR resource_group = $1) AND ({empty $2} OR status {in $2})
   AND ({empty $3} OR id {in $3})
 ORDER BY id`
+	// The sweep's: of a thousand agents, the few gone quiet are all it
+	// needs, and decoding the rest was its whole cost.
+	selectSilentAgents = `SELECT ` + codec.AgentColumns + ` FROM agents
+WHERE ($1 = '' OR resource_group = $1) AND ({empty $2} OR status {in $2})
+  AND ({empty $3} OR id {in $3}) AND (last_heartbeat IS NULL OR last_heartbeat < $4)
+ORDER BY id`
 	selectGroupAgents = `SELECT ` + codec.AgentColumns + ` FROM agents WHERE resource_group = $1 ORDER BY id`
 )
 

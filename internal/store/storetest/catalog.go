@@ -209,6 +209,11 @@ func testAgents(t *testing.T, e Engine) {
 		{"both", store.AgentFilter{Group: "g1", Statuses: []domain.AgentStatus{domain.AgentTerminated}}, []domain.AgentID{"a3"}},
 		{"ids", store.AgentFilter{IDs: []domain.AgentID{"a3", "a1", "ghost"}}, []domain.AgentID{"a1", "a3"}},
 		{"ids and group", store.AgentFilter{IDs: []domain.AgentID{"a2", "a3"}, Group: "g1"}, []domain.AgentID{"a3"}},
+		// a1 was last heard from at 7, a2 and a3 at 0.
+		{"silent", store.AgentFilter{SilentSince: at(7)}, []domain.AgentID{"a2", "a3"}},
+		{"silent, all", store.AgentFilter{SilentSince: at(8)}, []domain.AgentID{"a1", "a2", "a3"}},
+		{"silent and alive", store.AgentFilter{SilentSince: at(5), Statuses: []domain.AgentStatus{domain.AgentAlive}},
+			[]domain.AgentID{"a2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			list, err := f.s.ListAgents(f.ctx, tc.filter)
