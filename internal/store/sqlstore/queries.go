@@ -131,8 +131,11 @@ LIMIT $6`
   AND ($8 = '' OR (created_at, id) < (SELECT created_at, id FROM sessions WHERE id = $8))
 ORDER BY created_at DESC, id DESC
 LIMIT $6`
+	// Only asked for a name; name <> '' lets SQLite see that the partial
+	// index sessions_live_name covers the query, rather than walking all
+	// of the owner's sessions.
 	countLiveNamed = `SELECT COUNT(*) FROM sessions
-WHERE owner_user = $1 AND name = $2 AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR')`
+WHERE owner_user = $1 AND name = $2 AND name <> '' AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR')`
 	selectDependencies = `SELECT session_id, depends_on FROM session_dependencies
 WHERE session_id {in $1} ORDER BY session_id, depends_on`
 	selectSessionKernels = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE session_id = $1 ORDER BY cluster_idx`

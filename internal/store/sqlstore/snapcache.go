@@ -119,9 +119,12 @@ WHERE {pos} > $1 AND {pos} <= $2`
 	selectAllHeldKernels = `SELECT ` + heldKernelColumns + `
 FROM kernels k JOIN sessions s ON s.id = k.session_id
 WHERE k.status IN ` + holdingKernelStatuses
+	// CROSS JOIN keeps SQLite's planner to the sessions given, then their
+	// kernels by session, rather than every holding kernel by status;
+	// PostgreSQL plans it as the inner join it is.
 	selectHeldKernelsOf = `SELECT ` + heldKernelColumns + `
-FROM kernels k JOIN sessions s ON s.id = k.session_id
-WHERE k.session_id {in $1} AND k.status IN ` + holdingKernelStatuses
+FROM sessions s CROSS JOIN kernels k
+WHERE s.id {in $1} AND k.session_id = s.id AND k.status IN ` + holdingKernelStatuses
 	selectActiveSessions = `SELECT id, owner_user, owner_project, owner_domain FROM sessions
 WHERE status IN ` + holdingSessionStatuses
 	selectActiveOf = `SELECT id, owner_user, owner_project, owner_domain FROM sessions
