@@ -74,6 +74,7 @@ type Coordinator struct {
 	marks    chan struct{}
 	lease    Lease
 	idle     idleRounds
+	touched  touched
 	hooks    *hook.Registry
 }
 

@@ -525,13 +525,29 @@ func nonTerminal() []domain.KernelStatus {
 
 // Promote runs one promotion handler: sessions whose kernels meet its
 // match move to its success status; kernels are left as they are.
-func (c *Coordinator) Promote(ctx context.Context, p domain.PromotionHandler) error {
+func (c *Coordinator) Promote(ctx context.Context, p domain.PromotionHandler) (err error) {
 	defer c.metrics.run(p.Name, time.Now())
-	ids, err := c.store.SessionsMatching(ctx, p.TargetSession, p.CheckKernel, p.Match)
+	now := c.clock.Now()
+	// Only the sessions the feed names since the last complete check can
+	// match now (touched.go).
+	among, upTo, all, err := c.touched.since(ctx, c.store, p.Name, now, c.conf().ChangeRetention)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
+	defer func() {
+		if err != nil {
+			c.touched.forget(p.Name)
+		} else {
+			c.touched.done(p.Name, upTo)
+		}
+	}()
+	if !all && len(among) == 0 {
+		return nil
+	}
+	ids, err := c.store.SessionsMatching(ctx, p.TargetSession, p.CheckKernel, p.Match, among...)
 	if err != nil || len(ids) == 0 {
 		return err
 	}
-	now := c.clock.Now()
 	reason := ""
 	if p.Name == domain.HandlerDetectTermination {
 		reason = "a kernel ended"

@@ -30,7 +30,7 @@ type Store interface {
 	IncrementTries(ctx context.Context, phase domain.HandlerName, ids []domain.SessionID) (map[domain.SessionID]int, error)
 	ResetTries(ctx context.Context, phase domain.HandlerName, ids []domain.SessionID) error
 	SessionsMatching(ctx context.Context, sessionStatuses []domain.SessionStatus,
-		checkKernelStatuses []domain.KernelStatus, match domain.Match) ([]domain.SessionID, error)
+		checkKernelStatuses []domain.KernelStatus, match domain.Match, among ...domain.SessionID) ([]domain.SessionID, error)
 	AvoidAgents(ctx context.Context, id domain.SessionID, agents []domain.AgentID) error
 	PruneChanges(ctx context.Context, before time.Time) (int64, error)
 	PrunePreemptions(ctx context.Context, before time.Time) (int64, error)

@@ -186,9 +186,10 @@ type Store interface {
 	Tries(ctx context.Context, id domain.SessionID) (map[domain.HandlerName]int, error)
 	// SessionsMatching returns, in id order, the sessions in one of
 	// sessionStatuses whose kernels satisfy match against
-	// checkKernelStatuses (seed 001's promotion query).
+	// checkKernelStatuses (seed 001's promotion query); among, when
+	// given, narrows it to those sessions.
 	SessionsMatching(ctx context.Context, sessionStatuses []domain.SessionStatus,
-		checkKernelStatuses []domain.KernelStatus, match domain.Match) ([]domain.SessionID, error)
+		checkKernelStatuses []domain.KernelStatus, match domain.Match, among ...domain.SessionID) ([]domain.SessionID, error)
 
 	// Changes reads the change feed: every status change of a session (its
 	// creation included) and of a kernel, recorded in the transaction that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -121,7 +122,7 @@ func (s *Store) Tries(ctx context.Context, id domain.SessionID) (map[domain.Hand
 
 // SessionsMatching runs seed 001's promotion check in SQL.
 func (s *Store) SessionsMatching(ctx context.Context, sessionStatuses []domain.SessionStatus,
-	checkKernelStatuses []domain.KernelStatus, match domain.Match) ([]domain.SessionID, error) {
+	checkKernelStatuses []domain.KernelStatus, match domain.Match, among ...domain.SessionID) ([]domain.SessionID, error) {
 	var query string
 	switch match {
 	case domain.MatchAll:
@@ -133,9 +134,15 @@ func (s *Store) SessionsMatching(ctx context.Context, sessionStatuses []domain.S
 	default:
 		return nil, fmt.Errorf("sessions matching: %w: unknown match %d", store.ErrInvalid, match)
 	}
+	args := []any{List(codec.StatusNames(sessionStatuses)), List(codec.StatusNames(checkKernelStatuses))}
+	if len(among) > 0 {
+		// Driven by the ids (the primary key), not by every session in
+		// the statuses.
+		query = strings.Replace(query, "WHERE s.status", "WHERE s.id {in $3} AND s.status", 1)
+		args = append(args, List(codec.Strings(among)))
+	}
 	var out []domain.SessionID
 	err := s.read(ctx, "sessions matching "+match.String(), func(tx txn) error {
-		args := []any{List(codec.StatusNames(sessionStatuses)), List(codec.StatusNames(checkKernelStatuses))}
 		return tx.query(ctx, query, args, func(sc codec.Scanner) error {
 			var id string
 			err := sc.Scan(&id)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -182,6 +183,22 @@ func testSessionsMatching(t *testing.T, e Engine) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+			// Narrowed to every other session, and one that does not
+			// exist: the same answer, less what was left out.
+			among := []domain.SessionID{"ghost"}
+			for i, s := range sessions {
+				if i%2 == 0 {
+					among = append(among, s.ID)
+				}
+			}
+			got, err = f.s.SessionsMatching(f.ctx, q.sessions, q.check, q.match, among...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = slices.DeleteFunc(want, func(id domain.SessionID) bool { return !slices.Contains(among, id) })
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("among %v (-want +got):\n%s", among, diff)
 			}
 		})
 	}

@@ -1,0 +1,131 @@
+package coordinator
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// touched follows the change feed for the promotion handlers. Whether a
+// session is promoted depends only on its status and its kernels'
+// statuses, and every change of either is a row of the feed naming the
+// session. So once a handler has checked every session and moved every
+// one that matched, only the sessions named by the feed since then can
+// match it next: it checks those, by id, instead of every session in its
+// statuses (with thousands running, that walk was the largest cost of a
+// cycle).
+//
+// Anything in doubt makes a handler check everything, as before: its
+// first check, one after a failure, a full page of changes, or a feed
+// read long ago (pruned past the position, perhaps). The feed is the
+// database's, so a change another manager made is followed alike.
+type touched struct {
+	mu sync.Mutex
+	// pos is the feed position read up to, read when (by the clock); ok
+	// when pos is set.
+	pos  int64
+	read time.Time
+	ok   bool
+	// log is the sessions changed after the oldest mark, in feed order.
+	log []touch
+	// mark is, per handler, the position its last complete check covered.
+	mark map[domain.HandlerName]int64
+}
+
+type touch struct {
+	pos     int64
+	session domain.SessionID
+}
+
+// since returns the sessions handler h must check, and the position the
+// check will cover once done; all when it must check every session.
+func (t *touched) since(ctx context.Context, st Store, h domain.HandlerName, now time.Time, retention time.Duration) (
+	ids []domain.SessionID, upTo int64, all bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	restart := func() (int64, error) {
+		last, err := st.LastChange(ctx)
+		if err != nil {
+			t.ok = false
+			return 0, err
+		}
+		t.pos, t.read, t.ok, t.log = last, now, true, nil
+		clear(t.mark)
+		return last, nil
+	}
+	if !t.ok || now.Sub(t.read) > retention/2 {
+		last, err := restart()
+		return nil, last, true, err
+	}
+	chs, err := st.Changes(ctx, store.ChangeFilter{After: t.pos, Limit: feedPage})
+	if err != nil {
+		t.ok = false
+		return nil, 0, true, err
+	}
+	t.read = now
+	if len(chs) == feedPage {
+		last, err := restart()
+		return nil, last, true, err
+	}
+	for _, ch := range chs {
+		t.log = append(t.log, touch{ch.Pos, ch.Session})
+		t.pos = ch.Pos
+	}
+	mark, ok := t.mark[h]
+	if !ok {
+		return nil, t.pos, true, nil
+	}
+	// The log is in feed order: what is after the mark is its tail.
+	i, _ := slices.BinarySearchFunc(t.log, mark+1, func(x touch, pos int64) int { return cmp.Compare(x.pos, pos) })
+	for _, x := range t.log[i:] {
+		ids = append(ids, x.session)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), t.pos, false, nil
+}
+
+// done records that h checked every session it had to up to upTo.
+func (t *touched) done(h domain.HandlerName, upTo int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.ok {
+		return
+	}
+	if t.mark == nil {
+		t.mark = map[domain.HandlerName]int64{}
+	}
+	t.mark[h] = upTo
+	t.trim()
+}
+
+// forget makes h check everything next time: its check failed part way.
+func (t *touched) forget(h domain.HandlerName) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.mark, h)
+	t.trim()
+}
+
+// trim drops the log no handler still needs.
+func (t *touched) trim() {
+	if len(t.mark) == 0 {
+		t.log = t.log[:0]
+		return
+	}
+	oldest := int64(-1)
+	for _, m := range t.mark {
+		if oldest < 0 || m < oldest {
+			oldest = m
+		}
+	}
+	i := 0
+	for i < len(t.log) && t.log[i].pos <= oldest {
+		i++
+	}
+	t.log = append(t.log[:0], t.log[i:]...)
+}
