@@ -53,6 +53,7 @@ func newSimulateCmd() *cobra.Command {
 			if clusterSpec == "" {
 				return errors.New("--cluster is required")
 			}
+			defer simulate.BatchGC()()
 			cl, err := simulate.ParseCluster(clusterSpec, reg)
 			if err != nil {
 				return err

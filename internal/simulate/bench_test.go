@@ -38,6 +38,7 @@ func BenchmarkSimulate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer simulate.BatchGC()() // as sokovan simulate runs
 	b.ResetTimer()
 	cpu0 := cpuSeconds()
 	var v simulate.Variant

@@ -60,9 +60,18 @@ type snapCache struct {
 	// they are on), sorted by kernel id as the uncached query orders them.
 	groupHeld map[string][]*heldKernel
 	usage     map[usageKey]*usageSum
+	// holdTemplate is each group's holdings as last built; dropped when
+	// the group's holding kernels change.
+	holdTemplate map[string]*holdTemplate
 
 	active map[domain.SessionID]owner
 	counts map[owner]int
+}
+
+type holdTemplate struct {
+	hs []framework.Holding
+	// floating are the indexes of the holdings whose end moves with now.
+	floating []int
 }
 
 // feedGap is how many feed rows past its position the cache catches up
@@ -124,7 +133,8 @@ WHERE k.status IN ` + holdingKernelStatuses
 	// PostgreSQL plans it as the inner join it is.
 	selectHeldKernelsOf = `SELECT ` + heldKernelColumns + `
 FROM sessions s CROSS JOIN kernels k
-WHERE s.id {in $1} AND k.session_id = s.id AND k.status IN ` + holdingKernelStatuses
+WHERE s.id {in $1} AND k.session_id = s.id AND k.status IN ` + holdingKernelStatuses + `
+ORDER BY k.id`
 	selectActiveSessions = `SELECT id, owner_user, owner_project, owner_domain FROM sessions
 WHERE status IN ` + holdingSessionStatuses
 	selectActiveOf = `SELECT id, owner_user, owner_project, owner_domain FROM sessions
@@ -224,12 +234,27 @@ func (c *snapCache) catchUp(ctx context.Context, s *Store, tx txn) error {
 		}
 		c.agents[a.ID] = a
 	}
+	newHeld := map[domain.SessionID][]*heldKernel{}
+	for _, k := range held {
+		if _, ok := c.agents[k.row.Agent]; !ok {
+			return c.rebuild(ctx, s, tx, gens, last)
+		}
+		newHeld[k.row.Session] = append(newHeld[k.row.Session], k)
+	}
 	for _, id := range sessions {
 		sid := domain.SessionID(id)
-		for _, k := range c.bySession[sid] {
-			c.drop(k)
+		// Most sessions named are named for a change that leaves what
+		// they hold as it was (a kernel moving on from PREPARING, say):
+		// then the group's holdings stay as built.
+		if !sameKernels(c.bySession[sid], newHeld[sid]) {
+			for _, k := range c.bySession[sid] {
+				c.drop(k)
+			}
+			delete(c.bySession, sid)
+			for _, k := range newHeld[sid] {
+				c.add(k)
+			}
 		}
-		delete(c.bySession, sid)
 		if o, ok := c.active[sid]; ok {
 			c.uncount(o)
 			delete(c.active, sid)
@@ -239,14 +264,20 @@ func (c *snapCache) catchUp(ctx context.Context, s *Store, tx txn) error {
 			c.counts[o]++
 		}
 	}
-	for _, k := range held {
-		if _, ok := c.agents[k.row.Agent]; !ok {
-			return c.rebuild(ctx, s, tx, gens, last)
-		}
-		c.add(k)
-	}
 	c.pos = last
 	return nil
+}
+
+// sameKernels reports whether two lists of a session's holding kernels,
+// each in the order read, hold the same.
+func sameKernels(a, b []*heldKernel) bool {
+	return slices.EqualFunc(a, b, func(x, y *heldKernel) bool {
+		return x.id == y.id && x.owner == y.owner && x.group == y.group && x.keyed == y.keyed &&
+			slices.Equal(x.devices, y.devices) && x.row.Agent == y.row.Agent && x.row.Session == y.row.Session &&
+			slices.Equal(x.row.Slots, y.row.Slots) && x.row.Named == y.row.Named && x.row.Status == y.row.Status &&
+			x.row.Changed.Equal(y.row.Changed) && x.row.Limit == y.row.Limit && x.row.Priority == y.row.Priority &&
+			x.row.Preemptible == y.row.Preemptible && x.row.PreemptedBy == y.row.PreemptedBy
+	})
 }
 
 // rebuild reads the whole cluster's part again.
@@ -259,6 +290,7 @@ func (c *snapCache) rebuild(ctx context.Context, s *Store, tx txn, gens map[stri
 	c.bySession = map[domain.SessionID][]*heldKernel{}
 	c.groupHeld = map[string][]*heldKernel{}
 	c.usage = map[usageKey]*usageSum{}
+	c.holdTemplate = map[string]*holdTemplate{}
 	c.active = map[domain.SessionID]owner{}
 	c.counts = map[owner]int{}
 	c.valid = false
@@ -342,6 +374,7 @@ func (c *snapCache) add(k *heldKernel) {
 	list := c.groupHeld[k.held]
 	i, _ := slices.BinarySearchFunc(list, k.id, func(x *heldKernel, id domain.KernelID) int { return cmp.Compare(x.id, id) })
 	c.groupHeld[k.held] = slices.Insert(list, i, k)
+	delete(c.holdTemplate, k.held)
 	key := usageKey{k.owner, k.group}
 	u := c.usage[key]
 	if u == nil {
@@ -364,6 +397,7 @@ func (c *snapCache) drop(k *heldKernel) {
 	list := c.groupHeld[k.held]
 	if i, ok := slices.BinarySearchFunc(list, k.id, func(x *heldKernel, id domain.KernelID) int { return cmp.Compare(x.id, id) }); ok {
 		c.groupHeld[k.held] = slices.Delete(list, i, i+1)
+		delete(c.holdTemplate, k.held)
 	}
 	key := usageKey{k.owner, k.group}
 	u := c.usage[key]
@@ -388,12 +422,25 @@ func (c *snapCache) uncount(o owner) {
 // group's held devices and, when the group reserves or preempts, its
 // holdings in kernel order.
 func (c *snapCache) fill(snap *framework.Snapshot, group string, holds bool, now time.Time) {
-	for _, id := range c.groupAgents[group] {
-		a := c.agents[id]
-		// The scheduler reads these, but a caller may change what it is
-		// given, as it may with the uncached read's.
-		a.Capacity, a.Occupied = a.Capacity.Clone(), a.Occupied.Clone()
-		snap.Agents = append(snap.Agents, a)
+	if ids := c.groupAgents[group]; len(ids) > 0 {
+		snap.Agents = make([]domain.Agent, len(ids))
+		// The scheduler only reads these, but a caller may change what
+		// it is given, as it may with the uncached read's: the vectors
+		// are copies, out of one allocation.
+		n := snap.Slots.Len()
+		vecs := make(domain.Vec, 0, 2*n*len(ids))
+		clone := func(v domain.Vec) domain.Vec {
+			if len(v) > n {
+				return v.Clone()
+			}
+			vecs = append(vecs, v...)
+			return vecs[len(vecs)-len(v) : len(vecs) : len(vecs)]
+		}
+		for i, id := range ids {
+			a := c.agents[id]
+			a.Capacity, a.Occupied = clone(a.Capacity), clone(a.Occupied)
+			snap.Agents[i] = a
+		}
 	}
 	u := framework.Usage{
 		Users:      map[string]framework.Use{},
@@ -441,7 +488,8 @@ func (c *snapCache) fill(snap *framework.Snapshot, group string, holds bool, now
 		}
 	}
 	snap.Usage = u
-	for _, k := range c.groupHeld[group] {
+	held := c.groupHeld[group]
+	for _, k := range held {
 		if len(k.devices) > 0 && len(c.agents[k.row.Agent].Devices) > 0 {
 			if snap.DeviceHeld == nil {
 				snap.DeviceHeld = map[domain.AgentID]map[string]domain.Quantity{}
@@ -455,8 +503,31 @@ func (c *snapCache) fill(snap *framework.Snapshot, group string, holds bool, now
 				m[g.Device] += g.Share
 			}
 		}
-		if holds {
-			snap.Holdings = append(snap.Holdings, k.row.At(now))
-		}
 	}
+	if holds && len(held) > 0 {
+		snap.Holdings = c.holdings(group, held, now)
+	}
+}
+
+// holdings is the group's holdings as of now. Only those not RUNNING have
+// an end that moves with now, so the rest are kept from one load to the
+// next until the group's holding kernels change: a copy and a few ends
+// worked out again, instead of thousands of holdings built afresh.
+func (c *snapCache) holdings(group string, held []*heldKernel, now time.Time) []framework.Holding {
+	t, ok := c.holdTemplate[group]
+	if !ok {
+		t = &holdTemplate{hs: make([]framework.Holding, len(held))}
+		for i, k := range held {
+			t.hs[i] = k.row.At(now)
+			if k.row.Status != domain.SessionRunning {
+				t.floating = append(t.floating, i)
+			}
+		}
+		c.holdTemplate[group] = t
+	}
+	out := slices.Clone(t.hs)
+	for _, i := range t.floating {
+		out[i].Ends = held[i].row.At(now).Ends
+	}
+	return out
 }
