@@ -101,7 +101,7 @@ func openRun(ctx context.Context, w Workload, reg *domain.Registry, su setup, or
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(tmp, "sim.db"), sqlite.Options{Registry: reg})
+	st, err := sqlite.Open(ctx, filepath.Join(tmp, "sim.db"), sqlite.Options{Registry: reg, Scratch: true})
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, nil, err

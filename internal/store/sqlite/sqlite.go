@@ -21,7 +21,8 @@ import (
 
 // Open opens (creating if needed) the database file at path and brings its
 // schema up to date. An in-memory database is not supported: the reader and
-// writer connections must see the same file.
+// writer connections must see the same file (and a Scratch store's one
+// connection, were it lost, would take the data with it).
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	switch {
 	case opts.Registry == nil:
@@ -42,13 +43,26 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	// FULL syncs the WAL on every commit: a committed session survives a
 	// power cut, not only a crash of the process.
-	q.Add("_pragma", "synchronous(FULL)")
+	if opts.Scratch {
+		q.Add("_pragma", "synchronous(OFF)")
+	} else {
+		q.Add("_pragma", "synchronous(FULL)")
+	}
 	wq := url.Values{}
 	for k, v := range q {
 		wq[k] = append([]string(nil), v...)
 	}
-	wq.Add("_pragma", "journal_mode(WAL)")
+	if opts.Scratch {
+		wq.Add("_pragma", "journal_mode(MEMORY)")
+	} else {
+		wq.Add("_pragma", "journal_mode(WAL)")
+	}
 	wq.Set("_txlock", "immediate")
+	if opts.Scratch {
+		// 256 MiB of pages: a simulation's database, whole.
+		wq.Add("_pragma", "locking_mode(EXCLUSIVE)")
+		wq.Add("_pragma", "cache_size(-262144)")
+	}
 	rq := q // q is not used again
 	rq.Add("_pragma", "query_only(1)")
 
@@ -61,6 +75,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := migrate(ctx, w); err != nil {
 		w.Close()
 		return nil, err
+	}
+	if opts.Scratch {
+		// Reads take the one connection too (as BEGIN IMMEDIATE, which
+		// the exclusive lock makes free): its cache stays valid across
+		// writes, where a second connection's would be dropped after
+		// each.
+		e := &engine{w: w, r: w, wc: newStmtCache(w)}
+		e.rc = e.wc
+		return &Store{sqlstore.New(opts.Registry, e, dialect, opts.Fault)}, nil
 	}
 	r, err := sql.Open("sqlite", path+"?"+rq.Encode())
 	if err != nil {
@@ -98,7 +121,7 @@ type Store struct {
 // needed.
 type engine struct {
 	w *sql.DB // exactly one connection; every transaction is BEGIN IMMEDIATE
-	r *sql.DB // query_only connections; transactions are plain BEGIN
+	r *sql.DB // query_only connections; transactions are plain BEGIN (a Scratch store's: w)
 	// wc and rc are their prepared statements.
 	wc, rc *stmtCache
 }
@@ -149,6 +172,10 @@ func (e *engine) Retryable(error) bool { return false }
 
 // Close closes both connection pools.
 func (e *engine) Close() error {
+	if e.r == e.w {
+		e.wc.close()
+		return e.w.Close()
+	}
 	e.rc.close()
 	e.wc.close()
 	return errors.Join(e.r.Close(), e.w.Close())
@@ -165,4 +192,12 @@ type Options struct {
 	Readers int
 	// Fault is for tests only; see store.FaultHook.
 	Fault store.FaultHook
+	// Scratch is for a database that only this process opens and that
+	// nothing needs once it ends (the simulator's): one connection serves
+	// reads and writes and holds the file exclusively, with a large page
+	// cache that no other connection's write invalidates; the rollback
+	// journal is kept in memory and commits are not synced. A crash may
+	// leave the file unusable, and another store cannot open it. Never for
+	// a manager's database.
+	Scratch bool
 }
