@@ -18,11 +18,30 @@ func (c *Coordinator) HandleEvent(ctx context.Context, ev domain.KernelEvent) er
 }
 
 // HandleEvents applies a batch of agent events in order, reading each
-// agent once for the batch rather than once per event.
+// agent once for the batch, and the kernels the batch's kernel events
+// name in one read, rather than once per event. What an event writes is
+// what the next event on that kernel is judged against; a kernel another
+// writer moved meanwhile fails the write's guard and is read again.
 func (c *Coordinator) HandleEvents(ctx context.Context, evs []domain.KernelEvent) error {
 	agents := map[domain.AgentID]domain.Agent{}
 	now := c.clock.Now()
 	changed := false
+	known := map[domain.KernelID]domain.Kernel{}
+	var ids []domain.KernelID
+	for _, ev := range evs {
+		if !ev.Kind.ImageEvent() {
+			ids = append(ids, ev.Kernel)
+		}
+	}
+	if len(ids) > 0 {
+		kernels, err := c.store.ListKernels(ctx, store.KernelFilter{IDs: ids})
+		if err != nil {
+			return fmt.Errorf("events: %w", err)
+		}
+		for _, k := range kernels {
+			known[k.ID] = k
+		}
+	}
 	for _, ev := range evs {
 		agent, ok := agents[ev.Agent]
 		if !ok {
@@ -32,22 +51,23 @@ func (c *Coordinator) HandleEvents(ctx context.Context, evs []domain.KernelEvent
 			}
 			agents[ev.Agent] = agent
 		}
-		var filter store.KernelFilter
+		var kernels []domain.Kernel
 		if ev.Kind.ImageEvent() {
-			filter = store.KernelFilter{Agents: []domain.AgentID{ev.Agent},
-				Statuses: []domain.KernelStatus{domain.KernelScheduled, domain.KernelPreparing, domain.KernelPulling}}
-		} else {
-			filter = store.KernelFilter{IDs: []domain.KernelID{ev.Kernel}}
-		}
-		kernels, err := c.store.ListKernels(ctx, filter)
-		if err != nil {
-			return fmt.Errorf("event %s: %w", ev.Kind, err)
+			var err error
+			kernels, err = c.store.ListKernels(ctx, store.KernelFilter{Agents: []domain.AgentID{ev.Agent},
+				Statuses: []domain.KernelStatus{domain.KernelScheduled, domain.KernelPreparing, domain.KernelPulling}})
+			if err != nil {
+				return fmt.Errorf("event %s: %w", ev.Kind, err)
+			}
+		} else if k, ok := known[ev.Kernel]; ok {
+			kernels = []domain.Kernel{k}
 		}
 		for _, k := range kernels {
-			applied, err := c.applyEvent(ctx, k, agent.Epoch, ev, now)
+			cur, applied, err := c.applyEvent(ctx, k, agent.Epoch, ev, now)
 			if err != nil {
 				return err
 			}
+			known[cur.ID] = cur
 			changed = changed || applied
 		}
 	}
@@ -60,31 +80,31 @@ func (c *Coordinator) HandleEvents(ctx context.Context, evs []domain.KernelEvent
 // applyEvent judges the event against the kernel and writes the change
 // guarded by the status it judged from. When another writer moved the
 // kernel first, it reads the kernel again and judges anew, so an event is
-// never dropped for losing a race (kernel_started arriving while the
-// coordinator commits CREATING, say).
-func (c *Coordinator) applyEvent(ctx context.Context, k domain.Kernel, epoch int64, ev domain.KernelEvent, now time.Time) (bool, error) {
+// never lost to a race and never applied twice. It returns the kernel as
+// it now stands, as far as it knows.
+func (c *Coordinator) applyEvent(ctx context.Context, k domain.Kernel, epoch int64, ev domain.KernelEvent, now time.Time) (domain.Kernel, bool, error) {
 	for range 5 {
 		ch, ok := kernelstate.Apply(k, epoch, ev)
 		if !ok || ch.To == 0 {
-			return false, nil
+			return k, false, nil
 		}
-		_, err := c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: []domain.KernelStatus{k.Status},
+		out, err := c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: []domain.KernelStatus{k.Status},
 			To: ch.To, ExitCode: ch.ExitCode, ContainerID: ch.ContainerID, Reason: ch.Reason,
 			ServicePorts: ch.ServicePorts, Now: now})
 		if err == nil {
-			return true, nil
+			return out, true, nil
 		}
 		if !errors.Is(err, store.ErrGuardFailed) {
-			return false, fmt.Errorf("event %s on %s: %w", ev.Kind, k.ID, err)
+			return k, false, fmt.Errorf("event %s on %s: %w", ev.Kind, k.ID, err)
 		}
 		fresh, err := c.store.ListKernels(ctx, store.KernelFilter{IDs: []domain.KernelID{k.ID}})
 		if err != nil {
-			return false, fmt.Errorf("event %s on %s: %w", ev.Kind, k.ID, err)
+			return k, false, fmt.Errorf("event %s on %s: %w", ev.Kind, k.ID, err)
 		}
 		if len(fresh) == 0 {
-			return false, nil
+			return k, false, nil
 		}
 		k = fresh[0]
 	}
-	return false, fmt.Errorf("event %s on %s: kernel kept changing under it", ev.Kind, k.ID)
+	return k, false, fmt.Errorf("event %s on %s: kernel kept changing under it", ev.Kind, k.ID)
 }

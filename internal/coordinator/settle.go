@@ -78,7 +78,7 @@ func (c *Coordinator) Settle(ctx context.Context, agentID domain.AgentID, epoch 
 		if !r.Running {
 			ev.Kind, ev.ExitCode, ev.Message = domain.EventKernelTerminated, r.ExitCode, r.Reason
 		}
-		applied, err := c.applyEvent(ctx, k, agent.Epoch, ev, now)
+		_, applied, err := c.applyEvent(ctx, k, agent.Epoch, ev, now)
 		if err != nil {
 			return nil, err
 		}
