@@ -70,6 +70,7 @@ func open(t *testing.T, sink runtime.Sink, edit func(*slurm.Config)) *slurm.Runt
 // otherwise runs the real program.
 func shim(t *testing.T, dir, name string) string {
 	t.Helper()
+	requireSlurm(t) // before looking for the command it wraps
 	real, err := exec.LookPath(name)
 	if err != nil {
 		t.Fatal(err)
