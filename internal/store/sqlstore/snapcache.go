@@ -54,7 +54,6 @@ type snapCache struct {
 	agents      map[domain.AgentID]domain.Agent
 	groupAgents map[string][]domain.AgentID // each sorted
 
-	kernels   map[domain.KernelID]*heldKernel
 	bySession map[domain.SessionID][]*heldKernel
 	// groupHeld is each group's holding kernels (the group of the agent
 	// they are on), sorted by kernel id as the uncached query orders them.
@@ -228,8 +227,8 @@ func (c *snapCache) catchUp(ctx context.Context, s *Store, tx txn) error {
 	for _, a := range fresh {
 		old, ok := c.agents[a.ID]
 		if !ok || old.ResourceGroup != a.ResourceGroup {
-			// A new agent, or one that moved, bumps generations; met
-			// here, it was read between the bump and this load.
+			// A new agent, or one that moved, bumps a generation, so
+			// this cannot be; if it were, reading all is what is safe.
 			return c.rebuild(ctx, s, tx, gens, last)
 		}
 		c.agents[a.ID] = a
@@ -286,7 +285,6 @@ func (c *snapCache) rebuild(ctx context.Context, s *Store, tx txn, gens map[stri
 	c.gens, c.pos = gens, pos
 	c.agents = map[domain.AgentID]domain.Agent{}
 	c.groupAgents = map[string][]domain.AgentID{}
-	c.kernels = map[domain.KernelID]*heldKernel{}
 	c.bySession = map[domain.SessionID][]*heldKernel{}
 	c.groupHeld = map[string][]*heldKernel{}
 	c.usage = map[usageKey]*usageSum{}
@@ -369,7 +367,6 @@ func scanHeldKernel(reg *domain.Registry, sc codec.Scanner) (*heldKernel, error)
 // its group's list.
 func (c *snapCache) add(k *heldKernel) {
 	k.held = c.agents[k.row.Agent].ResourceGroup
-	c.kernels[k.id] = k
 	c.bySession[k.row.Session] = append(c.bySession[k.row.Session], k)
 	list := c.groupHeld[k.held]
 	i, _ := slices.BinarySearchFunc(list, k.id, func(x *heldKernel, id domain.KernelID) int { return cmp.Compare(x.id, id) })
@@ -393,7 +390,6 @@ func (c *snapCache) add(k *heldKernel) {
 
 // drop undoes add.
 func (c *snapCache) drop(k *heldKernel) {
-	delete(c.kernels, k.id)
 	list := c.groupHeld[k.held]
 	if i, ok := slices.BinarySearchFunc(list, k.id, func(x *heldKernel, id domain.KernelID) int { return cmp.Compare(x.id, id) }); ok {
 		c.groupHeld[k.held] = slices.Delete(list, i, i+1)
