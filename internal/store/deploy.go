@@ -18,10 +18,13 @@ type Deployments interface {
 	GetDeployment(ctx context.Context, id domain.DeploymentID) (domain.Deployment, error)
 	// ListDeployments returns deployments oldest first.
 	ListDeployments(ctx context.Context, f DeploymentFilter) ([]domain.Deployment, error)
-	// UpdateDeployment writes d's status, status change time, replicas,
-	// spec, health check, backoff, revision, previous spec, surge and
-	// autoscaling over the stored row, if its status is
-	// still one of from (ErrGuardFailed otherwise). Name, owner and
+	// UpdateDeployment writes a user's change: d's status, status change
+	// time, replicas, spec, health check, revision, previous spec, surge
+	// and autoscaling over the stored row, if its status is still one of
+	// from (ErrGuardFailed otherwise). The failed-start backoff and the
+	// time autoscaling last scaled are the controller's and are left as
+	// stored, except that a change of revision clears the backoff: the
+	// failed starts it counts were the old spec's. Name, owner and
 	// creation time never change.
 	UpdateDeployment(ctx context.Context, d domain.Deployment, from []domain.DeploymentStatus) error
 

@@ -18,10 +18,14 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $
 WHERE ({empty $1} OR id {in $1}) AND ($2 = '' OR owner_user = $2) AND ($3 = '' OR name = $3)
   AND ($4 = '' OR substr(id, 1, length($4)) = $4) AND ({empty $5} OR status {in $5})
 ORDER BY created_at, id`
+	// The backoff and scaled_at are the controller's; a new revision
+	// clears the backoff in the same write, since the failed starts it
+	// counts were the old spec's (the SET reads the row as it was).
 	updateDeployment = `UPDATE deployments SET status = $2, status_changed_at = $3, replicas = $4, spec = $5, health = $6,
-start_failures = $7, next_start_at = $8, revision = $10, prev_spec = $11, max_surge = $12, autoscale = $13,
-scaled_at = $14
-WHERE id = $1 AND status {in $9}`
+revision = $8, prev_spec = $9, max_surge = $10, autoscale = $11,
+start_failures = CASE WHEN revision = $8 THEN start_failures ELSE 0 END,
+next_start_at = CASE WHEN revision = $8 THEN next_start_at ELSE NULL END
+WHERE id = $1 AND status {in $7}`
 	moveDeployment      = `UPDATE deployments SET status = $2, status_changed_at = $3 WHERE id = $1 AND status {in $4}`
 	countStartFailure   = `UPDATE deployments SET start_failures = start_failures + 1 WHERE id = $1 AND revision = $2`
 	selectStartFailures = `SELECT start_failures FROM deployments WHERE id = $1`
@@ -114,7 +118,8 @@ func (s *Store) ListDeployments(ctx context.Context, f store.DeploymentFilter) (
 	return out, err
 }
 
-// UpdateDeployment writes d over the stored row, guarded by its status.
+// UpdateDeployment writes a user's change over the stored row, guarded
+// by its status; the controller's columns are left to the controller.
 func (s *Store) UpdateDeployment(ctx context.Context, d domain.Deployment, from []domain.DeploymentStatus) error {
 	text, err := codec.DeploymentJSON(d)
 	if err != nil {
@@ -122,8 +127,8 @@ func (s *Store) UpdateDeployment(ctx context.Context, d domain.Deployment, from 
 	}
 	return s.write(ctx, "update deployment "+string(d.ID), func(tx txn) error {
 		n, err := tx.exec(ctx, updateDeployment, string(d.ID), codec.StatusName(d.Status), ts(d.StatusChangedAt),
-			d.Replicas, text.Spec, text.Health, d.StartFailures, ts(d.NextStartAt), List(codec.StatusNames(from)), d.Revision,
-			text.Prev, d.MaxSurge, text.Autoscale, ts(d.ScaledAt))
+			d.Replicas, text.Spec, text.Health, List(codec.StatusNames(from)), d.Revision, text.Prev, d.MaxSurge,
+			text.Autoscale)
 		if err != nil || n == 1 {
 			return err
 		}

@@ -47,6 +47,8 @@ func testDeployments(t *testing.T, e Engine) {
 	f.must(f.s.UpdateDeployment(f.ctx, d1, live), "destroy d1")
 	wantErr(t, f.s.UpdateDeployment(f.ctx, d1, live), store.ErrGuardFailed, "destroy twice")
 	wantErr(t, f.s.UpdateDeployment(f.ctx, deployment("ghost", "x", "alice", 1), live), store.ErrNotFound, "update unknown")
+	// The backoff is the controller's: a user's write leaves it as stored.
+	d1.StartFailures, d1.NextStartAt = 0, time.Time{}
 	if got, _ := f.s.GetDeployment(f.ctx, "d1"); !cmp.Equal(d1, got) {
 		t.Errorf("after destroy (-want +got):\n%s", cmp.Diff(d1, got))
 	}
@@ -235,6 +237,7 @@ func testDeploymentAutoscaleAndLoad(t *testing.T, e Engine) {
 	}
 	d.Replicas, d.ScaledAt, d.Autoscale = 3, at(5), nil
 	f.must(f.s.UpdateDeployment(f.ctx, d, []domain.DeploymentStatus{domain.DeploymentPending}), "scale d1")
+	d.ScaledAt = time.Time{} // the controller's, not a user's to write
 	if got, _ := f.s.GetDeployment(f.ctx, "d1"); !cmp.Equal(d, got) {
 		t.Errorf("after autoscaling off (-want +got):\n%s", cmp.Diff(d, got))
 	}
@@ -392,6 +395,46 @@ func testScaleDeployment(t *testing.T, e Engine) {
 	f.must(err, "get d1")
 	if diff := cmp.Diff(user, got); diff != "" {
 		t.Errorf("after autoscaling off (-want +got):\n%s", diff)
+	}
+}
+
+// testUserUpdateLeavesControllerColumns: a user's write made from a copy
+// read before the controller's writes keeps the backoff and the time
+// autoscaling scaled; only a new revision clears the backoff.
+func testUserUpdateLeavesControllerColumns(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	d := deployment("d1", "llm", "alice", 2)
+	d.Autoscale = &domain.Autoscale{Min: 1, Max: 4, Target: 2, Cooldown: time.Minute}
+	f.must(f.s.CreateDeployment(f.ctx, d), "create d1")
+	read := d // the user's copy, read before the controller wrote
+
+	_, err := f.s.CountStartFailure(f.ctx, "d1", 1, at(10), backoff)
+	f.must(err, "count")
+	pending := []domain.DeploymentStatus{domain.DeploymentPending}
+	f.must(f.s.ScaleDeployment(f.ctx, "d1", 3, at(11), pending), "scale")
+
+	user := read
+	user.MaxSurge = 2
+	f.must(f.s.UpdateDeployment(f.ctx, user, pending), "user update")
+	got, err := f.s.GetDeployment(f.ctx, "d1")
+	f.must(err, "get d1")
+	want := user
+	want.StartFailures, want.NextStartAt, want.ScaledAt = 1, at(10).Add(time.Minute), at(11)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after a user's update from an older copy (-want +got):\n%s", diff)
+	}
+
+	// A new revision's failed starts are its own.
+	user = got
+	prev := user.Spec
+	user.Spec.Image, user.Revision, user.PrevSpec = "http-echo:v2", 2, &prev
+	f.must(f.s.UpdateDeployment(f.ctx, user, pending), "user respec")
+	got, err = f.s.GetDeployment(f.ctx, "d1")
+	f.must(err, "get d1")
+	want = user
+	want.StartFailures, want.NextStartAt = 0, time.Time{}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after a new revision (-want +got):\n%s", diff)
 	}
 }
 

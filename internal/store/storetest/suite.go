@@ -47,6 +47,7 @@ func Run(t *testing.T, e Engine) {
 		{"DeploymentStartFailures", testDeploymentStartFailures},
 		{"ConcurrentStartFailures", testConcurrentStartFailures},
 		{"ScaleDeployment", testScaleDeployment},
+		{"UserUpdateLeavesControllerColumns", testUserUpdateLeavesControllerColumns},
 		{"EndRollout", testEndRollout},
 		{"GroupGenerations", testGroupGenerations},
 		{"GroupSlots", testGroupSlots},
