@@ -466,11 +466,12 @@ func (s *Server) patchDeployment(w http.ResponseWriter, r *http.Request) error {
 			}
 			prev := d.Spec
 			d.Spec, d.Revision = spec, d.Revision+1
+			// The new revision's start failures are its own: the store
+			// clears the backoff in the write that changes the revision.
+			d.StartFailures, d.NextStartAt = 0, time.Time{}
 			if to, ok := domain.UserMoveFrom(domain.HandlerUserUpdate, d.Status); ok {
 				d.PrevSpec = &prev
 				d.Status, d.StatusChangedAt = to, now
-				// The new revision's start failures are its own.
-				d.StartFailures, d.NextStartAt = 0, time.Time{}
 			}
 		}
 		return nil

@@ -48,9 +48,7 @@ func (c *Controller) autoscaleAll(ctx context.Context, deps []domain.Deployment,
 				healthy++
 			}
 		}
-		next := *d
-		next.Replicas, next.ScaledAt = want, now
-		if err := c.store.UpdateDeployment(ctx, next, []domain.DeploymentStatus{d.Status}); err != nil {
+		if err := c.store.ScaleDeployment(ctx, d.ID, want, now, []domain.DeploymentStatus{d.Status}); err != nil {
 			if !errors.Is(err, store.ErrGuardFailed) {
 				errs = append(errs, fmt.Errorf("autoscale %s: %w", d.ID, err))
 			}
@@ -58,7 +56,7 @@ func (c *Controller) autoscaleAll(ctx context.Context, deps []domain.Deployment,
 		}
 		msg := fmt.Sprintf("%.2f requests in flight on %d HEALTHY routes, target %g per route: replicas %d → %d",
 			load[d.ID], healthy, a.Target, d.Replicas, want)
-		*d = next
+		d.Replicas, d.ScaledAt = want, now
 		errs = append(errs, c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, At: now,
 			Handler: domain.HandlerAutoscaleDeployment, Result: domain.RouteSuccess, From: d.Status.String(),
 			To: d.Status.String(), Message: msg}}))

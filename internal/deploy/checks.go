@@ -86,10 +86,8 @@ func (c *Controller) applyCheck(ctx context.Context, d *domain.Deployment, r *do
 			return err
 		}
 		if d.StartFailures > 0 {
-			reset := *d
-			reset.StartFailures, reset.NextStartAt = 0, time.Time{}
-			if err := c.store.UpdateDeployment(ctx, reset, []domain.DeploymentStatus{d.Status}); err == nil {
-				*d = reset
+			if err := c.store.ResetStartFailures(ctx, d.ID); err == nil {
+				d.StartFailures, d.NextStartAt = 0, time.Time{}
 			}
 		}
 		return nil

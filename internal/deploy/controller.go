@@ -21,7 +21,18 @@ import (
 // Store is what the controller reads and writes.
 type Store interface {
 	ListDeployments(ctx context.Context, f store.DeploymentFilter) ([]domain.Deployment, error)
-	UpdateDeployment(ctx context.Context, d domain.Deployment, from []domain.DeploymentStatus) error
+	// The controller never writes a whole deployment: a user's update
+	// may land between its read and its write, and each of these writes
+	// only what the controller owns (store.Deployments says which).
+	MoveDeployment(ctx context.Context, id domain.DeploymentID, from []domain.DeploymentStatus,
+		to domain.DeploymentStatus, at time.Time) error
+	CountStartFailure(ctx context.Context, id domain.DeploymentID, revision int, now time.Time,
+		backoff func(failures int) time.Duration) (domain.Deployment, error)
+	ResetStartFailures(ctx context.Context, id domain.DeploymentID) error
+	ScaleDeployment(ctx context.Context, id domain.DeploymentID, replicas int, at time.Time,
+		from []domain.DeploymentStatus) error
+	EndRollout(ctx context.Context, id domain.DeploymentID, revision int, to domain.DeploymentStatus,
+		at time.Time, rollBack bool) error
 	CreateRoute(ctx context.Context, r domain.Route) error
 	ListRoutes(ctx context.Context, f store.RouteFilter) ([]domain.Route, error)
 	UpdateRoute(ctx context.Context, r domain.Route, from []domain.RouteStatus) error
@@ -418,14 +429,18 @@ func (c *Controller) endUnserved(ctx context.Context, d *domain.Deployment, r *d
 }
 
 // backOff counts one more failed start of d and delays its next route.
+// The count is the store's, not this pass's copy plus one, and only the
+// backoff is taken from the row written back: d keeps the rest as this
+// pass read it, which its handlers go on from.
 func (c *Controller) backOff(ctx context.Context, d *domain.Deployment, now time.Time) error {
-	next := *d
-	next.StartFailures++
-	next.NextStartAt = now.Add(c.cfg.Backoff(next.StartFailures))
-	if err := c.store.UpdateDeployment(ctx, next, []domain.DeploymentStatus{d.Status}); err != nil {
+	got, err := c.store.CountStartFailure(ctx, d.ID, d.Revision, now, c.cfg.Backoff)
+	if errors.Is(err, store.ErrGuardFailed) {
+		return nil // a user's new revision meanwhile: this failure was the old spec's
+	}
+	if err != nil {
 		return fmt.Errorf("back off deployment %s: %w", d.ID, err)
 	}
-	*d = next
+	d.StartFailures, d.NextStartAt = got.StartFailures, got.NextStartAt
 	return nil
 }
 
@@ -473,17 +488,25 @@ func (c *Controller) moveDeployment(ctx context.Context, d *domain.Deployment, h
 	res domain.RouteResult, now time.Time, msg string) error {
 	row, _ := domain.DeploymentHandlerByName(h)
 	to := row.For(res)
+	return c.recordMove(ctx, d, h, res, to, now, msg, func() error {
+		return c.store.MoveDeployment(ctx, d.ID, []domain.DeploymentStatus{d.Status}, to, now)
+	})
+}
+
+// recordMove makes a deployment move to with write, if it is one, and
+// records the outcome. A deployment another pass moved first is left
+// alone, unrecorded.
+func (c *Controller) recordMove(ctx context.Context, d *domain.Deployment, h domain.HandlerName,
+	res domain.RouteResult, to domain.DeploymentStatus, now time.Time, msg string, write func() error) error {
 	from := d.Status
-	next := *d
 	if to != 0 && to != from {
-		next.Status, next.StatusChangedAt = to, now
-		if err := c.store.UpdateDeployment(ctx, next, []domain.DeploymentStatus{from}); err != nil {
+		if err := write(); err != nil {
 			if errors.Is(err, store.ErrGuardFailed) {
 				return nil
 			}
 			return fmt.Errorf("deployment %s: %w", d.ID, err)
 		}
-		*d = next
+		d.Status, d.StatusChangedAt = to, now
 	}
 	return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, At: now,
 		Handler: h, Result: res, From: from.String(), To: d.Status.String(), Message: msg}})

@@ -504,3 +504,111 @@ func TestOldRevisionRouteEndIsNoFailedStart(t *testing.T) {
 		t.Fatalf("after an old revision's route died: %d failed starts (%v), want 0", got.StartFailures, err)
 	}
 }
+
+// racingUser is the controller's store with a user's PATCH landing right
+// after each pass has read the deployments, before it writes any of them.
+type racingUser struct {
+	Store
+	patch func(ctx context.Context)
+}
+
+func (s *racingUser) ListDeployments(ctx context.Context, f store.DeploymentFilter) ([]domain.Deployment, error) {
+	ds, err := s.Store.ListDeployments(ctx, f)
+	if err == nil {
+		s.patch(ctx)
+	}
+	return ds, err
+}
+
+// raceUser makes every later pass of h's controller raced by a user's
+// PATCH that raises max_surge by one, written as the API writes it:
+// re-read, change, guarded by the status read. The stored deployment it
+// returns fails t unless every such raise is there.
+func raceUser(t *testing.T, h *harness, cfg Config) (stored func(what string) domain.Deployment) {
+	t.Helper()
+	patches := 0
+	race := &racingUser{Store: h.st, patch: func(ctx context.Context) {
+		d, err := h.st.GetDeployment(ctx, "d1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.MaxSurge++
+		if err := h.st.UpdateDeployment(ctx, d, []domain.DeploymentStatus{d.Status}); err != nil {
+			t.Fatalf("user's update: %v", err)
+		}
+		patches++
+	}}
+	base, err := h.st.GetDeployment(h.ctx, "d1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.c = New(Deps{Store: race, Clock: h.clock}, cfg)
+	h.c.UseSessions(h.sess)
+	return func(what string) domain.Deployment {
+		t.Helper()
+		d, err := h.st.GetDeployment(h.ctx, "d1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := base.MaxSurge + patches; d.MaxSurge != want {
+			t.Fatalf("%s: max_surge %d, want %d: a user's update was overwritten", what, d.MaxSurge, want)
+		}
+		return d
+	}
+}
+
+// TestUsersChangeDuringAPassIsKept: a user's update made between a pass's
+// read of a deployment and its writes (moves, a failed start's backoff,
+// its reset) survives them, and the controller's own writes land too.
+func TestUsersChangeDuringAPassIsKept(t *testing.T) {
+	hc := domain.HealthCheck{Path: "/health", Interval: time.Second, Timeout: time.Second, SuccessThreshold: 3, FailureThreshold: 3}
+	cfg := Config{BackoffBase: 10 * time.Second, BackoffMax: 25 * time.Second, DrainGrace: time.Second}
+	h := newHarness(t, hc, cfg)
+	stored := raceUser(t, h, cfg)
+
+	h.step(0) // PENDING → SCALING, one route started
+	if d := stored("scaling"); d.Status != domain.DeploymentScaling {
+		t.Fatalf("deployment is %s, want SCALING", d.Status)
+	}
+	h.step(time.Second)
+	first := h.want("running", domain.RouteDegraded)
+	if err := h.sess.EndRoute(h.ctx, first.Session, "kernel exited with code 1"); err != nil {
+		t.Fatal(err)
+	}
+	h.step(time.Second) // it died before serving: a failed start
+	if d := stored("backed off"); d.StartFailures != 1 || !d.NextStartAt.Equal(h.clock.now.Add(10*time.Second)) {
+		t.Fatalf("backoff: %d failed starts, next start %s; want 1 and now+10s", d.StartFailures, d.NextStartAt)
+	}
+	h.step(11 * time.Second) // the replacement starts
+	for range 4 {            // its three checks pass: HEALTHY, the count reset, READY
+		h.step(time.Second)
+	}
+	h.want("replacement serving", domain.RouteHealthy)
+	if d := stored("served"); d.StartFailures != 0 || !d.NextStartAt.IsZero() || d.Status != domain.DeploymentReady {
+		t.Fatalf("after serving: %s with %d failed starts, next start %s; want READY, 0 and none",
+			d.Status, d.StartFailures, d.NextStartAt)
+	}
+}
+
+// TestUsersChangeDuringAutoscalingIsKept: autoscaling writes the replicas
+// it decided on, not the rest of the deployment as its pass read it.
+func TestUsersChangeDuringAutoscalingIsKept(t *testing.T) {
+	hc := domain.HealthCheck{Path: "/health", Interval: time.Second, Timeout: time.Second, SuccessThreshold: 3, FailureThreshold: 3}
+	cfg := Config{BackoffBase: 10 * time.Second, BackoffMax: 25 * time.Second, DrainGrace: time.Second}
+	h := newHarness(t, hc, cfg)
+	d := h.dep
+	d.Autoscale = &domain.Autoscale{Min: 1, Max: 4, Target: 1, Cooldown: time.Minute}
+	if err := h.st.UpdateDeployment(h.ctx, d, []domain.DeploymentStatus{domain.DeploymentPending}); err != nil {
+		t.Fatal(err)
+	}
+	h.step(0) // SCALING
+	stored := raceUser(t, h, cfg)
+	h.clock.now = h.clock.now.Add(time.Second)
+	if err := h.st.ReportDeploymentLoad(h.ctx, "m1", map[domain.DeploymentID]float64{"d1": 3}, h.clock.now); err != nil {
+		t.Fatal(err)
+	}
+	h.step(0) // 3 in flight at 1 per route: 3 replicas
+	if d := stored("autoscaled"); d.Replicas != 3 || !d.ScaledAt.Equal(h.clock.now) {
+		t.Fatalf("after autoscaling: %d replicas, scaled at %s; want 3 and now", d.Replicas, d.ScaledAt)
+	}
+}

@@ -57,11 +57,7 @@ func (c *Controller) rollout(ctx context.Context, d *domain.Deployment, live []*
 		cur = append(cur, nil)
 	}
 	if len(old) == ended && healthy == d.Replicas {
-		next := *d
-		next.PrevSpec = nil
-		*d = next
-		return c.moveDeployment(ctx, d, domain.HandlerRolloutDeployment, domain.RouteSuccess, now,
-			fmt.Sprintf("every replica runs revision %d", d.Revision))
+		return c.endRollout(ctx, d, domain.RouteSuccess, now, fmt.Sprintf("every replica runs revision %d", d.Revision))
 	}
 	return nil
 }
@@ -74,12 +70,34 @@ func (c *Controller) rollBack(ctx context.Context, d *domain.Deployment, cur []*
 			return err
 		}
 	}
-	failed := d.Revision
-	if d.PrevSpec != nil {
-		d.Spec = *d.PrevSpec
+	return c.endRollout(ctx, d, domain.RouteFailure, now,
+		fmt.Sprintf("rollout to revision %d stopped: %s; revision %d keeps serving", d.Revision, why, d.Revision-1))
+}
+
+// endRollout leaves DEPLOYING, forgetting the previous spec, or on
+// failure restoring it (and clearing the backoff, which counted the new
+// spec's failed starts). While DEPLOYING the spec, revision and previous
+// spec are the controller's, since the API refuses a spec change then;
+// replicas, surge and autoscaling stay the user's and are not written.
+// The write is guarded by the revision too, so a rollout that ended and
+// a new one a user began meanwhile is not ended by this pass's verdict.
+func (c *Controller) endRollout(ctx context.Context, d *domain.Deployment, res domain.RouteResult, now time.Time, msg string) error {
+	row, _ := domain.DeploymentHandlerByName(domain.HandlerRolloutDeployment)
+	to := row.For(res)
+	rollBack := res == domain.RouteFailure
+	err := c.recordMove(ctx, d, domain.HandlerRolloutDeployment, res, to, now, msg, func() error {
+		return c.store.EndRollout(ctx, d.ID, d.Revision, to, now, rollBack)
+	})
+	if err != nil || d.Status != to {
+		return err
 	}
-	d.PrevSpec, d.Revision = nil, d.Revision-1
-	d.StartFailures, d.NextStartAt = 0, time.Time{}
-	return c.moveDeployment(ctx, d, domain.HandlerRolloutDeployment, domain.RouteFailure, now,
-		fmt.Sprintf("rollout to revision %d stopped: %s; revision %d keeps serving", failed, why, d.Revision))
+	if rollBack {
+		if d.PrevSpec != nil {
+			d.Spec = *d.PrevSpec
+		}
+		d.Revision--
+		d.StartFailures, d.NextStartAt = 0, time.Time{}
+	}
+	d.PrevSpec = nil
+	return nil
 }

@@ -18,10 +18,27 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $
 WHERE ({empty $1} OR id {in $1}) AND ($2 = '' OR owner_user = $2) AND ($3 = '' OR name = $3)
   AND ($4 = '' OR substr(id, 1, length($4)) = $4) AND ({empty $5} OR status {in $5})
 ORDER BY created_at, id`
+	// The backoff and scaled_at are the controller's; a new revision
+	// clears the backoff in the same write, since the failed starts it
+	// counts were the old spec's (the SET reads the row as it was).
 	updateDeployment = `UPDATE deployments SET status = $2, status_changed_at = $3, replicas = $4, spec = $5, health = $6,
-start_failures = $7, next_start_at = $8, revision = $10, prev_spec = $11, max_surge = $12, autoscale = $13,
-scaled_at = $14
-WHERE id = $1 AND status {in $9}`
+revision = $8, prev_spec = $9, max_surge = $10, autoscale = $11,
+start_failures = CASE WHEN revision = $8 THEN start_failures ELSE 0 END,
+next_start_at = CASE WHEN revision = $8 THEN next_start_at ELSE NULL END
+WHERE id = $1 AND status {in $7}`
+	moveDeployment      = `UPDATE deployments SET status = $2, status_changed_at = $3 WHERE id = $1 AND status {in $4}`
+	countStartFailure   = `UPDATE deployments SET start_failures = start_failures + 1 WHERE id = $1 AND revision = $2`
+	selectStartFailures = `SELECT start_failures FROM deployments WHERE id = $1`
+	selectDeployment    = `SELECT ` + codec.DeploymentColumns + ` FROM deployments WHERE id = $1`
+	setNextStart        = `UPDATE deployments SET next_start_at = $2 WHERE id = $1`
+	resetStartFailures  = `UPDATE deployments SET start_failures = 0, next_start_at = NULL WHERE id = $1`
+	scaleDeployment     = `UPDATE deployments SET replicas = $2, scaled_at = $3 WHERE id = $1 AND status {in $4} AND autoscale <> ''`
+	completeRollout     = `UPDATE deployments SET status = $3, status_changed_at = $4, prev_spec = ''
+WHERE id = $1 AND revision = $2 AND status {in $5}`
+	rollBackRollout = `UPDATE deployments SET status = $3, status_changed_at = $4, prev_spec = '',
+spec = CASE WHEN prev_spec = '' THEN spec ELSE prev_spec END, revision = revision - 1,
+start_failures = 0, next_start_at = NULL
+WHERE id = $1 AND revision = $2 AND status {in $5}`
 	existsDeployment = `SELECT COUNT(*) FROM deployments WHERE id = $1`
 
 	insertRoute = `INSERT INTO deployment_routes (id, deployment_id, session_id, status, status_reason, status_changed_at,
@@ -101,7 +118,8 @@ func (s *Store) ListDeployments(ctx context.Context, f store.DeploymentFilter) (
 	return out, err
 }
 
-// UpdateDeployment writes d over the stored row, guarded by its status.
+// UpdateDeployment writes a user's change over the stored row, guarded
+// by its status; the controller's columns are left to the controller.
 func (s *Store) UpdateDeployment(ctx context.Context, d domain.Deployment, from []domain.DeploymentStatus) error {
 	text, err := codec.DeploymentJSON(d)
 	if err != nil {
@@ -109,12 +127,90 @@ func (s *Store) UpdateDeployment(ctx context.Context, d domain.Deployment, from 
 	}
 	return s.write(ctx, "update deployment "+string(d.ID), func(tx txn) error {
 		n, err := tx.exec(ctx, updateDeployment, string(d.ID), codec.StatusName(d.Status), ts(d.StatusChangedAt),
-			d.Replicas, text.Spec, text.Health, d.StartFailures, ts(d.NextStartAt), List(codec.StatusNames(from)), d.Revision,
-			text.Prev, d.MaxSurge, text.Autoscale, ts(d.ScaledAt))
+			d.Replicas, text.Spec, text.Health, List(codec.StatusNames(from)), d.Revision, text.Prev, d.MaxSurge,
+			text.Autoscale)
 		if err != nil || n == 1 {
 			return err
 		}
 		return guardOrMissing(ctx, tx, existsDeployment, string(d.ID))
+	})
+}
+
+// MoveDeployment moves a deployment to status to, guarded by its status.
+func (s *Store) MoveDeployment(ctx context.Context, id domain.DeploymentID, from []domain.DeploymentStatus,
+	to domain.DeploymentStatus, at time.Time) error {
+	return s.write(ctx, "move deployment "+string(id), func(tx txn) error {
+		n, err := tx.exec(ctx, moveDeployment, string(id), codec.StatusName(to), ts(at), List(codec.StatusNames(from)))
+		if err != nil || n == 1 {
+			return err
+		}
+		return guardOrMissing(ctx, tx, existsDeployment, string(id))
+	})
+}
+
+// CountStartFailure counts one more failed start and sets the next start
+// from the count as stored. The increment is made in SQL, under the
+// row's write lock, so two counters never both read the same count.
+func (s *Store) CountStartFailure(ctx context.Context, id domain.DeploymentID, revision int, now time.Time,
+	backoff func(failures int) time.Duration) (domain.Deployment, error) {
+	var d domain.Deployment
+	err := s.write(ctx, "count failed start of deployment "+string(id), func(tx txn) error {
+		n, err := tx.exec(ctx, countStartFailure, string(id), revision)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return guardOrMissing(ctx, tx, existsDeployment, string(id))
+		}
+		var failures int
+		if err := tx.queryRow(ctx, selectStartFailures, string(id)).Scan(&failures); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, setNextStart, string(id), ts(now.Add(backoff(failures)))); err != nil {
+			return err
+		}
+		d, err = codec.ScanDeployment(tx.queryRow(ctx, selectDeployment, string(id)))
+		return err
+	})
+	if err != nil {
+		return domain.Deployment{}, err
+	}
+	return d, nil
+}
+
+// ResetStartFailures clears the failed-start backoff.
+func (s *Store) ResetStartFailures(ctx context.Context, id domain.DeploymentID) error {
+	return s.write(ctx, "reset failed starts of deployment "+string(id), func(tx txn) error {
+		return tx.execOne(ctx, resetStartFailures, string(id))
+	})
+}
+
+// ScaleDeployment sets the replicas autoscaling decided on.
+func (s *Store) ScaleDeployment(ctx context.Context, id domain.DeploymentID, replicas int, at time.Time,
+	from []domain.DeploymentStatus) error {
+	return s.write(ctx, "scale deployment "+string(id), func(tx txn) error {
+		n, err := tx.exec(ctx, scaleDeployment, string(id), replicas, ts(at), List(codec.StatusNames(from)))
+		if err != nil || n == 1 {
+			return err
+		}
+		return guardOrMissing(ctx, tx, existsDeployment, string(id))
+	})
+}
+
+// EndRollout ends a DEPLOYING deployment's rollout to revision.
+func (s *Store) EndRollout(ctx context.Context, id domain.DeploymentID, revision int, to domain.DeploymentStatus,
+	at time.Time, rollBack bool) error {
+	q := completeRollout
+	if rollBack {
+		q = rollBackRollout
+	}
+	deploying := List(codec.StatusNames([]domain.DeploymentStatus{domain.DeploymentDeploying}))
+	return s.write(ctx, "end rollout of deployment "+string(id), func(tx txn) error {
+		n, err := tx.exec(ctx, q, string(id), revision, codec.StatusName(to), ts(at), deploying)
+		if err != nil || n == 1 {
+			return err
+		}
+		return guardOrMissing(ctx, tx, existsDeployment, string(id))
 	})
 }
 

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"bytes"
+	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +47,8 @@ func testDeployments(t *testing.T, e Engine) {
 	f.must(f.s.UpdateDeployment(f.ctx, d1, live), "destroy d1")
 	wantErr(t, f.s.UpdateDeployment(f.ctx, d1, live), store.ErrGuardFailed, "destroy twice")
 	wantErr(t, f.s.UpdateDeployment(f.ctx, deployment("ghost", "x", "alice", 1), live), store.ErrNotFound, "update unknown")
+	// The backoff is the controller's: a user's write leaves it as stored.
+	d1.StartFailures, d1.NextStartAt = 0, time.Time{}
 	if got, _ := f.s.GetDeployment(f.ctx, "d1"); !cmp.Equal(d1, got) {
 		t.Errorf("after destroy (-want +got):\n%s", cmp.Diff(d1, got))
 	}
@@ -233,6 +237,7 @@ func testDeploymentAutoscaleAndLoad(t *testing.T, e Engine) {
 	}
 	d.Replicas, d.ScaledAt, d.Autoscale = 3, at(5), nil
 	f.must(f.s.UpdateDeployment(f.ctx, d, []domain.DeploymentStatus{domain.DeploymentPending}), "scale d1")
+	d.ScaledAt = time.Time{} // the controller's, not a user's to write
 	if got, _ := f.s.GetDeployment(f.ctx, "d1"); !cmp.Equal(d, got) {
 		t.Errorf("after autoscaling off (-want +got):\n%s", cmp.Diff(d, got))
 	}
@@ -250,5 +255,226 @@ func testDeploymentAutoscaleAndLoad(t *testing.T, e Engine) {
 	load, _ = f.s.DeploymentLoad(f.ctx, at(8))
 	if load["d1"] != 2 {
 		t.Errorf("d1 load %v after m1's new report, want 2", load["d1"])
+	}
+}
+
+// backoff is a failed-start backoff whose result names the count.
+func backoff(failures int) time.Duration { return time.Duration(failures) * time.Minute }
+
+func testMoveDeployment(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	d := deployment("d1", "llm", "alice", 2)
+	f.must(f.s.CreateDeployment(f.ctx, d), "create d1")
+	pending := []domain.DeploymentStatus{domain.DeploymentPending}
+	f.must(f.s.MoveDeployment(f.ctx, "d1", pending, domain.DeploymentScaling, at(3)), "move d1")
+	wantErr(t, f.s.MoveDeployment(f.ctx, "d1", pending, domain.DeploymentScaling, at(4)), store.ErrGuardFailed, "move twice")
+	wantErr(t, f.s.MoveDeployment(f.ctx, "ghost", pending, domain.DeploymentScaling, at(4)), store.ErrNotFound, "move unknown")
+
+	// A user's change made after the mover read d is kept: a move writes
+	// the status alone.
+	user := d
+	user.Status, user.StatusChangedAt = domain.DeploymentScaling, at(3)
+	user.Replicas, user.MaxSurge = 5, 2
+	f.must(f.s.UpdateDeployment(f.ctx, user, []domain.DeploymentStatus{domain.DeploymentScaling}), "user update")
+	f.must(f.s.MoveDeployment(f.ctx, "d1", []domain.DeploymentStatus{domain.DeploymentScaling}, domain.DeploymentReady, at(5)), "ready")
+	want := user
+	want.Status, want.StatusChangedAt = domain.DeploymentReady, at(5)
+	got, err := f.s.GetDeployment(f.ctx, "d1")
+	f.must(err, "get d1")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after a user's update and a move (-want +got):\n%s", diff)
+	}
+}
+
+func testDeploymentStartFailures(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	d := deployment("d1", "llm", "alice", 2)
+	f.must(f.s.CreateDeployment(f.ctx, d), "create d1")
+
+	got, err := f.s.CountStartFailure(f.ctx, "d1", 1, at(10), backoff)
+	f.must(err, "count first")
+	stored, err := f.s.GetDeployment(f.ctx, "d1")
+	f.must(err, "get d1")
+	if diff := cmp.Diff(stored, got); diff != "" {
+		t.Errorf("counted row against the stored one (-stored +returned):\n%s", diff)
+	}
+	want := d
+	want.StartFailures, want.NextStartAt = 1, at(10).Add(time.Minute)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after one failed start (-want +got):\n%s", diff)
+	}
+	// The count is the stored one plus one, whatever the caller last saw.
+	got, err = f.s.CountStartFailure(f.ctx, "d1", 1, at(20), backoff)
+	f.must(err, "count second")
+	if got.StartFailures != 2 || !got.NextStartAt.Equal(at(20).Add(2*time.Minute)) {
+		t.Errorf("after two failed starts: %d, next start %s; want 2 and at(20)+2m", got.StartFailures, got.NextStartAt)
+	}
+	_, err = f.s.CountStartFailure(f.ctx, "d1", 7, at(20), backoff)
+	wantErr(t, err, store.ErrGuardFailed, "count a failure of another revision")
+	_, err = f.s.CountStartFailure(f.ctx, "ghost", 1, at(20), backoff)
+	wantErr(t, err, store.ErrNotFound, "count for an unknown deployment")
+
+	f.must(f.s.ResetStartFailures(f.ctx, "d1"), "reset")
+	got, err = f.s.GetDeployment(f.ctx, "d1")
+	f.must(err, "get d1")
+	if diff := cmp.Diff(d, got); diff != "" {
+		t.Errorf("after the reset (-want +got):\n%s", diff)
+	}
+	wantErr(t, f.s.ResetStartFailures(f.ctx, "ghost"), store.ErrNotFound, "reset an unknown deployment")
+}
+
+// testConcurrentStartFailures: counters on two store instances, as on
+// two managers, lose no failed start, and each sees a count of its own.
+func testConcurrentStartFailures(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.must(f.s.CreateDeployment(f.ctx, deployment("d1", "llm", "alice", 2)), "create d1")
+	stores := []store.Store{f.s, f.open(Options{Registry: f.reg})}
+	const perWorker = 15
+	var (
+		mu     sync.Mutex
+		counts []int
+		wg     sync.WaitGroup
+	)
+	for w := range 4 {
+		st := stores[w%len(stores)]
+		wg.Go(func() {
+			for range perWorker {
+				d, err := st.CountStartFailure(f.ctx, "d1", 1, at(100), backoff)
+				if err != nil {
+					t.Errorf("worker %d: %v", w, err)
+					return
+				}
+				mu.Lock()
+				counts = append(counts, d.StartFailures)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	sort.Ints(counts)
+	want := make([]int, 4*perWorker)
+	for i := range want {
+		want[i] = i + 1
+	}
+	if diff := cmp.Diff(want, counts); diff != "" {
+		t.Errorf("counts the counters saw (-want +got):\n%s", diff)
+	}
+	got, err := f.s.GetDeployment(f.ctx, "d1")
+	f.must(err, "get d1")
+	if got.StartFailures != len(want) || !got.NextStartAt.Equal(at(100).Add(backoff(len(want)))) {
+		t.Errorf("stored %d failed starts, next start %s; want %d and at(100)+%s",
+			got.StartFailures, got.NextStartAt, len(want), backoff(len(want)))
+	}
+}
+
+func testScaleDeployment(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	d := deployment("d1", "llm", "alice", 2)
+	d.Autoscale = &domain.Autoscale{Min: 1, Max: 4, Target: 2, Cooldown: time.Minute}
+	f.must(f.s.CreateDeployment(f.ctx, d), "create d1")
+	pending := []domain.DeploymentStatus{domain.DeploymentPending}
+	f.must(f.s.ScaleDeployment(f.ctx, "d1", 4, at(5), pending), "scale d1")
+	wantErr(t, f.s.ScaleDeployment(f.ctx, "d1", 3, at(6), []domain.DeploymentStatus{domain.DeploymentReady}),
+		store.ErrGuardFailed, "scale in another status")
+	wantErr(t, f.s.ScaleDeployment(f.ctx, "ghost", 3, at(6), pending), store.ErrNotFound, "scale unknown")
+	want := d
+	want.Replicas, want.ScaledAt = 4, at(5)
+	got, err := f.s.GetDeployment(f.ctx, "d1")
+	f.must(err, "get d1")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after scaling (-want +got):\n%s", diff)
+	}
+
+	// A user who turns autoscaling off keeps the replicas they set,
+	// whatever the autoscaler decided from what it read before.
+	user := want
+	user.Autoscale, user.Replicas, user.MaxSurge = nil, 2, 3
+	f.must(f.s.UpdateDeployment(f.ctx, user, pending), "user turns autoscaling off")
+	wantErr(t, f.s.ScaleDeployment(f.ctx, "d1", 1, at(7), pending), store.ErrGuardFailed, "scale without autoscaling")
+	got, err = f.s.GetDeployment(f.ctx, "d1")
+	f.must(err, "get d1")
+	if diff := cmp.Diff(user, got); diff != "" {
+		t.Errorf("after autoscaling off (-want +got):\n%s", diff)
+	}
+}
+
+// testUserUpdateLeavesControllerColumns: a user's write made from a copy
+// read before the controller's writes keeps the backoff and the time
+// autoscaling scaled; only a new revision clears the backoff.
+func testUserUpdateLeavesControllerColumns(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	d := deployment("d1", "llm", "alice", 2)
+	d.Autoscale = &domain.Autoscale{Min: 1, Max: 4, Target: 2, Cooldown: time.Minute}
+	f.must(f.s.CreateDeployment(f.ctx, d), "create d1")
+	read := d // the user's copy, read before the controller wrote
+
+	_, err := f.s.CountStartFailure(f.ctx, "d1", 1, at(10), backoff)
+	f.must(err, "count")
+	pending := []domain.DeploymentStatus{domain.DeploymentPending}
+	f.must(f.s.ScaleDeployment(f.ctx, "d1", 3, at(11), pending), "scale")
+
+	user := read
+	user.MaxSurge = 2
+	f.must(f.s.UpdateDeployment(f.ctx, user, pending), "user update")
+	got, err := f.s.GetDeployment(f.ctx, "d1")
+	f.must(err, "get d1")
+	want := user
+	want.StartFailures, want.NextStartAt, want.ScaledAt = 1, at(10).Add(time.Minute), at(11)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after a user's update from an older copy (-want +got):\n%s", diff)
+	}
+
+	// A new revision's failed starts are its own.
+	user = got
+	prev := user.Spec
+	user.Spec.Image, user.Revision, user.PrevSpec = "http-echo:v2", 2, &prev
+	f.must(f.s.UpdateDeployment(f.ctx, user, pending), "user respec")
+	got, err = f.s.GetDeployment(f.ctx, "d1")
+	f.must(err, "get d1")
+	want = user
+	want.StartFailures, want.NextStartAt = 0, time.Time{}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after a new revision (-want +got):\n%s", diff)
+	}
+}
+
+func testEndRollout(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	deploying := func(id domain.DeploymentID) domain.Deployment {
+		d := deployment(string(id), string(id), "alice", 2)
+		prev := d.Spec
+		d.Status, d.Revision, d.PrevSpec = domain.DeploymentDeploying, 2, &prev
+		d.Spec.Image = "http-echo:v2"
+		f.must(f.s.CreateDeployment(f.ctx, d), "create %s", id)
+		return d
+	}
+	done, failed := deploying("done"), deploying("failed")
+
+	wantErr(t, f.s.EndRollout(f.ctx, "done", 1, domain.DeploymentReady, at(5), false), store.ErrGuardFailed, "end another revision's rollout")
+	f.must(f.s.EndRollout(f.ctx, "done", 2, domain.DeploymentReady, at(5), false), "complete")
+	wantErr(t, f.s.EndRollout(f.ctx, "done", 2, domain.DeploymentReady, at(6), false), store.ErrGuardFailed, "complete twice")
+	wantErr(t, f.s.EndRollout(f.ctx, "ghost", 2, domain.DeploymentReady, at(6), false), store.ErrNotFound, "end unknown")
+	want := done
+	want.Status, want.StatusChangedAt, want.PrevSpec = domain.DeploymentReady, at(5), nil
+	got, err := f.s.GetDeployment(f.ctx, "done")
+	f.must(err, "get done")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after a rollout completed (-want +got):\n%s", diff)
+	}
+
+	// A user's replicas during the rollout survive its rollback.
+	_, err = f.s.CountStartFailure(f.ctx, "failed", 2, at(4), backoff)
+	f.must(err, "count")
+	user := failed
+	user.Replicas = 5
+	f.must(f.s.UpdateDeployment(f.ctx, user, []domain.DeploymentStatus{domain.DeploymentDeploying}), "user scales")
+	f.must(f.s.EndRollout(f.ctx, "failed", 2, domain.DeploymentScaling, at(5), true), "roll back")
+	want = user
+	want.Status, want.StatusChangedAt = domain.DeploymentScaling, at(5)
+	want.Spec, want.Revision, want.PrevSpec = *failed.PrevSpec, 1, nil
+	got, err = f.s.GetDeployment(f.ctx, "failed")
+	f.must(err, "get failed")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after a rollback (-want +got):\n%s", diff)
 	}
 }
