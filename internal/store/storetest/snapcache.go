@@ -233,6 +233,13 @@ func testSnapshotCacheIsExact(t *testing.T, e Engine) {
 			f.must(pick().PutPolicy(f.ctx, p), "policy %s", user)
 			return user
 		}},
+		{"read the feed", func() string {
+			// Reading numbers the feed on PostgreSQL: the caches then
+			// follow positions, not only rows still without one.
+			_, err := pick().Changes(f.ctx, store.ChangeFilter{Limit: 1})
+			f.must(err, "read the feed")
+			return ""
+		}},
 		{"prune", func() string {
 			// Changes the caches have not read, then gone from the feed.
 			for range 2 {
@@ -250,7 +257,7 @@ func testSnapshotCacheIsExact(t *testing.T, e Engine) {
 			return ""
 		}},
 	}
-	weights := []int{6, 8, 10, 4, 1, 1, 1, 1, 1, 2, 1, 1, 1}
+	weights := []int{6, 8, 10, 4, 1, 1, 1, 1, 1, 2, 1, 1, 3, 1}
 	var total int
 	for _, w := range weights {
 		total += w
