@@ -25,7 +25,8 @@
 // at scrape time.
 // idle.go decides, from the change feed and the groups' generations,
 // when a group's scheduling round could only repeat its last one and is
-// skipped.
+// skipped; touched.go follows the feed for the promotion handlers, which
+// then check only the sessions it names.
 // jobs.go moves jobs through seed 003's application states and holds their
 // members at Permit; drain.go ends what remains on agents past their drain
 // deadline; metrics_gang.go holds seed 004's series.

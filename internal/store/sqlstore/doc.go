@@ -5,7 +5,9 @@
 // with planguard, write the ones that hold with one statement per table;
 // before them, in the same transaction, the plan's preemptions: victims
 // still RUNNING to TERMINATING, recorded, and requeued when they asked,
-// preempt.go).
+// preempt.go), and the snapshot cache (snapcache.go): the cluster's part
+// of LoadSnapshot kept between rounds and brought up to date from the
+// change feed and the groups' generations in the same read.
 // An engine package (store/sqlite, store/postgres) opens its database,
 // migrates it, and hands New an Engine and a Dialect: the seam where the
 // databases truly differ.
