@@ -26,14 +26,13 @@ revision = $8, prev_spec = $9, max_surge = $10, autoscale = $11,
 start_failures = CASE WHEN revision = $8 THEN start_failures ELSE 0 END,
 next_start_at = CASE WHEN revision = $8 THEN next_start_at ELSE NULL END
 WHERE id = $1 AND status {in $7}`
-	moveDeployment      = `UPDATE deployments SET status = $2, status_changed_at = $3 WHERE id = $1 AND status {in $4}`
-	countStartFailure   = `UPDATE deployments SET start_failures = start_failures + 1 WHERE id = $1 AND revision = $2`
-	selectStartFailures = `SELECT start_failures FROM deployments WHERE id = $1`
-	selectDeployment    = `SELECT ` + codec.DeploymentColumns + ` FROM deployments WHERE id = $1`
-	setNextStart        = `UPDATE deployments SET next_start_at = $2 WHERE id = $1`
-	resetStartFailures  = `UPDATE deployments SET start_failures = 0, next_start_at = NULL WHERE id = $1`
-	scaleDeployment     = `UPDATE deployments SET replicas = $2, scaled_at = $3 WHERE id = $1 AND status {in $4} AND autoscale <> ''`
-	completeRollout     = `UPDATE deployments SET status = $3, status_changed_at = $4, prev_spec = ''
+	moveDeployment    = `UPDATE deployments SET status = $2, status_changed_at = $3 WHERE id = $1 AND status {in $4}`
+	countStartFailure = `UPDATE deployments SET start_failures = start_failures + 1 WHERE id = $1 AND revision = $2
+RETURNING start_failures`
+	setNextStart       = `UPDATE deployments SET next_start_at = $2 WHERE id = $1 RETURNING ` + codec.DeploymentColumns
+	resetStartFailures = `UPDATE deployments SET start_failures = 0, next_start_at = NULL WHERE id = $1`
+	scaleDeployment    = `UPDATE deployments SET replicas = $2, scaled_at = $3 WHERE id = $1 AND status {in $4} AND autoscale <> ''`
+	completeRollout    = `UPDATE deployments SET status = $3, status_changed_at = $4, prev_spec = ''
 WHERE id = $1 AND revision = $2 AND status {in $5}`
 	rollBackRollout = `UPDATE deployments SET status = $3, status_changed_at = $4, prev_spec = '',
 spec = CASE WHEN prev_spec = '' THEN spec ELSE prev_spec END, revision = revision - 1,
@@ -155,21 +154,20 @@ func (s *Store) CountStartFailure(ctx context.Context, id domain.DeploymentID, r
 	backoff func(failures int) time.Duration) (domain.Deployment, error) {
 	var d domain.Deployment
 	err := s.write(ctx, "count failed start of deployment "+string(id), func(tx txn) error {
-		n, err := tx.exec(ctx, countStartFailure, string(id), revision)
-		if err != nil {
+		// RETURNING reads the count this write made, under its row lock.
+		var failures int
+		found := false
+		if err := tx.query(ctx, countStartFailure, []any{string(id), revision}, func(sc codec.Scanner) error {
+			found = true
+			return sc.Scan(&failures)
+		}); err != nil {
 			return err
 		}
-		if n == 0 {
+		if !found {
 			return guardOrMissing(ctx, tx, existsDeployment, string(id))
 		}
-		var failures int
-		if err := tx.queryRow(ctx, selectStartFailures, string(id)).Scan(&failures); err != nil {
-			return err
-		}
-		if _, err := tx.exec(ctx, setNextStart, string(id), ts(now.Add(backoff(failures)))); err != nil {
-			return err
-		}
-		d, err = codec.ScanDeployment(tx.queryRow(ctx, selectDeployment, string(id)))
+		var err error
+		d, err = codec.ScanDeployment(tx.queryRow(ctx, setNextStart, string(id), ts(now.Add(backoff(failures)))))
 		return err
 	})
 	if err != nil {

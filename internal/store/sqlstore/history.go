@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -136,11 +135,10 @@ func (s *Store) SessionsMatching(ctx context.Context, sessionStatuses []domain.S
 	}
 	args := []any{List(codec.StatusNames(sessionStatuses)), List(codec.StatusNames(checkKernelStatuses))}
 	if len(among) > 0 {
-		// Driven by the ids (the primary key), not by every session in
-		// the statuses.
-		query = strings.Replace(query, "WHERE s.status", "WHERE s.id {in $3} AND s.status", 1)
+		query = matchAmong + query
 		args = append(args, List(codec.Strings(among)))
 	}
+	query = matchFrom + query
 	var out []domain.SessionID
 	err := s.read(ctx, "sessions matching "+match.String(), func(tx txn) error {
 		return tx.query(ctx, query, args, func(sc codec.Scanner) error {

@@ -301,19 +301,20 @@ RETURNING session_id, tries`
 	selectTries = `SELECT phase, tries FROM session_tries WHERE session_id = $1 ORDER BY phase`
 )
 
-// Seed 001's promotion checks; $1 are the session statuses, $2 the kernel
-// statuses checked.
+// Seed 001's promotion checks: matchFrom, then matchAmong when the check
+// is narrowed to given sessions ($3; driven by the primary key rather than
+// by every session in the statuses), then one of the conditions. $1 are
+// the session statuses, $2 the kernel statuses checked.
 const (
-	matchAny = `SELECT s.id FROM sessions s
-WHERE s.status {in $1}
+	matchFrom  = `SELECT s.id FROM sessions s WHERE `
+	matchAmong = `s.id {in $3} AND `
+	matchAny   = `s.status {in $1}
   AND EXISTS (SELECT 1 FROM kernels k WHERE k.session_id = s.id AND k.status {in $2})
 ORDER BY s.id`
-	matchNotAny = `SELECT s.id FROM sessions s
-WHERE s.status {in $1}
+	matchNotAny = `s.status {in $1}
   AND NOT EXISTS (SELECT 1 FROM kernels k WHERE k.session_id = s.id AND k.status {in $2})
 ORDER BY s.id`
-	matchAll = `SELECT s.id FROM sessions s
-WHERE s.status {in $1}
+	matchAll = `s.status {in $1}
   AND NOT EXISTS (SELECT 1 FROM kernels k WHERE k.session_id = s.id AND k.status {not in $2})
 ORDER BY s.id`
 )
