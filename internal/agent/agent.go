@@ -407,28 +407,11 @@ func (a *Agent) handler(ctx context.Context) http.Handler {
 		if !agentrpc.ReadJSON(w, r, &in) {
 			return
 		}
-		specs := make([]runtime.Spec, len(in.Kernels))
-		for i, k := range in.Kernels {
-			spec, err := a.spec(k)
-			if err == nil {
-				err = spec.Validate()
-			}
-			if err != nil {
-				a.refuse(w, err)
-				return
-			}
-			specs[i] = spec
+		if !in.PerKernel {
+			a.createAll(w, r.Context(), in.Kernels)
+			return
 		}
-		// Every spec is checked before any kernel starts, so a refused call
-		// leaves nothing behind; a runtime's own checks can still refuse a
-		// later kernel after earlier ones started.
-		for _, spec := range specs {
-			if err := a.create(r.Context(), spec); err != nil {
-				a.refuse(w, err)
-				return
-			}
-		}
-		w.WriteHeader(http.StatusNoContent)
+		agentrpc.WriteJSON(w, http.StatusOK, agentrpc.Created{Failed: a.createEach(r.Context(), in.Kernels)})
 	})
 	mux.HandleFunc("POST /rpc/destroy_kernel", func(w http.ResponseWriter, r *http.Request) {
 		var in agentrpc.DestroyKernel
@@ -549,6 +532,97 @@ func (a *Agent) pull(ctx context.Context, img string, p *pull) {
 	}
 	a.mu.Unlock()
 	close(p.done)
+}
+
+// createsAtOnce bounds the kernels one create_kernels call starts at
+// once: enough to overlap runtimes' waits (a fork and exec, a container
+// start), few enough not to storm the host.
+const createsAtOnce = 16
+
+// createEach starts the kernels it is given, several at a time, and names
+// each one it did not start. Every spec is checked before any kernel
+// starts, and a session with one refused kernel has all its kernels of
+// the call refused, so a refused session leaves nothing behind; a
+// runtime's own checks can still refuse one kernel after others of its
+// session started.
+func (a *Agent) createEach(ctx context.Context, kernels []agentrpc.KernelSpec) []agentrpc.KernelFailure {
+	specs := make([]runtime.Spec, len(kernels))
+	refused := map[domain.SessionID]error{}
+	for i, k := range kernels {
+		spec, err := a.spec(k)
+		if err == nil {
+			err = spec.Validate()
+		}
+		if err != nil && refused[k.Session] == nil {
+			refused[k.Session] = err
+		}
+		specs[i] = spec
+	}
+	errs := make([]error, len(kernels))
+	var todo []int
+	for i, k := range kernels {
+		if err := refused[k.Session]; err != nil {
+			errs[i] = err
+			continue
+		}
+		todo = append(todo, i)
+	}
+	a.startAll(ctx, specs, todo, errs)
+	var out []agentrpc.KernelFailure
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		f := agentrpc.KernelFailure{Kernel: kernels[i].Kernel, Error: err.Error()}
+		if errors.Is(err, runtime.ErrInvalidSpec) {
+			f.Code = agentrpc.CodeInvalidSpec
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// createAll answers a create_kernels of a manager of an earlier release,
+// for the call as a whole: any refused spec refuses it before anything
+// starts, and any failed start fails it.
+func (a *Agent) createAll(w http.ResponseWriter, ctx context.Context, kernels []agentrpc.KernelSpec) {
+	specs := make([]runtime.Spec, len(kernels))
+	todo := make([]int, len(kernels))
+	for i, k := range kernels {
+		spec, err := a.spec(k)
+		if err == nil {
+			err = spec.Validate()
+		}
+		if err != nil {
+			a.refuse(w, err)
+			return
+		}
+		specs[i], todo[i] = spec, i
+	}
+	errs := make([]error, len(kernels))
+	a.startAll(ctx, specs, todo, errs)
+	for _, err := range errs {
+		if err != nil {
+			a.refuse(w, err)
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// startAll creates specs[i] for each i of todo, createsAtOnce at a time,
+// and leaves each one's error in errs[i].
+func (a *Agent) startAll(ctx context.Context, specs []runtime.Spec, todo []int, errs []error) {
+	sem := make(chan struct{}, createsAtOnce)
+	var wg sync.WaitGroup
+	for _, i := range todo {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = a.create(ctx, specs[i])
+		})
+	}
+	wg.Wait()
 }
 
 // refuse answers a failed create_kernels: an invalid spec is the caller's

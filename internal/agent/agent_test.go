@@ -1,9 +1,11 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -90,8 +92,8 @@ func TestAgentDeliversEventsInOrderThroughFailures(t *testing.T) {
 	}
 	reg := domain.DefaultRegistry()
 	slots := reg.FormatSlots(reg.NewVec())
-	if err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "exit:3", Slots: slots}}); err != nil {
-		t.Fatal(err)
+	if failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "exit:3", Slots: slots}}); err != nil || len(failed) > 0 {
+		t.Fatal(err, failed)
 	}
 	// The kernel exits with 3 after a second; wait for its events and for a
 	// heartbeat that reports it exited.
@@ -155,11 +157,13 @@ func (s staticLookup) GetAgent(_ context.Context, id domain.AgentID) (domain.Age
 	return domain.Agent{ID: id, Address: s[id]}, nil
 }
 
-// TestCreateKernelsRefusesAnInvalidSpecWhole: a spec the runtime can never
-// start is answered 400 invalid_spec, not 500, so the manager gives up
-// instead of retrying; and no kernel of the call is started, since every
-// spec is checked first.
-func TestCreateKernelsRefusesAnInvalidSpecWhole(t *testing.T) {
+// TestCreateKernelsRefusesAnInvalidSessionWhole: a spec the runtime can
+// never start is answered invalid_spec for its kernel, not as a fault, so
+// the manager gives up instead of retrying; no kernel of that session is
+// started, since every spec is checked first; and the other sessions of
+// the same call start. A manager of an earlier release, which does not
+// read per-kernel answers, gets the whole call refused with a 400.
+func TestCreateKernelsRefusesAnInvalidSessionWhole(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(&fakeManager{})
 	defer srv.Close()
@@ -184,24 +188,59 @@ func TestCreateKernelsRefusesAnInvalidSpecWhole(t *testing.T) {
 		{"negative cluster index", agentrpc.KernelSpec{Kernel: "k2", Session: "s1", Image: "sleep", ClusterIdx: -1, ClusterSize: 2,
 			ClusterHosts: []string{"main0", "sub1"}}},
 	}
-	for _, tc := range tests {
+	for i, tc := range tests {
 		good := agentrpc.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep"}
-		err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{good, tc.bad})
-		if !errors.Is(err, agentrpc.ErrInvalidSpec) {
-			t.Errorf("%s: CreateKernels = %v, want ErrInvalidSpec", tc.name, err)
+		other := agentrpc.KernelSpec{Kernel: domain.KernelID(fmt.Sprintf("o%d", i)), Session: domain.SessionID(fmt.Sprintf("o%d", i)),
+			Image: "sleep"}
+		failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{good, tc.bad, other})
+		if err != nil {
+			t.Fatalf("%s: CreateKernels = %v, want per-kernel answers", tc.name, err)
 		}
-		var se *agentrpc.StatusError
-		if !errors.As(err, &se) || se.Code != http.StatusBadRequest {
-			t.Errorf("%s: CreateKernels = %v, want a 400", tc.name, err)
+		for _, k := range []domain.KernelID{good.Kernel, tc.bad.Kernel} {
+			if !errors.Is(failed[k], agentrpc.ErrInvalidSpec) {
+				t.Errorf("%s: kernel %s: %v, want ErrInvalidSpec", tc.name, k, failed[k])
+			}
 		}
-		if live, err := mc.Kernels(ctx, "a1"); err != nil || len(live) != 0 {
-			t.Errorf("%s: kernels after the refused call: %v (%v), want none", tc.name, live, err)
+		if err := failed[other.Kernel]; err != nil {
+			t.Errorf("%s: the other session's kernel failed: %v", tc.name, err)
+		}
+		live, err := mc.Kernels(ctx, "a1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []domain.KernelID
+		for _, k := range live {
+			ids = append(ids, k.ID)
+		}
+		if slices.Contains(ids, good.Kernel) || !slices.Contains(ids, other.Kernel) {
+			t.Errorf("%s: kernels after the call: %v, want %s and not %s", tc.name, ids, other.Kernel, good.Kernel)
 		}
 	}
+
+	// As a manager of an earlier release asks: no per_kernel.
+	body, _ := json.Marshal(agentrpc.CreateKernels{Kernels: []agentrpc.KernelSpec{
+		{Kernel: "w1", Session: "w", Image: "sleep"}, {Kernel: "w2", Session: "w2", Image: "sleep", Env: map[string]string{"LD_PRELOAD": "x"}}}})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.Addr()+"/rpc/create_kernels", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a whole-call create with one refused spec: %d, want 400", resp.StatusCode)
+	}
+	if live, err := mc.Kernels(ctx, "a1"); err != nil || slices.ContainsFunc(live, func(k agentrpc.KernelReport) bool { return k.ID == "w1" }) {
+		t.Errorf("a refused whole-call create started w1: %v (%v)", live, err)
+	}
+
 	// A slot this agent's registry does not know is no verdict on the spec
 	// (another agent may know it): it stays a retryable failure.
-	err = mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k3", Session: "s1", Image: "sleep", Slots: map[string]string{"warp": "1"}}})
-	if err == nil || errors.Is(err, agentrpc.ErrInvalidSpec) {
+	failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k3", Session: "s3", Image: "sleep", Slots: map[string]string{"warp": "1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := failed["k3"]; err == nil || errors.Is(err, agentrpc.ErrInvalidSpec) {
 		t.Errorf("unknown slot: CreateKernels = %v, want an error that is not ErrInvalidSpec", err)
 	}
 }

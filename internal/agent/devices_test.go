@@ -3,6 +3,8 @@ package agent_test
 import (
 	"context"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,17 +76,19 @@ func TestAgentDevices(t *testing.T) {
 	}
 	grant := []domain.DeviceGrant{{Device: "cuda:1", Index: 1, Slot: "cuda.device", Share: 1000, Memory: 16 << 30}}
 	slots := map[string]string{"cpu": "1"}
-	if err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{
+	if failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{
 		{Kernel: "k1", Session: "s1", Image: "sleep", Slots: slots, Devices: grant},
 		{Kernel: "k2", Session: "s2", Image: "sleep", Slots: slots},
-	}); err != nil {
-		t.Fatal(err)
+	}); err != nil || len(failed) > 0 {
+		t.Fatal(err, failed)
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if len(rt.specs) != 2 {
 		t.Fatalf("%d specs, want 2", len(rt.specs))
 	}
+	// The kernels of one call start concurrently, in any order.
+	slices.SortFunc(rt.specs, func(a, b runtime.Spec) int { return strings.Compare(string(a.Kernel), string(b.Kernel)) })
 	if got := rt.specs[0].Devices; len(got) != 1 || got[0] != grant[0] {
 		t.Errorf("k1's devices %+v, want %+v", got, grant)
 	}

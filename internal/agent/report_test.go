@@ -74,10 +74,10 @@ func TestHeartbeatCarriesCapacityWaitingAndReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := domain.DefaultRegistry()
-	err = mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "sleep", Slots: reg.FormatSlots(reg.NewVec()),
+	failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "sleep", Slots: reg.FormatSlots(reg.NewVec()),
 		TimeLimitMS: 90_000, Readiness: []agentrpc.ProbeSpec{{HTTP: &agentrpc.HTTPProbe{Port: 8080, Path: "/healthz"}, PeriodMS: 500, SuccessThreshold: 2}}}})
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(failed) > 0 {
+		t.Fatal(err, failed)
 	}
 	rt.mu.Lock()
 	got, limit := rt.specs[0].Readiness, rt.specs[0].TimeLimit
@@ -139,13 +139,13 @@ func TestServingKernelsGetAPort(t *testing.T) {
 	}
 	reg := domain.DefaultRegistry()
 	none := reg.FormatSlots(reg.NewVec())
-	err = mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{
+	failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{
 		{Kernel: "plain", Session: "s1", Image: "sleep", Slots: none},
 		{Kernel: "serving", Session: "s2", Image: "sleep", Slots: none, Serves: true},
 		{Kernel: "named", Session: "s3", Image: "sleep", Slots: none, Serves: true, Env: map[string]string{"PORT": "9000"}},
 	})
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(failed) > 0 {
+		t.Fatal(err, failed)
 	}
 	rt.mu.Lock()
 	ports := map[domain.KernelID]int{}

@@ -10,7 +10,10 @@ import (
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
-var _ coordinator.Agents = (*Agents)(nil)
+var (
+	_ coordinator.Agents = (*Agents)(nil)
+	_ coordinator.Prober = (*Agents)(nil)
+)
 
 // Agents is the coordinator's port to agents, carried over the wire by an
 // agentrpc.AgentClient. The coordinator owns its port's types and the
@@ -44,13 +47,32 @@ func (a *Agents) CreateKernels(ctx context.Context, agent domain.AgentID, specs 
 			ClusterHosts: s.ClusterHosts, Command: s.Command, Env: s.Env, TimeLimitMS: s.TimeLimit.Milliseconds(),
 			Devices: s.Devices, Serves: s.Serves}
 	}
-	err := a.client.CreateKernels(ctx, agent, wire)
+	failed, err := a.client.CreateKernels(ctx, agent, wire)
+	if err != nil {
+		return impossible(err)
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	out := make(coordinator.KernelErrors, len(failed))
+	for k, err := range failed {
+		out[k] = impossible(err)
+	}
+	return out
+}
+
+// impossible marks the agent's verdict on a spec, not a fault of the
+// call: asking it again gets the same answer.
+func impossible(err error) error {
 	if errors.Is(err, agentrpc.ErrInvalidSpec) {
-		// The agent's verdict on the spec, not a fault of the call:
-		// asking it again gets the same answer.
 		return fmt.Errorf("%w: %w", coordinator.ErrImpossible, err)
 	}
 	return err
+}
+
+// Probe implements coordinator.Prober.
+func (a *Agents) Probe(ctx context.Context, agent domain.AgentID) error {
+	return a.client.Probe(ctx, agent)
 }
 
 // DestroyKernel implements coordinator.Agents.

@@ -30,6 +30,7 @@ type Coordinator interface {
 	Settle(ctx context.Context, agent domain.AgentID, epoch int64, reports []coordinator.KernelReport) ([]domain.KernelID, error)
 	AgentRestarted(ctx context.Context, agent domain.AgentID, epoch int64, present []domain.KernelID) error
 	Alive(a domain.Agent) bool
+	AgentAnswered(agent domain.AgentID)
 	Mark()
 }
 
@@ -144,6 +145,9 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, "register", err)
 		return
 	}
+	// A fresh registration is an answer: calls to it resume at once
+	// rather than at its next probe.
+	g.coord.AgentAnswered(a.ID)
 	g.log.Info("agent registered", "agent", a.ID, "epoch", a.Epoch, "address", in.Address)
 	g.coord.Mark()
 	agentrpc.WriteJSON(w, http.StatusOK, agentrpc.Registered{Epoch: a.Epoch, Destroy: destroy})

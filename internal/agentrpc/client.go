@@ -83,10 +83,33 @@ func (c *AgentClient) CheckAndPull(ctx context.Context, agent domain.AgentID, im
 }
 
 // CreateKernels asks an agent to start kernels; creating one that exists
-// does nothing. Kernels the agent can never start as specified fail with
-// an error matching ErrInvalidSpec.
-func (c *AgentClient) CreateKernels(ctx context.Context, agent domain.AgentID, specs []KernelSpec) error {
-	return c.do(ctx, agent, "/rpc/create_kernels", CreateKernels{Kernels: specs}, nil)
+// does nothing. It returns the kernels the agent did not start, each with
+// why (matching ErrInvalidSpec when it can never start as specified), or
+// an error for the call as a whole. An agent of an earlier release
+// answers for the whole call: one refused kernel fails it.
+func (c *AgentClient) CreateKernels(ctx context.Context, agent domain.AgentID, specs []KernelSpec) (map[domain.KernelID]error, error) {
+	var out Created
+	if err := c.do(ctx, agent, "/rpc/create_kernels", CreateKernels{Kernels: specs, PerKernel: true}, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Failed) == 0 {
+		return nil, nil
+	}
+	failed := make(map[domain.KernelID]error, len(out.Failed))
+	for _, f := range out.Failed {
+		code := http.StatusInternalServerError
+		if f.Code == CodeInvalidSpec {
+			code = http.StatusBadRequest
+		}
+		failed[f.Kernel] = &StatusError{Code: code, Kind: f.Code, Message: f.Error}
+	}
+	return failed, nil
+}
+
+// Probe asks an agent whether it answers at all, as cheaply as it can:
+// the list of its kernels, which it answers from memory.
+func (c *AgentClient) Probe(ctx context.Context, agent domain.AgentID) error {
+	return c.do(ctx, agent, "/rpc/kernels", struct{}{}, nil)
 }
 
 // DestroyKernel asks an agent to stop a kernel; it returns once the kernel

@@ -40,7 +40,9 @@ func call(ctx context.Context, hc *http.Client, url, token string, in, out any) 
 		}
 		return &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
 	}
-	if out == nil {
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		// A peer of an earlier release may answer a call that now
+		// expects a body with none: nothing to report.
 		return nil
 	}
 	return json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(out)

@@ -131,6 +131,24 @@ type PullState struct {
 // CreateKernels asks an agent to start kernels.
 type CreateKernels struct {
 	Kernels []KernelSpec `json:"kernels"`
+	// PerKernel says the caller reads a Created answer: the agent starts
+	// what it can and names each kernel it did not start. Without it (a
+	// manager of an earlier release) one refused kernel refuses the call.
+	PerKernel bool `json:"per_kernel,omitempty"`
+}
+
+// Created answers a CreateKernels with PerKernel: the kernels not started
+// and why; every other kernel of the call was started.
+type Created struct {
+	Failed []KernelFailure `json:"failed"`
+}
+
+// KernelFailure is one kernel an agent did not start. Code is
+// CodeInvalidSpec when it can never start as specified.
+type KernelFailure struct {
+	Kernel domain.KernelID `json:"kernel"`
+	Error  string          `json:"error"`
+	Code   string          `json:"code,omitempty"`
 }
 
 // KernelSpec is one kernel to start.
