@@ -163,6 +163,10 @@ type Store interface {
 	// coordinator's session-type hooks make the final call; this only
 	// narrows the sessions they weigh.
 	DueSessions(ctx context.Context, now time.Time, idleTypes []domain.SessionType) ([]DueSession, error)
+	// NextDue is the earliest instant after after at which DueSessions
+	// would find a session, or an agent's drain deadline passes; zero
+	// when nothing is due. The coordinator sleeps until then.
+	NextDue(ctx context.Context, after time.Time, idleTypes []domain.SessionType) (time.Time, error)
 	// TouchSession records that a session's owner used it at at (proxied
 	// traffic, logs). Callers rate-limit it; it never moves the time back.
 	TouchSession(ctx context.Context, id domain.SessionID, at time.Time) error

@@ -25,6 +25,21 @@ WHERE s.status = 'RUNNING'
  OR (g.idle_timeout_ns > 0 AND s.type {in $2}
      AND {micros COALESCE(s.last_activity, s.status_changed_at)} + g.idle_timeout_ns / 1000 <= $1))
 ORDER BY s.id`
+	// The earliest instant after $1 at which a RUNNING session passes its
+	// time limit or idle timeout, or a drain its deadline; 0 when none.
+	// Durations round up to the microsecond: the hooks and drains judge
+	// in nanoseconds, and a wake-up a fraction early would find nothing
+	// due and then look only past it.
+	selectNextDue = `SELECT COALESCE(MIN(d), 0) FROM (
+  SELECT {micros s.status_changed_at} + (s.time_limit_ns + 999) / 1000 AS d
+  FROM sessions s WHERE s.status = 'RUNNING' AND s.time_limit_ns > 0
+  UNION ALL
+  SELECT {micros COALESCE(s.last_activity, s.status_changed_at)} + (g.idle_timeout_ns + 999) / 1000
+  FROM sessions s JOIN resource_groups g ON g.name = s.resource_group
+  WHERE s.status = 'RUNNING' AND g.idle_timeout_ns > 0 AND s.type {in $2}
+  UNION ALL
+  SELECT (deadline_ns + 999) / 1000 FROM agent_drains WHERE deadline_ns > 0
+) due WHERE d > $1`
 	// Sessions the coordinator ended end as failures (Transition.Fail);
 	// setOutcome keeps it.
 	markFailed   = `UPDATE sessions SET outcome = 'failure' WHERE id {in $1}`
@@ -51,6 +66,22 @@ func (s *Store) DueSessions(ctx context.Context, now time.Time, idleTypes []doma
 		return nil, err
 	}
 	return out, nil
+}
+
+// NextDue implements store.Store.
+func (s *Store) NextDue(ctx context.Context, after time.Time, idleTypes []domain.SessionType) (time.Time, error) {
+	types := make([]string, len(idleTypes))
+	for i, t := range idleTypes {
+		types[i] = string(t)
+	}
+	var us int64
+	err := s.read(ctx, "next due", func(tx txn) error {
+		return tx.queryRow(ctx, selectNextDue, after.UnixMicro(), List(types)).Scan(&us)
+	})
+	if err != nil || us == 0 {
+		return time.Time{}, err
+	}
+	return time.UnixMicro(us).UTC(), nil
 }
 
 // TouchSession implements store.Store.

@@ -14,7 +14,8 @@ import (
 // finds exactly the RUNNING sessions past their limit or idle past their
 // group's timeout, counting from when they started running (at(20) in
 // advance); TransitionSessions with Fail fixes the outcome at failure even when every
-// kernel then exits 0; TouchSession never moves activity back.
+// kernel then exits 0; TouchSession never moves activity back; NextDue is
+// the next instant DueSessions finds more, or a drain deadline passes.
 func testTimeLimits(t *testing.T, e Engine) {
 	f := newFixture(t, e)
 	g := f.group("g", func(g *domain.ResourceGroup) {
@@ -85,6 +86,29 @@ func testTimeLimits(t *testing.T, e Engine) {
 			}
 		})
 	}
+	// NextDue is when the first of those lists grows, and a drain's
+	// deadline counts too, rounded up to the microsecond: never before it.
+	f.must(f.s.DrainAgent(f.ctx, "a2", at(20), at(20).Add(30*time.Minute+500)), "drain")
+	for _, tc := range []struct {
+		after, want time.Duration // since the sessions started running; -1: none
+	}{
+		{0, 10 * time.Minute}, {10 * time.Minute, 19 * time.Minute}, {19 * time.Minute, 30*time.Minute + time.Microsecond},
+		{30*time.Minute + time.Microsecond, time.Hour}, {time.Hour, -1},
+	} {
+		next, err := f.s.NextDue(f.ctx, at(20).Add(tc.after), []domain.SessionType{domain.TypeInteractive})
+		f.must(err, "next due")
+		want := time.Time{}
+		if tc.want >= 0 {
+			want = at(20).Add(tc.want)
+		}
+		if !next.Equal(want) {
+			t.Errorf("next due after +%s: %v, want %v", tc.after, next, want)
+		}
+	}
+	if next, err := f.s.NextDue(f.ctx, at(20).Add(19*time.Minute), nil); err != nil || !next.Equal(at(20).Add(30*time.Minute+time.Microsecond)) {
+		t.Errorf("next due without idle types after +19m: %v (%v), want the drain's deadline", next, err)
+	}
+
 	ds, err := f.s.DueSessions(f.ctx, at(20).Add(time.Hour), nil)
 	f.must(err, "due sessions")
 	want := []store.DueSession{{ID: "limited", Type: domain.TypeBatch, ResourceGroup: "quiet", Started: at(20), TimeLimit: time.Hour}}
