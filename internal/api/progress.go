@@ -64,8 +64,14 @@ func (s *Server) progress(ctx context.Context, sk store.SessionWithKernels) (*v1
 	// The last entry tells whether the latest attempt in this status
 	// failed; a success or a move since makes an older failure moot.
 	if n := len(hist); n > 0 {
-		if e := hist[n-1]; e.Result == domain.ResultNeedRetry && e.From == st {
+		switch e := hist[n-1]; {
+		case e.From != st:
+		case e.Result == domain.ResultNeedRetry:
 			p.LastFailure = fmt.Sprintf("%s at %s: %s", e.Handler, e.At.UTC().Format(time.RFC3339), e.Message)
+		case e.Result == domain.ResultSkipped && e.Message != "":
+			// Not attempted, for a reason the handler gave: an agent that
+			// does not answer holds its sessions until it does.
+			p.WaitingFor = append(p.WaitingFor, e.Message)
 		}
 	}
 	return p, nil

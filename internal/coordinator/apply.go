@@ -347,14 +347,13 @@ func (c *Coordinator) leave(ctx context.Context, h domain.LifecycleHandler, t *s
 }
 
 // destroyQuietly asks an agent to destroy a kernel and does not wait for
-// success: a kernel it misses is found again when the agent reports kernels
-// the manager no longer tracks.
+// success (nor, unless calls are serial, for the answer): a kernel it
+// misses is found again when the agent reports kernels the manager no
+// longer tracks.
 func (c *Coordinator) destroyQuietly(ctx context.Context, agent domain.AgentID, kernel domain.KernelID) {
-	cctx, cancel := context.WithTimeout(ctx, c.conf().CallTimeout)
-	defer cancel()
-	if err := c.agents.DestroyKernel(cctx, agent, kernel, true); err != nil {
-		c.log.Warn("destroy kernel", "agent", agent, "kernel", kernel, "err", err)
-	}
+	c.quietly(ctx, agent, func(ctx context.Context) error {
+		return c.agents.DestroyKernel(ctx, agent, kernel, true)
+	})
 }
 
 // anyStarted reports whether a kernel has started: it runs, is being

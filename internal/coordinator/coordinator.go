@@ -18,8 +18,15 @@ type Config struct {
 	// (agent loss).
 	ShortInterval time.Duration
 	LongInterval  time.Duration
-	// CallTimeout bounds one agent call.
+	// CallTimeout bounds one agent call; an agent that lets one run out
+	// is isolated until it answers a probe (calls.go).
 	CallTimeout time.Duration
+	// CallWait is how long a handler waits for its agent calls before it
+	// goes on and leaves the slower ones to finish, and their results to
+	// be recorded, on their own (default 250ms). Negative: every call is
+	// made in turn and waited for, as the simulator needs for a
+	// repeatable run.
+	CallWait time.Duration
 	// HeartbeatTimeout marks a silent agent LOST; after LostGrace more its
 	// kernels are given up.
 	HeartbeatTimeout time.Duration
@@ -45,6 +52,9 @@ func (c Config) withDefaults() Config {
 	def(&c.ShortInterval, time.Second)
 	def(&c.LongInterval, 30*time.Second)
 	def(&c.CallTimeout, 30*time.Second)
+	if c.CallWait == 0 {
+		c.CallWait = 250 * time.Millisecond
+	}
 	def(&c.HeartbeatTimeout, 30*time.Second)
 	def(&c.LostGrace, 30*time.Second)
 	def(&c.ChangeRetention, 24*time.Hour)
@@ -76,6 +86,12 @@ type Coordinator struct {
 	idle     idleRounds
 	touched  touched
 	hooks    *hook.Registry
+	calls    *agentCalls
+	// dueStale says the store's next due time (time limits, idle
+	// timeouts, drain deadlines) may have moved earlier since Run last
+	// read it: a session started running, a group or agent changed.
+	dueStale atomic.Bool
+	gens     atomic.Int64
 }
 
 // Deps are what a coordinator is built from. Metrics and Log may be nil.
@@ -112,7 +128,7 @@ func New(d Deps, cfg Config) *Coordinator {
 	}
 	c := &Coordinator{store: d.Store, agents: d.Agents, sched: d.Scheduler, slots: d.Slots, clock: d.Clock,
 		log: d.Log, metrics: d.Metrics, marks: make(chan struct{}, 1), lease: d.Lease, reconf: make(chan struct{}, 1),
-		hooks: d.Hooks}
+		hooks: d.Hooks, calls: newAgentCalls()}
 	full := cfg.withDefaults()
 	c.cfg.Store(&full)
 	c.defaults.Store(&GroupDefaults{})
@@ -126,6 +142,7 @@ func (c *Coordinator) Configure(cfg Config, d GroupDefaults) {
 	c.cfg.Store(&full)
 	c.defaults.Store(&d)
 	c.idle.reconfigured()
+	c.dueStale.Store(true)
 	select {
 	case c.reconf <- struct{}{}:
 	default:
@@ -147,14 +164,63 @@ func (c *Coordinator) Mark() {
 }
 
 // Run drives the coordinator until ctx ends: a cycle on every mark and
-// every short tick, a sweep every long tick — each only while this manager
-// holds the lease.
+// every short tick, a sweep every long tick, and at each instant something
+// falls due — a time limit or idle timeout, a drain deadline, a waiting
+// session's start time or PENDING bound — the work it is due for, so due
+// times fire at their instant rather than at the next sweep; each only
+// while this manager holds the lease.
 func (c *Coordinator) Run(ctx context.Context) error {
 	cfg := c.conf()
 	short := time.NewTicker(cfg.ShortInterval)
 	defer short.Stop()
 	long := time.NewTicker(cfg.LongInterval)
 	defer long.Stop()
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
+	// Calls left running past their handler end with ctx; their results
+	// must not be written to a store being closed.
+	defer c.calls.bg.Wait()
+	c.dueStale.Store(true)
+	// storeDue is the store's next due time after handled, the instant
+	// the due work last ran: zero at first, so what fell due while no
+	// manager led runs at once, and never again once handled.
+	var storeDue, handled time.Time
+	held := false
+	// rearm sets the due timer to the next due instant; the store is
+	// asked again only when its answer may have moved.
+	rearm := func() {
+		now := c.clock.Now()
+		if c.dueStale.Swap(false) {
+			at, err := c.store.NextDue(ctx, handled, c.hooks.IdleTypes())
+			if err != nil {
+				c.dueStale.Store(true)
+				if ctx.Err() == nil {
+					c.log.Warn("coordinator: reading the next due time", "err", err)
+				}
+			} else {
+				storeDue = at
+			}
+		}
+		at := earliest(c.idle.nextDue(now), storeDue)
+		due.Stop()
+		if !at.IsZero() {
+			due.Reset(max(at.Sub(now), 0))
+		}
+	}
+	// lead reports whether this manager holds the lease; gaining it makes
+	// the due times worth reading afresh.
+	lead := func() bool {
+		h := c.lease.Held(ctx)
+		if h && !held {
+			c.dueStale.Store(true)
+		}
+		held = h
+		return h
+	}
+	if lead() {
+		rearm()
+	}
 	for {
 		var err error
 		select {
@@ -165,20 +231,30 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			short.Reset(cfg.ShortInterval)
 			long.Reset(cfg.LongInterval)
 		case <-c.marks:
-			if c.lease.Held(ctx) {
+			if lead() {
 				err = c.Cycle(ctx)
 			}
 		case <-short.C:
-			if c.lease.Held(ctx) {
+			if lead() {
 				err = c.Cycle(ctx)
 			}
+		case <-due.C:
+			if lead() {
+				storeDue, handled = time.Time{}, c.clock.Now()
+				c.dueStale.Store(true)
+				err = errors.Join(c.EndDue(ctx), c.DrainDue(ctx), c.Cycle(ctx))
+			}
 		case <-long.C:
-			if c.lease.Held(ctx) {
+			if lead() {
+				c.dueStale.Store(true)
 				err = c.Sweep(ctx)
 			}
 		}
 		if err != nil && ctx.Err() == nil {
 			c.log.Error("coordinator", "err", err)
+		}
+		if held {
+			rearm()
 		}
 	}
 }
@@ -187,6 +263,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 // instant agents can go from PENDING to CREATING in one cycle. A handler's
 // error does not stop the others; they are joined.
 func (c *Coordinator) Cycle(ctx context.Context) error {
+	c.probeIsolated(ctx)
 	p := promotions()
 	steps := []func(context.Context) error{
 		func(ctx context.Context) error { return c.Promote(ctx, p[domain.HandlerDetectTermination]) },

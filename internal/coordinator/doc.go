@@ -9,8 +9,14 @@
 // through the kernel state engine and handles agent loss.
 //
 // Each job has its file, so one can be read without the others:
-// coordinator.go builds and runs it (New, Configure, Run, Cycle, Mark);
-// handlers.go holds the lifecycle and promotion handlers; decide.go names
+// coordinator.go builds and runs it (New, Configure, Run, Cycle, Mark;
+// Run also wakes at the next due time: time limits, drain deadlines);
+// handlers.go holds the scheduling round and the promotion handlers, and
+// agentwork.go the lifecycle handlers that call agents (PrepareSessions,
+// StartSessions, TerminateSessions); calls.go makes those calls, all
+// agents at once, records each session's result as its own calls return,
+// and isolates an agent whose call timed out until a probe finds it
+// answering; decide.go names
 // each session's outcome as a pure function of values, and apply.go carries
 // those outcomes out as status changes and history; groups.go reads what
 // resource groups set (max_retries, residence bounds); events.go applies

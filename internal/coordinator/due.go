@@ -17,9 +17,9 @@ import (
 // the candidates for all sessions and one guarded write per reason moves
 // them, so the cost does not grow with sessions that are not due.
 //
-// Sweep runs it every long interval, so a limit is enforced within that
-// interval (30 s by default, SLURM's order of slack too); the simulator
-// calls it at each limit's exact instant.
+// Run calls it when the due timer fires at a limit's instant (NextDue),
+// and Sweep every long interval as a safety net; the simulator calls it
+// at each limit's exact instant.
 func (c *Coordinator) EndDue(ctx context.Context) error {
 	defer c.metrics.run(domain.HandlerEndDue, time.Now())
 	now := c.clock.Now()

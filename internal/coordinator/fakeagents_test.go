@@ -56,6 +56,10 @@ type fakeAgents struct {
 	hang map[domain.AgentID]bool
 	// specs holds what each kernel was created with, as the agent got it.
 	specs map[domain.KernelID]coordinator.KernelSpec
+	// calls counts calls by "kind:agent" (pull, create, destroy, probe),
+	// and sizes lists each create call's kernel count by agent.
+	calls map[string]int
+	sizes map[domain.AgentID][]int
 }
 
 type fakeKernel struct {
@@ -70,7 +74,7 @@ func newFakeAgents(seed uint64, now func() time.Time) *fakeAgents {
 		pulled: map[domain.AgentID]map[string]bool{}, kernels: map[domain.KernelID]*fakeKernel{},
 		epochs: map[domain.AgentID]int64{}, down: map[domain.AgentID]bool{}, hang: map[domain.AgentID]bool{},
 		refuseCreate: map[domain.AgentID]bool{}, invalidSpec: map[domain.AgentID]bool{},
-		specs: map[domain.KernelID]coordinator.KernelSpec{},
+		specs: map[domain.KernelID]coordinator.KernelSpec{}, calls: map[string]int{}, sizes: map[domain.AgentID][]int{},
 	}
 }
 
@@ -119,6 +123,7 @@ func (f *fakeAgents) emit(ev domain.KernelEvent) {
 // CheckAndPull answers "pulling" the first time it sees an image on an
 // agent (and queues the pull events), "ready" after.
 func (f *fakeAgents) CheckAndPull(ctx context.Context, agent domain.AgentID, images []string) (map[string]coordinator.PullState, error) {
+	f.count("pull", agent)
 	if err := f.wait(ctx, agent); err != nil {
 		return nil, err
 	}
@@ -151,6 +156,10 @@ func (f *fakeAgents) CheckAndPull(ctx context.Context, agent domain.AgentID, ima
 }
 
 func (f *fakeAgents) CreateKernels(ctx context.Context, agent domain.AgentID, specs []coordinator.KernelSpec) error {
+	f.count("create", agent)
+	f.mu.Lock()
+	f.sizes[agent] = append(f.sizes[agent], len(specs))
+	f.mu.Unlock()
 	if err := f.wait(ctx, agent); err != nil {
 		return err
 	}
@@ -181,6 +190,7 @@ func (f *fakeAgents) CreateKernels(ctx context.Context, agent domain.AgentID, sp
 }
 
 func (f *fakeAgents) DestroyKernel(_ context.Context, agent domain.AgentID, kernel domain.KernelID, forced bool) error {
+	f.count("destroy", agent)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failDestroy {
@@ -200,6 +210,34 @@ func (f *fakeAgents) DestroyKernel(_ context.Context, agent domain.AgentID, kern
 	code := 143
 	f.emit(domain.KernelEvent{Kind: domain.EventKernelTerminated, Agent: agent, Kernel: kernel, ExitCode: &code, Message: "destroyed"})
 	return nil
+}
+
+// Probe answers as the agent's other calls do: not while it hangs or is
+// down.
+func (f *fakeAgents) Probe(ctx context.Context, agent domain.AgentID) error {
+	f.count("probe", agent)
+	if err := f.wait(ctx, agent); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[agent] {
+		return fmt.Errorf("agent %s unreachable: %w", agent, errInjected)
+	}
+	return nil
+}
+
+func (f *fakeAgents) count(kind string, agent domain.AgentID) {
+	f.mu.Lock()
+	f.calls[kind+":"+string(agent)]++
+	f.mu.Unlock()
+}
+
+// called is how many calls of kind agent has had.
+func (f *fakeAgents) called(kind string, agent domain.AgentID) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[kind+":"+string(agent)]
 }
 
 // exitKernels makes running exit:N kernels exit with N, as time passing

@@ -94,6 +94,15 @@ func (c *Coordinator) ScheduleNewSessions(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read group generations: %w", err)
 	}
+	// A drain, a group's idle timeout: what moves a group's generation may
+	// move the next due time too.
+	var sum int64
+	for _, g := range gens {
+		sum += g
+	}
+	if c.gens.Swap(sum) != sum {
+		c.dueStale.Store(true)
+	}
 	for _, name := range names {
 		gen := generation(gens, name)
 		if c.idle.skip(name, gen, now) {
@@ -289,230 +298,6 @@ func describe(bs []framework.Blocker, reg *domain.Registry) string {
 	return strings.Join(append(first, rest...), "; ")
 }
 
-// PrepareSessions asks agents to make the images of scheduled and
-// preparing sessions present. Asking again is safe, which is how a lost
-// image_pull_finished is recovered: the agent answers that the image is
-// ready and the kernels move on.
-func (c *Coordinator) PrepareSessions(ctx context.Context) error {
-	defer c.metrics.run(domain.HandlerPrepareSessions, time.Now())
-	h := lifecycle(domain.HandlerPrepareSessions)
-	targets, err := c.targets(ctx, h)
-	if err == nil {
-		targets, err = c.permit(ctx, targets) // job members wait for their gang (jobs.go)
-	}
-	if err != nil || len(targets) == 0 {
-		return err
-	}
-	gs, err := c.groups(ctx)
-	if err != nil {
-		return err
-	}
-	// One call per agent for all its images, however many sessions.
-	want := map[domain.AgentID][]string{}
-	for _, t := range targets {
-		if !works(h, t) {
-			continue
-		}
-		for _, k := range t.Kernels {
-			if k.Agent != "" && slices.Contains(h.TargetKernel, k.Status) && !slices.Contains(want[k.Agent], k.Image) {
-				want[k.Agent] = append(want[k.Agent], k.Image)
-			}
-		}
-	}
-	states, errs := c.checkAndPull(ctx, want)
-	var res Result
-	var ready []domain.Kernel
-	for _, t := range targets {
-		if !works(h, t) {
-			continue
-		}
-		var failed []string
-		for _, k := range t.Kernels {
-			if !slices.Contains(h.TargetKernel, k.Status) {
-				continue
-			}
-			if err := errs[k.Agent]; err != nil {
-				failed = append(failed, fmt.Sprintf("agent %s: %v", k.Agent, err))
-				continue
-			}
-			st := states[k.Agent][k.Image]
-			switch {
-			case st.Failed != "":
-				failed = append(failed, fmt.Sprintf("pull of %s on %s failed: %s", k.Image, k.Agent, st.Failed))
-			case st.Ready:
-				ready = append(ready, k)
-			}
-		}
-		if len(failed) > 0 {
-			res.Failures = append(res.Failures, Note{Session: t.Session.ID, Message: strings.Join(failed, "; ")})
-		} else {
-			res.Successes = append(res.Successes, t.Session.ID)
-		}
-	}
-	if err := c.apply(ctx, h, handlerPolicy{}, targets, res, gs); err != nil {
-		return err
-	}
-	now := c.clock.Now()
-	for _, k := range ready {
-		_, err := c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID,
-			From: []domain.KernelStatus{domain.KernelScheduled, domain.KernelPreparing, domain.KernelPulling},
-			To:   domain.KernelPrepared, Reason: "image present", Now: now})
-		if err != nil && !errors.Is(err, store.ErrGuardFailed) {
-			return fmt.Errorf("mark %s prepared: %w", k.ID, err)
-		}
-	}
-	if len(ready) > 0 {
-		c.Mark()
-	}
-	return nil
-}
-
-func (c *Coordinator) checkAndPull(ctx context.Context, want map[domain.AgentID][]string) (map[domain.AgentID]map[string]PullState, map[domain.AgentID]error) {
-	states := make(map[domain.AgentID]map[string]PullState, len(want))
-	errs := make(map[domain.AgentID]error)
-	for _, agent := range sortedAgents(want) {
-		cctx, cancel := context.WithTimeout(ctx, c.conf().CallTimeout)
-		st, err := c.agents.CheckAndPull(cctx, agent, want[agent])
-		cancel()
-		if err != nil {
-			errs[agent] = err
-			continue
-		}
-		states[agent] = st
-	}
-	return states, errs
-}
-
-func sortedAgents[V any](m map[domain.AgentID]V) []domain.AgentID {
-	out := make([]domain.AgentID, 0, len(m))
-	for a := range m {
-		out = append(out, a)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// StartSessions asks agents to create the kernels of prepared sessions.
-func (c *Coordinator) StartSessions(ctx context.Context) error {
-	defer c.metrics.run(domain.HandlerStartSessions, time.Now())
-	h := lifecycle(domain.HandlerStartSessions)
-	targets, err := c.targets(ctx, h)
-	if err != nil || len(targets) == 0 {
-		return err
-	}
-	gs, err := c.groups(ctx)
-	if err != nil {
-		return err
-	}
-	// A PREPARED session is always attempted, even with no PREPARED kernel
-	// left: its kernels were created by an attempt whose success was never
-	// recorded (the manager died, or the agent's answer was lost, after the
-	// agent had acted), and the attempt now has nothing to create — it
-	// succeeds, and the promotions carry the session on.
-	var attempt []domain.SessionID
-	attempted := make([]bool, len(targets))
-	for i, t := range targets {
-		if works(h, t) || t.Session.Status == domain.SessionPrepared {
-			attempt = append(attempt, t.Session.ID)
-			attempted[i] = true
-		}
-	}
-	// Targets come from a listing, which leaves out the sessions' command
-	// and environment; only the sessions started now read theirs.
-	specs, err := c.store.SessionSpecs(ctx, attempt)
-	if err != nil {
-		return fmt.Errorf("%s: read session specs: %w", h.Name, err)
-	}
-	var res Result
-	for i, t := range targets {
-		if !attempted[i] {
-			continue
-		}
-		if err := c.createKernels(ctx, t, specs[t.Session.ID]); err != nil {
-			res.Failures = append(res.Failures, Note{Session: t.Session.ID, Message: err.Error(),
-				Impossible: errors.Is(err, ErrImpossible)})
-			continue
-		}
-		res.Successes = append(res.Successes, t.Session.ID)
-	}
-	return c.apply(ctx, h, handlerPolicy{}, targets, res, gs)
-}
-
-func (c *Coordinator) createKernels(ctx context.Context, t store.SessionWithKernels, spec store.SessionSpec) error {
-	hosts := make([]string, len(t.Kernels))
-	for i, k := range t.Kernels {
-		hosts[i] = fmt.Sprintf("%s%d", k.ClusterRole, k.ClusterIdx)
-	}
-	start := c.hooks.For(t.Session.Type).OnStart(t.Session)
-	byAgent := map[domain.AgentID][]KernelSpec{}
-	for _, k := range t.Kernels {
-		if k.Status != domain.KernelPrepared || k.Agent == "" {
-			continue
-		}
-		byAgent[k.Agent] = append(byAgent[k.Agent], KernelSpec{
-			Kernel: k.ID, Session: t.Session.ID, Image: k.Image, Slots: c.slots.FormatSlots(k.Requested),
-			ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: len(t.Kernels), ClusterHosts: hosts,
-			Command: spec.Command, Env: spec.Env, TimeLimit: start.TimeLimit, Devices: k.Devices, Serves: start.Serves,
-		})
-	}
-	for _, agent := range sortedAgents(byAgent) {
-		cctx, cancel := context.WithTimeout(ctx, c.conf().CallTimeout)
-		err := c.agents.CreateKernels(cctx, agent, byAgent[agent])
-		cancel()
-		if err != nil {
-			return fmt.Errorf("create kernels on %s: %w", agent, err)
-		}
-	}
-	return nil
-}
-
-// TerminateSessions destroys the live kernels of terminating sessions. A
-// kernel counts as gone only when its agent says so; until then the session
-// is retried, and only the TERMINATING bound forces the end.
-func (c *Coordinator) TerminateSessions(ctx context.Context) error {
-	defer c.metrics.run(domain.HandlerTerminateSessions, time.Now())
-	h := lifecycle(domain.HandlerTerminateSessions)
-	targets, err := c.targets(ctx, h)
-	if err != nil || len(targets) == 0 {
-		return err
-	}
-	gs, err := c.groups(ctx)
-	if err != nil {
-		return err
-	}
-	now := c.clock.Now()
-	var res Result
-	for _, t := range targets {
-		if !works(h, t) {
-			continue
-		}
-		var failed []string
-		for _, k := range t.Kernels {
-			if k.Status.Terminal() || k.Agent == "" || !k.Status.HoldsResources() {
-				continue
-			}
-			cctx, cancel := context.WithTimeout(ctx, c.conf().CallTimeout)
-			err := c.agents.DestroyKernel(cctx, k.Agent, k.ID, false)
-			cancel()
-			if err != nil {
-				failed = append(failed, fmt.Sprintf("destroy %s on %s: %v", k.ID, k.Agent, err))
-				continue
-			}
-			_, err = c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: nonTerminal(),
-				To: domain.KernelTerminated, Reason: "destroyed", Now: now})
-			if err != nil && !errors.Is(err, store.ErrGuardFailed) {
-				return fmt.Errorf("mark %s terminated: %w", k.ID, err)
-			}
-		}
-		if len(failed) > 0 {
-			res.Failures = append(res.Failures, Note{Session: t.Session.ID, Message: strings.Join(failed, "; ")})
-		} else {
-			res.Successes = append(res.Successes, t.Session.ID)
-		}
-	}
-	return c.apply(ctx, h, handlerPolicy{retryUntilExpiry: true}, targets, res, gs)
-}
-
 func nonTerminal() []domain.KernelStatus {
 	var out []domain.KernelStatus
 	for _, s := range domain.KernelStatuses() {
@@ -575,6 +360,9 @@ func (c *Coordinator) Promote(ctx context.Context, p domain.PromotionHandler) (e
 		if p.Success == domain.SessionRunning && !s.CreatedAt.IsZero() {
 			c.metrics.started(now.Sub(s.CreatedAt))
 		}
+	}
+	if p.Success == domain.SessionRunning && len(moved) > 0 {
+		c.dueStale.Store(true) // their time limits count from now
 	}
 	if len(moved) > 0 {
 		c.Mark()

@@ -147,6 +147,20 @@ func (r *idleRounds) remember(group string, gen int64, empty, idle bool, due tim
 	r.group[group] = idleRound{gen: gen, conf: r.conf, due: due}
 }
 
+// nextDue is the earliest instant after now at which a skipped round
+// would run again by time alone; zero when none.
+func (r *idleRounds) nextDue(now time.Time) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var due time.Time
+	for _, m := range r.group {
+		if m.due.After(now) && (due.IsZero() || m.due.Before(due)) {
+			due = m.due
+		}
+	}
+	return due
+}
+
 // reconfigured forgets every idle round: group defaults set bounds.
 func (r *idleRounds) reconfigured() {
 	r.mu.Lock()

@@ -437,7 +437,9 @@ func TestSettleRecoversALostStartEvent(t *testing.T) {
 func TestAgentCallTimeoutIsAFailedAttempt(t *testing.T) {
 	t.Parallel()
 	forEngine(t, func(t *testing.T, engine string) {
-		h := newHarness(t, engine, 1, nil) // calls time out after 1s
+		h := newHarness(t, engine, 1, nil)
+		// The handler waits out the call (1s), so the step records it.
+		h.c.Configure(coordinator.Config{CallTimeout: time.Second, CallWait: 2 * time.Second}, coordinator.GroupDefaults{})
 		h.agents.hang["agent-0"] = true
 		id := h.submit("sleep", "1", 1, domain.SingleNode)
 		h.step()
@@ -451,6 +453,7 @@ func TestAgentCallTimeoutIsAFailedAttempt(t *testing.T) {
 			t.Fatalf("last entry %q does not say the call timed out", last.Message)
 		}
 		h.agents.hang["agent-0"] = false
+		h.advance(time.Minute) // past the isolation's first probe
 		h.until(id, domain.SessionRunning)
 	})
 }

@@ -38,6 +38,7 @@ type Store interface {
 	LastChange(ctx context.Context) (int64, error)
 	GroupGenerations(ctx context.Context) (map[string]int64, error)
 	DueSessions(ctx context.Context, now time.Time, idleTypes []domain.SessionType) ([]store.DueSession, error)
+	NextDue(ctx context.Context, after time.Time, idleTypes []domain.SessionType) (time.Time, error)
 	ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error)
 	GetJob(ctx context.Context, id domain.JobID) (domain.Job, error)
 	ListJobs(ctx context.Context, f store.JobFilter) ([]domain.Job, error)

@@ -76,10 +76,13 @@ func (c *Coordinator) forceDestroy(ctx context.Context, s store.SessionWithKerne
 		if k.Agent == "" || k.Status.Terminal() || !k.Status.HoldsResources() {
 			continue
 		}
+		if c.calls.isIsolated(k.Agent) {
+			continue // left to TerminateSessions, as an agent that does not answer is
+		}
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, c.conf().CallTimeout)
-			err := c.agents.DestroyKernel(cctx, k.Agent, k.ID, true)
-			cancel()
+			err := c.call(ctx, k.Agent, func(ctx context.Context) error {
+				return c.agents.DestroyKernel(ctx, k.Agent, k.ID, true)
+			})
 			if err != nil {
 				c.log.Warn("forced destroy", "agent", k.Agent, "kernel", k.ID, "err", err)
 				return

@@ -171,7 +171,10 @@ func (r *runner) setUp(ctx context.Context, cl Cluster) error {
 func (r *runner) start() {
 	r.hooks = hook.Standard()
 	r.c = coordinator.New(coordinator.Deps{Store: r.st, Agents: r.fleet, Scheduler: scheduler.New(scheduler.NewRegistry()),
-		Slots: r.reg, Clock: r.clock, Hooks: r.hooks}, coordinator.Config{HeartbeatTimeout: heartbeatNever})
+		Slots: r.reg, Clock: r.clock, Hooks: r.hooks}, coordinator.Config{HeartbeatTimeout: heartbeatNever,
+		// Simulated agents answer at once; calls made in turn keep a run
+		// repeatable.
+		CallWait: -1})
 	r.lastSweep = r.clock.Now()
 	r.limits = make([]time.Duration, len(r.w.Sessions))
 	for i, s := range r.w.Sessions {

@@ -1,0 +1,463 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// fanOut follows the sessions of one handler run across its agent calls:
+// a session's result is known once every call it waits on has finished.
+type fanOut struct {
+	order   map[domain.SessionID]int
+	waiting map[domain.SessionID]int
+	targets []store.SessionWithKernels
+}
+
+func newFanOut() *fanOut {
+	return &fanOut{order: map[domain.SessionID]int{}, waiting: map[domain.SessionID]int{}}
+}
+
+// add makes t wait on calls to n agents.
+func (f *fanOut) add(t store.SessionWithKernels, n int) {
+	f.order[t.Session.ID] = len(f.targets)
+	f.targets = append(f.targets, t)
+	f.waiting[t.Session.ID] = n
+}
+
+// done marks calls finished and returns the sessions that now have all
+// their answers, in the order they were added.
+func (f *fanOut) done(calls []*agentCall) []store.SessionWithKernels {
+	var idx []int
+	for _, cl := range calls {
+		for _, id := range cl.sessions {
+			f.waiting[id]--
+			if f.waiting[id] == 0 {
+				idx = append(idx, f.order[id])
+			}
+		}
+	}
+	slices.Sort(idx)
+	out := make([]store.SessionWithKernels, len(idx))
+	for i, j := range idx {
+		out[i] = f.targets[j]
+	}
+	return out
+}
+
+// kernelAgents lists, sorted, the agents of t's kernels that pick selects.
+func kernelAgents(t store.SessionWithKernels, pick func(domain.Kernel) bool) []domain.AgentID {
+	var out []domain.AgentID
+	for _, k := range t.Kernels {
+		if k.Agent != "" && pick(k) && !slices.Contains(out, k.Agent) {
+			out = append(out, k.Agent)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// PrepareSessions asks agents to make the images of scheduled and
+// preparing sessions present, one call per agent for all its images,
+// however many sessions. Asking again is safe, which is how a lost
+// image_pull_finished is recovered: the agent answers that the image is
+// ready and the kernels move on.
+func (c *Coordinator) PrepareSessions(ctx context.Context) error {
+	defer c.metrics.run(domain.HandlerPrepareSessions, time.Now())
+	h := lifecycle(domain.HandlerPrepareSessions)
+	targets, err := c.targets(ctx, h)
+	if err == nil {
+		targets, err = c.permit(ctx, targets) // job members wait for their gang (jobs.go)
+	}
+	if err != nil || len(targets) == 0 {
+		return err
+	}
+	gs, err := c.groups(ctx)
+	if err != nil {
+		return err
+	}
+	wanted := func(k domain.Kernel) bool { return slices.Contains(h.TargetKernel, k.Status) }
+	fan := newFanOut()
+	want := map[domain.AgentID][]string{}
+	sessionsOn := map[domain.AgentID][]domain.SessionID{}
+	var now []store.SessionWithKernels
+	var res Result
+	for _, t := range targets {
+		if !works(h, t) {
+			now = append(now, t) // held to its bound alone
+			continue
+		}
+		agents := kernelAgents(t, wanted)
+		note, blocked := c.calls.blocked(callPull, agents)
+		switch {
+		case note != "":
+			now = append(now, t)
+			res.Skipped = append(res.Skipped, Note{Session: t.Session.ID, Message: note})
+			continue
+		case blocked:
+			continue // its agent's call is still running; the next run takes it
+		case len(agents) == 0:
+			now = append(now, t)
+			res.Successes = append(res.Successes, t.Session.ID)
+			continue
+		}
+		fan.add(t, len(agents))
+		for _, k := range t.Kernels {
+			if k.Agent != "" && wanted(k) && !slices.Contains(want[k.Agent], k.Image) {
+				want[k.Agent] = append(want[k.Agent], k.Image)
+			}
+		}
+		for _, a := range agents {
+			sessionsOn[a] = append(sessionsOn[a], t.Session.ID)
+		}
+	}
+	if err := c.apply(ctx, h, handlerPolicy{}, now, res, gs); err != nil {
+		return err
+	}
+	// Each call fills its own slot; settle reads it once the call is done.
+	slot := make(map[domain.AgentID]*map[string]PullState, len(want))
+	calls := make([]*agentCall, 0, len(want))
+	for _, agent := range sortedAgents(want) {
+		out := new(map[string]PullState)
+		slot[agent] = out
+		calls = append(calls, &agentCall{agent: agent, sessions: sessionsOn[agent], do: func(ctx context.Context) error {
+			st, err := c.agents.CheckAndPull(ctx, agent, want[agent])
+			*out = st
+			return err
+		}})
+	}
+	states := map[domain.AgentID]map[string]PullState{}
+	errs := map[domain.AgentID]error{}
+	return c.dispatch(ctx, callPull, calls, func(ctx context.Context, done []*agentCall) error {
+		for _, cl := range done {
+			errs[cl.agent] = cl.err
+			states[cl.agent] = *slot[cl.agent]
+		}
+		var res Result
+		var ready []domain.Kernel
+		settled := fan.done(done)
+		for _, t := range settled {
+			var failed []string
+			for _, k := range t.Kernels {
+				if k.Agent == "" || !wanted(k) {
+					continue
+				}
+				if err := errs[k.Agent]; err != nil {
+					failed = append(failed, fmt.Sprintf("agent %s: %v", k.Agent, err))
+					continue
+				}
+				st := states[k.Agent][k.Image]
+				switch {
+				case st.Failed != "":
+					failed = append(failed, fmt.Sprintf("pull of %s on %s failed: %s", k.Image, k.Agent, st.Failed))
+				case st.Ready:
+					ready = append(ready, k)
+				}
+			}
+			if len(failed) > 0 {
+				res.Failures = append(res.Failures, Note{Session: t.Session.ID, Message: strings.Join(failed, "; ")})
+			} else {
+				res.Successes = append(res.Successes, t.Session.ID)
+			}
+		}
+		if err := c.apply(ctx, h, handlerPolicy{}, settled, res, gs); err != nil {
+			return err
+		}
+		return c.markPrepared(ctx, ready)
+	})
+}
+
+// markPrepared moves kernels whose image is present to PREPARED.
+func (c *Coordinator) markPrepared(ctx context.Context, ready []domain.Kernel) error {
+	now := c.clock.Now()
+	for _, k := range ready {
+		_, err := c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID,
+			From: []domain.KernelStatus{domain.KernelScheduled, domain.KernelPreparing, domain.KernelPulling},
+			To:   domain.KernelPrepared, Reason: "image present", Now: now})
+		if err != nil && !errors.Is(err, store.ErrGuardFailed) {
+			return fmt.Errorf("mark %s prepared: %w", k.ID, err)
+		}
+	}
+	if len(ready) > 0 {
+		c.Mark()
+	}
+	return nil
+}
+
+func sortedAgents[V any](m map[domain.AgentID]V) []domain.AgentID {
+	out := make([]domain.AgentID, 0, len(m))
+	for a := range m {
+		out = append(out, a)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// StartSessions asks agents to create the kernels of prepared sessions:
+// one call per agent with every kernel it is to start, all agents at once.
+func (c *Coordinator) StartSessions(ctx context.Context) error {
+	defer c.metrics.run(domain.HandlerStartSessions, time.Now())
+	h := lifecycle(domain.HandlerStartSessions)
+	targets, err := c.targets(ctx, h)
+	if err != nil || len(targets) == 0 {
+		return err
+	}
+	gs, err := c.groups(ctx)
+	if err != nil {
+		return err
+	}
+	// A PREPARED session is always attempted, even with no PREPARED kernel
+	// left: its kernels were created by an attempt whose success was never
+	// recorded (the manager died, or the agent's answer was lost, after the
+	// agent had acted), and the attempt now has nothing to create — it
+	// succeeds, and the promotions carry the session on.
+	var attempt []domain.SessionID
+	attempted := make(map[domain.SessionID]bool, len(targets))
+	var now []store.SessionWithKernels
+	for _, t := range targets {
+		if works(h, t) || t.Session.Status == domain.SessionPrepared {
+			attempt = append(attempt, t.Session.ID)
+			attempted[t.Session.ID] = true
+		} else {
+			now = append(now, t)
+		}
+	}
+	// Targets come from a listing, which leaves out the sessions' command
+	// and environment; only the sessions started now read theirs.
+	specs, err := c.store.SessionSpecs(ctx, attempt)
+	if err != nil {
+		return fmt.Errorf("%s: read session specs: %w", h.Name, err)
+	}
+	fan := newFanOut()
+	byAgent := map[domain.AgentID][]KernelSpec{}
+	sessionsOn := map[domain.AgentID][]domain.SessionID{}
+	var res Result
+	for _, t := range targets {
+		if !attempted[t.Session.ID] {
+			continue
+		}
+		ks := c.kernelSpecs(t, specs[t.Session.ID])
+		agents := sortedAgents(ks)
+		note, blocked := c.calls.blocked(callCreate, agents)
+		switch {
+		case note != "":
+			now = append(now, t)
+			res.Skipped = append(res.Skipped, Note{Session: t.Session.ID, Message: note})
+			continue
+		case blocked:
+			continue
+		case len(agents) == 0:
+			now = append(now, t)
+			res.Successes = append(res.Successes, t.Session.ID)
+			continue
+		}
+		fan.add(t, len(agents))
+		for _, a := range agents {
+			byAgent[a] = append(byAgent[a], ks[a]...)
+			sessionsOn[a] = append(sessionsOn[a], t.Session.ID)
+		}
+	}
+	if err := c.apply(ctx, h, handlerPolicy{}, now, res, gs); err != nil {
+		return err
+	}
+	calls := make([]*agentCall, 0, len(byAgent))
+	for _, agent := range sortedAgents(byAgent) {
+		calls = append(calls, &agentCall{agent: agent, sessions: sessionsOn[agent], do: func(ctx context.Context) error {
+			return c.agents.CreateKernels(ctx, agent, byAgent[agent])
+		}})
+	}
+	errs := map[domain.AgentID]error{}
+	return c.dispatch(ctx, callCreate, calls, func(ctx context.Context, done []*agentCall) error {
+		for _, cl := range done {
+			errs[cl.agent] = cl.err
+		}
+		var res Result
+		settled := fan.done(done)
+		for _, t := range settled {
+			var failed []string
+			impossible := false
+			for _, agent := range kernelAgents(t, func(k domain.Kernel) bool { return k.Status == domain.KernelPrepared }) {
+				var kerrs []error
+				for _, k := range t.Kernels {
+					if k.Agent != agent || k.Status != domain.KernelPrepared {
+						continue
+					}
+					if err := kernelErr(errs[agent], k.ID); err != nil && !slices.Contains(kerrs, err) {
+						kerrs = append(kerrs, err)
+					}
+				}
+				if err := errors.Join(kerrs...); err != nil {
+					failed = append(failed, fmt.Sprintf("create kernels on %s: %v", agent, err))
+					impossible = impossible || errors.Is(err, ErrImpossible)
+				}
+			}
+			if len(failed) > 0 {
+				res.Failures = append(res.Failures, Note{Session: t.Session.ID, Message: strings.Join(failed, "; "),
+					Impossible: impossible})
+				continue
+			}
+			res.Successes = append(res.Successes, t.Session.ID)
+		}
+		return c.apply(ctx, h, handlerPolicy{}, settled, res, gs)
+	})
+}
+
+// kernelSpecs are the specs of t's kernels still to create, by agent.
+func (c *Coordinator) kernelSpecs(t store.SessionWithKernels, spec store.SessionSpec) map[domain.AgentID][]KernelSpec {
+	hosts := make([]string, len(t.Kernels))
+	for i, k := range t.Kernels {
+		hosts[i] = fmt.Sprintf("%s%d", k.ClusterRole, k.ClusterIdx)
+	}
+	start := c.hooks.For(t.Session.Type).OnStart(t.Session)
+	byAgent := map[domain.AgentID][]KernelSpec{}
+	for _, k := range t.Kernels {
+		if k.Status != domain.KernelPrepared || k.Agent == "" {
+			continue
+		}
+		byAgent[k.Agent] = append(byAgent[k.Agent], KernelSpec{
+			Kernel: k.ID, Session: t.Session.ID, Image: k.Image, Slots: c.slots.FormatSlots(k.Requested),
+			ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: len(t.Kernels), ClusterHosts: hosts,
+			Command: spec.Command, Env: spec.Env, TimeLimit: start.TimeLimit, Devices: k.Devices, Serves: start.Serves,
+		})
+	}
+	return byAgent
+}
+
+// TerminateSessions destroys the live kernels of terminating sessions,
+// every agent at once and the kernels of one agent several at a time. A
+// kernel counts as gone only when its agent says so; until then the
+// session is retried, and only the TERMINATING bound forces the end.
+func (c *Coordinator) TerminateSessions(ctx context.Context) error {
+	defer c.metrics.run(domain.HandlerTerminateSessions, time.Now())
+	h := lifecycle(domain.HandlerTerminateSessions)
+	pol := handlerPolicy{retryUntilExpiry: true}
+	targets, err := c.targets(ctx, h)
+	if err != nil || len(targets) == 0 {
+		return err
+	}
+	gs, err := c.groups(ctx)
+	if err != nil {
+		return err
+	}
+	live := func(k domain.Kernel) bool { return !k.Status.Terminal() && k.Status.HoldsResources() }
+	fan := newFanOut()
+	kernelsOn := map[domain.AgentID][]domain.KernelID{}
+	sessionsOn := map[domain.AgentID][]domain.SessionID{}
+	var now []store.SessionWithKernels
+	var res Result
+	for _, t := range targets {
+		if !works(h, t) {
+			now = append(now, t)
+			continue
+		}
+		agents := kernelAgents(t, live)
+		note, blocked := c.calls.blocked(callDestroy, agents)
+		switch {
+		case note != "":
+			now = append(now, t)
+			res.Skipped = append(res.Skipped, Note{Session: t.Session.ID, Message: note})
+			continue
+		case blocked:
+			continue
+		case len(agents) == 0:
+			now = append(now, t)
+			res.Successes = append(res.Successes, t.Session.ID)
+			continue
+		}
+		fan.add(t, len(agents))
+		for _, k := range t.Kernels {
+			if k.Agent != "" && live(k) {
+				kernelsOn[k.Agent] = append(kernelsOn[k.Agent], k.ID)
+			}
+		}
+		for _, a := range agents {
+			sessionsOn[a] = append(sessionsOn[a], t.Session.ID)
+		}
+	}
+	if err := c.apply(ctx, h, pol, now, res, gs); err != nil {
+		return err
+	}
+	calls := make([]*agentCall, 0, len(kernelsOn))
+	for _, agent := range sortedAgents(kernelsOn) {
+		calls = append(calls, &agentCall{agent: agent, sessions: sessionsOn[agent], do: func(ctx context.Context) error {
+			return c.destroyOn(ctx, agent, kernelsOn[agent])
+		}})
+	}
+	errs := map[domain.AgentID]error{}
+	return c.dispatch(ctx, callDestroy, calls, func(ctx context.Context, done []*agentCall) error {
+		for _, cl := range done {
+			errs[cl.agent] = cl.err
+		}
+		now := c.clock.Now()
+		var res Result
+		settled := fan.done(done)
+		for _, t := range settled {
+			var failed []string
+			for _, k := range t.Kernels {
+				if k.Agent == "" || !live(k) {
+					continue
+				}
+				if err := kernelErr(errs[k.Agent], k.ID); err != nil {
+					failed = append(failed, fmt.Sprintf("destroy %s on %s: %v", k.ID, k.Agent, err))
+					continue
+				}
+				_, err := c.store.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: nonTerminal(),
+					To: domain.KernelTerminated, Reason: "destroyed", Now: now})
+				if err != nil && !errors.Is(err, store.ErrGuardFailed) {
+					return fmt.Errorf("mark %s terminated: %w", k.ID, err)
+				}
+			}
+			if len(failed) > 0 {
+				res.Failures = append(res.Failures, Note{Session: t.Session.ID, Message: strings.Join(failed, "; ")})
+			} else {
+				res.Successes = append(res.Successes, t.Session.ID)
+			}
+		}
+		return c.apply(ctx, h, pol, settled, res, gs)
+	})
+}
+
+// destroyOn destroys kernels on one agent, destroysPerAgent at a time (one
+// at a time when calls are serial), and says which failed as KernelErrors.
+func (c *Coordinator) destroyOn(ctx context.Context, agent domain.AgentID, kernels []domain.KernelID) error {
+	width := destroysPerAgent
+	if c.serial() {
+		width = 1
+	}
+	var mu sync.Mutex
+	failed := KernelErrors{}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, width)
+	for _, k := range kernels {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := c.agents.DestroyKernel(ctx, agent, k, false); err != nil {
+				mu.Lock()
+				failed[k] = err
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(failed) == 0 {
+		return nil
+	}
+	if len(failed) == len(kernels) {
+		// One cause for all, as a timed-out call: keep it as the call's,
+		// so a timeout isolates the agent.
+		for _, err := range failed {
+			if timedOut(err) {
+				return err
+			}
+		}
+	}
+	return failed
+}
