@@ -44,6 +44,7 @@ func TestHungAgentHoldsUpOnlyItsOwnSessions(t *testing.T) {
 	forEngine(t, func(t *testing.T, engine string) {
 		h := newHarness(t, engine, 2, nil)
 		h.c.Configure(coordinator.Config{CallTimeout: time.Hour}, coordinator.GroupDefaults{})
+		h.async = true
 		h.agents.hang["agent-0"] = true
 		stuck := h.submitWith(on("agent-0"), "sleep", "1", 1, domain.SingleNode)
 		h.step() // its pull call to agent-0 now hangs

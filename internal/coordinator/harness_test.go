@@ -47,6 +47,10 @@ type harness struct {
 	agents *fakeAgents
 	c      *coordinator.Coordinator
 	n      int
+	// async leaves agent calls a cycle did not wait for running after the
+	// step; otherwise a step waits for them, so the state it leaves is
+	// settled when the test reads it.
+	async bool
 }
 
 var engines = []string{"sqlite", "postgres"}
@@ -152,6 +156,9 @@ func (h *harness) step() {
 	}
 	if err := h.c.Cycle(h.ctx); err != nil {
 		h.t.Fatalf("cycle: %v", err)
+	}
+	if !h.async {
+		h.c.WaitCalls()
 	}
 	h.check()
 }
