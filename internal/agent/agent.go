@@ -76,6 +76,8 @@ type Agent struct {
 	wake    chan struct{}
 	addr    string
 	started chan struct{}
+	// starts bounds the kernels being started at once across calls.
+	starts chan struct{}
 }
 
 type pull struct {
@@ -124,7 +126,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Agent{cfg: cfg, mc: agentrpc.NewManagerClient(cfg.Manager, cfg.Token), pulls: map[string]*pull{},
-		wake: make(chan struct{}, 1), started: make(chan struct{})}, nil
+		wake: make(chan struct{}, 1), started: make(chan struct{}), starts: make(chan struct{}, createsAtOnce)}, nil
 }
 
 // Sink is the runtime.Sink to build the agent's runtime with: it queues
@@ -534,9 +536,9 @@ func (a *Agent) pull(ctx context.Context, img string, p *pull) {
 	close(p.done)
 }
 
-// createsAtOnce bounds the kernels one create_kernels call starts at
-// once: enough to overlap runtimes' waits (a fork and exec, a container
-// start), few enough not to storm the host.
+// createsAtOnce bounds the kernels the agent starts at once, whatever
+// calls they came in: enough to overlap runtimes' waits (a fork and exec,
+// a container start), few enough not to storm the host.
 const createsAtOnce = 16
 
 // createEach starts the kernels it is given, several at a time, and names
@@ -610,15 +612,19 @@ func (a *Agent) createAll(w http.ResponseWriter, ctx context.Context, kernels []
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// startAll creates specs[i] for each i of todo, createsAtOnce at a time,
-// and leaves each one's error in errs[i].
+// startAll creates specs[i] for each i of todo, at most createsAtOnce
+// at a time across the agent, and leaves each one's error in errs[i].
 func (a *Agent) startAll(ctx context.Context, specs []runtime.Spec, todo []int, errs []error) {
-	sem := make(chan struct{}, createsAtOnce)
 	var wg sync.WaitGroup
 	for _, i := range todo {
-		sem <- struct{}{}
+		select {
+		case a.starts <- struct{}{}:
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+			continue
+		}
 		wg.Go(func() {
-			defer func() { <-sem }()
+			defer func() { <-a.starts }()
 			errs[i] = a.create(ctx, specs[i])
 		})
 	}

@@ -19,10 +19,26 @@ type fanOut struct {
 	order   map[domain.SessionID]int
 	waiting map[domain.SessionID]int
 	targets []store.SessionWithKernels
+	// answered holds, per session, the finished call to each of its agents.
+	answered map[domain.SessionID]map[domain.AgentID]*agentCall
 }
 
 func newFanOut() *fanOut {
-	return &fanOut{order: map[domain.SessionID]int{}, waiting: map[domain.SessionID]int{}}
+	return &fanOut{order: map[domain.SessionID]int{}, waiting: map[domain.SessionID]int{},
+		answered: map[domain.SessionID]map[domain.AgentID]*agentCall{}}
+}
+
+// call is the finished call that carried session id's work to agent.
+func (f *fanOut) call(id domain.SessionID, agent domain.AgentID) *agentCall {
+	return f.answered[id][agent]
+}
+
+// err is that call's error; nil when there was none.
+func (f *fanOut) err(id domain.SessionID, agent domain.AgentID) error {
+	if cl := f.call(id, agent); cl != nil {
+		return cl.err
+	}
+	return nil
 }
 
 // add makes t wait on calls to n agents.
@@ -38,6 +54,10 @@ func (f *fanOut) done(calls []*agentCall) []store.SessionWithKernels {
 	var idx []int
 	for _, cl := range calls {
 		for _, id := range cl.sessions {
+			if f.answered[id] == nil {
+				f.answered[id] = map[domain.AgentID]*agentCall{}
+			}
+			f.answered[id][cl.agent] = cl
 			f.waiting[id]--
 			if f.waiting[id] == 0 {
 				idx = append(idx, f.order[id])
@@ -85,8 +105,7 @@ func (c *Coordinator) PrepareSessions(ctx context.Context) error {
 	}
 	wanted := func(k domain.Kernel) bool { return slices.Contains(h.TargetKernel, k.Status) }
 	fan := newFanOut()
-	want := map[domain.AgentID][]string{}
-	sessionsOn := map[domain.AgentID][]domain.SessionID{}
+	pack := newPacker[string](c, callPull)
 	var now []store.SessionWithKernels
 	var res Result
 	for _, t := range targets {
@@ -94,52 +113,48 @@ func (c *Coordinator) PrepareSessions(ctx context.Context) error {
 			now = append(now, t) // held to its bound alone
 			continue
 		}
-		agents := kernelAgents(t, wanted)
-		note, blocked := c.calls.blocked(callPull, agents)
-		switch {
+		images := map[domain.AgentID][]string{}
+		for _, k := range t.Kernels {
+			if k.Agent != "" && wanted(k) && !slices.Contains(images[k.Agent], k.Image) {
+				images[k.Agent] = append(images[k.Agent], k.Image)
+			}
+		}
+		agents := sortedAgents(images)
+		switch note := c.calls.isolatedAmong(agents); {
 		case note != "":
 			now = append(now, t)
 			res.Skipped = append(res.Skipped, Note{Session: t.Session.ID, Message: note})
-			continue
-		case blocked:
-			continue // its agent's call is still running; the next run takes it
 		case len(agents) == 0:
 			now = append(now, t)
 			res.Successes = append(res.Successes, t.Session.ID)
-			continue
+		case pack.add(t.Session.ID, images):
+			fan.add(t, len(agents))
 		}
-		fan.add(t, len(agents))
-		for _, k := range t.Kernels {
-			if k.Agent != "" && wanted(k) && !slices.Contains(want[k.Agent], k.Image) {
-				want[k.Agent] = append(want[k.Agent], k.Image)
-			}
-		}
-		for _, a := range agents {
-			sessionsOn[a] = append(sessionsOn[a], t.Session.ID)
-		}
+		// Otherwise its agent's call is still running; the next run takes it.
 	}
 	if err := c.apply(ctx, h, handlerPolicy{}, now, res, gs); err != nil {
 		return err
 	}
 	// Each call fills its own slot; settle reads it once the call is done.
-	slot := make(map[domain.AgentID]*map[string]PullState, len(want))
-	calls := make([]*agentCall, 0, len(want))
-	for _, agent := range sortedAgents(want) {
+	var calls []*agentCall
+	slot := map[*agentCall]*map[string]PullState{}
+	for _, p := range pack.each() {
+		var want []string
+		for _, img := range p.items {
+			if !slices.Contains(want, img) {
+				want = append(want, img)
+			}
+		}
 		out := new(map[string]PullState)
-		slot[agent] = out
-		calls = append(calls, &agentCall{agent: agent, sessions: sessionsOn[agent], do: func(ctx context.Context) error {
-			st, err := c.agents.CheckAndPull(ctx, agent, want[agent])
+		cl := &agentCall{agent: p.agent, sessions: p.sessions, do: func(ctx context.Context) error {
+			st, err := c.agents.CheckAndPull(ctx, p.agent, want)
 			*out = st
 			return err
-		}})
+		}}
+		slot[cl] = out
+		calls = append(calls, cl)
 	}
-	states := map[domain.AgentID]map[string]PullState{}
-	errs := map[domain.AgentID]error{}
 	return c.dispatch(ctx, callPull, calls, func(ctx context.Context, done []*agentCall) error {
-		for _, cl := range done {
-			errs[cl.agent] = cl.err
-			states[cl.agent] = *slot[cl.agent]
-		}
 		var res Result
 		var ready []domain.Kernel
 		settled := fan.done(done)
@@ -149,11 +164,12 @@ func (c *Coordinator) PrepareSessions(ctx context.Context) error {
 				if k.Agent == "" || !wanted(k) {
 					continue
 				}
-				if err := errs[k.Agent]; err != nil {
-					failed = append(failed, fmt.Sprintf("agent %s: %v", k.Agent, err))
+				cl := fan.call(t.Session.ID, k.Agent)
+				if cl.err != nil {
+					failed = append(failed, fmt.Sprintf("agent %s: %v", k.Agent, cl.err))
 					continue
 				}
-				st := states[k.Agent][k.Image]
+				st := (*slot[cl])[k.Image]
 				switch {
 				case st.Failed != "":
 					failed = append(failed, fmt.Sprintf("pull of %s on %s failed: %s", k.Image, k.Agent, st.Failed))
@@ -236,8 +252,7 @@ func (c *Coordinator) StartSessions(ctx context.Context) error {
 		return fmt.Errorf("%s: read session specs: %w", h.Name, err)
 	}
 	fan := newFanOut()
-	byAgent := map[domain.AgentID][]KernelSpec{}
-	sessionsOn := map[domain.AgentID][]domain.SessionID{}
+	pack := newPacker[KernelSpec](c, callCreate)
 	var res Result
 	for _, t := range targets {
 		if !attempted[t.Session.ID] {
@@ -245,39 +260,27 @@ func (c *Coordinator) StartSessions(ctx context.Context) error {
 		}
 		ks := c.kernelSpecs(t, specs[t.Session.ID])
 		agents := sortedAgents(ks)
-		note, blocked := c.calls.blocked(callCreate, agents)
-		switch {
+		switch note := c.calls.isolatedAmong(agents); {
 		case note != "":
 			now = append(now, t)
 			res.Skipped = append(res.Skipped, Note{Session: t.Session.ID, Message: note})
-			continue
-		case blocked:
-			continue
 		case len(agents) == 0:
 			now = append(now, t)
 			res.Successes = append(res.Successes, t.Session.ID)
-			continue
-		}
-		fan.add(t, len(agents))
-		for _, a := range agents {
-			byAgent[a] = append(byAgent[a], ks[a]...)
-			sessionsOn[a] = append(sessionsOn[a], t.Session.ID)
+		case pack.add(t.Session.ID, ks):
+			fan.add(t, len(agents))
 		}
 	}
 	if err := c.apply(ctx, h, handlerPolicy{}, now, res, gs); err != nil {
 		return err
 	}
-	calls := make([]*agentCall, 0, len(byAgent))
-	for _, agent := range sortedAgents(byAgent) {
-		calls = append(calls, &agentCall{agent: agent, sessions: sessionsOn[agent], do: func(ctx context.Context) error {
-			return c.agents.CreateKernels(ctx, agent, byAgent[agent])
+	var calls []*agentCall
+	for _, p := range pack.each() {
+		calls = append(calls, &agentCall{agent: p.agent, sessions: p.sessions, do: func(ctx context.Context) error {
+			return c.agents.CreateKernels(ctx, p.agent, p.items)
 		}})
 	}
-	errs := map[domain.AgentID]error{}
 	return c.dispatch(ctx, callCreate, calls, func(ctx context.Context, done []*agentCall) error {
-		for _, cl := range done {
-			errs[cl.agent] = cl.err
-		}
 		var res Result
 		settled := fan.done(done)
 		for _, t := range settled {
@@ -289,7 +292,7 @@ func (c *Coordinator) StartSessions(ctx context.Context) error {
 					if k.Agent != agent || k.Status != domain.KernelPrepared {
 						continue
 					}
-					if err := kernelErr(errs[agent], k.ID); err != nil && !slices.Contains(kerrs, err) {
+					if err := kernelErr(fan.err(t.Session.ID, agent), k.ID); err != nil && !slices.Contains(kerrs, err) {
 						kerrs = append(kerrs, err)
 					}
 				}
@@ -348,8 +351,7 @@ func (c *Coordinator) TerminateSessions(ctx context.Context) error {
 	}
 	live := func(k domain.Kernel) bool { return !k.Status.Terminal() && k.Status.HoldsResources() }
 	fan := newFanOut()
-	kernelsOn := map[domain.AgentID][]domain.KernelID{}
-	sessionsOn := map[domain.AgentID][]domain.SessionID{}
+	pack := newPacker[domain.KernelID](c, callDestroy)
 	var now []store.SessionWithKernels
 	var res Result
 	for _, t := range targets {
@@ -357,44 +359,34 @@ func (c *Coordinator) TerminateSessions(ctx context.Context) error {
 			now = append(now, t)
 			continue
 		}
-		agents := kernelAgents(t, live)
-		note, blocked := c.calls.blocked(callDestroy, agents)
-		switch {
+		kernels := map[domain.AgentID][]domain.KernelID{}
+		for _, k := range t.Kernels {
+			if k.Agent != "" && live(k) {
+				kernels[k.Agent] = append(kernels[k.Agent], k.ID)
+			}
+		}
+		agents := sortedAgents(kernels)
+		switch note := c.calls.isolatedAmong(agents); {
 		case note != "":
 			now = append(now, t)
 			res.Skipped = append(res.Skipped, Note{Session: t.Session.ID, Message: note})
-			continue
-		case blocked:
-			continue
 		case len(agents) == 0:
 			now = append(now, t)
 			res.Successes = append(res.Successes, t.Session.ID)
-			continue
-		}
-		fan.add(t, len(agents))
-		for _, k := range t.Kernels {
-			if k.Agent != "" && live(k) {
-				kernelsOn[k.Agent] = append(kernelsOn[k.Agent], k.ID)
-			}
-		}
-		for _, a := range agents {
-			sessionsOn[a] = append(sessionsOn[a], t.Session.ID)
+		case pack.add(t.Session.ID, kernels):
+			fan.add(t, len(agents))
 		}
 	}
 	if err := c.apply(ctx, h, pol, now, res, gs); err != nil {
 		return err
 	}
-	calls := make([]*agentCall, 0, len(kernelsOn))
-	for _, agent := range sortedAgents(kernelsOn) {
-		calls = append(calls, &agentCall{agent: agent, sessions: sessionsOn[agent], do: func(ctx context.Context) error {
-			return c.destroyOn(ctx, agent, kernelsOn[agent])
+	var calls []*agentCall
+	for _, p := range pack.each() {
+		calls = append(calls, &agentCall{agent: p.agent, sessions: p.sessions, do: func(ctx context.Context) error {
+			return c.destroyOn(ctx, p.agent, p.items)
 		}})
 	}
-	errs := map[domain.AgentID]error{}
 	return c.dispatch(ctx, callDestroy, calls, func(ctx context.Context, done []*agentCall) error {
-		for _, cl := range done {
-			errs[cl.agent] = cl.err
-		}
 		now := c.clock.Now()
 		var res Result
 		settled := fan.done(done)
@@ -404,7 +396,7 @@ func (c *Coordinator) TerminateSessions(ctx context.Context) error {
 				if k.Agent == "" || !live(k) {
 					continue
 				}
-				if err := kernelErr(errs[k.Agent], k.ID); err != nil {
+				if err := kernelErr(fan.err(t.Session.ID, k.Agent), k.ID); err != nil {
 					failed = append(failed, fmt.Sprintf("destroy %s on %s: %v", k.ID, k.Agent, err))
 					continue
 				}

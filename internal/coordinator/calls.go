@@ -13,10 +13,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
-// callKind names what a handler asks of agents. An agent has at most one
-// call of each kind in flight: a call carries everything pending for its
-// agent, so a second one could only repeat part of the first, and a hung
-// agent then holds one goroutine per kind rather than one per cycle.
+// callKind names what a handler asks of agents.
 type callKind string
 
 const (
@@ -24,6 +21,24 @@ const (
 	callCreate  callKind = "create"
 	callDestroy callKind = "destroy"
 )
+
+// callShape bounds one kind's calls to an agent: how many may be in flight
+// at once, and how many items (kernels) one carries. A call carries
+// everything pending for its agent up to its cap, so a burst of a thousand
+// kernels is a few calls, not a thousand; the cap keeps each call short
+// enough that a healthy agent answers well within the call timeout however
+// large the burst (the agent starts a call's kernels 16 at a time), and a
+// hung agent holds at most a few calls.
+type callShape struct {
+	inFlight int
+	perCall  int // 0: no cap
+}
+
+var callShapes = map[callKind]callShape{
+	callPull:    {inFlight: 1},
+	callCreate:  {inFlight: 2, perCall: 32},
+	callDestroy: {inFlight: 2, perCall: destroysPerAgent},
+}
 
 // maxCalls bounds the agent calls in flight at once across all handlers,
 // so a large cluster does not open thousands of connections in one cycle.
@@ -90,7 +105,7 @@ func kernelErr(err error, k domain.KernelID) error {
 type agentCalls struct {
 	mu       sync.Mutex
 	isolated map[domain.AgentID]*isolation
-	inflight map[callKey]bool
+	inflight map[callKey]int
 	sem      chan struct{}
 	// bg counts work left running past the handler that started it.
 	bg sync.WaitGroup
@@ -110,47 +125,51 @@ type isolation struct {
 }
 
 func newAgentCalls() *agentCalls {
-	return &agentCalls{isolated: map[domain.AgentID]*isolation{}, inflight: map[callKey]bool{},
+	return &agentCalls{isolated: map[domain.AgentID]*isolation{}, inflight: map[callKey]int{},
 		sem: make(chan struct{}, maxCalls)}
 }
 
-// note says why a call to agent is not made now: "" with busy false when
-// it may be. An isolated agent gets a note for its sessions' history; a
-// busy one (its call of this kind still running) none, since its sessions
-// are being attempted.
-func (a *agentCalls) note(kind callKind, agent domain.AgentID) (note string, busy bool) {
+// note is why calls to agent are not made now: a note for its sessions'
+// history while it is isolated, "" otherwise.
+func (a *agentCalls) note(agent domain.AgentID) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if iso, ok := a.isolated[agent]; ok {
 		return fmt.Sprintf("agent %s is not answering (%s, at %s); its calls wait until it answers again",
-			agent, iso.why, iso.since.UTC().Format(time.RFC3339)), true
+			agent, iso.why, iso.since.UTC().Format(time.RFC3339))
 	}
-	return "", a.inflight[callKey{kind, agent}]
+	return ""
 }
 
-// blocked is note over every agent a session needs: the first isolated
-// one's note, or busy when any has a call in flight.
-func (a *agentCalls) blocked(kind callKind, agents []domain.AgentID) (string, bool) {
-	busy := false
+// isolatedAmong is note for the first isolated agent of agents.
+func (a *agentCalls) isolatedAmong(agents []domain.AgentID) string {
 	for _, ag := range agents {
-		n, b := a.note(kind, ag)
-		if n != "" {
-			return n, true
+		if n := a.note(ag); n != "" {
+			return n
 		}
-		busy = busy || b
 	}
-	return "", busy
+	return ""
+}
+
+// free is how many more calls of kind agent may take now.
+func (a *agentCalls) free(kind callKind, agent domain.AgentID) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return callShapes[kind].inFlight - a.inflight[callKey{kind, agent}]
 }
 
 func (a *agentCalls) take(kind callKind, agent domain.AgentID) {
 	a.mu.Lock()
-	a.inflight[callKey{kind, agent}] = true
+	a.inflight[callKey{kind, agent}]++
 	a.mu.Unlock()
 }
 
 func (a *agentCalls) release(kind callKind, agent domain.AgentID) {
 	a.mu.Lock()
-	delete(a.inflight, callKey{kind, agent})
+	k := callKey{kind, agent}
+	if a.inflight[k]--; a.inflight[k] <= 0 {
+		delete(a.inflight, k)
+	}
 	a.mu.Unlock()
 }
 
@@ -418,4 +437,79 @@ func (c *Coordinator) quietly(ctx context.Context, agent domain.AgentID, fn func
 		case <-ctx.Done():
 		}
 	})
+}
+
+// packer fills a handler run's calls: each session's items for an agent
+// go into one call to that agent, a call holds at most its kind's cap, and
+// an agent gets no more calls than it has free. A session goes in whole or
+// not at all, so one whose agent has no room waits for the next run.
+type packer[T any] struct {
+	kind  callKind
+	c     *Coordinator
+	calls map[domain.AgentID][]*packed[T]
+	room  map[domain.AgentID]int
+}
+
+// packed is one call being filled.
+type packed[T any] struct {
+	agent    domain.AgentID
+	sessions []domain.SessionID
+	items    []T
+}
+
+func newPacker[T any](c *Coordinator, kind callKind) *packer[T] {
+	return &packer[T]{kind: kind, c: c, calls: map[domain.AgentID][]*packed[T]{}, room: map[domain.AgentID]int{}}
+}
+
+// fit is the call of agent that n more items can join, or nil.
+func (p *packer[T]) fit(agent domain.AgentID, n int) *packed[T] {
+	cs := p.calls[agent]
+	if len(cs) == 0 {
+		return nil
+	}
+	last := cs[len(cs)-1]
+	if limit := callShapes[p.kind].perCall; limit > 0 && len(last.items)+n > limit {
+		return nil
+	}
+	return last
+}
+
+func (p *packer[T]) roomFor(agent domain.AgentID) int {
+	r, ok := p.room[agent]
+	if !ok {
+		r = p.c.calls.free(p.kind, agent)
+		p.room[agent] = r
+	}
+	return r
+}
+
+// add puts session id's items, by agent, into the calls; false when some
+// agent has no room for them.
+func (p *packer[T]) add(id domain.SessionID, items map[domain.AgentID][]T) bool {
+	agents := sortedAgents(items)
+	for _, a := range agents {
+		if p.fit(a, len(items[a])) == nil && p.roomFor(a) <= 0 {
+			return false
+		}
+	}
+	for _, a := range agents {
+		cl := p.fit(a, len(items[a]))
+		if cl == nil {
+			cl = &packed[T]{agent: a}
+			p.calls[a] = append(p.calls[a], cl)
+			p.room[a]--
+		}
+		cl.sessions = append(cl.sessions, id)
+		cl.items = append(cl.items, items[a]...)
+	}
+	return true
+}
+
+// each returns the calls in agent order, a call's own order kept.
+func (p *packer[T]) each() []*packed[T] {
+	var out []*packed[T]
+	for _, a := range sortedAgents(p.calls) {
+		out = append(out, p.calls[a]...)
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -235,6 +236,9 @@ func startBurstDev(b *testing.B) *burstEnv {
 	// max kernels (1,000) holds them too.
 	cfg := manager.DevConfig{DataDir: b.TempDir(), Listen: "127.0.0.1:0", Agents: 2,
 		AgentCapacity: map[string]string{"cpu": "128", "mem": "128g"}, SelfExe: self, UserAPI: devUserAPI}
+	if os.Getenv("SOKOVAN_BURST_TRACE") != "" {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	go func() { e.done <- manager.RunDev(ctx, cfg, func(i manager.DevInfo) { ready <- i }) }()
 	select {
 	case info := <-ready:
@@ -453,6 +457,19 @@ func (e *burstEnv) measure(subs []v1.Session) burstSample {
 		created[i] = s.CreatedAt
 	}
 	first, lastSubmit := slices.MinFunc(created, time.Time.Compare), slices.MaxFunc(created, time.Time.Compare)
+	if os.Getenv("SOKOVAN_BURST_TRACE") != "" {
+		// Where the slowest session's time went, step by step.
+		slow := 0
+		for i := range lat {
+			if lat[i] > lat[slow] {
+				slow = i
+			}
+		}
+		for _, h := range e.history(subs[slow].ID) {
+			e.b.Logf("slowest %s: +%v %s %s→%s %s", subs[slow].ID, h.At.Sub(subs[slow].CreatedAt).Round(time.Millisecond),
+				h.Handler, h.From, h.To, h.Message)
+		}
+	}
 	return burstSample{latencies: lat, allRunning: last.Sub(first), submitting: lastSubmit.Sub(first)}
 }
 
