@@ -84,6 +84,45 @@ func kernelAgents(t store.SessionWithKernels, pick func(domain.Kernel) bool) []d
 	return out
 }
 
+// planned is a handler run's targets sorted by what is done with them:
+// now are applied at once with res (held to their bound alone, waiting on
+// an isolated agent, or with nothing to ask an agent); the rest are
+// packed into calls, and fan follows them to their results.
+type planned[T any] struct {
+	now  []store.SessionWithKernels
+	res  Result
+	pack *packer[T]
+	fan  *fanOut
+}
+
+// plan sorts targets for a handler whose calls are of kind: work says
+// what a target needs from which agents, or false when the handler does
+// not attempt it. A target whose agents have no call free is left out:
+// a call already running covers its agent, and the next run takes it.
+func plan[T any](c *Coordinator, kind callKind, targets []store.SessionWithKernels,
+	work func(store.SessionWithKernels) (map[domain.AgentID][]T, bool)) planned[T] {
+	p := planned[T]{pack: newPacker[T](c, kind), fan: newFanOut()}
+	for _, t := range targets {
+		items, attempt := work(t)
+		if !attempt {
+			p.now = append(p.now, t)
+			continue
+		}
+		agents := sortedAgents(items)
+		switch note := c.calls.isolatedAmong(agents); {
+		case note != "":
+			p.now = append(p.now, t)
+			p.res.Skipped = append(p.res.Skipped, Note{Session: t.Session.ID, Message: note})
+		case len(agents) == 0:
+			p.now = append(p.now, t)
+			p.res.Successes = append(p.res.Successes, t.Session.ID)
+		case p.pack.add(t.Session.ID, items):
+			p.fan.add(t, len(agents))
+		}
+	}
+	return p
+}
+
 // PrepareSessions asks agents to make the images of scheduled and
 // preparing sessions present, one call per agent for all its images,
 // however many sessions. Asking again is safe, which is how a lost
@@ -104,50 +143,32 @@ func (c *Coordinator) PrepareSessions(ctx context.Context) error {
 		return err
 	}
 	wanted := func(k domain.Kernel) bool { return slices.Contains(h.TargetKernel, k.Status) }
-	fan := newFanOut()
-	pack := newPacker[string](c, callPull)
-	var now []store.SessionWithKernels
-	var res Result
-	for _, t := range targets {
-		if !works(h, t) {
-			now = append(now, t) // held to its bound alone
-			continue
-		}
+	p := plan(c, callPull, targets, func(t store.SessionWithKernels) (map[domain.AgentID][]string, bool) {
 		images := map[domain.AgentID][]string{}
 		for _, k := range t.Kernels {
 			if k.Agent != "" && wanted(k) && !slices.Contains(images[k.Agent], k.Image) {
 				images[k.Agent] = append(images[k.Agent], k.Image)
 			}
 		}
-		agents := sortedAgents(images)
-		switch note := c.calls.isolatedAmong(agents); {
-		case note != "":
-			now = append(now, t)
-			res.Skipped = append(res.Skipped, Note{Session: t.Session.ID, Message: note})
-		case len(agents) == 0:
-			now = append(now, t)
-			res.Successes = append(res.Successes, t.Session.ID)
-		case pack.add(t.Session.ID, images):
-			fan.add(t, len(agents))
-		}
-		// Otherwise its agent's call is still running; the next run takes it.
-	}
-	if err := c.apply(ctx, h, handlerPolicy{}, now, res, gs); err != nil {
+		return images, works(h, t)
+	})
+	fan := p.fan
+	if err := c.apply(ctx, h, handlerPolicy{}, p.now, p.res, gs); err != nil {
 		return err
 	}
 	// Each call fills its own slot; settle reads it once the call is done.
 	var calls []*agentCall
 	slot := map[*agentCall]*map[string]PullState{}
-	for _, p := range pack.each() {
+	for _, pc := range p.pack.each() {
 		var want []string
-		for _, img := range p.items {
+		for _, img := range pc.items {
 			if !slices.Contains(want, img) {
 				want = append(want, img)
 			}
 		}
 		out := new(map[string]PullState)
-		cl := &agentCall{agent: p.agent, sessions: p.sessions, do: func(ctx context.Context) error {
-			st, err := c.agents.CheckAndPull(ctx, p.agent, want)
+		cl := &agentCall{agent: pc.agent, sessions: pc.sessions, do: func(ctx context.Context) error {
+			st, err := c.agents.CheckAndPull(ctx, pc.agent, want)
 			*out = st
 			return err
 		}}
@@ -236,13 +257,10 @@ func (c *Coordinator) StartSessions(ctx context.Context) error {
 	// succeeds, and the promotions carry the session on.
 	var attempt []domain.SessionID
 	attempted := make(map[domain.SessionID]bool, len(targets))
-	var now []store.SessionWithKernels
 	for _, t := range targets {
 		if works(h, t) || t.Session.Status == domain.SessionPrepared {
 			attempt = append(attempt, t.Session.ID)
 			attempted[t.Session.ID] = true
-		} else {
-			now = append(now, t)
 		}
 	}
 	// Targets come from a listing, which leaves out the sessions' command
@@ -251,33 +269,20 @@ func (c *Coordinator) StartSessions(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: read session specs: %w", h.Name, err)
 	}
-	fan := newFanOut()
-	pack := newPacker[KernelSpec](c, callCreate)
-	var res Result
-	for _, t := range targets {
+	p := plan(c, callCreate, targets, func(t store.SessionWithKernels) (map[domain.AgentID][]KernelSpec, bool) {
 		if !attempted[t.Session.ID] {
-			continue
+			return nil, false
 		}
-		ks := c.kernelSpecs(t, specs[t.Session.ID])
-		agents := sortedAgents(ks)
-		switch note := c.calls.isolatedAmong(agents); {
-		case note != "":
-			now = append(now, t)
-			res.Skipped = append(res.Skipped, Note{Session: t.Session.ID, Message: note})
-		case len(agents) == 0:
-			now = append(now, t)
-			res.Successes = append(res.Successes, t.Session.ID)
-		case pack.add(t.Session.ID, ks):
-			fan.add(t, len(agents))
-		}
-	}
-	if err := c.apply(ctx, h, handlerPolicy{}, now, res, gs); err != nil {
+		return c.kernelSpecs(t, specs[t.Session.ID]), true
+	})
+	fan := p.fan
+	if err := c.apply(ctx, h, handlerPolicy{}, p.now, p.res, gs); err != nil {
 		return err
 	}
 	var calls []*agentCall
-	for _, p := range pack.each() {
-		calls = append(calls, &agentCall{agent: p.agent, sessions: p.sessions, do: func(ctx context.Context) error {
-			return c.agents.CreateKernels(ctx, p.agent, p.items)
+	for _, pc := range p.pack.each() {
+		calls = append(calls, &agentCall{agent: pc.agent, sessions: pc.sessions, do: func(ctx context.Context) error {
+			return c.agents.CreateKernels(ctx, pc.agent, pc.items)
 		}})
 	}
 	return c.dispatch(ctx, callCreate, calls, func(ctx context.Context, done []*agentCall) error {
@@ -350,40 +355,23 @@ func (c *Coordinator) TerminateSessions(ctx context.Context) error {
 		return err
 	}
 	live := func(k domain.Kernel) bool { return !k.Status.Terminal() && k.Status.HoldsResources() }
-	fan := newFanOut()
-	pack := newPacker[domain.KernelID](c, callDestroy)
-	var now []store.SessionWithKernels
-	var res Result
-	for _, t := range targets {
-		if !works(h, t) {
-			now = append(now, t)
-			continue
-		}
+	p := plan(c, callDestroy, targets, func(t store.SessionWithKernels) (map[domain.AgentID][]domain.KernelID, bool) {
 		kernels := map[domain.AgentID][]domain.KernelID{}
 		for _, k := range t.Kernels {
 			if k.Agent != "" && live(k) {
 				kernels[k.Agent] = append(kernels[k.Agent], k.ID)
 			}
 		}
-		agents := sortedAgents(kernels)
-		switch note := c.calls.isolatedAmong(agents); {
-		case note != "":
-			now = append(now, t)
-			res.Skipped = append(res.Skipped, Note{Session: t.Session.ID, Message: note})
-		case len(agents) == 0:
-			now = append(now, t)
-			res.Successes = append(res.Successes, t.Session.ID)
-		case pack.add(t.Session.ID, kernels):
-			fan.add(t, len(agents))
-		}
-	}
-	if err := c.apply(ctx, h, pol, now, res, gs); err != nil {
+		return kernels, works(h, t)
+	})
+	fan := p.fan
+	if err := c.apply(ctx, h, pol, p.now, p.res, gs); err != nil {
 		return err
 	}
 	var calls []*agentCall
-	for _, p := range pack.each() {
-		calls = append(calls, &agentCall{agent: p.agent, sessions: p.sessions, do: func(ctx context.Context) error {
-			return c.destroyOn(ctx, p.agent, p.items)
+	for _, pc := range p.pack.each() {
+		calls = append(calls, &agentCall{agent: pc.agent, sessions: pc.sessions, do: func(ctx context.Context) error {
+			return c.destroyOn(ctx, pc.agent, pc.items)
 		}})
 	}
 	return c.dispatch(ctx, callDestroy, calls, func(ctx context.Context, done []*agentCall) error {
