@@ -45,7 +45,7 @@ type harness struct {
 	n      int
 }
 
-func selfExe(t *testing.T) string {
+func selfExe(t testing.TB) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -90,7 +90,7 @@ func sharedDir(t *testing.T) string {
 	return dir
 }
 
-func uniqueName(t *testing.T) string {
+func uniqueName(t testing.TB) string {
 	t.Helper()
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
