@@ -182,9 +182,7 @@ func kernelProcs(t *testing.T, ids ...domain.KernelID) []int {
 }
 
 // settledProcs waits until the kernel's processes are visible and returns
-// them. With cgroups, Create returns once the start gate is released, and
-// while the gate execs the program /proc may show its environment empty
-// for a moment.
+// them.
 func settledProcs(t *testing.T, id domain.KernelID) []int {
 	t.Helper()
 	var got []int
