@@ -350,3 +350,35 @@ func TestInsideV2(t *testing.T) {
 		t.Errorf("the process started in v2 cgroup %q, want %s", got, leaf)
 	}
 }
+
+// TestWatchdogKillsWhatItStillTracks: at EOF without "exit" the watchdog
+// kills the process group a kernel's last track named, whether it was
+// first tracked before it had one, and leaves forgotten kernels alone.
+func TestWatchdogKillsWhatItStillTracks(t *testing.T) {
+	t.Parallel()
+	start := func() *exec.Cmd {
+		cmd := exec.Command("sleep", "100")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		return cmd
+	}
+	tracked, forgotten := start(), start()
+	orders := fmt.Sprintf("track k1 0\ntrack k2 %d\ntrack k1 %d\nforget k2\n", forgotten.Process.Pid, tracked.Process.Pid)
+	if code := runWatchdog(strings.NewReader(orders)); code != 0 {
+		t.Fatalf("runWatchdog = %d", code)
+	}
+	if err := tracked.Wait(); err == nil || tracked.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("the tracked kernel's group ended with %v, want SIGKILL", err)
+	}
+	// A SIGKILL the watchdog sent would already be the exit's cause: the
+	// kernel marks the process exiting with it as kill(2) queues it.
+	if err := forgotten.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := forgotten.Wait(); err == nil || forgotten.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Errorf("the forgotten kernel's group ended with %v, want this test's SIGTERM", err)
+	}
+}
