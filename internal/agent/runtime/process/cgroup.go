@@ -221,6 +221,9 @@ type cgroups struct {
 	log    *slog.Logger
 	byCtl  map[string]hierarchy // only usable controllers
 	status []LimitStatus
+	// mounts are the cgroup file systems, to find where a thread's cgroup
+	// paths lie.
+	mounts []mount
 }
 
 // setupCgroups finds, for each controller, a hierarchy where this process
@@ -230,6 +233,7 @@ type cgroups struct {
 func setupCgroups(log *slog.Logger, name string) *cgroups {
 	cg := &cgroups{log: log, byCtl: make(map[string]hierarchy)}
 	mounts, own, err := readSelfCgroups()
+	cg.mounts = mounts
 	for _, c := range controllers {
 		if err != nil {
 			cg.status = append(cg.status, LimitStatus{Limit: c.limit, Detail: err.Error()})
@@ -324,6 +328,9 @@ func setupController(mounts []mount, own map[string]string, ctl, name string) (h
 	if err := writable(filepath.Join(parent, probeFile(ctl, true))); err != nil {
 		return hierarchy{}, fmt.Errorf("cgroup v2 %s: %w", ctl, err)
 	}
+	if err := probeCloneIntoCgroup(parent); err != nil {
+		return hierarchy{}, fmt.Errorf("cgroup v2 %s: %w", ctl, err)
+	}
 	return hierarchy{v2: true, parent: parent}, nil
 }
 
@@ -355,6 +362,18 @@ type kernelCgroup struct {
 	dirs   []string
 	memDir string // where OOM kills are counted; empty without memory
 	memV2  bool
+
+	// v1 are the directories of dirs in cgroup v1 hierarchies, which the
+	// forking thread joins, and v1Ctl a controller of each, to find where
+	// the thread was in that hierarchy. v2 is the one in the v2 hierarchy,
+	// which the process is cloned into; empty without.
+	v1    []string
+	v1Ctl []string
+	v2    string
+	// pidsDir is set while the v1 pids cap is pids+1, the one more being
+	// the forking thread's; settle writes pids there once it has forked.
+	pidsDir string
+	pids    int64
 }
 
 // create makes the kernel's cgroup directories and writes its limits. A
@@ -379,10 +398,26 @@ func (cg *cgroups) create(id string, l limits) (*kernelCgroup, error) {
 			continue
 		}
 		dir := filepath.Join(h.parent, id)
+		switch {
+		case h.v2:
+			kc.v2 = dir
+		case !slices.Contains(kc.v1, dir):
+			kc.v1 = append(kc.v1, dir)
+			kc.v1Ctl = append(kc.v1Ctl, c.ctl)
+		}
 		if c.ctl == "memory" {
 			kc.memDir, kc.memV2 = dir, h.v2
 		}
-		for _, fv := range limitFiles(c.ctl, h.v2, l) {
+		cl := l
+		if c.ctl == "pids" && !h.v2 && l.pids > 0 {
+			// The thread that forks the kernel counts while it is in the
+			// cgroup; with the cap one higher until it has left, the
+			// kernel's own processes never number more than l.pids, and
+			// a cap of 1 still lets the one process start.
+			cl.pids = l.pids + 1
+			kc.pidsDir, kc.pids = dir, l.pids
+		}
+		for _, fv := range limitFiles(c.ctl, h.v2, cl) {
 			path := filepath.Join(dir, fv.file)
 			if fv.optional {
 				if _, err := os.Stat(path); err != nil {
@@ -398,12 +433,15 @@ func (cg *cgroups) create(id string, l limits) (*kernelCgroup, error) {
 	return kc, nil
 }
 
-// join moves pid into every hierarchy's kernel cgroup.
-func (kc *kernelCgroup) join(pid int) error {
-	for _, dir := range kc.dirs {
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-			return fmt.Errorf("join cgroup: %w", err)
-		}
+// settle sets the v1 pids cap to the kernel's own once the forking thread
+// is done (see create); the thread still counts, so until it leaves the
+// kernel has one process less than its cap.
+func (kc *kernelCgroup) settle() error {
+	if kc.pidsDir == "" {
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(kc.pidsDir, "pids.max"), []byte(strconv.FormatInt(kc.pids, 10)), 0); err != nil {
+		return fmt.Errorf("set pids limit: %w", err)
 	}
 	return nil
 }
@@ -455,14 +493,18 @@ const cleanupWait = 5 * time.Second
 const cleanupPoll = 10 * time.Millisecond
 
 // killDir SIGKILLs the processes in dir, except skip, until none is left.
+// It never signals the agent itself: v1 lists a process in cgroup.procs
+// while any one of its threads is in the cgroup, and a thread that forked
+// a kernel from inside its cgroup may be stuck there (see forkInside).
 func (cg *cgroups) killDir(dir string, skip int) {
 	deadline := time.Now().Add(cleanupWait)
+	self := os.Getpid()
 	for {
 		pids, err := readPids(filepath.Join(dir, "cgroup.procs"))
 		if err != nil {
 			return
 		}
-		pids = slices.DeleteFunc(pids, func(p int) bool { return p == skip })
+		pids = slices.DeleteFunc(pids, func(p int) bool { return p == skip || p == self })
 		if len(pids) == 0 {
 			return
 		}

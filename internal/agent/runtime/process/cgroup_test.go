@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -67,9 +68,8 @@ func TestCgroupLimitsAreSet(t *testing.T) {
 	if !ok {
 		t.Fatal("kernel not running")
 	}
-	// The gate was released into the cgroup and execs the program, which
-	// keeps the membership.
-	runtimetest.Eventually(t, waitLimit, "the gate execs sleep", func() bool {
+	// sh execs sleep, which keeps the membership.
+	runtimetest.Eventually(t, waitLimit, "sh execs sleep", func() bool {
 		return readTrim(t, fmt.Sprintf("/proc/%d/comm", pid)) == "sleep"
 	})
 
@@ -83,6 +83,11 @@ func TestCgroupLimitsAreSet(t *testing.T) {
 			t.Fatalf("%s cgroup of the kernel is %s, want one named after the kernel", ctl, dir)
 		}
 		dirs[ctl] = dir
+		// The thread that forked it went home: v1 would list the agent
+		// while any thread of it were left there.
+		if got := readTrim(t, filepath.Join(dir, "cgroup.procs")); got != strconv.Itoa(pid) {
+			t.Errorf("%s cgroup holds processes %q, want the kernel's %d alone", ctl, got, pid)
+		}
 	}
 	if dir := dirs["memory"]; fileExists(filepath.Join(dir, "memory.limit_in_bytes")) {
 		if got := readTrim(t, filepath.Join(dir, "memory.limit_in_bytes")); got != "67108864" {
@@ -126,6 +131,68 @@ func TestPidsMaxDefault(t *testing.T) {
 	}
 	if got := readTrim(t, filepath.Join(dir, "pids.max")); got != "50" {
 		t.Errorf("pids.max = %s, want the configured default 50", got)
+	}
+}
+
+// TestProgramStartsInItsCgroup: the kernel's process is born in its
+// cgroups, so a program that reads its cgroups first thing finds the
+// kernel's, not the agent's.
+func TestProgramStartsInItsCgroup(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *process.Config) {
+		c.Catalog.Images["cgroups"] = process.Entry{Program: "cat", Args: func(string, runtime.Spec) ([]string, error) {
+			return []string{"/proc/self/cgroup"}, nil
+		}}
+	})
+	requireLimits(t, h.rt, "mem", "cpu", "pids")
+	s := h.spec("cgroups")
+	h.Start(s)
+	if ev := h.rec.Exit(t, s.Kernel); runtimetest.Code(ev) != 0 {
+		t.Fatalf("cat exited %+v; logs:\n%s", ev, h.Logs(s.Kernel))
+	}
+	// "ID:CONTROLLERS:PATH", the v2 hierarchy's CONTROLLERS empty.
+	paths := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(h.Logs(s.Kernel)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			t.Fatalf("cgroup line %q", line)
+		}
+		for _, ctl := range strings.Split(parts[1], ",") {
+			paths[ctl] = parts[2]
+		}
+	}
+	for _, ctl := range []string{"memory", "cpu", "pids"} {
+		path, ok := paths[ctl]
+		if !ok {
+			path = paths[""]
+		}
+		if filepath.Base(path) != string(s.Kernel) {
+			t.Errorf("the program started in %s cgroup %q, want the kernel's", ctl, path)
+		}
+	}
+}
+
+// TestPidsCapOfOne: a kernel capped at one process starts it, and that
+// process can fork nothing.
+func TestPidsCapOfOne(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *process.Config) {
+		c.Catalog.Images["fork-once"] = process.Entry{Program: "sh", Args: func(string, runtime.Spec) ([]string, error) {
+			return []string{"-c", "echo started; /bin/true; echo forked"}, nil
+		}}
+	})
+	requireLimits(t, h.rt, "pids")
+	s := h.spec("fork-once")
+	s.Registry = limitRegistry(t)
+	var err error
+	if s.Slots, err = s.Registry.ParseSlots(map[string]string{"pids": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.Start(s)
+	ev := h.rec.Exit(t, s.Kernel)
+	out := h.Logs(s.Kernel)
+	if runtimetest.Code(ev) == 0 || !strings.Contains(out, "started") || strings.Contains(out, "forked") {
+		t.Errorf("exit %+v, output:\n%s\nwant it started and refused the fork", ev, out)
 	}
 }
 

@@ -16,13 +16,17 @@
 // the agent dies its kernels die with it instead of running on unowned.
 // That signal reaches a kernel's main process only, so each runtime also
 // keeps a watchdog (WatchdogArg): a process of its own, outside every
-// kernel's group, told each kernel's process group and cgroups as it starts
-// and forgotten once reaped. When its pipe from the agent breaks without a
-// clean Close, it kills every group and cgroup it still knows, so nothing a
-// kernel started outlives a kill -9 of the agent. Linux sends the parent-
-// death signal when the OS thread that forked the kernel exits, which in Go
-// happens only if a goroutine locked to that thread ends without unlocking
-// it; code in the agent must not do that.
+// kernel's group, told each kernel's cgroups before its process starts and
+// its process group once it has, and forgotten once reaped. When its pipe
+// from the agent breaks without a clean Close, it kills every group and
+// cgroup it still knows, so nothing a kernel started outlives a kill -9 of
+// the agent. (Without cgroups, a process that leaves its group escapes it,
+// as can one the program forks in the instant between its start and the
+// watchdog learning the group, should the agent die just then.) Linux
+// sends the parent-death signal when the OS thread that forked the kernel
+// exits, which in Go happens only if a goroutine locked to that thread ends
+// without unlocking it; code in the agent must not do that, and the
+// runtime's own forking thread (see Cgroups) never does.
 //
 // A process's exit is observed through a pidfd parked on the Go runtime's
 // poller, so a waiting kernel holds no OS thread (a blocking waitid per
@@ -32,31 +36,33 @@
 // left of its group and cgroup, and no signal ever reaches a stranger that
 // inherited the number.
 //
-// # The start gate and the kernel's user
+// # Starting a kernel, and the kernel's user
 //
-// Every kernel starts as the gate: Config.GateExe (the agent's own binary)
-// run with GateArg and the operator's BaseEnv only. The gate waits on a pipe
-// while the runtime moves it into the kernel's cgroups (so a fast program
-// cannot allocate or fork past its limits first), then reads its order: the
-// program, its argv and its environment. The user's environment therefore
-// reaches only the program's execve, never a shell or loader of the
-// runtime's own; names those would read (PATH, LD_*, BASH_ENV, SOKOVAN_*, …,
-// see domain.CheckUserEnvName) are refused by the manager at submit and by
-// Spec.Validate here.
+// A kernel's program is started directly, a fork and an exec with nothing
+// of the runtime's in between: the kernel's environment is handed to the
+// program's execve and read by nothing of the runtime's before it. Names
+// the program's own loader or shell would act on before any code of the
+// user's runs (PATH, LD_*, BASH_ENV, SOKOVAN_*, …, see
+// domain.CheckUserEnvName) are refused by the manager at submit and by
+// Spec.Validate here. Create returns once the program runs.
 //
-// When the agent is root, the gate then drops to a user id of the kernel's
-// own from Config.KernelUIDs (group id the same number, no supplementary
-// groups), so a kernel can signal or trace neither another kernel nor the
-// agent, and owns only its work directory. Dropping privileges clears the
-// parent-death signal, so the gate sets it again and checks the agent is
-// still its parent before it execs. A program the kernel's user cannot reach
-// by path is exec'd through a descriptor opened while still root. A second
-// pipe, closed by the exec, tells Create whether the program started. Each
-// kernel has a pids cap (Config.Cgroups.PidsMax, DefaultPidsMax) where the
-// pids controller is usable. Kernels do not get a pid namespace of their
-// own: the program would be its pid 1, which ignores SIGTERM without a
-// handler and must reap orphans, so it would need an init process per
-// kernel; distinct uids already keep kernels from signalling each other.
+// When the agent is root, the child takes a user id of the kernel's own
+// from Config.KernelUIDs (group id the same number, no supplementary
+// groups) before the exec, so a kernel can signal or trace neither another
+// kernel nor the agent, and owns only its work directory. Taking the uid
+// clears the parent-death signal; Go's child sets it afterwards and then
+// checks the agent is still its parent (syscall/exec_linux.go). The kernel's
+// user may not pass through the agent's directories above the work
+// directory, so the child enters it through a descriptor the runtime opened
+// (its /proc/self/fd link), and a program that user cannot reach by path
+// (a binary under a private directory, as a test binary is) is started
+// again through such a descriptor, where only the file's own execute bit
+// counts. Both descriptors close on exec. Each kernel has a pids cap
+// (Config.Cgroups.PidsMax, DefaultPidsMax) where the pids controller is
+// usable. Kernels do not get a pid namespace of their own: the program
+// would be its pid 1, which ignores SIGTERM without a handler and must reap
+// orphans, so it would need an init process per kernel; distinct uids
+// already keep kernels from signalling each other.
 //
 // Exit codes are the process's; a death by signal reports 128+signal with
 // the signal named in the message. The reason is "destroyed" when Destroy
@@ -75,12 +81,24 @@
 // the reason, and kernels run without that limit: Create never fails
 // because a limit cannot be enforced.
 //
-// Each kernel gets a cgroup named by its id in every usable hierarchy,
-// joined by the gate before the program runs (cgroup v1 offers no way to
-// start a process inside a cgroup; the gate's exec keeps the pid, so the
-// membership holds). After the main process exits, every process left in
-// the cgroup is killed, the OOM counter is read, and the cgroup is removed
-// before the exit event is sent.
+// Each kernel gets a cgroup named by its id in every usable hierarchy, and
+// its process is born in it, so not one instruction of it runs outside its
+// limits. A v2 cgroup is handed to clone (CLONE_INTO_CGROUP, Linux 5.7; New
+// checks the machine has it, and reports v2 controllers unusable where it
+// does not). cgroup v1 has no such call, but a child is born in the cgroups
+// of the thread that forks it, and v1 lets one thread change cgroups alone:
+// the runtime forks from an OS thread, locked to its goroutine, that joins
+// the kernel's v1 cgroups first and, once back in its own, returns to Go's
+// pool. It is never the main thread, which owns the agent's memory (v1
+// would charge the agent's pages to the kernel), and it never exits, which
+// would send the kernel its parent-death signal: should it fail to get
+// home, it stays locked and asleep, retrying, rather than run the agent's
+// goroutines inside a kernel's cgroup (and killing a kernel's cgroup never
+// signals the agent). While there it counts as one of the kernel's
+// processes, so the v1 pids cap is one higher until the kernel has forked.
+// After the main process exits, every process left in the cgroup is killed,
+// the OOM counter is read, and the cgroup is removed before the exit event
+// is sent.
 //
 // # Imports
 //

@@ -23,14 +23,10 @@ import (
 //		os.Exit(code)
 //	}
 //
-// The roles are GateArg, the start gate every kernel of the runtime begins
-// as (see Config.GateExe), WatchdogArg, the runtime's watchdog, and
-// HTTPEchoArg ADDR, which serves until SIGTERM
+// The roles are WatchdogArg, the runtime's watchdog (see
+// Config.WatchdogExe), and HTTPEchoArg ADDR, which serves until SIGTERM
 // or SIGINT and then exits 0 (a websocket echo at EchoWebsocketPath).
 func RunChild(args []string) (code int, ok bool) {
-	if len(args) == 1 && args[0] == GateArg {
-		return runGate(), true
-	}
 	if len(args) == 1 && args[0] == WatchdogArg {
 		return runWatchdog(os.Stdin), true
 	}

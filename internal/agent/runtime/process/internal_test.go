@@ -2,7 +2,15 @@ package process
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -247,5 +255,130 @@ func TestCatalogPatterns(t *testing.T) {
 	got := strings.Join(DefaultCatalog("/bin/self").Patterns(), " ")
 	if want := "exit:* http-echo sleep"; got != want {
 		t.Errorf("patterns %q, want %q", got, want)
+	}
+}
+
+// testCgroup makes a cgroup for the test under this process's own in the
+// hierarchy of ctl ("" for v2), or skips where it cannot.
+func testCgroup(t *testing.T, ctl string) (dir, home string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create cgroups")
+	}
+	mounts, own, err := readSelfCgroups()
+	if err == nil {
+		home, err = ownDir(mounts, own, ctl)
+	}
+	if err != nil {
+		t.Skipf("no cgroup hierarchy for %q: %v", ctl, err)
+	}
+	dir = filepath.Join(home, fmt.Sprintf("sokovan-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-")))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cannot create a cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Rmdir(dir); err != nil {
+			t.Errorf("remove %s: %v", dir, err)
+		}
+	})
+	return dir, home
+}
+
+// TestKillDirSparesTheAgent: v1 lists the agent in a kernel's cgroup.procs
+// while one of its threads is there, as the one that forks the kernel is
+// for a moment; emptying that cgroup still kills only the kernel's.
+func TestKillDirSparesTheAgent(t *testing.T) {
+	dir, home := testCgroup(t, "pids")
+	victim := exec.Command("sleep", "100")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Process.Kill()
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(victim.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	goruntime.LockOSThread()
+	if err := joinThread([]string{dir}); err != nil {
+		t.Fatal(err)
+	}
+	(&cgroups{log: slog.New(slog.DiscardHandler)}).killDir(dir, 0)
+	// Left locked on failure, the thread ends with the test.
+	if err := joinThread([]string{home}); err != nil {
+		t.Fatal(err)
+	}
+	goruntime.UnlockOSThread()
+	// Reaching here means the agent lived; the victim must not have.
+	if err := victim.Wait(); err == nil || victim.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("the kernel's process ended with %v, want SIGKILL", err)
+	}
+}
+
+// TestInsideV2: where a controller is in cgroup v2, the kernel's process
+// is cloned straight into its cgroup, which New's probe finds possible.
+func TestInsideV2(t *testing.T) {
+	parent, _ := testCgroup(t, "")
+	probeErr := probeCloneIntoCgroup(parent)
+	leaf := filepath.Join(parent, "k")
+	if err := os.Mkdir(leaf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Rmdir(leaf)
+	kc := &kernelCgroup{cg: &cgroups{log: slog.New(slog.DiscardHandler)}, dirs: []string{leaf}, v2: leaf}
+	var out strings.Builder
+	cmd := exec.Command("cat", "/proc/self/cgroup")
+	cmd.Stdout = &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	err := kc.inside(cmd.SysProcAttr, cmd.Start)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	switch {
+	case err != nil && probeErr != nil:
+		t.Skipf("this machine cannot clone into a cgroup: %v", probeErr)
+	case err != nil:
+		t.Fatalf("the probe found cloning into a cgroup possible, but it fails: %v", err)
+	case probeErr != nil:
+		t.Fatalf("the probe says %v, but cloning into a cgroup works", probeErr)
+	}
+	var got string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			got = p
+		}
+	}
+	if !strings.HasSuffix(got, "/"+filepath.Base(parent)+"/k") {
+		t.Errorf("the process started in v2 cgroup %q, want %s", got, leaf)
+	}
+}
+
+// TestWatchdogKillsWhatItStillTracks: at EOF without "exit" the watchdog
+// kills the process group a kernel's last track named, whether it was
+// first tracked before it had one, and leaves forgotten kernels alone.
+func TestWatchdogKillsWhatItStillTracks(t *testing.T) {
+	t.Parallel()
+	start := func() *exec.Cmd {
+		cmd := exec.Command("sleep", "100")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		return cmd
+	}
+	tracked, forgotten := start(), start()
+	orders := fmt.Sprintf("track k1 0\ntrack k2 %d\ntrack k1 %d\nforget k2\n", forgotten.Process.Pid, tracked.Process.Pid)
+	if code := runWatchdog(strings.NewReader(orders)); code != 0 {
+		t.Fatalf("runWatchdog = %d", code)
+	}
+	if err := tracked.Wait(); err == nil || tracked.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("the tracked kernel's group ended with %v, want SIGKILL", err)
+	}
+	// A SIGKILL the watchdog sent would already be the exit's cause: the
+	// kernel marks the process exiting with it as kill(2) queues it.
+	if err := forgotten.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := forgotten.Wait(); err == nil || forgotten.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Errorf("the forgotten kernel's group ended with %v, want this test's SIGTERM", err)
 	}
 }

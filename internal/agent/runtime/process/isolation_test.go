@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
@@ -242,3 +244,94 @@ func threads(t *testing.T) int {
 }
 
 func unixKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+
+// TestKernelStartsAsItsOwn: a root agent's kernel starts its program with
+// the kernel's uid and gid and no other group, in its work directory, with
+// the parent-death signal set (taking the uid clears it), and holding no
+// descriptor of the agent's beyond stdio; both when the kernel's user can
+// reach the program by path and when only the agent can, as with a binary
+// under a private directory.
+func TestKernelStartsAsItsOwn(t *testing.T) {
+	t.Parallel()
+	needRoot(t)
+	// Other users may not pass through it.
+	private := filepath.Join(t.TempDir(), "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	inherited := map[int]bool{}
+	for fd := 3; fd < 1024; fd++ {
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			inherited[fd] = true
+		}
+	}
+	for _, tc := range []struct{ name, dir string }{
+		{"reachable program", sharedDir(t)},
+		{"private program", private},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			prog := filepath.Join(tc.dir, "child")
+			copyFile(t, selfExe(t), prog, 0o755)
+			uids := process.UIDRange{First: 2_100_100_000, Count: 100}
+			dataDir := t.TempDir()
+			h := newHarness(t, func(c *process.Config) {
+				c.DataDir = dataDir
+				c.KernelUIDs = uids
+				// Go's runtime keeps its cgroup's CPU limit files open to
+				// follow the limit: descriptors of the program's own.
+				c.BaseEnv = append(c.BaseEnv, "GODEBUG=containermaxprocs=0,updatemaxprocs=0")
+				c.Catalog.Images["startup"] = process.Entry{Program: prog, Args: func(string, runtime.Spec) ([]string, error) {
+					return []string{startupArg}, nil
+				}}
+			})
+			s := h.spec("startup")
+			h.Start(s)
+			if ev := h.rec.Exit(t, s.Kernel); runtimetest.Code(ev) != 0 {
+				t.Fatalf("startup exited %+v; logs:\n%s", ev, h.Logs(s.Kernel))
+			}
+			got := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(h.Logs(s.Kernel)), "\n") {
+				k, v, _ := strings.Cut(line, "=")
+				got[k] = v
+			}
+			ids := strings.Split(got["uid"], ",")
+			uid, _ := strconv.Atoi(ids[0])
+			if uid < uids.First || uid >= uids.First+uids.Count || strings.Count(got["uid"], ids[0]) != 4 {
+				t.Errorf("uid (real, effective, saved, fs) = %s, want one uid of [%d, %d)", got["uid"], uids.First, uids.First+uids.Count)
+			}
+			// Whatever started the test left these open for every exec;
+			// the runtime adds none.
+			var fds []string
+			for _, fd := range strings.Split(got["fds"], ",") {
+				if n, err := strconv.Atoi(fd); err == nil && !inherited[n] {
+					fds = append(fds, fd)
+				}
+			}
+			got["fds"] = strings.Join(fds, ",")
+			want := map[string]string{
+				"fds":       "",
+				"pdeathsig": strconv.Itoa(int(syscall.SIGKILL)),
+				"cwd":       filepath.Join(dataDir, string(s.Kernel), "work"),
+				"gid":       got["uid"],
+				"groups":    "",
+			}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s = %q, want %q", k, got[k], v)
+				}
+			}
+		})
+	}
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, mode); err != nil {
+		t.Fatal(err)
+	}
+}

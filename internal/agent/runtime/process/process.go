@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -43,11 +43,10 @@ type Config struct {
 	// off by default: with it, anyone who may create a session runs any
 	// program as the kernel's user (see KernelUIDs).
 	AllowCommand bool
-	// GateExe is the binary every kernel starts as (GateArg): it waits to be
-	// placed in the kernel's cgroup, takes the kernel's credentials and
-	// environment, and execs the program. It must call RunChild first thing
-	// in main. Empty means this process's own executable.
-	GateExe string
+	// WatchdogExe is the binary the runtime's watchdog runs (WatchdogArg).
+	// It must call RunChild first thing in main. Empty means this
+	// process's own executable.
+	WatchdogExe string
 	// KernelUIDs are the user ids kernels run as when the agent is root, one
 	// per live kernel (its group id is the same number), so no kernel can
 	// signal, trace or read the processes and files of another kernel or of
@@ -198,12 +197,12 @@ func New(cfg Config) (*Runtime, error) {
 	case cfg.Cgroups.PidsMax < 0:
 		cfg.Cgroups.PidsMax = 0
 	}
-	if cfg.GateExe == "" {
+	if cfg.WatchdogExe == "" {
 		self, err := os.Executable()
 		if err != nil {
-			return nil, fmt.Errorf("process runtime: find the gate binary: %w", err)
+			return nil, fmt.Errorf("process runtime: find the watchdog binary: %w", err)
 		}
-		cfg.GateExe = self
+		cfg.WatchdogExe = self
 	}
 	if cfg.KernelUIDs == (UIDRange{}) {
 		cfg.KernelUIDs = DefaultKernelUIDs
@@ -234,7 +233,7 @@ func New(cfg Config) (*Runtime, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	dog, err := startWatchdog(cfg.GateExe, cfg.BaseEnv)
+	dog, err := startWatchdog(cfg.WatchdogExe, cfg.BaseEnv)
 	if err != nil {
 		return nil, fmt.Errorf("process runtime: %w", err)
 	}
@@ -272,9 +271,7 @@ func (r *Runtime) Catalog() []string { return r.cfg.Catalog.Patterns() }
 // Images lists the pulled images.
 func (r *Runtime) Images() []string { return r.images.List() }
 
-// Create starts a kernel's process and returns once it has started. With
-// cgroups, that is once the start gate is in the kernel's cgroup and has
-// been released; its exec of the program follows at once.
+// Create starts a kernel's process and returns once it runs its program.
 func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
 	if err := spec.Validate(); err != nil {
 		return err
@@ -337,68 +334,69 @@ func (r *Runtime) start(ctx context.Context, k *kernel, spec runtime.Spec) (err 
 	}
 	// The child holds its own copy of the descriptor once started.
 	defer logf.Close()
-	gateR, gateW, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
-	}
-	defer gateR.Close()
-	defer gateW.Close() // a gate that reads nothing exits without running the program
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
-	}
-	defer statusR.Close()
-	defer statusW.Close()
 
 	pidfd := -1
-	cmd := &exec.Cmd{
-		Path: r.cfg.GateExe,
-		Args: []string{r.cfg.GateExe, GateArg},
-		// The gate's environment is the operator's alone; the kernel's
-		// travels in the order.
-		Env:        r.cfg.BaseEnv,
-		Dir:        work,
-		Stdout:     logf,
-		Stderr:     logf,
-		ExtraFiles: []*os.File{gateR, statusW},
-		SysProcAttr: &syscall.SysProcAttr{
-			// Its own process group, so Destroy reaches the children it
-			// forks; Pdeathsig, so the kernel dies with the agent instead
-			// of outliving it unowned.
-			Setpgid:   true,
-			Pdeathsig: syscall.SIGKILL,
-			PidFD:     &pidfd,
-		},
+	attr := &syscall.SysProcAttr{
+		// Its own process group, so Destroy reaches the children it forks;
+		// Pdeathsig, so the kernel dies with the agent instead of
+		// outliving it unowned. Go's child sets it after the credentials
+		// below, which clear it, and then checks that its parent is still
+		// the agent.
+		Setpgid:   true,
+		Pdeathsig: syscall.SIGKILL,
+		PidFD:     &pidfd,
+	}
+	wd := work
+	if k.Own.uid >= 0 {
+		// No supplementary groups: an empty list, not nil, clears the
+		// agent's.
+		attr.Credential = &syscall.Credential{Uid: uint32(k.Own.uid), Gid: uint32(k.Own.uid), Groups: []uint32{}}
+		// Go's child changes directory after it has taken the kernel's
+		// user, who may not pass through the agent's directories above
+		// work. Through this descriptor it does not need to: the link
+		// in /proc leads straight to work, and only its own permissions
+		// count. Go's child leaves descriptors alone until after that.
+		wfd, err := unix.Open(work, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, &os.PathError{Op: "open", Path: work, Err: err})
+		}
+		defer unix.Close(wfd)
+		wd = "/proc/self/fd/" + strconv.Itoa(wfd)
+	}
+	env := r.environ(spec)
+	newCmd := func(path string, out *os.File) *exec.Cmd {
+		// The user's environment reaches the program's execve and nothing
+		// before it: Go's child runs no code that reads it.
+		return &exec.Cmd{Path: path, Args: argv, Env: env, Dir: wd, Stdout: out, Stderr: out, SysProcAttr: attr}
 	}
 
 	var kc *kernelCgroup
+	var dirs []string
 	if r.cg != nil {
 		kc, err = r.cg.create(string(spec.Kernel), r.limits(spec))
 		if err != nil {
 			return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 		}
+		dirs = kc.dirs
+		// Before the program can run, so nothing it starts goes
+		// unwatched: the process group is known only once it has.
+		r.dog.track(spec.Kernel, 0, dirs)
+	}
+	var cmd *exec.Cmd
+	run := func() (err error) {
+		cmd, err = launch(newCmd, prog, logf, k.Own.uid >= 0)
+		return err
 	}
 	// Taken before the start so that FinishedAt-StartedAt never
 	// understates how long the program ran.
 	startedAt := r.now()
-	if err := cmd.Start(); err != nil {
-		if kc != nil {
-			kc.remove()
-		}
-		return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
-	}
-	pid := cmd.Process.Pid
-	// Before the program can run, so nothing it starts goes unwatched.
-	var dirs []string
 	if kc != nil {
-		dirs = kc.dirs
+		err = kc.inside(attr, run)
+	} else {
+		err = run()
 	}
-	r.dog.track(pid, dirs)
-	// Only the gate's copy may hold the status pipe open, or its EOF never
-	// comes.
-	statusW.Close()
 	var pf *os.File
-	if pidfd >= 0 {
+	if cmd != nil && pidfd >= 0 {
 		// Non-blocking, so os.File registers it with the runtime's poller:
 		// waiting for an exit then holds no thread.
 		if unix.SetNonblock(pidfd, true) == nil {
@@ -407,50 +405,28 @@ func (r *Runtime) start(ctx context.Context, k *kernel, spec runtime.Spec) (err 
 			_ = unix.Close(pidfd)
 		}
 	}
-	order := gateOrder{Path: prog, Argv: argv, Env: r.environ(spec), UID: k.Own.uid, GID: k.Own.uid, Parent: os.Getpid()}
-	if kc != nil {
-		err = kc.join(pid)
-	}
-	if err == nil {
-		err = json.NewEncoder(gateW).Encode(order)
-	}
-	if err == nil {
-		err = gateW.Close()
-	}
-	if err == nil {
-		err = gateStarted(statusR)
-	}
 	if err != nil {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		_ = cmd.Wait()
+		if cmd != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+		}
 		if pf != nil {
 			pf.Close()
 		}
 		if kc != nil {
 			kc.remove()
 		}
-		r.dog.forget(pid)
+		r.dog.forget(spec.Kernel)
 		return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
 	}
+	pid := cmd.Process.Pid
+	r.dog.track(spec.Kernel, pid, dirs)
 
 	k.Own.cmd, k.Own.pid, k.Own.cg, k.Own.pidfd = cmd, pid, kc, pf
 	k.Ports = spec.ServicePorts()
 	r.kernels.Start(k, startedAt)
 	r.waiters.Add(1)
 	go r.wait(k)
-	return nil
-}
-
-// gateStarted reads the gate's status pipe to its end: nothing means the
-// exec closed it and the program runs; anything is why the gate gave up.
-func gateStarted(status *os.File) error {
-	msg, err := io.ReadAll(io.LimitReader(status, 4096))
-	if err != nil {
-		return fmt.Errorf("start gate: %w", err)
-	}
-	if len(msg) > 0 {
-		return fmt.Errorf("start gate: %s", msg)
-	}
 	return nil
 }
 
@@ -578,7 +554,7 @@ func (r *Runtime) wait(k *kernel) {
 	}
 	// Only now is nothing of the kernel left that its uid could reach.
 	r.releaseUID(p.uid)
-	r.dog.forget(p.pid)
+	r.dog.forget(k.ID)
 
 	code, sig := -1, syscall.Signal(0)
 	if ps := p.cmd.ProcessState; ps != nil {

@@ -45,7 +45,7 @@ type harness struct {
 	n      int
 }
 
-func selfExe(t *testing.T) string {
+func selfExe(t testing.TB) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -90,7 +90,7 @@ func sharedDir(t *testing.T) string {
 	return dir
 }
 
-func uniqueName(t *testing.T) string {
+func uniqueName(t testing.TB) string {
 	t.Helper()
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
@@ -182,9 +182,7 @@ func kernelProcs(t *testing.T, ids ...domain.KernelID) []int {
 }
 
 // settledProcs waits until the kernel's processes are visible and returns
-// them. With cgroups, Create returns once the start gate is released, and
-// while the gate execs the program /proc may show its environment empty
-// for a moment.
+// them.
 func settledProcs(t *testing.T, id domain.KernelID) []int {
 	t.Helper()
 	var got []int

@@ -12,28 +12,31 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // WatchdogArg is the argv contract of the runtime's watchdog:
 //
 //	SELF WatchdogArg
 //
-// with the runtime's orders on stdin. SELF is Config.GateExe.
+// with the runtime's orders on stdin. SELF is Config.WatchdogExe.
 const WatchdogArg = "__sokovan_watchdog"
 
 // watchdog is a process of its own that outlives the agent for one reason:
 // to kill what the agent's kernels left behind when the agent dies without
 // a Close. Pdeathsig reaches a kernel's main process only; its children and
 // their children would run on unowned. The runtime tells the watchdog each
-// kernel's process group and cgroup directories as it starts them and
-// forgets them once reaped; when its stdin reaches EOF without a clean
-// "exit", the agent is gone, and the watchdog kills every group and every
-// process in every cgroup it still knows, then exits.
+// kernel's cgroup directories before its process starts and its process
+// group once it has, and has it forget the kernel once reaped; when its
+// stdin reaches EOF without a clean "exit", the agent is gone, and the
+// watchdog kills every group and every process in every cgroup it still
+// knows, then exits.
 //
-// Orders, one per line:
+// Orders, one per line, KERNEL a kernel id:
 //
-//	track PGID [CGROUP-DIR ...]
-//	forget PGID
+//	track KERNEL PGID [CGROUP-DIR ...]   (PGID 0: not started yet)
+//	forget KERNEL
 //	exit
 type watchdog struct {
 	mu   sync.Mutex
@@ -44,7 +47,7 @@ type watchdog struct {
 
 // startWatchdog runs exe as the watchdog. It is its own process group and
 // has no parent-death signal, so the agent's death (and any kill of a
-// kernel's group) leaves it standing. env is the gate's, BaseEnv.
+// kernel's group) leaves it standing. env is the operator's, BaseEnv.
 func startWatchdog(exe string, env []string) (*watchdog, error) {
 	cmd := exec.Command(exe, WatchdogArg)
 	cmd.Env = env
@@ -72,11 +75,13 @@ func (w *watchdog) send(line string) {
 	}
 }
 
-func (w *watchdog) track(pgid int, cgroupDirs []string) {
-	w.send(strings.Join(append([]string{"track", strconv.Itoa(pgid)}, cgroupDirs...), " "))
+// track replaces what the watchdog knows of kernel: its process group
+// (0 before it has one) and cgroup directories.
+func (w *watchdog) track(kernel domain.KernelID, pgid int, cgroupDirs []string) {
+	w.send(strings.Join(append([]string{"track", string(kernel), strconv.Itoa(pgid)}, cgroupDirs...), " "))
 }
 
-func (w *watchdog) forget(pgid int) { w.send("forget " + strconv.Itoa(pgid)) }
+func (w *watchdog) forget(kernel domain.KernelID) { w.send("forget " + string(kernel)) }
 
 // stop ends the watchdog without it killing anything: Close has ended the
 // kernels itself.
@@ -98,7 +103,11 @@ func (w *watchdog) stop() {
 
 // runWatchdog is the watchdog process's whole life.
 func runWatchdog(in io.Reader) int {
-	tracked := map[int][]string{}
+	type kernel struct {
+		pgid int
+		dirs []string
+	}
+	tracked := map[string]kernel{}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -109,27 +118,29 @@ func runWatchdog(in io.Reader) int {
 		switch f[0] {
 		case "exit":
 			return 0
-		case "track", "forget":
-			if len(f) < 2 {
+		case "track":
+			if len(f) < 3 {
 				continue
 			}
-			pgid, err := strconv.Atoi(f[1])
-			if err != nil || pgid <= 1 {
+			pgid, err := strconv.Atoi(f[2])
+			if err != nil || pgid < 0 {
 				continue
 			}
-			if f[0] == "track" {
-				tracked[pgid] = f[2:]
-			} else {
-				delete(tracked, pgid)
+			tracked[f[1]] = kernel{pgid: pgid, dirs: f[3:]}
+		case "forget":
+			if len(f) == 2 {
+				delete(tracked, f[1])
 			}
 		}
 	}
 	// EOF without "exit": the agent died. A group id is not given to a new
 	// process while any member of the group lives, so this reaches only
 	// what the kernels left.
-	for pgid, dirs := range tracked {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		for _, dir := range dirs {
+	for _, k := range tracked {
+		if k.pgid > 1 {
+			_ = syscall.Kill(-k.pgid, syscall.SIGKILL)
+		}
+		for _, dir := range k.dirs {
 			killCgroup(dir)
 		}
 	}
