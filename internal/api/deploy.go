@@ -625,31 +625,3 @@ func (s *Server) pendingBlockers(ctx context.Context, id domain.SessionID) ([]v1
 	}
 	return out, nil
 }
-
-// SubmitRoute creates a route's session through the admission of a
-// user's submit, as the deployment's owner (deploy.Sessions).
-func (s *Server) SubmitRoute(ctx context.Context, d domain.Deployment, id domain.SessionID, name string) error {
-	_, err := s.admit.Admit(ctx, admit.Route(id, d.Owner, name, d.Spec))
-	return fromAdmit(err)
-}
-
-// EndRoute ends a route's session as a user's DELETE does
-// (deploy.Sessions); one already ended is no error.
-func (s *Server) EndRoute(ctx context.Context, id domain.SessionID, reason string) error {
-	sk, err := s.store.GetSession(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if sk.Session.Status.Terminal() {
-		return nil
-	}
-	_, err = s.sessions.Terminate(ctx, id, reason, false)
-	var ae *apiError
-	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
-		return nil
-	}
-	return err
-}
