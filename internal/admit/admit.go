@@ -375,7 +375,7 @@ func Kernels(sess domain.Session, now time.Time) []domain.Kernel {
 		if i == 0 {
 			role = domain.RoleMain
 		}
-		kernels[i] = domain.Kernel{ID: domain.KernelID(fmt.Sprintf("%s-k%d", sess.ID, i)), SessionID: sess.ID,
+		kernels[i] = domain.Kernel{ID: domain.KernelIDOf(sess.ID, i), SessionID: sess.ID,
 			ClusterRole: role, ClusterIdx: i, Image: sess.Image, Architecture: sess.Architecture,
 			Requested: sess.Requested.Clone(), Status: domain.KernelPending, StatusChangedAt: now}
 	}
