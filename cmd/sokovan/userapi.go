@@ -27,7 +27,7 @@ func userAPI(p manager.Parts, adminToken string) (http.Handler, error) {
 		}
 	}
 	deps := api.Deps{
-		Store: p.Store, Sessions: p.Coordinator, Slots: p.Slots, Plugins: p.Plugins, Hooks: p.Hooks,
+		Store: p.Store, Sessions: p.Coordinator, Slots: p.Slots, Plugins: p.Plugins, Hooks: p.Hooks, Admit: p.Admit,
 		AgentRPC: p.Gateway, AgentToken: p.AgentToken, Logs: p.Agents.Logs, Gatherer: p.Gatherer, Registerer: p.Registerer,
 		Ready: func(ctx context.Context) error {
 			_, err := p.Store.ListResourceGroups(ctx)
@@ -40,9 +40,7 @@ func userAPI(p manager.Parts, adminToken string) (http.Handler, error) {
 	}
 	srv := api.New(api.Config{}, deps)
 	if p.Deploy != nil {
-		// Deployments' routes are submitted the way users' sessions are,
-		// and this manager's proxy load feeds their autoscaling.
-		p.Deploy.UseSessions(srv)
+		// This manager's proxy load feeds the deployments' autoscaling.
 		p.Deploy.UseLoad(srv)
 	}
 	return web.Mount(srv), nil

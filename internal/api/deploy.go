@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/admit"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -61,12 +62,6 @@ func (s *Server) deployRoutes() []route {
 				"HEALTHY, 502 when the chosen route does not answer.",
 			status: http.StatusOK, media: "application/octet-stream", stream: true, passBody: true, handle: s.deploymentProxy},
 	}, s.deployTokenRoutes()...)
-}
-
-// routeRequest is the session request a deployment's routes are made of.
-func routeRequest(name string, spec domain.DeploymentSpec) v1.CreateSessionRequest {
-	return v1.CreateSessionRequest{Name: name, Type: string(domain.TypeInference), Image: spec.Image,
-		Resources: spec.Resources, Command: spec.Command, Env: spec.Env, ResourceGroup: spec.ResourceGroup}
 }
 
 func parseDuration(field, v string, def time.Duration) (time.Duration, *apiError) {
@@ -212,7 +207,7 @@ func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error 
 		ResourceGroup: req.ResourceGroup}
 	// The spec is checked exactly as each route's session will be, so a
 	// deployment that could never start a route is refused now.
-	sess, _, err := s.buildSession(ctx, u, routeRequest(req.Name, spec))
+	sess, _, err := s.build(ctx, admit.Route(domain.SessionID(newUUID()), ownerOf(u), req.Name, spec))
 	if err != nil {
 		return err
 	}
@@ -435,8 +430,7 @@ func (s *Server) patchDeployment(w http.ResponseWriter, r *http.Request) error {
 			spec.Env = req.Env
 		}
 		// The new spec is checked as its routes' sessions will be.
-		owner := store.User{Name: d.Owner.User, Project: d.Owner.Project, Domain: d.Owner.Domain, Role: store.RoleUser}
-		if _, _, err := s.buildSession(ctx, owner, routeRequest(d.Name, spec)); err != nil {
+		if _, _, err := s.build(ctx, admit.Route(domain.SessionID(newUUID()), d.Owner, d.Name, spec)); err != nil {
 			return err
 		}
 	}
@@ -630,42 +624,4 @@ func (s *Server) pendingBlockers(ctx context.Context, id domain.SessionID) ([]v1
 		}
 	}
 	return out, nil
-}
-
-// SubmitRoute creates a route's session through the path of a user's
-// submit, as the deployment's owner (deploy.Sessions).
-func (s *Server) SubmitRoute(ctx context.Context, d domain.Deployment, id domain.SessionID, name string) error {
-	u := store.User{Name: d.Owner.User, Project: d.Owner.Project, Domain: d.Owner.Domain, Role: store.RoleUser}
-	sess, kernels, err := s.buildSession(ctx, u, routeRequest(name, d.Spec))
-	if err != nil {
-		return err
-	}
-	// The controller chose the id before writing the route that names it.
-	sess.ID = id
-	for i := range kernels {
-		kernels[i].ID = domain.KernelID(fmt.Sprintf("%s-k%d", id, i))
-		kernels[i].SessionID = id
-	}
-	return s.submit(ctx, sess, kernels)
-}
-
-// EndRoute ends a route's session as a user's DELETE does
-// (deploy.Sessions); one already ended is no error.
-func (s *Server) EndRoute(ctx context.Context, id domain.SessionID, reason string) error {
-	sk, err := s.store.GetSession(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if sk.Session.Status.Terminal() {
-		return nil
-	}
-	_, err = s.sessions.Terminate(ctx, id, reason, false)
-	var ae *apiError
-	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
-		return nil
-	}
-	return err
 }

@@ -81,23 +81,3 @@ func grantsOut(gs []domain.DeviceGrant) []v1.DeviceGrant {
 	}
 	return out
 }
-
-// wholeDevices refuses a fraction of a slot that an agent of the group
-// hands out as whole devices: a kernel cannot be given half of one, and
-// placement would round it up to a whole device the quota never charged.
-// Fractions are what cuda.shares is for.
-func wholeDevices(reg *domain.Registry, agents []domain.Agent, group string, req domain.Vec) *apiError {
-	for _, a := range agents {
-		for _, d := range a.Devices {
-			id, ok := reg.Lookup(d.Slot)
-			if !ok || reg.Type(id).Kind == domain.KindShares {
-				continue
-			}
-			if q := req.At(id); q%domain.WholeShare != 0 {
-				return invalid("resources."+d.Slot, "must be a whole number: resource group %s hands out %s as whole devices, "+
-					"not %s (ask for cuda.shares to share a device)", group, d.Slot, reg.Format(id, q))
-			}
-		}
-	}
-	return nil
-}

@@ -21,16 +21,15 @@
 // same way, as a function (Deps.Estimate), because it replays the group
 // through both.
 //
-// Session-type hooks (internal/hook) fill in and check a session's time
-// limit at submit. Proxied traffic and logs record the session's activity
+// A session request is admitted by internal/admit (defaults, checks,
+// hooks, policy limits, kernels), which deployments' routes go through
+// too; the API converts the wire request into admit's, resolves
+// dependencies as the caller may see them, and maps admission's refusal
+// classes to its status codes. Proxied traffic and logs record the session's activity
 // for the idle timeout, at most once per 30 s per session (activity.go).
 //
-// It may import internal/api/v1, internal/domain, internal/hook,
+// It may import internal/api/v1, internal/admit, internal/domain, internal/hook,
 // internal/store (types and error classes), internal/scheduler and its framework (for the "why"
 // and queue dry runs), the Prometheus client's HTTP handler, and the standard
 // library.
-//
-// A submit with a command is checked against the group's agents (some must
-// allow commands), so a session no agent would run is refused with 400
-// rather than cancelled after its wait.
 package api

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/sokovan-go/sokovan/internal/admit"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
@@ -68,14 +69,43 @@ func unauthenticated(format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusUnauthorized, Code: codeUnauthenticated, Message: fmt.Sprintf(format, args...)}
 }
 
+// admitError is admission's refusal as the API answers it: its class is
+// the status and code, its field and message pass through unchanged.
+func admitError(e *admit.Error) *apiError {
+	out := &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Message: e.Message, Field: e.Field}
+	switch e.Class {
+	case admit.Forbidden:
+		out.Status, out.Code = http.StatusForbidden, codePermission
+	case admit.Conflict:
+		out.Status, out.Code = http.StatusConflict, codeConflict
+	case admit.TooMany:
+		out.Status, out.Code = http.StatusTooManyRequests, codeExhausted
+	}
+	return out
+}
+
+// fromAdmit turns admission's refusal into the API's, where callers look
+// for an *apiError (a job's rejection, the name's conflict); other errors
+// pass unchanged.
+func fromAdmit(err error) error {
+	var e *admit.Error
+	if errors.As(err, &e) {
+		return admitError(e)
+	}
+	return err
+}
+
 // classify maps an error to the answer. Store classes map to their HTTP
 // meaning; anything unexpected is a 500 whose cause goes to the log, not
 // to the client.
 func classify(err error) *apiError {
 	var ae *apiError
+	var refused *admit.Error
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &refused):
+		return admitError(refused)
 	case errors.Is(err, context.Canceled):
 		return &apiError{Status: statusClientClosed, Code: codeClientClosed, Message: "request cancelled"}
 	case errors.Is(err, store.ErrNotFound):

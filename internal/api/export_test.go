@@ -28,5 +28,9 @@ func SchemaTypes(s *Server) map[string]reflect.Type {
 }
 
 // WrapStore puts wrap around the server's store, for tests that inject a
-// fault at the store's edge. Call it before the server serves anything.
-func WrapStore(s *Server, wrap func(Store) Store) { s.store = wrap(s.store) }
+// fault at the store's edge; the server's admission then reads and
+// writes through it too. Call it before the server serves anything.
+func WrapStore(s *Server, wrap func(Store) Store) {
+	s.store = wrap(s.store)
+	s.admit = s.ownAdmitter()
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sokovan-go/sokovan/internal/admit"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/hook"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
@@ -116,6 +117,10 @@ type Deps struct {
 	Hooks *hook.Registry
 	// Deploy, when set, is woken after a user changes a deployment.
 	Deploy Kicker
+	// Admit admits sessions; nil builds one over Store, Slots, Hooks,
+	// Clock and Sessions (its Mark) with the Config's defaults. A manager
+	// passes the one its deployments submit routes through.
+	Admit *admit.Admitter
 }
 
 // Config tunes the server. Zero fields take the defaults.
@@ -135,13 +140,7 @@ type Config struct {
 	DefaultArchitecture string
 }
 
-// Limits of a session request.
 const (
-	MaxClusterSize = 64
-	MinPriority    = 0
-	MaxPriority    = 100
-	// DefaultPriority is Backend.AI's.
-	DefaultPriority = 10
 	// maxListLimit caps one listing; defaultListLimit is used without one.
 	maxListLimit     = 10_000
 	defaultListLimit = 1_000
@@ -208,6 +207,7 @@ type Server struct {
 	est   groupCache[map[domain.SessionID]time.Time]
 	dry   groupCache[dryRunResult]
 	hooks *hook.Registry
+	admit *admit.Admitter
 	// act rate-limits the recording of session activity.
 	act activity
 	// deploy is the deployment controller, woken after user changes.
@@ -234,7 +234,10 @@ func New(cfg Config, d Deps) *Server {
 		sched: scheduler.New(d.Plugins), agentRPC: d.AgentRPC, logs: d.Logs, gatherer: d.Gatherer,
 		ready: d.Ready, clock: d.Clock, log: d.Log, mux: http.NewServeMux(), streams: map[string]int{},
 		hooks: d.Hooks, act: activity{last: map[domain.SessionID]time.Time{}},
-		deploy: d.Deploy,
+		deploy: d.Deploy, admit: d.Admit,
+	}
+	if s.admit == nil {
+		s.admit = s.ownAdmitter()
 	}
 	now := func() time.Time { return s.clock.Now() }
 	if d.Estimate != nil {
@@ -266,6 +269,13 @@ func New(cfg Config, d Deps) *Server {
 	}
 	s.openapi = s.document()
 	return s
+}
+
+// ownAdmitter admits over the server's own store, hooks and clock, with
+// its Config's defaults, for a server given no admitter.
+func (s *Server) ownAdmitter() *admit.Admitter {
+	return admit.New(admit.Deps{Store: s.store, Slots: s.slots, Hooks: s.hooks, Clock: s.clock, Marker: s.sessions},
+		admit.Config{DefaultGroup: s.cfg.DefaultGroup, DefaultArchitecture: s.cfg.DefaultArchitecture})
 }
 
 // ServeHTTP routes the request. Requests no route takes get the same JSON

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sokovan-go/sokovan/internal/admit"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
@@ -49,15 +50,17 @@ type LoadSource interface {
 	TakeLoad() map[domain.DeploymentID]float64
 }
 
-// Sessions creates and ends routes' sessions the way users' are.
+// Admitter admits routes' sessions exactly as users' sessions are
+// admitted (*admit.Admitter): the same checks, defaults and limits.
+type Admitter interface {
+	Admit(ctx context.Context, req admit.Request) (domain.Session, error)
+}
+
+// Sessions ends routes' sessions the way a user's DELETE does
+// (*coordinator.Coordinator): cancelled if PENDING, TERMINATING
+// otherwise.
 type Sessions interface {
-	// SubmitRoute creates the PENDING inference session id, named name,
-	// from d's spec, for d's owner, through the checks and limits of a
-	// user's submit.
-	SubmitRoute(ctx context.Context, d domain.Deployment, id domain.SessionID, name string) error
-	// EndRoute ends a route's session (cancelled if PENDING, TERMINATING
-	// otherwise). Ending one that has ended already is not an error.
-	EndRoute(ctx context.Context, id domain.SessionID, reason string) error
+	Terminate(ctx context.Context, id domain.SessionID, reason string, force bool) (store.SessionWithKernels, error)
 }
 
 // Lease says whether this manager may act now (coordinator.Lease).
@@ -136,10 +139,13 @@ func (c Config) Backoff(failures int) time.Duration {
 	return min(d, c.BackoffMax)
 }
 
-// Deps are the controller's collaborators. Lease nil: a manager alone.
-// Clock nil: the wall clock. Registerer nil: no metrics.
+// Deps are the controller's collaborators. Admit and Sessions are what
+// routes start and end through; without them no route starts. Lease nil:
+// a manager alone. Clock nil: the wall clock. Registerer nil: no metrics.
 type Deps struct {
 	Store      Store
+	Admit      Admitter
+	Sessions   Sessions
 	Lease      Lease
 	Clock      Clock
 	Log        *slog.Logger
@@ -148,25 +154,25 @@ type Deps struct {
 
 // Controller drives deployments and routes through seed 001's tables.
 type Controller struct {
-	store   Store
-	lease   Lease
-	clock   Clock
-	log     *slog.Logger
-	cfg     Config
-	client  *http.Client
-	metrics *metrics
-	kick    chan struct{}
+	store    Store
+	admit    Admitter
+	sessions Sessions
+	lease    Lease
+	clock    Clock
+	log      *slog.Logger
+	cfg      Config
+	client   *http.Client
+	metrics  *metrics
+	kick     chan struct{}
 
 	// id names this manager's load reports.
 	id string
 
-	mu       sync.Mutex
-	sessions Sessions
-	load     LoadSource
+	mu   sync.Mutex
+	load LoadSource
 }
 
-// New returns a controller; it needs UseSessions before it can start
-// routes.
+// New returns a controller.
 func New(d Deps, cfg Config) *Controller {
 	if d.Clock == nil {
 		d.Clock = systemClock{}
@@ -174,19 +180,11 @@ func New(d Deps, cfg Config) *Controller {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	c := &Controller{store: d.Store, lease: d.Lease, clock: d.Clock, log: d.Log, cfg: cfg.withDefaults(),
-		kick: make(chan struct{}, 1), metrics: newMetrics(d.Registerer), id: newID(),
+	c := &Controller{store: d.Store, admit: d.Admit, sessions: d.Sessions, lease: d.Lease, clock: d.Clock, log: d.Log,
+		cfg: cfg.withDefaults(), kick: make(chan struct{}, 1), metrics: newMetrics(d.Registerer), id: newID(),
 		// Health checks never follow redirects: a route answers for itself.
 		client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	return c
-}
-
-// UseSessions gives the controller the API's session path. The API is
-// built after the manager's parts, hence a setter.
-func (c *Controller) UseSessions(s Sessions) {
-	c.mu.Lock()
-	c.sessions = s
-	c.mu.Unlock()
 }
 
 // UseLoad gives the controller this manager's proxy load, which it
@@ -215,12 +213,6 @@ func (c *Controller) report(ctx context.Context) error {
 		return nil
 	}
 	return c.store.ReportDeploymentLoad(ctx, c.id, load, c.clock.Now())
-}
-
-func (c *Controller) sessionPort() Sessions {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sessions
 }
 
 // Kick asks for a pass soon, as after a user's change.
@@ -448,14 +440,30 @@ func (c *Controller) endSession(ctx context.Context, r *domain.Route, reason str
 	if r.SessionStatus == 0 || r.SessionStatus.Terminal() || r.SessionStatus == domain.SessionTerminating {
 		return nil
 	}
-	s := c.sessionPort()
-	if s == nil {
+	if c.sessions == nil {
 		return errors.New("deploy: no session port")
 	}
-	if err := s.EndRoute(ctx, r.Session, reason); err != nil {
+	if err := c.endRoute(ctx, r.Session, reason); err != nil {
 		return fmt.Errorf("end session %s of route %s: %w", r.Session, r.ID, err)
 	}
 	return nil
+}
+
+// endRoute ends a route's session as a user's DELETE does; one already
+// gone or ended is no error.
+func (c *Controller) endRoute(ctx context.Context, id domain.SessionID, reason string) error {
+	sk, err := c.store.GetSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if sk.Session.Status.Terminal() {
+		return nil
+	}
+	_, err = c.sessions.Terminate(ctx, id, reason, false)
+	return err
 }
 
 // moveRoute applies handler's outcome to r, guarded by r's status, and
@@ -660,8 +668,7 @@ func (c *Controller) moveRouteTo(ctx context.Context, d *domain.Deployment, r *d
 // crash between leaves a route naming a missing session, which
 // ProvisioningRoute fails, never a session no route owns.
 func (c *Controller) startRoute(ctx context.Context, d *domain.Deployment, now time.Time) error {
-	s := c.sessionPort()
-	if s == nil {
+	if c.admit == nil {
 		return errors.New("deploy: no session port; routes cannot start")
 	}
 	r := domain.Route{ID: domain.RouteID(newID()), Deployment: d.ID, Session: domain.SessionID(newID()),
@@ -676,7 +683,7 @@ func (c *Controller) startRoute(ctx context.Context, d *domain.Deployment, now t
 		return err
 	}
 	name := fmt.Sprintf("%s-%s", d.Name, r.ID[:8])
-	if err := s.SubmitRoute(ctx, *d, r.Session, name); err != nil {
+	if _, err := c.admit.Admit(ctx, admit.Route(r.Session, d.Owner, name, d.Spec)); err != nil {
 		return c.failStart(ctx, d, &r, now, "session refused: "+err.Error())
 	}
 	return nil

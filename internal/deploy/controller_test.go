@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/admit"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -22,8 +23,8 @@ import (
 // These tests drive the controller pass by pass on a real SQLite store
 // with an injected clock, so each threshold and bound can be stepped
 // over exactly. The one fake is at the edge: instantSessions stands in
-// for the coordinator and an agent, putting a route's session straight
-// to RUNNING (serving a real httptest server) or ending it.
+// for admission, the coordinator and an agent, putting a route's session
+// straight to RUNNING (serving a real httptest server) or ending it.
 
 type clock struct{ now time.Time }
 
@@ -39,27 +40,28 @@ type instantSessions struct {
 	now     func() time.Time
 }
 
-func (s *instantSessions) SubmitRoute(ctx context.Context, d domain.Deployment, id domain.SessionID, name string) error {
+func (s *instantSessions) Admit(ctx context.Context, r admit.Request) (domain.Session, error) {
 	req, err := s.reg.ParseSlots(map[string]string{"cpu": "1"})
 	if err != nil {
-		return err
+		return domain.Session{}, err
 	}
 	now := s.now()
-	sess := domain.Session{ID: id, Name: name, Owner: d.Owner, Type: domain.TypeInference, Image: d.Spec.Image,
+	id := r.ID
+	sess := domain.Session{ID: id, Name: r.Name, Owner: r.Owner, Type: domain.TypeInference, Image: r.Image,
 		Architecture: "x86_64", ResourceGroup: "default", ClusterMode: domain.SingleNode, ClusterSize: 1,
 		Requested: req, Status: domain.SessionPending, CreatedAt: now, StatusChangedAt: now}
-	k := domain.Kernel{ID: domain.KernelID(id + "-k0"), SessionID: id, ClusterRole: domain.RoleMain, Image: d.Spec.Image,
+	k := domain.Kernel{ID: domain.KernelID(id + "-k0"), SessionID: id, ClusterRole: domain.RoleMain, Image: r.Image,
 		Architecture: "x86_64", Requested: req.Clone(), Status: domain.KernelPending, StatusChangedAt: now}
 	if err := s.st.CreateSession(ctx, sess, []domain.Kernel{k}); err != nil {
-		return err
+		return domain.Session{}, err
 	}
 	if s.pending {
-		return nil
+		return sess, nil
 	}
 	plan := framework.Plan{Group: "default", Placements: []framework.Placement{{Session: id,
 		Kernels: []framework.KernelPlacement{{Kernel: k.ID, Agent: "a1", Slots: req.Clone()}}}}}
 	if res, err := s.st.ApplyPlan(ctx, plan, now); err != nil || len(res.Applied) != 1 {
-		return fmt.Errorf("place %s: %v %+v", id, err, res.Rejected)
+		return domain.Session{}, fmt.Errorf("place %s: %v %+v", id, err, res.Rejected)
 	}
 	for _, step := range []struct {
 		from domain.SessionStatus
@@ -70,21 +72,27 @@ func (s *instantSessions) SubmitRoute(ctx context.Context, d domain.Deployment, 
 		{domain.SessionPrepared, domain.Transition{Session: domain.SessionCreating, Kernel: domain.KernelCreating}},
 	} {
 		if _, err := s.st.TransitionSessions(ctx, []domain.SessionID{id}, []domain.SessionStatus{step.from}, step.to, "", now); err != nil {
-			return err
+			return domain.Session{}, err
 		}
 	}
 	host, port, _ := net.SplitHostPort(s.serve)
 	p, _ := strconv.Atoi(port)
 	if _, err := s.st.UpdateKernel(ctx, store.KernelUpdate{Kernel: k.ID, From: []domain.KernelStatus{domain.KernelCreating},
 		To: domain.KernelRunning, ServicePorts: []domain.ServicePort{{Name: "http", Protocol: "http", Host: host, Port: p}}, Now: now}); err != nil {
-		return err
+		return domain.Session{}, err
 	}
 	_, err = s.st.TransitionSessions(ctx, []domain.SessionID{id}, []domain.SessionStatus{domain.SessionCreating},
 		domain.Transition{Session: domain.SessionRunning}, "", now)
-	return err
+	return sess, err
 }
 
-func (s *instantSessions) EndRoute(ctx context.Context, id domain.SessionID, reason string) error {
+func (s *instantSessions) Terminate(ctx context.Context, id domain.SessionID, reason string, _ bool) (store.SessionWithKernels, error) {
+	return store.SessionWithKernels{}, s.end(ctx, id, reason)
+}
+
+// end ends a session at once, whatever its status, as a kernel's exit or
+// a user's DELETE followed by its agent's answer would.
+func (s *instantSessions) end(ctx context.Context, id domain.SessionID, reason string) error {
 	now := s.now()
 	if _, err := s.st.TransitionSessions(ctx, []domain.SessionID{id}, []domain.SessionStatus{domain.SessionPending},
 		domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}, reason, now); err != nil {
@@ -139,8 +147,7 @@ func newHarness(t *testing.T, hc domain.HealthCheck, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	h.sess = &instantSessions{t: t, st: st, reg: reg, serve: srv.Listener.Addr().String(), now: func() time.Time { return h.clock.now }}
-	h.c = New(Deps{Store: st, Clock: h.clock}, cfg)
-	h.c.UseSessions(h.sess)
+	h.c = New(Deps{Store: st, Admit: h.sess, Sessions: h.sess, Clock: h.clock}, cfg)
 	h.dep = domain.Deployment{ID: "d1", Name: "m", Owner: domain.Owner{User: "alice", Project: "p", Domain: "d"},
 		Status: domain.DeploymentPending, StatusChangedAt: h.clock.now, CreatedAt: h.clock.now, Replicas: 1,
 		Spec: domain.DeploymentSpec{Image: "http-echo"}, Health: hc, Revision: 1, MaxSurge: 1}
@@ -359,7 +366,7 @@ func TestRouteThatDiesBeforeServingBacksOff(t *testing.T) {
 	}
 	crash := func(r domain.Route) {
 		t.Helper()
-		if err := h.sess.EndRoute(h.ctx, r.Session, "kernel exited with code 1"); err != nil {
+		if err := h.sess.end(h.ctx, r.Session, "kernel exited with code 1"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -456,7 +463,7 @@ func TestOneProbeAtATimeWhileStartsFail(t *testing.T) {
 		t.Fatalf("%d routes starting, want both replicas", len(first))
 	}
 	for _, r := range first {
-		if err := h.sess.EndRoute(h.ctx, r.Session, "kernel exited with code 1"); err != nil {
+		if err := h.sess.end(h.ctx, r.Session, "kernel exited with code 1"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -496,7 +503,7 @@ func TestOldRevisionRouteEndIsNoFailedStart(t *testing.T) {
 	if err := h.st.UpdateDeployment(h.ctx, d, []domain.DeploymentStatus{d.Status}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.sess.EndRoute(h.ctx, old.Session, "kernel exited with code 1"); err != nil {
+	if err := h.sess.end(h.ctx, old.Session, "kernel exited with code 1"); err != nil {
 		t.Fatal(err)
 	}
 	h.step(time.Second)
@@ -542,8 +549,7 @@ func raceUser(t *testing.T, h *harness, cfg Config) (stored func(what string) do
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.c = New(Deps{Store: race, Clock: h.clock}, cfg)
-	h.c.UseSessions(h.sess)
+	h.c = New(Deps{Store: race, Admit: h.sess, Sessions: h.sess, Clock: h.clock}, cfg)
 	return func(what string) domain.Deployment {
 		t.Helper()
 		d, err := h.st.GetDeployment(h.ctx, "d1")
@@ -572,7 +578,7 @@ func TestUsersChangeDuringAPassIsKept(t *testing.T) {
 	}
 	h.step(time.Second)
 	first := h.want("running", domain.RouteDegraded)
-	if err := h.sess.EndRoute(h.ctx, first.Session, "kernel exited with code 1"); err != nil {
+	if err := h.sess.end(h.ctx, first.Session, "kernel exited with code 1"); err != nil {
 		t.Fatal(err)
 	}
 	h.step(time.Second) // it died before serving: a failed start

@@ -6,13 +6,15 @@
 // start; and destroy. It also resolves where a route serves, for the
 // health checks and the API's traffic proxy.
 //
-// Routes' sessions are created and ended through the Sessions port, which
-// the API implements with the same path a user's submit takes (the same
-// validation, quotas and scheduler, so `why` explains a replica that does
-// not start). The controller acts only while its manager holds the
-// coordinator's lease, so several managers never drive one deployment.
+// Routes' sessions are admitted through the Admitter port
+// (internal/admit, with the deployment's spec: the same validation,
+// quotas and scheduler as a user's submit, so `why` explains a replica
+// that does not start) and ended through the Sessions port (the
+// coordinator's Terminate). The controller acts only while its manager
+// holds the coordinator's lease, so several managers never drive one
+// deployment.
 //
-// It may import internal/domain, internal/store (for its filters and
-// errors), the Prometheus client and the standard library; never the API,
-// the coordinator's internals or an engine.
+// It may import internal/admit, internal/domain, internal/store (for its
+// filters and errors), the Prometheus client and the standard library;
+// never the API, the coordinator's internals or an engine.
 package deploy

@@ -80,9 +80,8 @@ func startDevAgents(t testing.TB, n int) *devEnv {
 					return nil, err
 				}
 				srv := api.New(api.Config{}, api.Deps{Store: p.Store, Sessions: p.Coordinator, Slots: p.Slots,
-					Plugins: p.Plugins, Hooks: p.Hooks, Deploy: p.Deploy, Registerer: p.Registerer, Gatherer: p.Gatherer,
+					Plugins: p.Plugins, Hooks: p.Hooks, Admit: p.Admit, Deploy: p.Deploy, Registerer: p.Registerer, Gatherer: p.Gatherer,
 					AgentRPC: p.Gateway, AgentToken: p.AgentToken})
-				p.Deploy.UseSessions(srv)
 				p.Deploy.UseLoad(srv)
 				return srv, nil
 			}}, func(i manager.DevInfo) { ready <- i })
@@ -772,8 +771,7 @@ func TestTwoManagersBothProxy(t *testing.T) {
 					return nil, err
 				}
 				srv := api.New(api.Config{}, api.Deps{Store: p.Store, Sessions: p.Coordinator, Slots: p.Slots,
-					Plugins: p.Plugins, Hooks: p.Hooks, Deploy: p.Deploy, AgentRPC: p.Gateway, AgentToken: p.AgentToken})
-				p.Deploy.UseSessions(srv)
+					Plugins: p.Plugins, Hooks: p.Hooks, Admit: p.Admit, Deploy: p.Deploy, AgentRPC: p.Gateway, AgentToken: p.AgentToken})
 				p.Deploy.UseLoad(srv)
 				return srv, nil
 			}})

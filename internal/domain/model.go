@@ -255,6 +255,11 @@ const (
 	RoleSub  = "sub"
 )
 
+// KernelIDOf names the kernel at cluster index idx of session s. Every
+// attempt's kernels are named so: a session's at admission, a requeued
+// attempt's after its new session.
+func KernelIDOf(s SessionID, idx int) KernelID { return KernelID(fmt.Sprintf("%s-k%d", s, idx)) }
+
 // Kernel is one container or process of a session.
 type Kernel struct {
 	ID              KernelID

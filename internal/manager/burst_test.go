@@ -264,14 +264,13 @@ func devUserAPI(p manager.Parts, admin string) (http.Handler, error) {
 		return nil, err
 	}
 	srv := api.New(api.Config{}, api.Deps{Store: p.Store, Sessions: p.Coordinator, Slots: p.Slots, Plugins: p.Plugins,
-		Hooks: p.Hooks, AgentRPC: p.Gateway, AgentToken: p.AgentToken, Logs: p.Agents.Logs, Gatherer: p.Gatherer,
+		Hooks: p.Hooks, Admit: p.Admit, AgentRPC: p.Gateway, AgentToken: p.AgentToken, Logs: p.Agents.Logs, Gatherer: p.Gatherer,
 		Registerer: p.Registerer, Deploy: p.Deploy,
 		Ready: func(ctx context.Context) error {
 			_, err := p.Store.ListResourceGroups(ctx)
 			return err
 		},
 		Estimate: simulate.Estimator(p.Store, p.Slots, coordinator.SystemClock{})})
-	p.Deploy.UseSessions(srv)
 	p.Deploy.UseLoad(srv)
 	return web.Mount(srv), nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sokovan-go/sokovan/internal/admit"
 	"github.com/sokovan-go/sokovan/internal/agentgw"
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/config"
@@ -71,8 +72,10 @@ type Parts struct {
 	Gatherer   prometheus.Gatherer
 	Registerer prometheus.Registerer
 	AgentToken string
-	// Deploy drives model-serving deployments; the user API gives it the
-	// session path (UseSessions).
+	// Admit admits sessions; the user API and the deployments' routes
+	// share it.
+	Admit *admit.Admitter
+	// Deploy drives model-serving deployments.
 	Deploy *deploy.Controller
 }
 
@@ -142,9 +145,11 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	coord := coordinator.New(deps, cfg.Coordinator)
 	sampler := NewSampler(st, deps.Lease, nil, cfg.Log)
 	gw := agentgw.New(st, coord, slots, cfg.AgentToken, nil, cfg.Log)
-	deployer := deploy.New(deploy.Deps{Store: st, Lease: deps.Lease, Log: cfg.Log, Registerer: reg}, cfg.Deploy)
+	admitter := admit.New(admit.Deps{Store: st, Slots: slots, Hooks: hooks, Marker: coord}, admit.Config{})
+	deployer := deploy.New(deploy.Deps{Store: st, Admit: admitter, Sessions: coord, Lease: deps.Lease, Log: cfg.Log,
+		Registerer: reg}, cfg.Deploy)
 	m := &Manager{Parts: Parts{Store: st, Coordinator: coord, Slots: slots, Plugins: plugins, Hooks: hooks, Agents: agents,
-		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken, Deploy: deployer}, gw: gw, lease: lease, source: source, etcd: etcd, leader: leader, log: cfg.Log, cfg: cfg, sampler: sampler}
+		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken, Admit: admitter, Deploy: deployer}, gw: gw, lease: lease, source: source, etcd: etcd, leader: leader, log: cfg.Log, cfg: cfg, sampler: sampler}
 	if cfg.Events != "" {
 		host, _ := os.Hostname()
 		m.bus, err = events.OpenRedis(ctx, events.RedisConfig{URL: cfg.Events, Stream: cfg.EventsStream,

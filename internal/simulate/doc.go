@@ -16,15 +16,18 @@
 // when each queued session starts; the manager hands Estimator to its API
 // for why's estimated_start.
 //
-// Time limits take the production path: a workload's time_limit_s is the
-// session's time limit (through its type's OnSchedule hook, as at submit),
-// and the coordinator's EndDue ends it; the loop only wakes at each
-// limit's instant so the end is exact rather than at the next sweep.
+// Submissions take the production path: each workload session is
+// admitted by internal/admit as the API admits a request (defaults, type
+// rules, hooks, max_slots, and max_pending_sessions counted by the store),
+// and a refusal is counted as REJECTED. A workload's time_limit_s is the
+// session's time limit (through its type's OnSchedule hook, in
+// admission), and the coordinator's EndDue ends it; the loop only wakes at
+// each limit's instant so the end is exact rather than at the next sweep.
 //
 // agents.go is the one file that speaks the coordinator's agent port and
 // the runtimes' and kernel state engine's event types.
 //
-// It may import internal/coordinator, internal/hook, internal/scheduler, internal/store
+// It may import internal/admit, internal/coordinator, internal/hook, internal/scheduler, internal/store
 // (and store/sqlite), internal/agent/runtime (and runtime/sim),
 // internal/kernelstate and internal/domain. Nothing imports it except
 // cmd/sokovan.

@@ -45,8 +45,8 @@ type Variant struct {
 	Name     string   `json:"name"`
 	Settings []string `json:"settings"`
 	// Status counts sessions by how they ended: the store's terminal
-	// statuses, REJECTED (refused at submit, as the API would with 400
-	// or 429), UNFINISHED (still live when the run stopped) and
+	// statuses, REJECTED (refused at submit by the API's admission, as the
+	// API would with 400, 409 or 429), UNFINISHED (still live when the run stopped) and
 	// NOT_SUBMITTED (after the horizon).
 	Status      map[string]int `json:"status"`
 	TimeLimited int            `json:"time_limited"`

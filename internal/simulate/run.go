@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/admit"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -132,7 +133,7 @@ type runner struct {
 	// limits are the sessions' time limits as submitted (the workload's,
 	// or the group's default), by workload index.
 	limits    []time.Duration
-	hooks     *hook.Registry
+	admit     *admit.Admitter
 	cycles    int
 	lastSweep time.Time
 	progress  time.Time
@@ -167,14 +168,17 @@ func (r *runner) setUp(ctx context.Context, cl Cluster) error {
 	return nil
 }
 
-// start makes the coordinator, once the store holds the cluster.
+// start makes the coordinator and admission, once the store holds the
+// cluster.
 func (r *runner) start() {
-	r.hooks = hook.Standard()
+	hooks := hook.Standard()
 	r.c = coordinator.New(coordinator.Deps{Store: r.st, Agents: r.fleet, Scheduler: scheduler.New(scheduler.NewRegistry()),
-		Slots: r.reg, Clock: r.clock, Hooks: r.hooks}, coordinator.Config{HeartbeatTimeout: heartbeatNever,
+		Slots: r.reg, Clock: r.clock, Hooks: hooks}, coordinator.Config{HeartbeatTimeout: heartbeatNever,
 		// Simulated agents answer at once; calls made in turn keep a run
 		// repeatable.
 		CallWait: -1})
+	r.admit = admit.New(admit.Deps{Store: &fixedCluster{Store: r.st}, Slots: r.reg, Hooks: hooks, Clock: r.clock,
+		Marker: r.c}, admit.Config{})
 	r.lastSweep = r.clock.Now()
 	r.limits = make([]time.Duration, len(r.w.Sessions))
 	for i, s := range r.w.Sessions {
@@ -291,7 +295,7 @@ func (r *runner) settle(ctx context.Context) error {
 		if err := r.fleet.collect(ctx); err != nil {
 			return err
 		}
-		n, err := r.tr.read(ctx, r.st, r.owner)
+		n, err := r.tr.read(ctx, r.st)
 		if err != nil {
 			return err
 		}
@@ -313,79 +317,49 @@ func (r *runner) owner(i int) domain.Owner {
 	return domain.Owner{User: s.User, Project: s.Project, Domain: "default"}
 }
 
-// submit creates a session as POST /v1/sessions does: the same defaults
-// and the same refusals (type not run by the group, below the group's
-// minimum, unknown dependency, max_pending_sessions), then the store's
-// CreateSession. A refused session is counted, not an error: the API
-// would have answered 400 or 429 and the user gone away.
+// submit creates a session as POST /v1/sessions does, through the same
+// admission (internal/admit): the same defaults, the same refusals (type
+// not run by the group, below the group's minimum, a dependency that was
+// itself refused, max_slots over the whole session, max_pending_sessions
+// counted by the store), then the store's CreateSession. A refused
+// session is counted, not an error: the API would have answered 400, 409
+// or 429 and the user gone away.
 func (r *runner) submit(ctx context.Context, i int, now time.Time) error {
 	s := r.w.Sessions[i]
 	rec := &r.tr.recs[i]
 	rec.submitted = true
-	refuse := func(why string) error {
-		rec.rejected, rec.status, rec.end = why, "REJECTED", now.Sub(r.origin)
+	req := admit.Request{ID: domain.SessionID(s.ID), Owner: r.owner(i), Name: s.ID, Type: s.Type,
+		Image: "exit:" + strconv.Itoa(s.ExitCode), Resources: s.Resources, ClusterMode: s.ClusterMode,
+		ClusterSize: &s.ClusterSize, Priority: s.Priority, ResourceGroup: GroupName, DependsOn: s.DependsOn,
+		Resolve: r.dependency, Preemptible: s.Preemptible, Requeue: s.Requeue,
+		Env: map[string]string{"SOKOVAN_EXIT_AFTER": strconv.FormatFloat(seconds(s.Duration).Seconds(), 'f', -1, 64)}}
+	if lim := seconds(s.TimeLimit); lim > 0 {
+		req.TimeLimit = lim.String() // exact: ParseDuration reads back what String writes
+	}
+	sess, err := r.admit.Admit(ctx, req)
+	var refused *admit.Error
+	if errors.As(err, &refused) {
+		rec.rejected, rec.status, rec.end = refused.Error(), "REJECTED", now.Sub(r.origin)
 		r.tr.ended++
 		return nil
 	}
-	g := r.su.group
-	typ := domain.SessionType(s.Type)
-	if !g.Allows(typ) {
-		return refuse("type: the group does not run " + s.Type + " sessions")
-	}
-	limited := domain.Session{Type: typ, TimeLimit: seconds(s.TimeLimit)}
-	if err := r.hooks.For(typ).OnSchedule(&limited, g); err != nil {
-		return refuse(err.Error())
-	}
-	r.limits[i] = limited.TimeLimit
-	req, _ := r.reg.ParseSlots(s.Resources) // validated with the workload
-	full, below := g.CompleteRequest(r.reg, req, func(id domain.SlotID) bool {
-		_, named := s.Resources[r.reg.Type(id).Name]
-		return named
-	})
-	if below != nil {
-		return refuse("resources." + r.reg.Type(below.Slot).Name + ": below the group's minimum")
-	}
-	deps := make([]domain.SessionID, len(s.DependsOn))
-	for j, d := range s.DependsOn {
-		if r.tr.recs[r.tr.idx[domain.SessionID(d)]].rejected != "" {
-			return refuse("depends_on: no such session " + d)
-		}
-		deps[j] = domain.SessionID(d)
-	}
-	owner := r.owner(i)
-	keys := ownerKeys(owner)
-	for _, p := range r.su.policies {
-		if p.MaxPendingSessions == 0 {
-			continue
-		}
-		k := string(p.Scope) + "/" + p.Name
-		if (k == keys[0] || k == keys[1] || k == keys[2]) && r.tr.pending[k] >= p.MaxPendingSessions {
-			return refuse("max_pending_sessions of " + k)
-		}
-	}
-	rec.req, rec.total = full, full.Scale(s.ClusterSize)
-	rec.requeue = s.Requeue
-	id := domain.SessionID(s.ID)
-	image := "exit:" + strconv.Itoa(s.ExitCode)
-	sess := domain.Session{ID: id, Name: s.ID, Owner: owner, Type: typ, Image: image, Architecture: "x86_64",
-		ResourceGroup: GroupName, ClusterMode: domain.ClusterMode(s.ClusterMode), ClusterSize: s.ClusterSize,
-		Priority: *s.Priority, Requested: full, Status: domain.SessionPending, CreatedAt: now, StatusChangedAt: now,
-		DependsOn: deps, TimeLimit: limited.TimeLimit, Preemptible: *s.Preemptible, Requeue: s.Requeue, Env: map[string]string{"SOKOVAN_EXIT_AFTER": strconv.FormatFloat(seconds(s.Duration).Seconds(), 'f', -1, 64)}}
-	kernels := make([]domain.Kernel, s.ClusterSize)
-	for k := range kernels {
-		role := domain.RoleSub
-		if k == 0 {
-			role = domain.RoleMain
-		}
-		kernels[k] = domain.Kernel{ID: domain.KernelID(fmt.Sprintf("%s-k%d", id, k)), SessionID: id, ClusterRole: role,
-			ClusterIdx: k, Image: image, Architecture: "x86_64", Requested: full.Clone(), Status: domain.KernelPending,
-			StatusChangedAt: now}
-	}
-	if err := r.st.CreateSession(ctx, sess, kernels); err != nil {
+	if err != nil {
 		return fmt.Errorf("submit %s: %w", s.ID, err)
 	}
-	r.c.Mark()
+	r.limits[i] = sess.TimeLimit
+	rec.req, rec.total = sess.Requested, sess.Requested.Scale(s.ClusterSize)
+	rec.requeue = s.Requeue
 	return nil
+}
+
+// dependency finds a session of the workload that a later one depends on;
+// one that was refused was never stored.
+func (r *runner) dependency(ctx context.Context, ref string) (domain.SessionID, error) {
+	_, err := r.st.GetSession(ctx, domain.SessionID(ref))
+	if errors.Is(err, store.ErrNotFound) {
+		return "", &admit.Error{Class: admit.BadRequest, Message: fmt.Sprintf("no such session %s", ref)}
+	}
+	return domain.SessionID(ref), err
 }
 
 // report1 writes a progress line at most once a wall-clock second (the

@@ -156,6 +156,29 @@ func TestSimulateTimeLimitAndRefusals(t *testing.T) {
 	}
 }
 
+// The owner's policies refuse at submission as the API's admission does:
+// a session asking in all for more than max_slots could never run, and
+// max_pending_sessions counts every PENDING session the store holds,
+// those submitted at the same instant included.
+func TestSimulatePolicyRefusals(t *testing.T) {
+	t.Parallel()
+	// big: 2 kernels × 4 cpu = 8 cpu in all, over the max of 6 (each
+	// kernel alone is within it). At 10 s a holds the agent, so b waits
+	// PENDING and c, the same instant's second session of u2, finds u2's
+	// one place taken.
+	w := workload(t, `{"id":"big","submit_s":0,"user":"u1","resources":{"cpu":"4","mem":"1g"},"cluster_size":2,"duration_s":10}
+{"id":"a","submit_s":0,"user":"u2","resources":{"cpu":"6","mem":"1g"},"duration_s":100}
+{"id":"b","submit_s":10,"user":"u2","resources":{"cpu":"6","mem":"1g"},"duration_s":10}
+{"id":"c","submit_s":10,"user":"u2","resources":{"cpu":"6","mem":"1g"},"duration_s":10}
+`)
+	v := run(t, w, cluster(t, "agents=1,cpu=6,mem=16g"), setting(t, "user.max_slots.cpu=6"),
+		setting(t, "user.max_pending_sessions=1"))
+	want := map[string]int{"TERMINATED": 2, "REJECTED": 2}
+	if diff := cmp.Diff(want, v.Status); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+}
+
 // A high-priority session preempts the low one holding the only agent: lo
 // runs 0–30 s and is preempted (30 s of work lost), hi runs 30–40 s, and
 // lo's new attempt runs its whole 100 s again, 40–140 s. Without

@@ -49,8 +49,6 @@ type tracker struct {
 	ended int
 	// started lists sessions that just reached RUNNING, for time limits.
 	started []int
-	// pending counts PENDING sessions by owner, for max_pending_sessions.
-	pending map[string]int
 	// preempted counts preemptions and workLost the run time they threw
 	// away, read from the victims' move to TERMINATING.
 	preempted int
@@ -60,20 +58,15 @@ type tracker struct {
 }
 
 func newTracker(origin time.Time, n int) *tracker {
-	t := &tracker{origin: origin, idx: make(map[domain.SessionID]int, n), recs: make([]record, n),
-		pending: map[string]int{}}
+	t := &tracker{origin: origin, idx: make(map[domain.SessionID]int, n), recs: make([]record, n)}
 	for i := range t.recs {
 		t.recs[i].start, t.recs[i].end = -1, -1
 	}
 	return t
 }
 
-func ownerKeys(o domain.Owner) [3]string {
-	return [3]string{"user/" + o.User, "project/" + o.Project, "domain/" + o.Domain}
-}
-
 // read takes the changes made since the last read and reports how many.
-func (t *tracker) read(ctx context.Context, st store.Store, owners func(int) domain.Owner) (int, error) {
+func (t *tracker) read(ctx context.Context, st store.Store) (int, error) {
 	changes, err := st.Changes(ctx, store.ChangeFilter{After: t.lastPos})
 	if err != nil {
 		return 0, fmt.Errorf("read the change feed: %w", err)
@@ -101,16 +94,7 @@ func (t *tracker) read(ctx context.Context, st store.Store, owners func(int) dom
 			}
 			continue
 		}
-		if ch.From == domain.SessionPending.String() {
-			for _, k := range ownerKeys(owners(i)) {
-				t.pending[k]--
-			}
-		}
 		switch ch.To {
-		case domain.SessionPending.String():
-			for _, k := range ownerKeys(owners(i)) {
-				t.pending[k]++
-			}
 		case domain.SessionRunning.String():
 			r.run = at
 			if r.start < 0 {

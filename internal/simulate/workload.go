@@ -12,18 +12,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/admit"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
-// The API's limits (internal/api: MaxClusterSize, MinPriority, MaxPriority,
-// DefaultPriority). They are repeated rather than imported so this package
-// does not depend on the HTTP layer; a workload the API would refuse is
-// refused here too.
+// A workload is checked against admission's limits when it is read, so a
+// bad line is reported with its line number rather than counted as
+// refused.
 const (
-	maxClusterSize  = 64
-	minPriority     = 0
-	maxPriority     = 100
-	defaultPriority = 10
+	maxClusterSize  = admit.MaxClusterSize
+	minPriority     = admit.MinPriority
+	maxPriority     = admit.MaxPriority
+	defaultPriority = admit.DefaultPriority
 	maxIDLen        = 64
 	// maxSeconds bounds every time field, so a duration cannot overflow
 	// time.Duration (about 292 years) once converted.

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/sokovan-go/sokovan/internal/admit"
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/deploy"
@@ -36,9 +37,9 @@ func startDeployDash(t *testing.T) *dash {
 	}
 	port, _ := strconv.Atoi(portStr)
 	d := startDash(t, apitest.Options{ServicePorts: []domain.ServicePort{{Name: "http", Protocol: "http", Host: "127.0.0.1", Port: port}}})
-	ctrl := deploy.New(deploy.Deps{Store: d.Store}, deploy.Config{Interval: 100 * time.Millisecond,
-		DrainGrace: 300 * time.Millisecond, EvictionGrace: 300 * time.Millisecond})
-	ctrl.UseSessions(d.Server)
+	adm := admit.New(admit.Deps{Store: d.Store, Slots: d.Slots, Marker: d.Coordinator}, admit.Config{})
+	ctrl := deploy.New(deploy.Deps{Store: d.Store, Admit: adm, Sessions: d.Coordinator}, deploy.Config{
+		Interval: 100 * time.Millisecond, DrainGrace: 300 * time.Millisecond, EvictionGrace: 300 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

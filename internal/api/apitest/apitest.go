@@ -20,6 +20,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sokovan-go/sokovan/internal/admit"
 	"github.com/sokovan-go/sokovan/internal/api"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
@@ -154,14 +155,18 @@ func New(t testing.TB, opts Options) *Manager {
 	if opts.Estimate {
 		deps.Estimate = simulate.Estimator(st, reg, coordinator.SystemClock{})
 	}
+	// One admitter for the API and the deployments' routes, as a manager
+	// shares one.
+	deps.Admit = admit.New(admit.Deps{Store: st, Slots: reg, Marker: co},
+		admit.Config{DefaultGroup: opts.API.DefaultGroup, DefaultArchitecture: opts.API.DefaultArchitecture})
 	var ctl *deploy.Controller
 	if opts.Deployments {
-		ctl = deploy.New(deploy.Deps{Store: st, Registerer: metrics}, deploy.Config{Interval: 20 * time.Millisecond})
+		ctl = deploy.New(deploy.Deps{Store: st, Admit: deps.Admit, Sessions: co, Registerer: metrics},
+			deploy.Config{Interval: 20 * time.Millisecond})
 		deps.Deploy = ctl
 	}
 	srv := api.New(opts.API, deps)
 	if ctl != nil {
-		ctl.UseSessions(srv)
 		ctl.UseLoad(srv)
 	}
 	admin := api.NewToken()

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -123,7 +122,7 @@ func (s *Store) requeue(ctx context.Context, tx txn, p framework.Preemption, now
 	}
 	fresh := make([]domain.Kernel, len(kernels))
 	for i, k := range kernels {
-		fresh[i] = domain.Kernel{ID: domain.KernelID(fmt.Sprintf("%s-k%d", clone.ID, i)), SessionID: clone.ID,
+		fresh[i] = domain.Kernel{ID: domain.KernelIDOf(clone.ID, i), SessionID: clone.ID,
 			ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, Image: k.Image, Architecture: k.Architecture,
 			Requested: k.Requested}
 	}

@@ -1,0 +1,308 @@
+package admit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
+)
+
+// ParseSlots reads a slot name → quantity map given at field. A slot not
+// named is zero, or with unlimited, unlimited: a policy's max_slots reads
+// this way. The API reads groups' and policies' slots with it too, so a
+// quantity is refused in one wording wherever it is written.
+func ParseSlots(reg *domain.Registry, field string, m map[string]string, unlimited bool) (domain.Vec, *Error) {
+	v := reg.NewVec()
+	if unlimited {
+		v = domain.Unlimited(reg.Len())
+	}
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		f := field + "." + name
+		id, ok := reg.Lookup(name)
+		if !ok {
+			var known []string
+			for _, t := range reg.Types() {
+				known = append(known, t.Name)
+			}
+			return nil, invalid(f, "unknown slot type %q (known: %s)", name, strings.Join(known, ", "))
+		}
+		q, err := domain.ParseQuantity(reg.Type(id).Kind, m[name])
+		if err != nil {
+			return nil, invalid(f, "%v", err)
+		}
+		v[id] = q
+	}
+	return v, nil
+}
+
+// cleanText refuses text that a person did not type: control characters
+// (NUL among them, which PostgreSQL cannot store) and over-long values.
+func cleanText(field, s string, maxLen int) *Error {
+	if len(s) > maxLen {
+		return invalid(field, "is longer than %d bytes", maxLen)
+	}
+	if !utf8.ValidString(s) {
+		return invalid(field, "is not valid UTF-8")
+	}
+	for _, c := range s {
+		if unicode.IsControl(c) {
+			return invalid(field, "holds a control character")
+		}
+	}
+	return nil
+}
+
+// validID reports whether s can be an identifier at all; one that cannot
+// is refused as missing without asking the store.
+func validID(s string) bool {
+	if s == "" || len(s) > 128 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, c := range s {
+		if unicode.IsControl(c) || unicode.IsSpace(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func checkCommand(cmd []string) *Error {
+	if len(cmd) > maxCommandArgs {
+		return invalid("command", "has more than %d arguments", maxCommandArgs)
+	}
+	total := 0
+	for i, a := range cmd {
+		total += len(a)
+		if strings.ContainsRune(a, 0) {
+			return invalid(fmt.Sprintf("command[%d]", i), "holds a NUL byte")
+		}
+	}
+	if total > maxCommandLen {
+		return invalid("command", "is longer than %d bytes", maxCommandLen)
+	}
+	return nil
+}
+
+func checkEnv(env map[string]string) *Error {
+	if len(env) > maxEnvVars {
+		return invalid("env", "has more than %d variables", maxEnvVars)
+	}
+	total := 0
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if err := domain.CheckUserEnvName(k); err != nil {
+			return invalid("env."+k, "%v", err)
+		}
+		if v := env[k]; len(v) > maxEnvValueLen || strings.ContainsRune(v, 0) {
+			return invalid("env."+k, "must be at most %d bytes without NUL", maxEnvValueLen)
+		}
+		total += len(k) + len(env[k]) + 2
+	}
+	if total > maxEnvTotal {
+		return invalid("env", "is %d bytes in all, more than %d", total, maxEnvTotal)
+	}
+	return nil
+}
+
+// checkImage refuses an image that no agent of the group could ever run:
+// every agent there runs only the images of its catalog (the process
+// runtime), and none has this one. An agent that pulls from registries
+// (docker) may run any image, and a group without agents may yet get one
+// that can, so neither is refused: only a certain failure is.
+func checkImage(agents []domain.Agent, group, image string) *Error {
+	if len(agents) == 0 {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, a := range agents {
+		if a.MayRun(image) {
+			return nil
+		}
+		for _, c := range a.Catalog {
+			known[c] = true
+		}
+	}
+	names := make([]string, 0, len(known))
+	for c := range known {
+		names = append(names, strings.ReplaceAll(c, "*", "…"))
+	}
+	slices.Sort(names)
+	return invalid("image", "no agent of resource group %s can run image %q: its agents run only the images they "+
+		"know (%s)", group, image, strings.Join(names, ", "))
+}
+
+// wholeDevices refuses a fraction of a slot that an agent of the group
+// hands out as whole devices: a kernel cannot be given half of one, and
+// placement would round it up to a whole device the quota never charged.
+// Fractions are what cuda.shares is for.
+func wholeDevices(reg *domain.Registry, agents []domain.Agent, group string, req domain.Vec) *Error {
+	for _, a := range agents {
+		for _, d := range a.Devices {
+			id, ok := reg.Lookup(d.Slot)
+			if !ok || reg.Type(id).Kind == domain.KindShares {
+				continue
+			}
+			if q := req.At(id); q%domain.WholeShare != 0 {
+				return invalid("resources."+d.Slot, "must be a whole number: resource group %s hands out %s as whole devices, "+
+					"not %s (ask for cuda.shares to share a device)", group, d.Slot, reg.Format(id, q))
+			}
+		}
+	}
+	return nil
+}
+
+// dependencies resolves the sessions the request depends on, each once.
+// A reference the resolver refuses is the submitter's to fix, at its
+// field.
+func dependencies(ctx context.Context, req Request) ([]domain.SessionID, error) {
+	if len(req.DependsOn) > maxListItems {
+		return nil, invalid("depends_on", "lists more than %d sessions", maxListItems)
+	}
+	out := make([]domain.SessionID, 0, len(req.DependsOn))
+	if len(req.DependsOn) > 0 && req.Resolve == nil {
+		return nil, errors.New("admit: a request with dependencies needs a resolver")
+	}
+	for i, ref := range req.DependsOn {
+		f := fmt.Sprintf("depends_on[%d]", i)
+		id, err := req.Resolve(ctx, ref)
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, invalid(f, "%s", e.Message)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(out, id) {
+			return nil, invalid(f, "session %q (%s) is listed twice", ref, id)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// designated checks the agents a request restricts placement to: each
+// named once, existing, and in the session's group.
+func (a *Admitter) designated(ctx context.Context, group string, ids []string) ([]domain.AgentID, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if len(ids) > maxListItems {
+		return nil, invalid("designated_agents", "lists more than %d agents", maxListItems)
+	}
+	want := make([]domain.AgentID, 0, len(ids))
+	for i, id := range ids {
+		f := fmt.Sprintf("designated_agents[%d]", i)
+		if !validID(id) {
+			return nil, invalid(f, "no such agent %q", id)
+		}
+		if slices.Contains(want, domain.AgentID(id)) {
+			return nil, invalid(f, "agent %q is listed twice", id)
+		}
+		want = append(want, domain.AgentID(id))
+	}
+	found, err := a.store.ListAgents(ctx, store.AgentFilter{IDs: want})
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[domain.AgentID]domain.Agent, len(found))
+	for _, ag := range found {
+		byID[ag.ID] = ag
+	}
+	for i, id := range want {
+		f := fmt.Sprintf("designated_agents[%d]", i)
+		ag, ok := byID[id]
+		if !ok {
+			return nil, invalid(f, "no such agent %q", id)
+		}
+		if ag.ResourceGroup != group {
+			return nil, invalid(f, "agent %s is in resource group %s, not %s", id, ag.ResourceGroup, group)
+		}
+	}
+	return want, nil
+}
+
+// checkCommandRunnable refuses a command when the group has agents and none
+// of them runs a session's own command: placed there, the session would be
+// refused by its agent at start and cancelled, after the wait in the queue.
+// A group with no agents yet accepts it, as it accepts any session to wait
+// for agents.
+func checkCommandRunnable(agents []domain.Agent, group string, cmd []string) *Error {
+	if len(cmd) == 0 {
+		return nil
+	}
+	if len(agents) == 0 || slices.ContainsFunc(agents, func(a domain.Agent) bool { return a.AllowsCommand }) {
+		return nil
+	}
+	return invalid("command", "no agent of resource group %s runs a session's own command (an agent allows it "+
+		"with `sokovan agent run --allow-command`); leave command out to run the image's own", group)
+}
+
+// policies returns the policies of the owner's user, project and domain
+// that exist, in that order.
+func (a *Admitter) policies(ctx context.Context, o domain.Owner) ([]domain.Policy, error) {
+	var out []domain.Policy
+	for _, c := range []struct {
+		scope domain.PolicyScope
+		name  string
+	}{
+		{domain.ScopeUser, o.User},
+		{domain.ScopeProject, o.Project},
+		{domain.ScopeDomain, o.Domain},
+	} {
+		if c.name == "" {
+			continue
+		}
+		p, err := a.store.GetPolicy(ctx, c.scope, c.name)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// pendingCaps returns the policies' max_pending_sessions as limits for the
+// store to keep.
+func pendingCaps(policies []domain.Policy) []store.PendingLimit {
+	var caps []store.PendingLimit
+	for _, p := range policies {
+		if p.MaxPendingSessions > 0 {
+			caps = append(caps, store.PendingLimit{Scope: p.Scope, Name: p.Name, Max: p.MaxPendingSessions})
+		}
+	}
+	return caps
+}
+
+// hardLimits refuses a session that asks, all kernels together, for more
+// of a slot than a policy over its owner allows at once: it could never
+// be scheduled, however long it waited.
+func (a *Admitter) hardLimits(sess domain.Session, policies []domain.Policy) *Error {
+	total := sess.Requested.Scale(sess.ClusterSize)
+	for _, p := range policies {
+		for i := range min(len(total), len(p.MaxSlots)) {
+			id := domain.SlotID(i)
+			limit := p.MaxSlots.At(id)
+			if limit == domain.MaxQuantity || total.At(id) <= limit {
+				continue
+			}
+			t := a.slots.Type(id)
+			all := ""
+			if sess.ClusterSize > 1 {
+				all = fmt.Sprintf(" (%d kernels × %s)", sess.ClusterSize, a.slots.Format(id, sess.Requested.At(id)))
+			}
+			return invalid("resources."+t.Name, "the session asks for %s %s in all%s, more than %s %s's policy allows "+
+				"at once (max_slots %s=%s): it could never run; ask for less, or have an admin raise the limit",
+				a.slots.Format(id, total.At(id)), t.Name, all, p.Scope, p.Name, t.Name, a.slots.Format(id, limit))
+		}
+	}
+	return nil
+}
