@@ -119,6 +119,12 @@ install_chromium() {
 slurm_up() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
 
 start_slurm() {
+  # sbatch --export=NONE has slurmd load the job user's login environment
+  # (su - root), and on these machines root's .bashrc runs pyenv, whose
+  # rehash waits 60 s on a lock a killed rehash left behind: every job
+  # launch then stalls past the tests' bounds. A lock older than a minute
+  # is such a leftover.
+  find "${HOME:-/root}/.pyenv/shims" -maxdepth 1 -name .pyenv-shim -mmin +1 -delete 2>/dev/null || true
   if slurm_up && sinfo -h -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then return; fi
   if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1; then
     apt-get update -qq
