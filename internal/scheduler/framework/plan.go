@@ -201,8 +201,12 @@ func (b Blocker) Message(reg *domain.Registry) string {
 			devices = "; " + b.Detail
 		}
 		if b.ExceedsCapacity() {
-			return fmt.Sprintf("requests %s %s, more than any agent has in total (largest: %s); waiting for a larger agent%s",
-				q(b.Requested), b.Slot, q(b.Capacity), devices)
+			// Admission refuses what no agent could ever hold, so such a
+			// session was admitted while the group might grow (it had no
+			// agents, or one since gone): it is the agents of now that
+			// cannot hold it.
+			return fmt.Sprintf("requests %s %s, more than any agent has in total (largest: %s): it can never fit the agents "+
+				"the group has now; waiting for a larger agent%s", q(b.Requested), b.Slot, q(b.Capacity), devices)
 		}
 		return fmt.Sprintf("%s %s: requested %s, at most %s free on any eligible agent%s", prefix, b.Slot, q(b.Requested), q(b.Available), devices)
 	case BlockNoAgents:
