@@ -707,6 +707,12 @@ func blockerHint(b v1.Blocker) string {
 	case "concurrency":
 		return fmt.Sprintf("wait for a running session of %s %s to end, or have an admin raise max_concurrent_sessions", owner, name)
 	case "capacity", "gang":
+		// framework.MembersSlot: a job's gang short of members waits for
+		// its submitter, and no resources freed would start it.
+		if b.Kind == "gang" && b.Slot == "members" {
+			return fmt.Sprintf("submit the job's other members (sokovan session create --job %s …); freeing resources "+
+				"will not start it", name)
+		}
 		if b.ExceedsCapacity {
 			return "no agent is that large: ask for less per kernel, or add a larger agent"
 		}

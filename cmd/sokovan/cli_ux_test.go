@@ -216,6 +216,16 @@ func TestCLIWaitBlocked(t *testing.T) {
 	m := apitest.New(t, apitest.Options{})
 	c := newCLI(t, m)
 	alice := m.User("alice", "user", "p1")
+	// Admission refuses what no agent could ever hold: a cordoned agent
+	// large enough keeps 64 cpu admitted, and waiting.
+	big, err := m.Slots.ParseSlots(map[string]string{"cpu": "64", "mem": "64g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Store.RegisterAgent(t.Context(), domain.Agent{ID: "cordoned", ResourceGroup: "default",
+		Address: "127.0.0.1:0", Architecture: "x86_64", Capacity: big}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 
 	r := c.run(alice, "session", "create", "--image", "sleep", "--cpu", "64", "--name", "huge", "--wait", "--timeout", "2s")
 	if r.code == 0 || !strings.Contains(r.stdout, "  blocked: capacity") ||

@@ -346,6 +346,9 @@ func (a *Admitter) Build(ctx context.Context, req Request) (domain.Session, []do
 	if e := wholeDevices(a.slots, groupAgents, g.Name, full); e != nil {
 		return fail(e)
 	}
+	if e := fitsSomeAgent(a.slots, groupAgents, g.Name, full); e != nil {
+		return fail(e)
+	}
 
 	deps, err := dependencies(ctx, req)
 	if err != nil {

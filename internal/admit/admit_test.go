@@ -132,6 +132,18 @@ func slots(t *testing.T, reg *domain.Registry, m map[string]string) domain.Vec {
 
 func ptr[T any](v T) *T { return &v }
 
+// capacity is an agent's capacity from slot, quantity pairs.
+func capacity(t *testing.T, kv ...string) domain.Vec {
+	t.Helper()
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return slots(t, domain.DefaultRegistry(), m)
+}
+
+func cpu8(t *testing.T) domain.Vec { t.Helper(); return capacity(t, "cpu", "8", "mem", "16g") }
+
 // TestBuildFillsDefaults: what a request leaves out comes from the
 // manager's defaults, the type and the group.
 func TestBuildFillsDefaults(t *testing.T) {
@@ -164,7 +176,7 @@ func TestBuildFillsDefaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			st := *st
-			st.agents = []domain.Agent{{ID: "a1", ResourceGroup: "default"}}
+			st.agents = []domain.Agent{{ID: "a1", ResourceGroup: "default", Capacity: cpu8(t)}}
 			a, reg := newAdmitter(&st, new(marks))
 			req := request()
 			tt.req(&req)
@@ -252,6 +264,47 @@ func TestBuildRefuses(t *testing.T) {
 				Devices: []domain.Device{{ID: "cuda:0", Slot: "cuda.device"}}}}
 		}, req: func(r *admit.Request) { r.Resources = map[string]string{"cuda.device": "0.5"} }, field: "resources.cuda.device",
 			msg: "must be a whole number: resource group default hands out cuda.device as whole devices, not 0.5 …"},
+		// The process runtime's exit:N takes 0 to 255 only.
+		{name: "exit code out of range", setup: func(m *memStore) {
+			m.agents = []domain.Agent{{ID: "a1", ResourceGroup: "default", Capacity: cpu8(t), Catalog: []string{"exit:{0-255}", "sleep"}}}
+		}, req: func(r *admit.Request) { r.Image = "exit:256" }, field: "image",
+			msg: `no agent of resource group default can run image "exit:256": its agents run only the images they know (exit:{0-255}, sleep)`},
+		{name: "negative exit code", setup: func(m *memStore) {
+			m.agents = []domain.Agent{{ID: "a1", ResourceGroup: "default", Capacity: cpu8(t), Catalog: []string{"exit:{0-255}", "sleep"}}}
+		}, req: func(r *admit.Request) { r.Image = "exit:-1" }, field: "image", msg: `no agent of resource group default can run image "exit:-1": …`},
+		{name: "exit without a code", setup: func(m *memStore) {
+			m.agents = []domain.Agent{{ID: "a1", ResourceGroup: "default", Capacity: cpu8(t), Catalog: []string{"exit:{0-255}", "sleep"}}}
+		}, req: func(r *admit.Request) { r.Image = "exit:" }, field: "image", msg: `no agent of resource group default can run image "exit:": …`},
+		// The larger agent has 2 cpu; the TERMINATED one's 64 count for
+		// nothing.
+		{name: "more cpu than any agent has", setup: func(m *memStore) {
+			m.agents = []domain.Agent{
+				{ID: "a1", ResourceGroup: "default", Capacity: capacity(t, "cpu", "1", "mem", "8g")},
+				{ID: "a2", ResourceGroup: "default", Capacity: capacity(t, "cpu", "2", "mem", "8g")},
+				{ID: "a3", ResourceGroup: "default", Status: domain.AgentTerminated, Capacity: capacity(t, "cpu", "64", "mem", "8g")},
+			}
+		}, req: func(r *admit.Request) { r.Resources = map[string]string{"cpu": "64"} }, field: "resources.cpu",
+			msg: "requests 64 per kernel, more than any agent of resource group default has (largest: 2): " +
+				"no agent could ever hold one kernel; ask for less"},
+		// Two devices are the most: one whole unit each.
+		{name: "more devices than any agent has", setup: func(m *memStore) {
+			m.agents = []domain.Agent{{ID: "a1", ResourceGroup: "default", Capacity: cpu8(t),
+				Devices: []domain.Device{{ID: "cuda:0", Slot: "cuda.device"}, {ID: "cuda:1", Index: 1, Slot: "cuda.device"}}}}
+		}, req: func(r *admit.Request) { r.Resources = map[string]string{"cuda.device": "3"} }, field: "resources.cuda.device",
+			msg: "requests 3 per kernel, more than any agent of resource group default has (largest: 2): …"},
+		{name: "shares where agents have whole devices only", setup: func(m *memStore) {
+			m.agents = []domain.Agent{{ID: "a1", ResourceGroup: "default", Capacity: cpu8(t),
+				Devices: []domain.Device{{ID: "cuda:0", Slot: "cuda.device"}}}}
+		}, req: func(r *admit.Request) { r.Resources = map[string]string{"cuda.shares": "0.5"} }, field: "resources.cuda.shares",
+			msg: "requests 0.5 per kernel, more than any agent of resource group default has (largest: 0): …"},
+		// a1 has the cpu, a2 the mem, neither both.
+		{name: "each slot fits, never together", setup: func(m *memStore) {
+			m.agents = []domain.Agent{
+				{ID: "a1", ResourceGroup: "default", Capacity: capacity(t, "cpu", "8", "mem", "1g")},
+				{ID: "a2", ResourceGroup: "default", Capacity: capacity(t, "cpu", "1", "mem", "16g")},
+			}
+		}, req: func(r *admit.Request) { r.Resources = map[string]string{"cpu": "4", "mem": "8g"} }, field: "resources",
+			msg: "no agent of resource group default has all of this per kernel, though each slot fits on some agent: …"},
 		{name: "dependency the resolver refuses", req: func(r *admit.Request) {
 			r.DependsOn = []string{"s0", "nope"}
 			r.Resolve = func(_ context.Context, ref string) (domain.SessionID, error) {
@@ -270,7 +323,7 @@ func TestBuildRefuses(t *testing.T) {
 		}, req: func(r *admit.Request) { r.DesignatedAgents = []string{"a1"} }, field: "designated_agents[0]",
 			msg: "agent a1 is in resource group gpu, not default"},
 		{name: "command no agent runs", setup: func(m *memStore) {
-			m.agents = []domain.Agent{{ID: "a1", ResourceGroup: "default"}}
+			m.agents = []domain.Agent{{ID: "a1", ResourceGroup: "default", Capacity: cpu8(t)}}
 		}, req: func(r *admit.Request) { r.Command = []string{"true"} }, field: "command",
 			msg: "no agent of resource group default runs a session's own command …"},
 	}
@@ -458,5 +511,36 @@ func TestErrorReadsAsTheAPIs(t *testing.T) {
 		if got := tt.err.Error(); got != tt.want {
 			t.Errorf("got %q, want %q", got, tt.want)
 		}
+	}
+}
+
+// TestBuildAcceptsWhatMayYetFit: a request larger than every agent is
+// refused only when the group has agents that will stay: a group without
+// any, or with TERMINATED ones only, may yet get a large enough agent.
+func TestBuildAcceptsWhatMayYetFit(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		agents []domain.Agent
+	}{
+		{"no agents yet", nil},
+		{"terminated agents only", []domain.Agent{{ID: "a1", ResourceGroup: "default", Status: domain.AgentTerminated,
+			Capacity: capacity(t, "cpu", "2", "mem", "8g")}}},
+		{"one agent large enough", []domain.Agent{
+			{ID: "a1", ResourceGroup: "default", Capacity: capacity(t, "cpu", "2", "mem", "8g")},
+			{ID: "a2", ResourceGroup: "default", Capacity: capacity(t, "cpu", "64", "mem", "8g")},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := newStore()
+			st.agents = tt.agents
+			a, _ := newAdmitter(st, new(marks))
+			req := request()
+			req.Resources = map[string]string{"cpu": "64"}
+			if _, _, err := a.Build(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -157,6 +157,80 @@ func wholeDevices(reg *domain.Registry, agents []domain.Agent, group string, req
 	return nil
 }
 
+// fitsSomeAgent refuses a request when no agent of the group could ever
+// hold one kernel of it, however long it waited: the scheduler would
+// keep it PENDING behind "waiting for a larger agent" for ever. Capacity
+// is the scheduler's: an agent's total, and for a slot it hands out as
+// devices, one whole unit per device. TERMINATED agents never come back,
+// so they count for nothing; a group with no other agents may yet get a
+// large enough one, so it accepts the request to wait.
+func fitsSomeAgent(reg *domain.Registry, agents []domain.Agent, group string, req domain.Vec) *Error {
+	live := make([]domain.Vec, 0, len(agents))
+	for _, a := range agents {
+		if a.Status == domain.AgentTerminated {
+			continue
+		}
+		live = append(live, agentCapacity(reg, a))
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	// Slot by slot first, so the refusal names the slot and the largest
+	// agent's amount of it.
+	for i := range req {
+		id := domain.SlotID(i)
+		q := req.At(id)
+		if q == 0 {
+			continue
+		}
+		var largest domain.Quantity
+		for _, c := range live {
+			largest = max(largest, c.At(id))
+		}
+		if q > largest {
+			return invalid("resources."+reg.Type(id).Name, "requests %s per kernel, more than any agent of resource group %s "+
+				"has (largest: %s): no agent could ever hold one kernel; ask for less", reg.Format(id, q), group,
+				reg.Format(id, largest))
+		}
+	}
+	// Each slot fits somewhere, but one kernel needs them on one agent.
+	for _, c := range live {
+		if holds(c, req) {
+			return nil
+		}
+	}
+	return invalid("resources", "no agent of resource group %s has all of this per kernel, though each slot fits "+
+		"on some agent: no agent could ever hold one kernel; ask for less", group)
+}
+
+func holds(capacity, req domain.Vec) bool {
+	for i := range req {
+		if req.At(domain.SlotID(i)) > capacity.At(domain.SlotID(i)) {
+			return false
+		}
+	}
+	return true
+}
+
+// agentCapacity is what an agent could ever hold: its capacity, where a
+// slot it reports devices of counts one whole unit per device, as
+// placement hands them out.
+func agentCapacity(reg *domain.Registry, a domain.Agent) domain.Vec {
+	c := reg.NewVec()
+	for i := range c {
+		c[i] = a.Capacity.At(domain.SlotID(i))
+	}
+	devs := domain.DeviceCapacity(reg, a.Devices)
+	seen := map[string]bool{}
+	for _, d := range a.Devices {
+		if id, ok := reg.Lookup(d.Slot); ok && !seen[d.Slot] {
+			seen[d.Slot] = true
+			c[id] = devs.At(id)
+		}
+	}
+	return c
+}
+
 // dependencies resolves the sessions the request depends on, each once.
 // A reference the resolver refuses is the submitter's to fix, at its
 // field.

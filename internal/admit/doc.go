@@ -10,7 +10,9 @@
 // resource group (it must exist and admit sessions, and run the type),
 // the session type's hook (internal/hook: the group's default and
 // maximum time limit), the group's agents (one of them must be able to
-// run the image and the command, whole devices stay whole), the group's
+// run the image and the command, whole devices stay whole, and unless
+// the group has none that may stay, one must be large enough to hold a
+// kernel), the group's
 // defaults and minimums filling the request, the dependencies and the
 // designated agents; and last, at Submit, the owner's policies: max_slots
 // over the whole session, and max_pending_sessions, which the store keeps

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
@@ -27,6 +28,16 @@ func TestWhyNamesNoOtherUsersSession(t *testing.T) {
 	}
 	alice := m.User("alice", "user", "p1")
 	bob := m.User("bob", "user", "p2")
+	// Only a cordoned agent could hold the head's 64 cpu: it is admitted,
+	// and waits, while the one behind would fit the 8-cpu agent.
+	big, err := m.Slots.ParseSlots(map[string]string{"cpu": "64", "mem": "16g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Store.RegisterAgent(ctx, domain.Agent{ID: "cordoned", ResourceGroup: "default", Address: "127.0.0.1:0",
+		Architecture: "x86_64", Capacity: big}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	head := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]any{"cpu": "64"}})
 	behind := create(t, m, bob, map[string]any{"image": "sleep", "resources": map[string]any{"cpu": "1"}})
 

@@ -205,9 +205,9 @@ func TestLifecycle(t *testing.T) {
 			t.Errorf("delete an ended session: %d %+v", code, e)
 		}
 
-		// PENDING → CANCELLED at once: a session that cannot fit stays
-		// PENDING until deleted.
-		big := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}})
+		// PENDING → CANCELLED at once: a session that starts later stays
+		// PENDING until then.
+		big := create(t, m, alice, map[string]any{"image": "sleep", "starts_at": "2099-01-01T00:00:00Z"})
 		if code := m.Do(alice, "DELETE", "/v1/sessions/"+big.ID, nil, &del); code != http.StatusAccepted || del.Status != "CANCELLED" {
 			t.Fatalf("delete pending: %d %s", code, del.Status)
 		}
@@ -313,10 +313,10 @@ func TestPendingCap(t *testing.T) {
 		m := apitest.New(t, apitest.Options{Engine: engine})
 		alice := m.User("alice", "user", "p1")
 		bob := m.User("bob", "user", "p1")
-		// 64 cpu, more than any agent has, keeps a session PENDING.
+		// A start time far ahead keeps a session PENDING.
 		m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_pending_sessions": 2}, nil)
 		for range 2 {
-			create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}})
+			create(t, m, alice, map[string]any{"image": "sleep", "starts_at": "2099-01-01T00:00:00Z"})
 		}
 		before := stored(t, m)
 		var e v1.ErrorResponse
@@ -336,7 +336,7 @@ func TestPendingCap(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				code, _ := m.Raw(carol, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}})
+				code, _ := m.Raw(carol, "POST", "/v1/sessions", map[string]any{"image": "sleep", "starts_at": "2099-01-01T00:00:00Z"})
 				codes <- code
 			}()
 		}
@@ -354,7 +354,7 @@ func TestPendingCap(t *testing.T) {
 		// whole project.
 		create(t, m, bob, map[string]any{"image": "sleep"})
 		m.Do(m.AdminToken, "PUT", "/v1/policies/project/p1", map[string]any{"max_pending_sessions": 2}, nil)
-		if code := m.Do(bob, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}}, &e); code != http.StatusTooManyRequests {
+		if code := m.Do(bob, "POST", "/v1/sessions", map[string]any{"image": "sleep", "starts_at": "2099-01-01T00:00:00Z"}, &e); code != http.StatusTooManyRequests {
 			t.Errorf("project cap: %d %+v", code, e)
 		}
 	})
@@ -462,7 +462,7 @@ func TestSessionList(t *testing.T) {
 	t.Parallel()
 	m := apitest.New(t, apitest.Options{})
 	alice := m.User("alice", "user", "p1")
-	a := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}})
+	a := create(t, m, alice, map[string]any{"image": "sleep", "starts_at": "2099-01-01T00:00:00Z"})
 	b := create(t, m, alice, map[string]any{"image": "sleep"})
 	waitStatus(t, m, alice, b.ID, "RUNNING")
 	var list struct{ Items []v1.Session }
@@ -508,7 +508,7 @@ func TestLogs(t *testing.T) {
 	}})
 	alice := m.User("alice", "user", "p1")
 	s := create(t, m, alice, map[string]any{"image": "sleep", "cluster_size": 2})
-	pending := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}})
+	pending := create(t, m, alice, map[string]any{"image": "sleep", "starts_at": "2099-01-01T00:00:00Z"})
 	running := waitStatus(t, m, alice, s.ID, "RUNNING")
 	code, body := m.Raw(alice, "GET", "/v1/sessions/"+s.ID+"/logs?kernel=1", nil)
 	if code != 200 || string(body) != "line 1\nline 2\n" {

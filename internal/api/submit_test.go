@@ -61,6 +61,47 @@ func TestSubmitNeverFits(t *testing.T) {
 	}
 }
 
+// TestSubmitLargerThanAnyAgent: a session no agent of its group could ever hold,
+// or whose image no agent there could run, is refused at submit with a
+// 400 naming the field, and nothing is stored; it does not wait for ever.
+func TestSubmitLargerThanAnyAgent(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true, AgentCapacity: map[string]string{"cpu": "2", "mem": "16g"}})
+	alice := m.User("alice", "user", "p1")
+	if code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/proc", map[string]any{}, nil); code != http.StatusCreated {
+		t.Fatalf("PUT group: %d", code)
+	}
+	capacity, err := m.Slots.ParseSlots(map[string]string{"cpu": "8", "mem": "16g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Store.RegisterAgent(t.Context(), domain.Agent{ID: "p1", ResourceGroup: "proc",
+		Address: "127.0.0.1:0", Architecture: "x86_64", Runtime: "process", Schedulable: true, Capacity: capacity,
+		Catalog: []string{"exit:{0-255}", "sleep"}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	before := stored(t, m)
+	for _, tc := range []struct {
+		name  string
+		body  map[string]any
+		field string
+		msg   string
+	}{
+		{"64 cpu on 2-cpu agents", map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "64"}},
+			"resources.cpu", "requests 64 per kernel, more than any agent of resource group default has (largest: 2)"},
+		{"exit code above 255", map[string]any{"image": "exit:256", "resource_group": "proc"}, "image", `run image "exit:256"`},
+	} {
+		code, raw := m.Raw(alice, "POST", "/v1/sessions", tc.body)
+		e := errorOf(t, raw)
+		if code != http.StatusBadRequest || e.Field != tc.field || !strings.Contains(e.Message, tc.msg) {
+			t.Errorf("%s: %d %+v, want 400 at %s saying %q", tc.name, code, e, tc.field, tc.msg)
+		}
+	}
+	if after := stored(t, m); after != before {
+		t.Errorf("the refused submits wrote: %+v → %+v", before, after)
+	}
+}
+
 // TestSubmitUnknownImage: an image that no agent of the group could run
 // is refused at submit when every agent there runs only its catalog; an
 // agent that pulls from registries could run anything.

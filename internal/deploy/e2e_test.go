@@ -434,7 +434,17 @@ func TestDeploymentThatCannotStartBacksOffOrWaitsWithBlockers(t *testing.T) {
 		Env: map[string]string{"SOKOVAN_EXIT_AFTER": "0"}, Replicas: intp(2), HealthCheck: fastHealth()}, &bad); code != http.StatusCreated {
 		t.Fatalf("create crash: %d", code)
 	}
-	// A replica larger than any agent waits PENDING.
+	// A replica larger than any agent that runs waits PENDING. Admission
+	// refuses one that no agent could ever hold, so a cordoned agent large
+	// enough makes it one that might yet run.
+	big, err := e.parts.Slots.ParseSlots(map[string]string{"cpu": "64", "mem": "64g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.parts.Store.RegisterAgent(t.Context(), domain.Agent{ID: "cordoned", ResourceGroup: "default",
+		Address: "127.0.0.1:0", Architecture: "x86_64", Runtime: "process", Capacity: big}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	var huge v1.Deployment
 	if code := e.call("POST", "/v1/deployments", v1.CreateDeploymentRequest{Name: "huge", Image: "http-echo",
 		Resources: map[string]string{"cpu": "64"}, Replicas: intp(1), HealthCheck: fastHealth()}, &huge); code != http.StatusCreated {

@@ -2,6 +2,8 @@ package domain
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -177,7 +179,7 @@ type Agent struct {
 	// group would run it, rather than let it fail at start.
 	AllowsCommand bool
 	// Catalog is every image the agent's runtime can run, as exact names
-	// and "prefix*" patterns, for runtimes that cannot fetch others (the
+	// and "prefix*" or "prefix{lo-hi}" patterns (MayRun), for runtimes that cannot fetch others (the
 	// process runtime); empty for those that pull from registries and so
 	// may run any image (docker).
 	Catalog []string
@@ -188,18 +190,41 @@ type Agent struct {
 }
 
 // MayRun reports whether the agent could run the image at all: its
-// catalog names it or a pattern of it matches, or it has no catalog. A
-// pattern's parameter (the N of exit:N) is the runtime's to check.
+// catalog names it or a pattern of it matches, or it has no catalog.
+// A pattern is "prefix*", any rest, or "prefix{lo-hi}", a rest that is a
+// decimal number from lo to hi with no more digits than hi has (the N of
+// exit:N), so a request the runtime would refuse at pull is refused at
+// submit instead of being tried again and again.
 func (a Agent) MayRun(image string) bool {
 	if len(a.Catalog) == 0 {
 		return true
 	}
-	for _, c := range a.Catalog {
-		if prefix, ok := strings.CutSuffix(c, "*"); ok && strings.HasPrefix(image, prefix) || c == image {
-			return true
-		}
+	return slices.ContainsFunc(a.Catalog, func(c string) bool { return catalogMatch(c, image) })
+}
+
+func catalogMatch(pattern, image string) bool {
+	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasPrefix(image, prefix)
 	}
-	return false
+	open := strings.LastIndexByte(pattern, '{')
+	if open < 0 || !strings.HasSuffix(pattern, "}") {
+		return pattern == image
+	}
+	rest, ok := strings.CutPrefix(image, pattern[:open])
+	if !ok {
+		return false
+	}
+	lo, hi, ok := strings.Cut(pattern[open+1:len(pattern)-1], "-")
+	if !ok {
+		return pattern == image
+	}
+	l, errL := strconv.Atoi(lo)
+	h, errH := strconv.Atoi(hi)
+	if errL != nil || errH != nil || rest == "" || len(rest) > len(hi) || strings.Trim(rest, "0123456789") != "" {
+		return false
+	}
+	n, _ := strconv.Atoi(rest)
+	return l <= n && n <= h
 }
 
 // Session is a user's request for one or more kernels.

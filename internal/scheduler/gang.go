@@ -56,7 +56,8 @@ func (r *round) tryGang(g *gang, s *framework.Session) bool {
 	scope := "job:" + string(g.id)
 	// PreFilter: too few members exist to ever make the gang this round.
 	if g.info.Live < g.info.MinAvailable {
-		b := framework.Blocker{Kind: framework.BlockGang, Scope: scope,
+		b := framework.Blocker{Kind: framework.BlockGang, Scope: scope, Slot: framework.MembersSlot,
+			Requested: domain.Quantity(g.info.MinAvailable), Available: domain.Quantity(g.info.Live),
 			Detail: fmt.Sprintf("%d of %d members submitted", g.info.Live, g.info.MinAvailable)}
 		for _, i := range g.members {
 			// The member's own reasons follow, so one that can never run

@@ -158,3 +158,25 @@ func TestJobGangsWholeOrAbsent(t *testing.T) {
 		}
 	})
 }
+
+// A gang short of members says so in numbers, under the members pseudo
+// slot, so a client tells its submitter to submit them rather than to
+// wait for resources; and it never reads as too large for the agents.
+func TestGangShortOfMembersBlocker(t *testing.T) {
+	t.Parallel()
+	snap := MakeSnapshot(Agents(MakeAgent("a1", "cpu=64,mem=64g")), Sessions(members("a", 1)...))
+	snap.Jobs = map[domain.JobID]framework.JobInfo{"a": {MinAvailable: 3, Live: 1}}
+	plan := schedule(t, snap)
+	bs := blockersOf(plan, string(snap.Pending[0].Session.ID))
+	if len(bs) == 0 {
+		t.Fatal("no blockers")
+	}
+	want := framework.Blocker{Kind: framework.BlockGang, Scope: "job:a", Slot: framework.MembersSlot, Requested: 3,
+		Available: 1, Detail: "1 of 3 members submitted"}
+	if diff := cmp.Diff(want, bs[0]); diff != "" {
+		t.Errorf("first blocker (-want +got):\n%s", diff)
+	}
+	if bs[0].ExceedsCapacity() {
+		t.Error("a gang short of members reads as exceeding capacity")
+	}
+}

@@ -262,7 +262,8 @@ func TestCapacityBlockerNumbers(t *testing.T) {
 		if !b.ExceedsCapacity() {
 			t.Fatal("20 cpu against 16 total: ExceedsCapacity false")
 		}
-		if msg := b.Message(Registry()); msg != "requests 20 cpu, more than any agent has in total (largest: 16); waiting for a larger agent" {
+		if msg := b.Message(Registry()); msg != "requests 20 cpu, more than any agent has in total (largest: 16): it can never fit the agents "+
+			"the group has now; waiting for a larger agent" {
 			t.Fatalf("message %q", msg)
 		}
 	})

@@ -128,6 +128,11 @@ const (
 // KernelsSlot is the pseudo slot name blockers use for an agent's kernel cap.
 const KernelsSlot = "kernels"
 
+// MembersSlot is the pseudo slot name of a job's gang that lacks members
+// (Requested its min-available, Available those submitted): what it
+// waits for is its submitter, not resources, and a hint must say so.
+const MembersSlot = "members"
+
 // Blocker is one reason a session was not placed, as numbers rather than
 // prose. Scope says whose limit or what object it is ("user:alice",
 // "project:p", "domain:d", "group:default", "session:<id>", "agents").
@@ -157,7 +162,7 @@ type Blocker struct {
 func (b Blocker) ExceedsCapacity() bool {
 	switch b.Kind {
 	case BlockCapacity, BlockGang:
-		return b.Slot != "" && b.Requested > b.Capacity
+		return b.Slot != "" && b.Slot != MembersSlot && b.Requested > b.Capacity
 	case BlockQuota:
 		return b.Capacity > 0 && b.Requested > b.Capacity
 	}
@@ -167,7 +172,7 @@ func (b Blocker) ExceedsCapacity() bool {
 // Message renders the blocker for a person, using reg to write quantities.
 func (b Blocker) Message(reg *domain.Registry) string {
 	q := func(v domain.Quantity) string {
-		if b.Slot == KernelsSlot || reg == nil {
+		if b.Slot == KernelsSlot || b.Slot == MembersSlot || reg == nil {
 			return fmt.Sprint(int64(v))
 		}
 		id, ok := reg.Lookup(b.Slot)
@@ -184,7 +189,9 @@ func (b Blocker) Message(reg *domain.Registry) string {
 		}
 		return fmt.Sprintf("%s limit on %s: requested %s, %s left", b.Scope, b.Slot, q(b.Requested), q(b.Available))
 	case BlockConcurrency:
-		return fmt.Sprintf("%s runs %d of at most %d concurrent sessions", b.Scope, int64(b.Requested)-1, int64(b.Requested)-1+int64(b.Available))
+		// Requested is the one session that asks to start, not what the
+		// scope runs: that is the limit (Capacity) less what is left.
+		return fmt.Sprintf("%s runs %d of at most %d concurrent sessions", b.Scope, int64(b.Capacity-b.Available), int64(b.Capacity))
 	case BlockCapacity, BlockGang:
 		if b.Kind == BlockGang && b.Detail != "" { // a job's gang: the fact is in Detail
 			return b.Scope + ": " + b.Detail
@@ -201,8 +208,12 @@ func (b Blocker) Message(reg *domain.Registry) string {
 			devices = "; " + b.Detail
 		}
 		if b.ExceedsCapacity() {
-			return fmt.Sprintf("requests %s %s, more than any agent has in total (largest: %s); waiting for a larger agent%s",
-				q(b.Requested), b.Slot, q(b.Capacity), devices)
+			// Admission refuses what no agent could ever hold, so such a
+			// session was admitted while the group might grow (it had no
+			// agents, or one since gone): it is the agents of now that
+			// cannot hold it.
+			return fmt.Sprintf("requests %s %s, more than any agent has in total (largest: %s): it can never fit the agents "+
+				"the group has now; waiting for a larger agent%s", q(b.Requested), b.Slot, q(b.Capacity), devices)
 		}
 		return fmt.Sprintf("%s %s: requested %s, at most %s free on any eligible agent%s", prefix, b.Slot, q(b.Requested), q(b.Available), devices)
 	case BlockNoAgents:

@@ -19,6 +19,11 @@ type Entry struct {
 	// Program is the executable. A name without a slash is looked up in the
 	// agent's PATH when the image is pulled and again when a kernel starts.
 	Program string
+	// Pattern is how the manager matches images against the entry, as
+	// domain.Agent.MayRun reads it ("exit:{0-255}"), so it refuses at
+	// submit what Param would refuse at pull; empty means the prefix
+	// followed by "*", any rest.
+	Pattern string
 	// Param checks what follows a prefix ("3" in "exit:3") when the image is
 	// pulled; its error becomes the detail of an UnknownImageError. Nil
 	// accepts anything. Exact entries get "".
@@ -84,6 +89,7 @@ func DefaultCatalog(selfExe string) Catalog {
 		Prefixes: map[string]Entry{
 			"exit:": {
 				Usage:   "exit:N",
+				Pattern: "exit:{0-255}",
 				Program: "sh",
 				Param:   func(p string) error { _, err := runtime.ParseExitCode(p); return err },
 				Args: func(p string, _ runtime.Spec) ([]string, error) {
@@ -102,14 +108,19 @@ exit %[1]d`, code, runtime.ExitAfterSh(code))
 }
 
 // Patterns lists the catalog as the manager matches images against it:
-// exact names, and each prefix followed by "*", sorted.
+// exact names, and each prefix's Pattern or the prefix followed by "*",
+// sorted.
 func (c Catalog) Patterns() []string {
 	out := make([]string, 0, len(c.Images)+len(c.Prefixes))
 	for name := range c.Images {
 		out = append(out, name)
 	}
-	for prefix := range c.Prefixes {
-		out = append(out, prefix+"*")
+	for prefix, e := range c.Prefixes {
+		if e.Pattern != "" {
+			out = append(out, e.Pattern)
+		} else {
+			out = append(out, prefix+"*")
+		}
 	}
 	sort.Strings(out)
 	return out

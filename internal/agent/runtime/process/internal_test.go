@@ -253,7 +253,7 @@ func TestRunChildRouting(t *testing.T) {
 func TestCatalogPatterns(t *testing.T) {
 	t.Parallel()
 	got := strings.Join(DefaultCatalog("/bin/self").Patterns(), " ")
-	if want := "exit:* http-echo sleep"; got != want {
+	if want := "exit:{0-255} http-echo sleep"; got != want {
 		t.Errorf("patterns %q, want %q", got, want)
 	}
 }
