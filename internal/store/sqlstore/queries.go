@@ -96,7 +96,7 @@ ORDER BY id`
 
 const (
 	insertSession = `INSERT INTO sessions (` + codec.SessionSpecColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)`
 	insertKernel = `INSERT INTO kernels (` + codec.KernelColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 	insertDependency = `INSERT INTO session_dependencies (session_id, depends_on) VALUES ($1, $2)`
