@@ -183,6 +183,33 @@ func TestDevModeEndToEnd(t *testing.T) {
 	}
 }
 
+// TestDevModeMultiKernelBatchSucceeds: a two-kernel batch session on two
+// agents whose kernels both exit 0 succeeds, though the kernel that is
+// still running when the other's end is seen is destroyed for it. Real
+// processes end in either order and either may be destroyed, so several
+// sessions cover the orders.
+func TestDevModeMultiKernelBatchSucceeds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	t.Parallel()
+	d := startDev(t, t.TempDir())
+	want := map[domain.SessionID]domain.SessionStatus{}
+	for i := range 5 {
+		want[d.submit(fmt.Sprintf("multi-exit-0-%d", i), "exit:0", 2, domain.MultiNode)] = domain.SessionTerminated
+	}
+	d.waitFor(want)
+	for id := range want {
+		s, err := d.info.Parts.Store.GetSession(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Session.Outcome != domain.OutcomeSuccess {
+			t.Errorf("%s: outcome %v, want success; kernels %+v", id, s.Session.Outcome, s.Kernels)
+		}
+	}
+}
+
 func TestDevModeRestartSettlesDeadKernels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
