@@ -556,6 +556,9 @@ func newSessionShowCmd(o *output) *cobra.Command {
 					{"Depends on", orDash(strings.Join(s.DependsOn, ", "))}, {"Time limit", orDash(s.TimeLimit)},
 					{"Outcome", orDash(s.Outcome)},
 				}
+				if s.RequeuedFrom != "" {
+					rows = append(rows, []string{"Requeued", "from " + s.RequeuedFrom})
+				}
 				for _, r := range rows {
 					fmt.Fprintf(w, "%-11s %s\n", r[0]+":", r[1])
 				}

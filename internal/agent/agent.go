@@ -158,8 +158,13 @@ func (a *Agent) Addr() string {
 	return a.addr
 }
 
+// flushWait bounds how long a stopping agent goes on sending the events
+// its runtime's close queued, so an unreachable manager cannot hold up
+// its exit.
+const flushWait = 5 * time.Second
+
 // Run serves until ctx ends, then closes the runtime, which stops its
-// kernels.
+// kernels, and sends the manager the events that say so.
 func (a *Agent) Run(ctx context.Context, rt runtime.Runtime) error {
 	a.rt = rt
 	ln, err := net.Listen("tcp", a.cfg.Listen)
@@ -174,13 +179,20 @@ func (a *Agent) Run(ctx context.Context, rt runtime.Runtime) error {
 	wg.Add(3)
 	go func() { defer wg.Done(); _ = srv.Serve(ln) }()
 	go func() { defer wg.Done(); a.heartbeats(ctx) }()
-	go func() { defer wg.Done(); a.forward(ctx) }()
+	go func() { defer wg.Done(); a.forward(ctx, false) }()
 	<-ctx.Done()
 	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shut)
 	err = rt.Close(shut)
 	wg.Wait()
+	// The kernels' ends were queued by Close, after forward stopped with
+	// ctx: unsent, their sessions would stay RUNNING until the manager
+	// declared this agent lost. forward has returned, so this is the one
+	// sender, and the queue's order holds.
+	flush, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), flushWait)
+	defer cancelFlush()
+	a.forward(flush, true)
 	return err
 }
 
@@ -309,8 +321,9 @@ func (a *Agent) destroyAll(ctx context.Context, ids []domain.KernelID) {
 }
 
 // forward sends queued events in order, in batches, retrying a batch until
-// the manager has taken it; nothing is dropped for a slow manager.
-func (a *Agent) forward(ctx context.Context) {
+// the manager has taken it; nothing is dropped for a slow manager. It
+// runs until ctx ends, or with drain until nothing is left to send.
+func (a *Agent) forward(ctx context.Context, drain bool) {
 	backoff := 50 * time.Millisecond
 	for {
 		a.mu.Lock()
@@ -318,6 +331,11 @@ func (a *Agent) forward(ctx context.Context) {
 		epoch := a.epoch
 		a.mu.Unlock()
 		if len(batch) == 0 || epoch == 0 {
+			if drain {
+				// All sent, or never registered: there is no epoch
+				// to send them under.
+				return
+			}
 			select {
 			case <-ctx.Done():
 				return

@@ -244,3 +244,43 @@ func TestCreateKernelsRefusesAnInvalidSessionWhole(t *testing.T) {
 		t.Errorf("unknown slot: CreateKernels = %v, want an error that is not ErrInvalidSpec", err)
 	}
 }
+
+// TestStoppedAgentSendsItsKernelsEnds: an agent told to stop (SIGTERM
+// ends its context) ends its kernels by closing its runtime, and the
+// manager hears of each end before Run returns; otherwise their sessions
+// would stay RUNNING until the manager declared the agent lost.
+func TestStoppedAgentSendsItsKernelsEnds(t *testing.T) {
+	t.Parallel()
+	fm := &fakeManager{}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	a, err := agent.New(agent.Config{ID: "a1", ResourceGroup: "default", Manager: srv.URL, Token: "tok", Listen: "127.0.0.1:0",
+		Capacity: map[string]string{"cpu": "4", "mem": "4g"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := sim.New(sim.Config{Sink: a.Sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, mc, stop := runAgent(t, a, rt)
+	if failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "sleep"}}); err != nil || len(failed) > 0 {
+		t.Fatal(err, failed)
+	}
+	got := func(kind domain.EventKind) bool {
+		fm.mu.Lock()
+		defer fm.mu.Unlock()
+		return slices.ContainsFunc(fm.events, func(e domain.KernelEvent) bool { return e.Kernel == "k1" && e.Kind == kind })
+	}
+	for deadline := time.Now().Add(20 * time.Second); !got(domain.EventKernelStarted); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the manager never heard that k1 started")
+		}
+	}
+	stop()
+	if !got(domain.EventKernelTerminated) {
+		fm.mu.Lock()
+		defer fm.mu.Unlock()
+		t.Fatalf("the agent stopped and the manager got %+v, without k1's kernel_terminated", fm.events)
+	}
+}

@@ -27,6 +27,7 @@ func (s *Server) sessionOut(sk store.SessionWithKernels) v1.Session {
 		Outcome: ss.Outcome.String(), Command: nonNil(ss.Command), Env: ss.Env, Kernels: []v1.Kernel{},
 		ServicePorts: []v1.ServicePort{}, Job: string(ss.Job),
 		Preemptible: ss.Preemptible, Requeue: ss.Requeue, PreemptedBy: string(ss.PreemptedBy),
+		RequeuedFrom: string(ss.RequeuedFrom),
 	}
 	if out.Env == nil {
 		out.Env = map[string]string{}

@@ -262,6 +262,19 @@ func (f *fakeAgents) exitKernels() {
 	}
 }
 
+// exit makes one running kernel exit with code, as its program ending
+// would.
+func (f *fakeAgents) exit(id domain.KernelID, code int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k, ok := f.kernels[id]
+	if !ok || !k.running {
+		return
+	}
+	k.running = false
+	f.emit(domain.KernelEvent{Kind: domain.EventKernelTerminated, Agent: k.agent, Kernel: id, ExitCode: &code, Message: "exited"})
+}
+
 // running lists the kernels alive on agents.
 func (f *fakeAgents) running() map[domain.KernelID]domain.AgentID {
 	f.mu.Lock()

@@ -347,7 +347,8 @@ func (c *Coordinator) Promote(ctx context.Context, p domain.PromotionHandler) (e
 	for _, s := range before {
 		from[s.ID] = s
 	}
-	moved, err := c.store.TransitionSessions(ctx, ids, p.TargetSession, domain.Transition{Session: p.Success}, reason, now)
+	moved, err := c.store.TransitionSessions(ctx, ids, p.TargetSession, domain.Transition{Session: p.Success, Judge: p.Judge},
+		reason, now)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.Name, err)
 	}

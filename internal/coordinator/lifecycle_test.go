@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -90,6 +91,56 @@ func TestKernelExitEndsSession(t *testing.T) {
 		}
 		h.wantHistory(bad, "DetectTermination:SUCCESS", "PromoteToTerminated:SUCCESS")
 	})
+}
+
+// TestMultiKernelOutcome: a session ends when one of its kernels does,
+// and the kernels still running are destroyed for it. Its outcome is
+// judged from the kernels that ended on their own: success when each of
+// them exited 0, whichever ended first, so a destroyed sibling does not
+// make it a failure; a user's termination still ends in failure.
+func TestMultiKernelOutcome(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// exits are the kernels (by cluster index) that end on their
+		// own, with their codes, before the session is seen to end.
+		exits     map[int]int
+		terminate bool
+		want      domain.Outcome
+	}{
+		{"main exits 0, the other is destroyed", map[int]int{0: 0}, false, domain.OutcomeSuccess},
+		{"the other exits 0, main is destroyed", map[int]int{1: 0}, false, domain.OutcomeSuccess},
+		{"both exit 0", map[int]int{0: 0, 1: 0}, false, domain.OutcomeSuccess},
+		{"main exits 1, the other is destroyed", map[int]int{0: 1}, false, domain.OutcomeFailure},
+		{"main exits 0, the other 2", map[int]int{0: 0, 1: 2}, false, domain.OutcomeFailure},
+		{"a user terminates it", nil, true, domain.OutcomeFailure},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			forEngine(t, func(t *testing.T, engine string) {
+				h := newHarness(t, engine, 2, nil)
+				id := h.submit("sleep", "1", 2, domain.MultiNode)
+				h.until(id, domain.SessionRunning)
+				for idx, code := range tc.exits {
+					h.agents.exit(domain.KernelID(fmt.Sprintf("%s-k%d", id, idx)), code)
+				}
+				if tc.terminate {
+					if _, err := h.c.Terminate(h.ctx, id, "user", false); err != nil {
+						t.Fatal(err)
+					}
+				}
+				h.until(id, domain.SessionTerminated)
+				s := h.session(id)
+				if s.Session.Outcome != tc.want {
+					t.Errorf("outcome %v, want %v; kernels %+v", s.Session.Outcome, tc.want, s.Kernels)
+				}
+				if len(h.agents.running()) != 0 {
+					t.Errorf("kernels left running: %v", h.agents.running())
+				}
+			})
+		})
+	}
 }
 
 func TestDependencies(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
 )
 
 // A high-priority session that finds the group full preempts the
@@ -42,10 +43,26 @@ func TestPreemptionEvictsAndRequeues(t *testing.T) {
 		if got := h.session(lo).Session.Outcome; got != domain.OutcomePreempted {
 			t.Errorf("lo outcome %s, want preempted", got)
 		}
-		again := lo + ".r"
+		// The new attempt has an id of its own, linked to lo: lo's id
+		// (any prefix of it) names lo alone.
+		mine, err := h.st.ListSessions(h.ctx, store.SessionFilter{IDPrefix: string(lo)})
+		if err != nil || len(mine) != 1 {
+			t.Fatalf("sessions with lo's id as prefix: %d (%v), want lo alone", len(mine), err)
+		}
+		all, err := h.st.ListSessions(h.ctx, store.SessionFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again domain.SessionID
+		for _, s := range all {
+			if s.RequeuedFrom == lo {
+				again = s.ID
+			}
+		}
 		h.wantStatus(again, domain.SessionPending)
 		if !strings.Contains(h.history(lo), "preempted by "+string(hi)) || !strings.Contains(h.history(hi), "preempting "+string(lo)) ||
-			!strings.Contains(h.history(again), "requeued") {
+			!strings.Contains(h.history(lo), "requeued as "+string(again)) ||
+			!strings.Contains(h.history(again), "new attempt of "+string(lo)) {
 			t.Errorf("history lo %s\nhi %s\nrequeued %s", h.history(lo), h.history(hi), h.history(again))
 		}
 		// The new attempt is of lo's priority: it waits and preempts nobody.

@@ -272,6 +272,10 @@ type Session struct {
 	Requeue     bool
 	// PreemptedBy is the session that preempted it ("" for none).
 	PreemptedBy SessionID
+	// RequeuedFrom is the preempted attempt this one was requeued from
+	// ("" for a session submitted as such): the two ids share nothing, so
+	// this is the link.
+	RequeuedFrom SessionID
 }
 
 // Cluster roles of a session's kernels.

@@ -35,6 +35,7 @@ func RenderStates() string {
 	b.WriteString("NOT_ANY holds when no kernel is in a checked status, ANY when at least one is,\n")
 	b.WriteString("ALL when every kernel is; a session without kernels satisfies ALL and NOT_ANY.\n\n")
 	renderPromotionTable(&b)
+	renderOutcomes(&b)
 
 	b.WriteString("## Kernels\n\n")
 	b.WriteString("Every legal kernel status change (`KernelTransitionLegal`). Anything not drawn is\n")
@@ -151,6 +152,47 @@ func renderPromotionTable(b *strings.Builder) {
 			joinStatuses(h.CheckKernel), h.Match, h.Success)
 	}
 	b.WriteString("\n")
+}
+
+// renderOutcomes says what ends a session and how its outcome is judged,
+// naming the handlers and statuses from the tables.
+func renderOutcomes(b *strings.Builder) {
+	b.WriteString("### How a session ends, and its outcome\n\n")
+	for _, h := range PromotionHandlers() {
+		if !h.Judge {
+			continue
+		}
+		fmt.Fprintf(b, "A %s session ends when any one of its kernels does (%s: a kernel\n",
+			joinStatuses(h.TargetSession), h.Name)
+		fmt.Fprintf(b, "%s): it moves to %v, and %s destroys the kernels\n", joinOr(h.CheckKernel), h.Success,
+			HandlerTerminateSessions)
+		b.WriteString("still live. Its outcome is judged in that move, from the kernels that have ended by then, on\n")
+		fmt.Fprintf(b, "their own: success when each of them is %v with exit code 0, failure otherwise.\n", KernelTerminated)
+		b.WriteString("The kernels still live are destroyed because the session is ending, so how they end does not\n")
+		b.WriteString("count: a multi-kernel session whose main kernel exits 0 succeeds although its other kernels are\n")
+		b.WriteString("killed, and one whose kernel exits 1 fails. A kernel that happens to end on its own just after\n")
+		b.WriteString("the move, racing its destruction, is not counted either.\n\n")
+	}
+	fmt.Fprintf(b, "A session the coordinator ends (%s: a time limit or an idle timeout) or preempts\n", HandlerEndDue)
+	b.WriteString("is a failure from that moment, whatever its kernels then exit with. Any other session (a user's\n")
+	fmt.Fprintf(b, "termination, a drain deadline, one that could not start over) is judged when it is %v,\n",
+		SessionTerminated)
+	fmt.Fprintf(b, "from all its kernels: success only when each is %v with exit code 0, which a kernel\n",
+		KernelTerminated)
+	b.WriteString("destroyed without reporting one, or killed by the signal, is not. A session cancelled before it\n")
+	fmt.Fprintf(b, "ran (%v) has outcome cancelled.\n\n", SessionCancelled)
+}
+
+// joinOr lists statuses as prose: "A, B or C".
+func joinOr(ss []KernelStatus) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = s.String()
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }
 
 func renderKernelDiagram(b *strings.Builder) {

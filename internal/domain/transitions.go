@@ -12,6 +12,12 @@ type Transition struct {
 	// whatever their kernels' exit codes: the coordinator ended them (a
 	// time limit, idleness), and kernels killed for it may still exit 0.
 	Fail bool
+	// Judge fixes the outcome from the kernels that have ended by the
+	// move, unless one is already fixed: success when each of them
+	// TERMINATED with exit code 0, failure otherwise. The kernels still
+	// live are then destroyed because the session is ending, so how they
+	// end does not count.
+	Judge bool
 }
 
 // Transitions holds a lifecycle handler's targets per outcome. A nil entry
@@ -149,6 +155,8 @@ type PromotionHandler struct {
 	CheckKernel   []KernelStatus
 	Match         Match
 	Success       SessionStatus
+	// Judge fixes the sessions' outcome as they move (Transition.Judge).
+	Judge bool
 }
 
 func to(s SessionStatus, k KernelStatus) *Transition { return &Transition{Session: s, Kernel: k} }
@@ -247,6 +255,9 @@ func PromotionHandlers() []PromotionHandler {
 			CheckKernel:   []KernelStatus{KernelTerminated, KernelCancelled, KernelError},
 			Match:         MatchAny,
 			Success:       SessionTerminating,
+			// The kernels that ended while the session ran ended on
+			// their own; the others are about to be destroyed.
+			Judge: true,
 		},
 	}
 }

@@ -121,6 +121,7 @@ func TestPromotionHandlersMatchSeed(t *testing.T) {
 			CheckKernel:   allTerminalKernel,
 			Match:         MatchAny,
 			Success:       SessionTerminating,
+			Judge:         true, // beyond the seed: see TestMultiKernelOutcome
 		},
 	}
 	if diff := cmp.Diff(want, PromotionHandlers()); diff != "" {

@@ -9,11 +9,11 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sokovan-go/sokovan/internal/admit"
 	"github.com/sokovan-go/sokovan/internal/agentgw"
@@ -189,65 +189,64 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 // URL is the manager's base URL.
 func (m *Manager) URL() string { return "http://" + m.addr }
 
-// Run serves and coordinates until ctx ends, then shuts down in order.
+// Run serves and coordinates until ctx ends or one of its parts fails,
+// then stops every part and shuts down in order; it returns the first
+// part's failure, nil when ctx ended.
 func (m *Manager) Run(ctx context.Context) error {
-	// Requests (event streams above all) end with ctx, so Shutdown does
+	// A failed part cancels gctx, which every other part runs under: a
+	// manager that can no longer serve or coordinate must exit, not hang
+	// half alive until a signal.
+	g, gctx := errgroup.WithContext(ctx)
+	// part runs one part; an error it returns once gctx has ended is the
+	// noise of stopping, not a failure.
+	part := func(run func(context.Context) error) {
+		g.Go(func() error {
+			if err := run(gctx); err != nil && gctx.Err() == nil {
+				return err
+			}
+			return nil
+		})
+	}
+	// Requests (event streams above all) end with gctx, so Shutdown does
 	// not wait on streams that would never close.
-	m.srv.BaseContext = func(net.Listener) context.Context { return ctx }
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
+	m.srv.BaseContext = func(net.Listener) context.Context { return gctx }
 	if m.source != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			base := m.cfg.Coordinator
-			if err := m.source.Watch(ctx, func(s config.Settings) {
+		base := m.cfg.Coordinator
+		part(func(ctx context.Context) error {
+			return m.source.Watch(ctx, func(s config.Settings) {
 				m.Coordinator.Configure(apply(base, s))
 				m.sampler.Configure(time.Duration(s.UtilisationInterval), time.Duration(s.UtilisationRetention))
-			}); err != nil {
-				errs <- err
-			}
-		}()
+			})
+		})
 	}
 	if m.bus != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := m.bus.Run(ctx, m.gw.ApplyBatch); err != nil {
-				errs <- err
-			}
-		}()
+		part(func(ctx context.Context) error { return m.bus.Run(ctx, m.gw.ApplyBatch) })
 	}
-	wg.Add(4)
-	go func() {
-		defer wg.Done()
+	part(func(ctx context.Context) error {
 		_ = m.sampler.Run(ctx) // logs its own failures; ends with ctx
-	}()
-	go func() {
-		defer wg.Done()
+		return nil
+	})
+	part(func(ctx context.Context) error {
 		_ = m.Deploy.Run(ctx) // logs its own failures; ends with ctx
-	}()
-	go func() {
-		defer wg.Done()
-		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errs <- fmt.Errorf("manager: serve: %w", err)
+		return nil
+	})
+	part(func(context.Context) error {
+		if err := m.srv.Serve(m.ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("manager: serve: %w", err)
 		}
-	}()
-	go func() {
-		defer wg.Done()
-		if err := m.Coordinator.Run(ctx); err != nil {
-			errs <- err
-		}
-	}()
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errs:
-	}
-	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = m.srv.Shutdown(shut)
-	wg.Wait()
+		return nil
+	})
+	part(m.Coordinator.Run)
+	// The server does not watch a context: it is shut down once the
+	// others are told to stop.
+	g.Go(func() error {
+		<-gctx.Done()
+		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = m.srv.Shutdown(shut)
+		return nil
+	})
+	err := g.Wait()
 	if m.bus != nil {
 		m.bus.Close()
 	}

@@ -38,7 +38,8 @@ func (s *ImportStats) drop(why string) {
 // num_gpu × gpu_milli/1000 of gpuSlot (GPU sharing is why a pod may ask a
 // fraction). The trace names no users, so the pod's qos class is the user
 // and its gpu_spec (when present) the project. Pods never scheduled or
-// never deleted have no run time and are dropped, and counted.
+// never deleted (an empty scheduled_time or deletion_time) have no run
+// time and are dropped, and counted.
 func ImportOpenB(r io.Reader, reg *domain.Registry, gpuSlot string) (Workload, ImportStats, error) {
 	rows, col, err := readCSV(r, "name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time",
 		"scheduled_time", "deletion_time")
@@ -74,10 +75,13 @@ func ImportOpenB(r io.Reader, reg *domain.Registry, gpuSlot string) (Workload, I
 		case math.IsNaN(created):
 			st.drop("no creation_time")
 			continue
-		case math.IsNaN(sched) || sched <= 0:
+		// Times count from the trace's start, so 0 is a time like any
+		// other (openb-pod-0000 is created and scheduled at 0): only an
+		// empty cell says the pod never got there.
+		case math.IsNaN(sched):
 			st.drop("never scheduled")
 			continue
-		case math.IsNaN(deleted) || deleted <= 0:
+		case math.IsNaN(deleted):
 			st.drop("never deleted")
 			continue
 		case deleted < sched || sched < created:

@@ -18,7 +18,7 @@ openb-pod-0000,12000,16384,1,500,V100M32,LS,Succeeded,100,1100,130
 openb-pod-0001,8000,32768,2,1000,,BE,Succeeded,150,3150,150
 openb-pod-0002,4000,8192,0,0,,BE,Succeeded,200,260,205
 openb-pod-0003,4000,8192,1,1000,,LS,Pending,300,,
-openb-pod-0004,4000,8192,1,1000,,LS,Running,400,0,410
+openb-pod-0004,4000,8192,1,1000,,LS,Running,400,,410
 `
 
 func TestImportOpenB(t *testing.T) {
@@ -51,6 +51,42 @@ func TestImportOpenB(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sessions (-want +got):\n%s", diff)
+	}
+}
+
+// The trace counts seconds from its start, and its first pod is created
+// and scheduled at 0: an empty scheduled_time, not 0, is what marks a pod
+// never scheduled. Dropping the pod at 0 would also move the simulation's
+// start to the next creation, here 4.9 days later.
+func TestImportOpenBTimeZero(t *testing.T) {
+	t.Parallel()
+	const sample = `name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+openb-pod-0000,8000,16384,1,1000,,LS,Running,0,7200,0
+openb-pod-0001,4000,8192,1,250,,BE,Running,423000,430000,423010
+openb-pod-0002,4000,8192,1,1000,,LS,Pending,424000,430000,
+`
+	w, st, err := simulate.ImportOpenB(strings.NewReader(sample), domain.DefaultRegistry(), "cuda.shares")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type brief struct {
+		ID       string
+		Submit   float64
+		Duration float64
+	}
+	var got []brief
+	for _, s := range w.Sessions {
+		got = append(got, brief{s.ID, s.Submit, s.Duration})
+	}
+	want := []brief{
+		{"openb-pod-0000", 0, 7200},      // 7200 - 0
+		{"openb-pod-0001", 423000, 6990}, // 430000 - 423010
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sessions (-want +got):\n%s", diff)
+	}
+	if st.Kept != 2 || st.Dropped["never scheduled"] != 1 {
+		t.Errorf("stats %+v, want 2 kept and the pending pod dropped as never scheduled", st)
 	}
 }
 

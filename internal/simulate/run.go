@@ -348,7 +348,6 @@ func (r *runner) submit(ctx context.Context, i int, now time.Time) error {
 	}
 	r.limits[i] = sess.TimeLimit
 	rec.req, rec.total = sess.Requested, sess.Requested.Scale(s.ClusterSize)
-	rec.requeue = s.Requeue
 	return nil
 }
 

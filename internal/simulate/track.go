@@ -20,12 +20,10 @@ type record struct {
 	start, end time.Duration // since the simulation began; -1 when not (yet)
 	status     string
 	limitHit   bool
-	// cur is the session of its attempt now ("<id>.r" after a requeue;
+	// cur is the session of its attempt now (a requeued attempt's own id;
 	// "" for the first); run is when that attempt started running.
-	// requeue: a preemption sends it back as a new attempt.
-	cur     domain.SessionID
-	run     time.Duration
-	requeue bool
+	cur domain.SessionID
+	run time.Duration
 }
 
 // holdChange is a kernel taking (+1) or giving back (-1) its slots.
@@ -73,9 +71,14 @@ func (t *tracker) read(ctx context.Context, st store.Store) (int, error) {
 	}
 	for _, ch := range changes {
 		t.lastPos = ch.Pos
-		i, ok := t.index(ch.Session)
+		i, ok := t.idx[ch.Session]
 		if !ok {
-			return 0, fmt.Errorf("change %d names session %s, which the simulation did not submit", ch.Pos, ch.Session)
+			if i, ok, err = t.requeued(ctx, st, ch.Session); err != nil {
+				return 0, err
+			}
+			if !ok {
+				return 0, fmt.Errorf("change %d names session %s, which the simulation did not submit", ch.Pos, ch.Session)
+			}
 		}
 		r := &t.recs[i]
 		at := ch.At.Sub(t.origin)
@@ -106,9 +109,6 @@ func (t *tracker) read(ctx context.Context, st store.Store) (int, error) {
 				t.preempted++
 				t.workLost += at - r.run
 				t.preemptAt = append(t.preemptAt, at)
-				if r.requeue {
-					r.cur = ch.Session + ".r"
-				}
 				continue
 			}
 		}
@@ -146,19 +146,24 @@ func (t *tracker) preemptWake(p domain.Preemption, now time.Duration) (time.Dura
 	return at, ok
 }
 
-// index finds the workload session of a store session: requeued
-// attempts ("<id>.r", "<id>.r.r") count as their first.
-func (t *tracker) index(id domain.SessionID) (int, bool) {
-	for {
-		if i, ok := t.idx[id]; ok {
-			return i, true
-		}
-		trimmed, cut := strings.CutSuffix(string(id), ".r")
-		if !cut {
-			return 0, false
-		}
-		id = domain.SessionID(trimmed)
+// requeued finds the workload session of a session the simulation did
+// not submit: a requeued attempt, linked to the attempt it came from,
+// counts as that attempt's workload session and is its current attempt
+// from then on. Its creation is its first change, in the transaction that
+// preempted the attempt before, so no later change of that one is read
+// before the new one is current.
+func (t *tracker) requeued(ctx context.Context, st store.Store, id domain.SessionID) (int, bool, error) {
+	s, err := st.GetSession(ctx, id)
+	if err != nil {
+		return 0, false, fmt.Errorf("read session %s of the change feed: %w", id, err)
 	}
+	i, ok := t.idx[s.Session.RequeuedFrom]
+	if s.Session.RequeuedFrom == "" || !ok {
+		return 0, false, nil
+	}
+	t.idx[id] = i
+	t.recs[i].cur = id
+	return i, true, nil
 }
 
 func holds(status string) bool {

@@ -100,10 +100,13 @@ type Session struct {
 	// TimeLimit is how long it may run once RUNNING; absent when none.
 	TimeLimit string `json:"time_limit,omitempty"`
 	// Preemptible and Requeue are as submitted; PreemptedBy names the
-	// session that preempted it (its outcome is then preempted).
-	Preemptible bool   `json:"preemptible"`
-	Requeue     bool   `json:"requeue,omitempty"`
-	PreemptedBy string `json:"preempted_by,omitempty"`
+	// session that preempted it (its outcome is then preempted);
+	// RequeuedFrom, on a new attempt of a preempted session, names the
+	// attempt it was requeued from (their ids share nothing).
+	Preemptible  bool   `json:"preemptible"`
+	Requeue      bool   `json:"requeue,omitempty"`
+	PreemptedBy  string `json:"preempted_by,omitempty"`
+	RequeuedFrom string `json:"requeued_from,omitempty"`
 	// Command and Env are in GET /v1/sessions/{id} only: listings leave
 	// them out, as they can be large.
 	Command []string          `json:"command,omitempty"`

@@ -224,6 +224,13 @@ func (s *Store) TransitionSessions(ctx context.Context, ids []domain.SessionID, 
 				return err
 			}
 		}
+		if to.Judge {
+			// Under the sessions' locks, which every kernel update takes
+			// first, so the kernels ended are the ones the match saw.
+			if _, err := tx.exec(ctx, judgeEnded, List(moved)); err != nil {
+				return err
+			}
+		}
 		if to.Session.Terminal() {
 			if _, err := tx.exec(ctx, setOutcome, List(moved)); err != nil {
 				return err

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/sha1"
+	"fmt"
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -88,8 +90,8 @@ func (s *Store) applyPreemptions(ctx context.Context, tx txn, plan framework.Pla
 }
 
 // requeue submits a new PENDING attempt of a preempted victim that asked
-// for one: the same spec and kernels under the id "<victim>.r" (a session
-// is preempted at most once, so the id is new), without the victim's
+// for one: the same spec and kernels under an id of its own (requeueID),
+// linked to the victim by requeued_from, without the victim's
 // dependencies (they were met when it started) or job (its gang is gone),
 // named "<name>.r" when that name is free.
 func (s *Store) requeue(ctx context.Context, tx txn, p framework.Preemption, now time.Time) (domain.SessionID, error) {
@@ -106,8 +108,8 @@ func (s *Store) requeue(ctx context.Context, tx txn, p framework.Preemption, now
 		return "", err
 	}
 	clone := sess
-	clone.ID = sess.ID + ".r"
-	clone.Status, clone.StatusReason = domain.SessionPending, "requeued: "+domain.PreemptedReason(p.Preemptor)
+	clone.ID, clone.RequeuedFrom = requeueID(sess.ID), sess.ID
+	clone.Status, clone.StatusReason = domain.SessionPending, "requeued from "+string(sess.ID)+": "+domain.PreemptedReason(p.Preemptor)
 	clone.CreatedAt, clone.StatusChangedAt = now, now
 	clone.Outcome, clone.PreemptedBy, clone.Job, clone.DependsOn, clone.AvoidAgents = 0, "", "", nil, nil
 	if sess.Name != "" {
@@ -143,6 +145,28 @@ func (s *Store) requeue(ctx context.Context, tx txn, p framework.Preemption, now
 	}
 	return clone.ID, tx.batch(ctx, stmts...)
 }
+
+// requeueID is the id of a victim's new attempt: a UUID (version 5, SHA-1
+// of the victim's id), so it shares no prefix with the victim's and an id
+// prefix names one session, as with any submitted session. It is derived
+// rather than random so that replaying the same decisions (the simulator,
+// whose pending sessions tie on their creation time and are then ordered
+// by id) gives the same ids; a session is preempted at most once, so the
+// id is new.
+func requeueID(victim domain.SessionID) domain.SessionID {
+	h := sha1.New()
+	h.Write(requeueNamespace[:])
+	h.Write([]byte(victim))
+	var b [16]byte
+	copy(b[:], h.Sum(nil))
+	b[6] = b[6]&0x0f | 0x50 // version 5
+	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
+	return domain.SessionID(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
+}
+
+// requeueNamespace is the UUID namespace of requeued attempts' ids, a
+// random one drawn for this use alone.
+var requeueNamespace = [16]byte{0x2e, 0xd6, 0xf0, 0xa7, 0x36, 0x27, 0x4d, 0x05, 0x84, 0xc2, 0x0f, 0xf7, 0x24, 0x5b, 0x17, 0x98}
 
 // preemptionsSince reads the group's preemptions from since on, which the
 // scheduler's budget and no-cycle rule count.

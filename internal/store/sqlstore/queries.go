@@ -96,7 +96,7 @@ ORDER BY id`
 
 const (
 	insertSession = `INSERT INTO sessions (` + codec.SessionSpecColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)`
 	insertKernel = `INSERT INTO kernels (` + codec.KernelColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 	insertDependency = `INSERT INTO session_dependencies (session_id, depends_on) VALUES ($1, $2)`
@@ -259,17 +259,28 @@ SET status = $1, status_reason = $2, status_changed_at = $3,
 WHERE id {in $4}`
 	// A session that ends records how: success only when every kernel
 	// terminated with exit code 0 (domain.Outcome).
-	// An outcome already set while the session ran (the coordinator ended
-	// it for its time limit or idleness) stands: kernels killed for it may
-	// still exit 0.
+	// An outcome already set while the session ran stands: a failure when
+	// the coordinator ended it (time limit, idleness: kernels killed for
+	// it may still exit 0), or the one judged from the kernels that had
+	// ended when it began ending because they did (judgeEnded: the others
+	// were destroyed for it).
 	setOutcome = `UPDATE sessions SET outcome = CASE
-    WHEN outcome = 'failure' THEN 'failure'
+    WHEN outcome IN ('failure', 'success') THEN outcome
     WHEN status = 'CANCELLED' THEN 'cancelled'
     WHEN status = 'ERROR' THEN 'failure'
     WHEN EXISTS (SELECT 1 FROM kernels k WHERE k.session_id = sessions.id
                  AND (k.status <> 'TERMINATED' OR k.exit_code IS NULL OR k.exit_code <> 0)) THEN 'failure'
     ELSE 'success' END
 WHERE id {in $1} AND status IN ('TERMINATED', 'CANCELLED', 'ERROR')`
+	// judgeEnded fixes the outcome of sessions that began ending because
+	// some of their kernels ended (domain.Transition.Judge), from those
+	// kernels alone: the ones still live are destroyed for it.
+	judgeEnded = `UPDATE sessions SET outcome = CASE
+    WHEN EXISTS (SELECT 1 FROM kernels k WHERE k.session_id = sessions.id
+                 AND k.status IN ('TERMINATED', 'CANCELLED', 'ERROR')
+                 AND (k.status <> 'TERMINATED' OR k.exit_code IS NULL OR k.exit_code <> 0)) THEN 'failure'
+    ELSE 'success' END
+WHERE id {in $1} AND outcome = ''`
 	lockKernelSession = `SELECT id FROM sessions WHERE id = (SELECT session_id FROM kernels WHERE id = $1) {lock}`
 	updateKernel      = `UPDATE kernels
 SET status = $1, status_reason = $2, status_changed_at = $3, exit_code = COALESCE($4, exit_code),

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 // testPreemption: a plan's preemptions move victims still RUNNING, for
 // preemptors still PENDING, to TERMINATING with reason "preempted by
 // <id>"; once ended their outcome reads preempted. A victim that asked is
-// requeued as "<id>.r", PENDING with the same kernels. The records come
+// requeued under an id of its own, which no prefix of the victim's
+// matches, PENDING with the same kernels and linked to the victim by
+// RequeuedFrom. The records come
 // back in the group's snapshot within its window, and the victims'
 // holdings name their preemptor. A victim no longer RUNNING, a preemptor
 // no longer PENDING and a second application change nothing. The group's
@@ -53,7 +56,14 @@ func testPreemption(t *testing.T, e Engine) {
 	plan := framework.Plan{Group: "p", Preemptions: []framework.Preemption{pre("lo", "hi"), pre("lo2", "hi"), pre("starting", "hi")}}
 	res, err := f.s.ApplyPlan(f.ctx, plan, at(100))
 	f.must(err, "apply preemptions")
-	want := []store.Preempted{{Victim: "lo", Preemptor: "hi", Requeued: "lo.r", WorkLost: 80 * time.Second},
+	var requeued domain.SessionID
+	if len(res.Preempted) > 0 {
+		requeued = res.Preempted[0].Requeued
+	}
+	if requeued == "" || strings.HasPrefix(string(requeued), "lo") {
+		t.Errorf("lo requeued as %q, want an id of its own", requeued)
+	}
+	want := []store.Preempted{{Victim: "lo", Preemptor: "hi", Requeued: requeued, WorkLost: 80 * time.Second},
 		{Victim: "lo2", Preemptor: "hi", WorkLost: 80 * time.Second}}
 	if diff := cmp.Diff(want, res.Preempted); diff != "" {
 		t.Errorf("preempted (-want +got):\n%s", diff)
@@ -67,13 +77,18 @@ func testPreemption(t *testing.T, e Engine) {
 	if s := f.get("starting").Session; s.Status != domain.SessionScheduled {
 		t.Errorf("starting was not RUNNING, yet it is %s", s.Status)
 	}
-	clone := f.get("lo.r")
+	clone := f.get(requeued)
 	if clone.Session.Status != domain.SessionPending || len(clone.Kernels) != 1 || clone.Kernels[0].Agent != "" ||
-		!cmp.Equal(clone.Kernels[0].Requested, f.slots("cpu", "2")) || !clone.Session.Requeue || clone.Session.Name != "lo.r" {
+		!cmp.Equal(clone.Kernels[0].Requested, f.slots("cpu", "2")) || !clone.Session.Requeue || clone.Session.Name != "lo.r" ||
+		clone.Session.RequeuedFrom != "lo" || f.get("lo").Session.RequeuedFrom != "" {
 		t.Errorf("requeued attempt %+v", clone)
 	}
-	if _, err := f.s.GetSession(f.ctx, "lo2.r"); err == nil {
-		t.Error("lo2 did not ask to be requeued, yet lo2.r exists")
+	all, err := f.s.ListSessions(f.ctx, store.SessionFilter{})
+	f.must(err, "list sessions")
+	for _, s := range all {
+		if s.RequeuedFrom != "" && s.ID != requeued {
+			t.Errorf("%s requeued from %s: only lo asked to be requeued", s.ID, s.RequeuedFrom)
+		}
 	}
 	// Victims hold their slots until their kernels are gone.
 	if occ := f.getAgent("a1").Occupied; !cmp.Equal(occ, f.slots("cpu", "6")) {
