@@ -198,7 +198,7 @@ func (a *Admitter) Build(ctx context.Context, req Request) (domain.Session, []do
 	sess := domain.Session{ID: req.ID, Owner: req.Owner, Status: domain.SessionPending, CreatedAt: now, StatusChangedAt: now}
 	fail := func(e *Error) (domain.Session, []domain.Kernel, error) { return domain.Session{}, nil, e }
 
-	if e := cleanText("name", req.Name, maxNameLen); e != nil {
+	if e := CleanText("name", req.Name, maxNameLen); e != nil {
 		return fail(e)
 	}
 	sess.Name = req.Name
@@ -213,7 +213,7 @@ func (a *Admitter) Build(ctx context.Context, req Request) (domain.Session, []do
 	if strings.TrimSpace(req.Image) == "" {
 		return fail(invalid("image", "an image is required"))
 	}
-	if e := cleanText("image", req.Image, maxImageLen); e != nil {
+	if e := CleanText("image", req.Image, maxImageLen); e != nil {
 		return fail(e)
 	}
 	if strings.ContainsAny(req.Image, " \t") {
@@ -288,7 +288,7 @@ func (a *Admitter) Build(ctx context.Context, req Request) (domain.Session, []do
 	if req.ResourceGroup != "" {
 		group = req.ResourceGroup
 	}
-	if !validID(group) {
+	if !ValidID(group) {
 		return fail(invalid("resource_group", "no such resource group %q", group))
 	}
 	g, err := a.store.GetResourceGroup(ctx, group)

@@ -42,9 +42,10 @@ func ParseSlots(reg *domain.Registry, field string, m map[string]string, unlimit
 	return v, nil
 }
 
-// cleanText refuses text that a person did not type: control characters
+// CleanText refuses text that a person did not type: control characters
 // (NUL among them, which PostgreSQL cannot store) and over-long values.
-func cleanText(field, s string, maxLen int) *Error {
+// The API holds the other names it takes (deployments, jobs) to it too.
+func CleanText(field, s string, maxLen int) *Error {
 	if len(s) > maxLen {
 		return invalid(field, "is longer than %d bytes", maxLen)
 	}
@@ -59,9 +60,9 @@ func cleanText(field, s string, maxLen int) *Error {
 	return nil
 }
 
-// validID reports whether s can be an identifier at all; one that cannot
+// ValidID reports whether s can be an identifier at all; one that cannot
 // is refused as missing without asking the store.
-func validID(s string) bool {
+func ValidID(s string) bool {
 	if s == "" || len(s) > 128 || !utf8.ValidString(s) {
 		return false
 	}
@@ -272,7 +273,7 @@ func (a *Admitter) designated(ctx context.Context, group string, ids []string) (
 	want := make([]domain.AgentID, 0, len(ids))
 	for i, id := range ids {
 		f := fmt.Sprintf("designated_agents[%d]", i)
-		if !validID(id) {
+		if !ValidID(id) {
 			return nil, invalid(f, "no such agent %q", id)
 		}
 		if slices.Contains(want, domain.AgentID(id)) {

@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/sokovan-go/sokovan/internal/admit"
 )
 
 // decode reads a request body holding one JSON object into dst, a pointer
@@ -203,33 +203,13 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// cleanText refuses text that a person did not type: control characters
-// (NUL among them, which PostgreSQL cannot store) and over-long values.
+// cleanText and validID are admission's rules for text and identifiers,
+// which the API's other names and references follow too.
 func cleanText(field, s string, maxLen int) *apiError {
-	if len(s) > maxLen {
-		return invalid(field, "is longer than %d bytes", maxLen)
-	}
-	if !utf8.ValidString(s) {
-		return invalid(field, "is not valid UTF-8")
-	}
-	for _, c := range s {
-		if unicode.IsControl(c) {
-			return invalid(field, "holds a control character")
-		}
+	if e := admit.CleanText(field, s, maxLen); e != nil {
+		return admitError(e)
 	}
 	return nil
 }
 
-// validID reports whether s can be an identifier at all; one that cannot
-// is answered as not found without asking the store.
-func validID(s string) bool {
-	if s == "" || len(s) > 128 || !utf8.ValidString(s) {
-		return false
-	}
-	for _, c := range s {
-		if unicode.IsControl(c) || unicode.IsSpace(c) {
-			return false
-		}
-	}
-	return true
-}
+func validID(s string) bool { return admit.ValidID(s) }
