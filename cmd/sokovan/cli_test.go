@@ -459,7 +459,17 @@ func TestCLISimulateFrom(t *testing.T) {
 	m := apitest.New(t, apitest.Options{})
 	c := newCLI(t, m)
 	alice := m.User("alice", "user", "p1")
-	// Larger than any agent: it waits, and the replay can give it no start.
+	// Larger than any schedulable agent: it waits, and the replay can give
+	// it no start. (Admission refuses what no agent at all could hold, so a
+	// cordoned agent that large keeps it admitted.)
+	big, err := m.Slots.ParseSlots(map[string]string{"cpu": "1000", "mem": "64g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Store.RegisterAgent(t.Context(), domain.Agent{ID: "cordoned", ResourceGroup: "default",
+		Address: "127.0.0.1:0", Architecture: "x86_64", Capacity: big}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	id := strings.Fields(c.ok(alice, "session", "create", "--image", "sleep", "--cpu", "1000"))[0]
 	out := c.ok(m.AdminToken, "simulate", "--from", m.URL)
 	for _, want := range []string{"ESTIMATED START", id, "alice", "none (cannot start"} {
