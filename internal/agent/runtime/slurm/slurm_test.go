@@ -44,13 +44,20 @@ func (s startWaiter) Create(ctx context.Context, spec runtime.Spec) error {
 	}
 }
 
+// slurmWait bounds each wait for SLURM to act. slurmd loads the job
+// user's login environment for every launch (sbatch --export=NONE); on the
+// CI machines root's login shell runs pyenv, whose rehash lock makes those
+// loads take turns at about a second each, so the launches a package's
+// tests queue can back up well past half a minute.
+const slurmWait = 2 * time.Minute
+
 func TestConformance(t *testing.T) {
 	requireSlurm(t)
 	runtimetest.Run(t, runtimetest.DevImages(runtimetest.Kit{
 		Open: func(t *testing.T, sink runtime.Sink) runtime.Runtime {
 			return startWaiter{open(t, sink, nil)}
 		},
-		Wait: 30 * time.Second,
+		Wait: slurmWait,
 	}))
 }
 
@@ -63,9 +70,9 @@ type env struct {
 
 func newEnv(t *testing.T, edit func(*slurm.Config)) *env {
 	requireSlurm(t)
-	rec := runtimetest.NewRecorder(30 * time.Second)
+	rec := runtimetest.NewRecorder(slurmWait)
 	rt := open(t, rec.Sink, edit)
-	return &env{t: t, rt: rt, rec: rec, d: runtimetest.Driver{T: t, Runtime: rt, Wait: 30 * time.Second}}
+	return &env{t: t, rt: rt, rec: rec, d: runtimetest.Driver{T: t, Runtime: rt, Wait: slurmWait}}
 }
 
 func (e *env) spec(image string, env map[string]string) runtime.Spec {
@@ -233,12 +240,12 @@ func TestSqueueFailureFallsBackToStatusFiles(t *testing.T) {
 func TestRecoverReadoptsRunningJobs(t *testing.T) {
 	requireSlurm(t)
 	dir := t.TempDir()
-	rec1 := runtimetest.NewRecorder(30 * time.Second)
+	rec1 := runtimetest.NewRecorder(slurmWait)
 	rt1, err := slurm.New(slurm.Config{WorkDir: dir, Partition: partition, PollInterval: poll, Sink: rec1.Sink})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d1 := runtimetest.Driver{T: t, Runtime: rt1, Wait: 30 * time.Second}
+	d1 := runtimetest.Driver{T: t, Runtime: rt1, Wait: slurmWait}
 	// Probed before and after: a re-adopted job must be probed again.
 	run := runtime.Spec{Kernel: domain.KernelID("rec-" + runtimetest.RandomHex(t, 4)), Session: "s", Image: "sleep",
 		Readiness: []probe.Spec{{Exec: []string{"true"}, Period: 100 * time.Millisecond}}}
