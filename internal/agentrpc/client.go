@@ -109,7 +109,8 @@ func (c *AgentClient) CreateKernels(ctx context.Context, agent domain.AgentID, s
 // Probe asks an agent whether it answers at all, as cheaply as it can:
 // the list of its kernels, which it answers from memory.
 func (c *AgentClient) Probe(ctx context.Context, agent domain.AgentID) error {
-	return c.do(ctx, agent, "/rpc/kernels", struct{}{}, nil)
+	_, err := c.Kernels(ctx, agent)
+	return err
 }
 
 // DestroyKernel asks an agent to stop a kernel; it returns once the kernel
