@@ -157,6 +157,21 @@ func (s staticLookup) GetAgent(_ context.Context, id domain.AgentID) (domain.Age
 	return domain.Agent{ID: id, Address: s[id]}, nil
 }
 
+// simAgent is agent a1 on the sim runtime, reporting to the manager at url.
+func simAgent(t *testing.T, url string) (*agent.Agent, *sim.Runtime) {
+	t.Helper()
+	a, err := agent.New(agent.Config{ID: "a1", ResourceGroup: "default", Manager: url, Token: "tok", Listen: "127.0.0.1:0",
+		Capacity: map[string]string{"cpu": "4", "mem": "4g"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := sim.New(sim.Config{Sink: a.Sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, rt
+}
+
 // TestCreateKernelsRefusesAnInvalidSessionWhole: a spec the runtime can
 // never start is answered invalid_spec for its kernel, not as a fault, so
 // the manager gives up instead of retrying; no kernel of that session is
@@ -167,15 +182,7 @@ func TestCreateKernelsRefusesAnInvalidSessionWhole(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(&fakeManager{})
 	defer srv.Close()
-	a, err := agent.New(agent.Config{ID: "a1", ResourceGroup: "default", Manager: srv.URL, Token: "tok", Listen: "127.0.0.1:0",
-		Capacity: map[string]string{"cpu": "4", "mem": "4g"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := sim.New(sim.Config{Sink: a.Sink})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, rt := simAgent(t, srv.URL)
 	ctx, mc, stop := runAgent(t, a, rt)
 	defer stop()
 
@@ -254,15 +261,7 @@ func TestStoppedAgentSendsItsKernelsEnds(t *testing.T) {
 	fm := &fakeManager{}
 	srv := httptest.NewServer(fm)
 	defer srv.Close()
-	a, err := agent.New(agent.Config{ID: "a1", ResourceGroup: "default", Manager: srv.URL, Token: "tok", Listen: "127.0.0.1:0",
-		Capacity: map[string]string{"cpu": "4", "mem": "4g"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := sim.New(sim.Config{Sink: a.Sink})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, rt := simAgent(t, srv.URL)
 	ctx, mc, stop := runAgent(t, a, rt)
 	if failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "sleep"}}); err != nil || len(failed) > 0 {
 		t.Fatal(err, failed)
