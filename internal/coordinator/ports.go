@@ -41,8 +41,8 @@ type Store interface {
 	NextDue(ctx context.Context, after time.Time, idleTypes []domain.SessionType) (time.Time, error)
 	ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error)
 	GetJob(ctx context.Context, id domain.JobID) (domain.Job, error)
-	ListJobs(ctx context.Context, f store.JobFilter) ([]domain.Job, error)
 	JobMembers(ctx context.Context, id domain.JobID) ([]domain.Session, error)
+	LiveJobs(ctx context.Context) ([]store.JobWithMembers, error)
 	MoveJob(ctx context.Context, e domain.JobHistoryEntry) error
 }
 

@@ -76,6 +76,10 @@ type Store interface {
 	// JobMembers returns the job's sessions oldest first, without their
 	// command, environment and dependencies.
 	JobMembers(ctx context.Context, id domain.JobID) ([]domain.Session, error)
+	// LiveJobs returns every job not yet EXPIRED, FAILED or REJECTED,
+	// oldest first, each with its members as JobMembers gives them, read
+	// together: one pass of the job reconciler reads the jobs once.
+	LiveJobs(ctx context.Context) ([]JobWithMembers, error)
 	// MoveJob moves the job from e.From to e.To, with e.Message as its
 	// reason, and records e in its history, in one transaction;
 	// ErrGuardFailed when the job is no longer in e.From.
@@ -363,6 +367,12 @@ type UtilisationPoint struct {
 type SessionSpec struct {
 	Command []string
 	Env     map[string]string
+}
+
+// JobWithMembers is a job with its member sessions, oldest first.
+type JobWithMembers struct {
+	Job     domain.Job
+	Members []domain.Session
 }
 
 // SessionWithKernels is a session with its kernels in cluster index order.

@@ -21,6 +21,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 WHERE ($1 = '' OR owner_user = $1) AND ($2 = 0 OR state NOT IN ('EXPIRED', 'FAILED', 'REJECTED'))
 ORDER BY created_ns, id`
 	selectJobMembers = `SELECT ` + codec.SessionColumns + ` FROM sessions WHERE job_id = $1 ORDER BY created_at, id`
+	// The members of every live job, in one scan; the job filter is
+	// selectJobs' live clause.
+	selectLiveJobMembers = `SELECT ` + codec.SessionColumns + ` FROM sessions
+WHERE job_id IN (SELECT id FROM jobs WHERE state NOT IN ('EXPIRED', 'FAILED', 'REJECTED'))
+ORDER BY created_at, id`
 	moveJob          = `UPDATE jobs SET state = $1, state_reason = $2, state_changed_ns = $3 WHERE id = $4 AND state = $5`
 	insertJobHistory = `INSERT INTO job_history (job_id, at_ns, event, from_state, to_state, message)
 VALUES ($1, $2, $3, $4, $5, $6)`
@@ -119,6 +124,36 @@ func (s *Store) JobMembers(ctx context.Context, id domain.JobID) ([]domain.Sessi
 			sess, err := codec.ScanSession(s.reg, sc)
 			out = append(out, sess)
 			return err
+		})
+	})
+	return out, err
+}
+
+// LiveJobs implements store.Store.
+func (s *Store) LiveJobs(ctx context.Context) ([]store.JobWithMembers, error) {
+	var out []store.JobWithMembers
+	err := s.read(ctx, "live jobs with members", func(tx txn) error {
+		out = nil
+		at := map[domain.JobID]int{}
+		if err := tx.query(ctx, selectJobs, []any{"", 1}, func(sc codec.Scanner) error {
+			j, err := scanJob(sc)
+			at[j.ID] = len(out)
+			out = append(out, store.JobWithMembers{Job: j})
+			return err
+		}); err != nil {
+			return err
+		}
+		return tx.query(ctx, selectLiveJobMembers, nil, func(sc codec.Scanner) error {
+			sess, err := codec.ScanSession(s.reg, sc)
+			if err != nil {
+				return err
+			}
+			// A job that went final between the two reads is not in
+			// out: its members are dropped with it.
+			if i, ok := at[sess.Job]; ok {
+				out[i].Members = append(out[i].Members, sess)
+			}
+			return nil
 		})
 	})
 	return out, err

@@ -65,7 +65,6 @@ func testJobs(t *testing.T, e Engine) {
 	if len(members) != 2 || members[0].ID != "m1" || members[1].ID != "m2" {
 		t.Fatalf("members: %+v", members)
 	}
-
 	// The snapshot carries the gang facts of the group's jobs.
 	f.schedule("default", m1, "a1")
 	snap, err := f.s.LoadSnapshot(f.ctx, "default", at(5))
@@ -98,4 +97,19 @@ func testJobs(t *testing.T, e Engine) {
 	if diff := cmp.Diff([]domain.JobHistoryEntry{move}, hist); diff != "" {
 		t.Fatalf("history (-want +got):\n%s", diff)
 	}
+	// LiveJobs reads the live jobs with their members in one go: j2 is
+	// REJECTED, so neither it nor its member shows.
+	f.session("m3", "default", "bob", 1, []string{"cpu=1"}, func(s *domain.Session) { s.Job = "j2" })
+	live, err := f.s.LiveJobs(f.ctx)
+	f.must(err, "live jobs")
+	var seen []string
+	for _, jm := range live {
+		for _, m := range jm.Members {
+			seen = append(seen, string(jm.Job.ID)+"/"+string(m.ID))
+		}
+	}
+	if diff := cmp.Diff([]string{"j1/m1", "j1/m2"}, seen); diff != "" || len(live) != 1 || live[0].Job.ID != "j1" || live[0].Job.State != domain.JobAccepted {
+		t.Fatalf("LiveJobs: %d jobs, members (-want +got):\n%s", len(live), diff)
+	}
+
 }
