@@ -65,7 +65,8 @@ func newAgentDaemonCmd() *cobra.Command {
 			}
 			if kind == "slurm" && cpu == "" && mem == "" {
 				// The partition's nodes, not this host, are what the agent
-				// offers. Read once: capacity travels only with registration.
+				// offers at registration; the runtime reads them again for
+				// every heartbeat (slurm.Runtime.Capacity).
 				caps, err := slurm.Capacity(cmd.Context(), sl.Commands, sl.Partition)
 				if err != nil {
 					return err

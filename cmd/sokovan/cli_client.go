@@ -23,9 +23,9 @@ import (
 )
 
 // addClientCommands adds the verbs that talk to a manager's API: session,
-// agent, rg, user, policy, login, queue and usage. They find the manager
-// through SOKOVAN_ADDR and SOKOVAN_TOKEN, else the file `sokovan login`
-// writes.
+// job, agent, rg, user, policy, login, queue, usage and deploy. They find
+// the manager through SOKOVAN_ADDR and SOKOVAN_TOKEN, else the file
+// `sokovan login` writes.
 func addClientCommands(root *cobra.Command) {
 	root.AddCommand(newSessionCmd(), newJobCmd(), newAgentCmd(), newRGCmd(), newUserCmd(), newPolicyCmd(), newLoginCmd(),
 		newQueueCmd(), newUsageCmd(), newDeployCmd())

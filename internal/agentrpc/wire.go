@@ -79,7 +79,8 @@ type KernelReport struct {
 	// kernel_started event), for a manager that missed that event.
 	ServicePorts []domain.ServicePort `json:"service_ports,omitempty"`
 	// Ready is set for a running kernel by runtimes that evaluate
-	// readiness probes; absent means unknown, not false.
+	// readiness probes; absent means unknown, not false. The manager does
+	// not act on it yet.
 	Ready  *bool         `json:"ready,omitempty"`
 	Probes []ProbeReport `json:"probes,omitempty"`
 }
@@ -172,8 +173,9 @@ type KernelSpec struct {
 	// they are sent again with every create, so a restarted agent needs no
 	// memory of its own.
 	Devices []domain.DeviceGrant `json:"devices,omitempty"`
-	// Readiness are the kernel's readiness probes. Sessions do not carry
-	// them yet; deployments (issue 12) will.
+	// Readiness are the kernel's readiness probes. The manager sends none
+	// yet: deployments check their routes' health from the manager
+	// (internal/deploy), not through the agent.
 	Readiness []ProbeSpec `json:"readiness,omitempty"`
 	// Serves says the kernel serves HTTP (an inference session's, a
 	// deployment's route): the agent gives it a free port of its host

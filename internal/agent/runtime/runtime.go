@@ -198,8 +198,10 @@ type Spec struct {
 	Port     int
 	BindHost string
 	// Readiness are the kernel's readiness probes, checked while it runs;
-	// none means ready once running. Sessions do not carry them yet: they
-	// come with deployments (issue 12).
+	// none means ready once running. The manager sends none yet:
+	// deployments check their routes' health from the manager instead
+	// (internal/deploy), so only a spec given to the agent directly has
+	// them.
 	Readiness []probe.Spec
 	// Devices are the devices the manager granted the kernel. Nil where
 	// the agent hands out no devices; empty (not nil) where it does and
