@@ -106,8 +106,11 @@ func (r *Runtime) apply(t tracked, stateName, reason string, slurmCode int) {
 	switch rule.Phase {
 	case Queued:
 		note := "queued in SLURM: " + reason
-		if rule.State == "SUSPENDED" {
+		switch rule.State {
+		case "SUSPENDED":
 			note = "suspended in SLURM"
+		case "STOPPED":
+			note = "stopped in SLURM (SIGSTOP)"
 		}
 		r.mu.Lock()
 		changed := t.k.Own.note != note

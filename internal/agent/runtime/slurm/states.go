@@ -48,6 +48,7 @@ type StateRule struct {
 var States = []StateRule{
 	{State: "PENDING", Code: "PD", Phase: Queued, Note: "waiting for resources or priority; the reason is shown as queued in SLURM: <reason>"},
 	{State: "SUSPENDED", Code: "S", Phase: Queued, Note: "paused by scontrol suspend or gang scheduling; a kernel that started stays running and resumes"},
+	{State: "STOPPED", Code: "ST", Phase: Queued, Note: "paused by scancel --signal=STOP, still holding its allocation; a kernel that started stays running and resumes on SIGCONT"},
 	{State: "CONFIGURING", Code: "CF", Phase: Queued, Note: "allocated, nodes booting (seed: F)"},
 	{State: "REQUEUED", Code: "RQ", Phase: Queued, Note: "requeued, will run again (seed: R)"},
 	{State: "REQUEUE_HOLD", Code: "RH", Phase: Queued, Note: "requeued and held"},
@@ -61,7 +62,6 @@ var States = []StateRule{
 	{State: "COMPLETED", Code: "CD", Phase: Ended, Note: "exit code 0 from SLURM; the status file still wins"},
 	{State: "FAILED", Code: "F", Phase: Ended, Note: "non-zero exit or launch failure"},
 	{State: "PREEMPTED", Code: "PR", Phase: Ended, Note: "preempted", Message: "preempted by SLURM"},
-	{State: "STOPPED", Code: "ST", Phase: Ended, Note: "stopped (SIGSTOP held)"},
 	{State: "CANCELLED", Code: "CA", Phase: Ended, Note: "scancel, by Destroy or by hand", Message: "cancelled in SLURM"},
 	{State: "TIMEOUT", Code: "TO", Phase: Ended, Note: "ran past its --time", Message: "ran past its SLURM time limit"},
 	{State: "NODE_FAIL", Code: "NF", Phase: Ended, Note: "its node failed", Message: "its SLURM node failed"},

@@ -29,8 +29,11 @@ func TestRule(t *testing.T) {
 		state string
 		want  Phase
 	}{
-		{"PD", Queued}, {"PENDING", Queued}, {"S", Queued}, {"R", Running}, {"CG", Running},
-		{"CD", Ended}, {"F", Ended}, {"PR", Ended}, {"ST", Ended}, {"NEW_STATE", Ended}, {"", Ended},
+		{"PD", Queued}, {"PENDING", Queued}, {"S", Queued}, {"SUSPENDED", Queued}, {"R", Running}, {"CG", Running},
+		// A stopped job (scancel --signal=STOP) is paused, as a suspended
+		// one is, and keeps its allocation: not an end.
+		{"ST", Queued}, {"STOPPED", Queued},
+		{"CD", Ended}, {"F", Ended}, {"PR", Ended}, {"PREEMPTED", Ended}, {"NEW_STATE", Ended}, {"", Ended},
 	}
 	for _, c := range cases {
 		if got := Rule(c.state).Phase; got != c.want {
