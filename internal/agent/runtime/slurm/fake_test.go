@@ -3,6 +3,7 @@ package slurm_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,6 +81,41 @@ func (f *fakeSlurm) writeStatus(id domain.KernelID, code string) {
 	path := filepath.Join(f.dir, string(id), "run-"+string(id)+".status")
 	if err := os.WriteFile(path, []byte(code+"\n"), 0o644); err != nil {
 		f.t.Fatal(err)
+	}
+}
+
+// A preempted job is never a success: SLURM's SIGTERM may let the kernel
+// exit 0 (its status file says 0) or SLURM may report 0 itself, and the
+// kernel still ends with a non-zero code saying SLURM preempted it. A
+// completed job with code 0 stays a success.
+func TestPreemptedIsNeverSuccess(t *testing.T) {
+	for _, c := range []struct {
+		name, state, status string
+		wantZero            bool
+		wantMsg             string
+	}{
+		{"preempted, status file 0", "PREEMPTED", "0", false, "preempted by SLURM"},
+		{"preempted, SLURM says 0", "PREEMPTED", "", false, "preempted by SLURM"},
+		{"timeout, status file 0", "TIMEOUT", "0", false, "ran past its SLURM time limit"},
+		{"cancelled by hand, status file 0", "CANCELLED", "0", false, "cancelled in SLURM"},
+		{"completed, status file 0", "COMPLETED", "0", true, "exited with code 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeSlurm(t)
+			spec := f.running()
+			if c.status != "" {
+				f.writeStatus(spec.Kernel, c.status)
+			}
+			f.set(c.state, "0")
+			ev := f.rec.Exit(t, spec.Kernel)
+			code := runtimetest.Code(ev)
+			if (code == 0) != c.wantZero || code < 0 {
+				t.Errorf("%s ended with code %d; want zero: %v", c.state, code, c.wantZero)
+			}
+			if !strings.Contains(ev.Message, c.wantMsg) {
+				t.Errorf("%s ended with message %q, want it to say %q", c.state, ev.Message, c.wantMsg)
+			}
+		})
 	}
 }
 

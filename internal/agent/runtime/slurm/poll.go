@@ -190,6 +190,11 @@ func (r *Runtime) end(t tracked, code int, ran bool, state, msg string) {
 		if destroying {
 			return runtime.Exit{Code: code, Reason: domain.ReasonDestroyed, Message: "destroyed (scancel)"}
 		}
+		if code == 0 && Rule(state).Failure {
+			// The manager counts code 0 as success; SLURM cut the kernel
+			// short, so the code says failure and the message why.
+			return runtime.Exit{Code: 1, Reason: reason, Message: msg + "; reported as code 1: SLURM ended the job"}
+		}
 		return runtime.Exit{Code: code, Reason: reason, Message: msg}
 	})
 }

@@ -45,6 +45,29 @@ func TestRule(t *testing.T) {
 	}
 }
 
+// An end SLURM imposed is never a success; a job that completed, or a
+// state the table does not know, is judged by its code.
+func TestRuleFailure(t *testing.T) {
+	cases := []struct {
+		state string
+		want  bool
+	}{
+		{"PR", true}, {"PREEMPTED", true}, {"TO", true}, {"TIMEOUT", true}, {"NF", true}, {"BF", true},
+		{"DL", true}, {"OOM", true}, {"CA", true}, {"F", true},
+		{"CD", false}, {"COMPLETED", false}, {"SE", false}, {"NEW_STATE", false},
+	}
+	for _, c := range cases {
+		if got := Rule(c.state).Failure; got != c.want {
+			t.Errorf("Rule(%q).Failure = %v, want %v", c.state, got, c.want)
+		}
+	}
+	for _, r := range States {
+		if r.Failure && r.Phase != Ended {
+			t.Errorf("%s is a failure but not an end", r.State)
+		}
+	}
+}
+
 func TestParseSqueue(t *testing.T) {
 	// exit_code is the raw wait status: 1024 is exit 4, 15 is SIGTERM.
 	out := "10|FAILED|NonZeroExitCode|1024|sokovan-a\n11|PENDING|PartitionConfig|0|sokovan-b\n12|CANCELLED|None|15|x\ngarbage\n"
