@@ -47,10 +47,16 @@ func newAgentDaemonCmd() *cobra.Command {
 				id = host
 			}
 			cfg.ID = domain.AgentID(id)
-			if kind != "process" {
+			switch kind {
+			case "docker", "sim":
 				// A container's command runs inside the container, and the
 				// sim runs nothing: both take any command.
 				cfg.AllowsCommand = true
+			case "slurm":
+				// A job runs as the agent's user, so only the slurm flag opens
+				// it: the manager places a session's command on an agent that
+				// says so, and a runtime that then refuses it cancels the session.
+				cfg.AllowsCommand = sl.AllowCommand
 			}
 			cfg.Runtime = kind
 			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))

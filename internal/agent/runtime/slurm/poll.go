@@ -106,8 +106,11 @@ func (r *Runtime) apply(t tracked, stateName, reason string, slurmCode int) {
 	switch rule.Phase {
 	case Queued:
 		note := "queued in SLURM: " + reason
-		if rule.State == "SUSPENDED" {
+		switch rule.State {
+		case "SUSPENDED":
 			note = "suspended in SLURM"
+		case "STOPPED":
+			note = "stopped in SLURM (SIGSTOP)"
 		}
 		r.mu.Lock()
 		changed := t.k.Own.note != note
@@ -186,6 +189,11 @@ func (r *Runtime) end(t tracked, code int, ran bool, state, msg string) {
 	r.kernels.Exited(t.k, func(destroying bool) runtime.Exit {
 		if destroying {
 			return runtime.Exit{Code: code, Reason: domain.ReasonDestroyed, Message: "destroyed (scancel)"}
+		}
+		if code == 0 && Rule(state).Failure {
+			// The manager counts code 0 as success; SLURM cut the kernel
+			// short, so the code says failure and the message why.
+			return runtime.Exit{Code: 1, Reason: reason, Message: msg + "; reported as code 1: SLURM ended the job"}
 		}
 		return runtime.Exit{Code: code, Reason: reason, Message: msg}
 	})

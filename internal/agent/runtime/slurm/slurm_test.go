@@ -209,6 +209,45 @@ func TestSuspendResumeKeepsRunning(t *testing.T) {
 	}
 }
 
+// scancel --signal=STOP and --signal=CONT leave a started kernel running:
+// STOPPED is a pause that keeps the job's allocation, not an end, and the
+// kernel is destroyed as any other afterwards.
+func TestStopContKeepsRunning(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnv(t, func(c *slurm.Config) { c.WorkDir = dir })
+	spec := e.spec("sleep", nil)
+	e.d.Start(spec)
+	e.rec.WaitFor(t, "start", runtimetest.IsStart(spec.Kernel))
+	job := jobOf(t, dir, spec.Kernel)
+	for _, sig := range []string{"STOP", "CONT"} {
+		want := map[string]string{"STOP": "STOPPED", "CONT": "RUNNING"}[sig]
+		// slurmctld ignores the signal while the job is still being
+		// launched, though squeue already says RUNNING: send it again
+		// until the state shows it.
+		wait(t, "job "+want, func() bool {
+			if slurmState(t, job) == want {
+				return true
+			}
+			if out, err := exec.Command("scancel", "--signal="+sig, job).CombinedOutput(); err != nil {
+				t.Fatalf("scancel --signal=%s %s: %v: %s", sig, job, err, out)
+			}
+			time.Sleep(poll)
+			return false
+		})
+		time.Sleep(3 * poll)
+		if st, ok := e.d.Live(spec.Kernel); !ok || !st.Running {
+			t.Fatalf("after SIG%s, Live has %+v (listed %v), want running", sig, st, ok)
+		}
+		if n := e.rec.Count(runtimetest.IsExit(spec.Kernel)); n != 0 {
+			t.Fatalf("%d exits reported after SIG%s", n, sig)
+		}
+	}
+	e.d.Destroy(spec.Kernel, 5*time.Second)
+	if ev := e.rec.Exit(t, spec.Kernel); ev.Reason != domain.ReasonDestroyed {
+		t.Errorf("exit = %+v, want reason destroyed", ev)
+	}
+}
+
 // With squeue failing, a running kernel stays running and one that ends is
 // ended from its status file.
 func TestSqueueFailureFallsBackToStatusFiles(t *testing.T) {

@@ -38,6 +38,11 @@ type StateRule struct {
 	// Note is why, for the documentation; Message, when set, is how an
 	// ended kernel's exit is explained.
 	Note, Message string
+	// Failure marks an end SLURM imposed (preemption, a time limit, a node
+	// lost): the kernel did not finish its work, so its exit is never a
+	// success, even when the kernel, sent SIGTERM, exited 0 and its status
+	// file says so. The manager judges outcomes by the code alone.
+	Failure bool
 }
 
 // States is seed 002's mapping, extended to every state squeue can print.
@@ -48,6 +53,7 @@ type StateRule struct {
 var States = []StateRule{
 	{State: "PENDING", Code: "PD", Phase: Queued, Note: "waiting for resources or priority; the reason is shown as queued in SLURM: <reason>"},
 	{State: "SUSPENDED", Code: "S", Phase: Queued, Note: "paused by scontrol suspend or gang scheduling; a kernel that started stays running and resumes"},
+	{State: "STOPPED", Code: "ST", Phase: Queued, Note: "paused by scancel --signal=STOP, still holding its allocation; a kernel that started stays running and resumes on SIGCONT"},
 	{State: "CONFIGURING", Code: "CF", Phase: Queued, Note: "allocated, nodes booting (seed: F)"},
 	{State: "REQUEUED", Code: "RQ", Phase: Queued, Note: "requeued, will run again (seed: R)"},
 	{State: "REQUEUE_HOLD", Code: "RH", Phase: Queued, Note: "requeued and held"},
@@ -59,15 +65,14 @@ var States = []StateRule{
 	{State: "SIGNALING", Code: "SI", Phase: Running, Note: "running, being signalled"},
 	{State: "STAGE_OUT", Code: "SO", Phase: Running, Note: "finishing its burst buffer stage-out"},
 	{State: "COMPLETED", Code: "CD", Phase: Ended, Note: "exit code 0 from SLURM; the status file still wins"},
-	{State: "FAILED", Code: "F", Phase: Ended, Note: "non-zero exit or launch failure"},
-	{State: "PREEMPTED", Code: "PR", Phase: Ended, Note: "preempted", Message: "preempted by SLURM"},
-	{State: "STOPPED", Code: "ST", Phase: Ended, Note: "stopped (SIGSTOP held)"},
-	{State: "CANCELLED", Code: "CA", Phase: Ended, Note: "scancel, by Destroy or by hand", Message: "cancelled in SLURM"},
-	{State: "TIMEOUT", Code: "TO", Phase: Ended, Note: "ran past its --time", Message: "ran past its SLURM time limit"},
-	{State: "NODE_FAIL", Code: "NF", Phase: Ended, Note: "its node failed", Message: "its SLURM node failed"},
-	{State: "OUT_OF_MEMORY", Code: "OOM", Phase: Ended, Note: "ran out of memory", Message: "out of memory in SLURM"},
-	{State: "BOOT_FAIL", Code: "BF", Phase: Ended, Note: "its node did not boot", Message: "its SLURM node failed to boot"},
-	{State: "DEADLINE", Code: "DL", Phase: Ended, Note: "missed its --deadline", Message: "missed its SLURM deadline"},
+	{State: "FAILED", Code: "F", Phase: Ended, Note: "non-zero exit or launch failure", Failure: true},
+	{State: "PREEMPTED", Code: "PR", Phase: Ended, Note: "preempted", Message: "preempted by SLURM", Failure: true},
+	{State: "CANCELLED", Code: "CA", Phase: Ended, Note: "scancel, by Destroy or by hand (Destroy reports the kernel's own code)", Message: "cancelled in SLURM", Failure: true},
+	{State: "TIMEOUT", Code: "TO", Phase: Ended, Note: "ran past its --time", Message: "ran past its SLURM time limit", Failure: true},
+	{State: "NODE_FAIL", Code: "NF", Phase: Ended, Note: "its node failed", Message: "its SLURM node failed", Failure: true},
+	{State: "OUT_OF_MEMORY", Code: "OOM", Phase: Ended, Note: "ran out of memory", Message: "out of memory in SLURM", Failure: true},
+	{State: "BOOT_FAIL", Code: "BF", Phase: Ended, Note: "its node did not boot", Message: "its SLURM node failed to boot", Failure: true},
+	{State: "DEADLINE", Code: "DL", Phase: Ended, Note: "missed its --deadline", Message: "missed its SLURM deadline", Failure: true},
 	{State: "SPECIAL_EXIT", Code: "SE", Phase: Ended, Note: "requeued in a held special-exit state"},
 }
 
@@ -97,6 +102,9 @@ func RenderStates() string {
 		if r.Message != "" {
 			note += fmt.Sprintf("; message %q", r.Message)
 		}
+		if r.Failure {
+			note += "; never a success"
+		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.State, r.Code, r.Phase, note)
 	}
 	b.WriteString("| any other | | ended | as seed 002's \"Unknown\" |\n\n")
@@ -104,6 +112,9 @@ func RenderStates() string {
 (` + "`run-<kernel>.status`" + `, written by the job script) and then SLURM's exit code
 (squeue's exit_code, else ` + "`scontrol show job`" + `), which is then written to the
 status file too. A job killed by a signal reports 128 plus the signal.
+A state marked "never a success" is an end SLURM imposed: there a code of 0
+(a kernel that exited cleanly on SLURM's SIGTERM) is reported as 1, with the
+state's message, so the session's outcome is a failure.
 
 Failures:
 

@@ -29,8 +29,11 @@ func TestRule(t *testing.T) {
 		state string
 		want  Phase
 	}{
-		{"PD", Queued}, {"PENDING", Queued}, {"S", Queued}, {"R", Running}, {"CG", Running},
-		{"CD", Ended}, {"F", Ended}, {"PR", Ended}, {"ST", Ended}, {"NEW_STATE", Ended}, {"", Ended},
+		{"PD", Queued}, {"PENDING", Queued}, {"S", Queued}, {"SUSPENDED", Queued}, {"R", Running}, {"CG", Running},
+		// A stopped job (scancel --signal=STOP) is paused, as a suspended
+		// one is, and keeps its allocation: not an end.
+		{"ST", Queued}, {"STOPPED", Queued},
+		{"CD", Ended}, {"F", Ended}, {"PR", Ended}, {"PREEMPTED", Ended}, {"NEW_STATE", Ended}, {"", Ended},
 	}
 	for _, c := range cases {
 		if got := Rule(c.state).Phase; got != c.want {
@@ -39,6 +42,29 @@ func TestRule(t *testing.T) {
 	}
 	if Rule("PR").Message != "preempted by SLURM" {
 		t.Errorf("PR's message = %q", Rule("PR").Message)
+	}
+}
+
+// An end SLURM imposed is never a success; a job that completed, or a
+// state the table does not know, is judged by its code.
+func TestRuleFailure(t *testing.T) {
+	cases := []struct {
+		state string
+		want  bool
+	}{
+		{"PR", true}, {"PREEMPTED", true}, {"TO", true}, {"TIMEOUT", true}, {"NF", true}, {"BF", true},
+		{"DL", true}, {"OOM", true}, {"CA", true}, {"F", true},
+		{"CD", false}, {"COMPLETED", false}, {"SE", false}, {"NEW_STATE", false},
+	}
+	for _, c := range cases {
+		if got := Rule(c.state).Failure; got != c.want {
+			t.Errorf("Rule(%q).Failure = %v, want %v", c.state, got, c.want)
+		}
+	}
+	for _, r := range States {
+		if r.Failure && r.Phase != Ended {
+			t.Errorf("%s is a failure but not an end", r.State)
+		}
 	}
 }
 
