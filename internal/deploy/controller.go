@@ -103,6 +103,11 @@ type Config struct {
 	BackoffMax  time.Duration
 	// MaxConcurrentChecks bounds the health checks in flight.
 	MaxConcurrentChecks int
+	// MissingSessionGrace is how long a PROVISIONING route may name a
+	// session the store does not have before it failed to start: a
+	// manager that crashed between writing the route and submitting its
+	// session leaves such a route.
+	MissingSessionGrace time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -119,6 +124,7 @@ func (c Config) withDefaults() Config {
 	def(&c.DrainGrace, 2*time.Second)
 	def(&c.BackoffBase, 5*time.Second)
 	def(&c.BackoffMax, 5*time.Minute)
+	def(&c.MissingSessionGrace, 10*time.Second)
 	if c.MaxConcurrentChecks <= 0 {
 		c.MaxConcurrentChecks = 32
 	}
@@ -161,6 +167,7 @@ type Controller struct {
 	clock    Clock
 	log      *slog.Logger
 	cfg      Config
+	limits   routeLimits
 	client   *http.Client
 	metrics  *metrics
 	kick     chan struct{}
@@ -181,7 +188,7 @@ func New(d Deps, cfg Config) *Controller {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
 	c := &Controller{store: d.Store, admit: d.Admit, sessions: d.Sessions, lease: d.Lease, clock: d.Clock, log: d.Log,
-		cfg: cfg.withDefaults(), kick: make(chan struct{}, 1), metrics: newMetrics(d.Registerer), id: newID(),
+		cfg: cfg.withDefaults(), limits: cfg.withDefaults().limits(), kick: make(chan struct{}, 1), metrics: newMetrics(d.Registerer), id: newID(),
 		// Health checks never follow redirects: a route answers for itself.
 		client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	return c
@@ -296,72 +303,6 @@ func (c *Controller) Step(ctx context.Context) error {
 	}
 	c.metrics.routes(deps, byDep)
 	return errors.Join(errs...)
-}
-
-// route applies the moves that need no network: liveness follows the
-// session, provisioning, eviction, termination, and the bounds.
-func (c *Controller) route(ctx context.Context, d *domain.Deployment, r *domain.Route, now time.Time) error {
-	sess := r.SessionStatus
-	age := now.Sub(r.StatusChangedAt)
-	switch r.Status {
-	case domain.RouteProvisioning:
-		switch {
-		case sess == domain.SessionRunning:
-			endpoint, err := c.endpoint(ctx, d, r)
-			if err != nil {
-				return c.failStart(ctx, d, r, now, fmt.Sprintf("session runs but cannot be reached: %v", err))
-			}
-			r.Endpoint = endpoint
-			return c.moveRoute(ctx, d, r, domain.HandlerProvisioningRoute, domain.RouteSuccess, now, "serving at "+endpoint)
-		case sess == 0 && age > 10*time.Second:
-			return c.failStart(ctx, d, r, now, "its session was never created")
-		case sess.Terminal() || sess == domain.SessionTerminating:
-			return c.failStart(ctx, d, r, now, "its session ended "+sess.String()+c.sessionReason(ctx, r))
-		case age > c.cfg.ProvisionTimeout:
-			return c.failStart(ctx, d, r, now, fmt.Sprintf("its session was still %s after %s", sess, c.cfg.ProvisionTimeout))
-		}
-	case domain.RouteHealthy, domain.RouteDegraded, domain.RouteUnhealthy:
-		if sess != domain.SessionRunning {
-			// A route whose session ended leaves HEALTHY at once: it is
-			// no replica any more, whatever its last check said. The
-			// session's own transaction moves one that served; one that
-			// never did is moved here, so that its end is counted once.
-			what := "its session is gone"
-			if sess != 0 {
-				what = "its session is " + sess.String() + c.sessionReason(ctx, r)
-			}
-			return c.endUnserved(ctx, d, r, now, func() error {
-				return c.moveRoute(ctx, d, r, domain.HandlerRunningRoute, domain.RouteFailure, now, what)
-			})
-		}
-		if r.Status == domain.RouteUnhealthy && age >= c.cfg.EvictionGrace {
-			if err := c.endUnserved(ctx, d, r, now, func() error {
-				return c.moveRoute(ctx, d, r, domain.HandlerRouteEviction, domain.RouteSuccess, now,
-					fmt.Sprintf("unhealthy for %s", age.Truncate(time.Second)))
-			}); err != nil {
-				return err
-			}
-			return c.endSession(ctx, r, "evicted: unhealthy")
-		}
-	case domain.RouteFailedToStart:
-		// Kept in sight while the deployment backs off, then ended; its
-		// session was asked to end when it failed.
-		if !now.Before(d.NextStartAt) {
-			return c.moveRoute(ctx, d, r, domain.HandlerRunningRoute, domain.RouteFailure, now, "failed to start")
-		}
-	case domain.RouteTerminating:
-		if sess == 0 || sess.Terminal() {
-			return c.moveRoute(ctx, d, r, domain.HandlerTerminatingRoute, domain.RouteSuccess, now, "session ended")
-		}
-		if age > c.cfg.TerminateTimeout {
-			return c.moveRoute(ctx, d, r, domain.HandlerTerminatingRoute, domain.RouteSuccess, now,
-				fmt.Sprintf("session still %s after %s; its own bound ends it", sess, c.cfg.TerminateTimeout))
-		}
-		if sess != domain.SessionTerminating && age >= c.cfg.DrainGrace {
-			return c.endSession(ctx, r, "route terminating: "+r.StatusReason)
-		}
-	}
-	return nil
 }
 
 func (c *Controller) sessionReason(ctx context.Context, r *domain.Route) string {
