@@ -184,7 +184,7 @@ func newDeployCreateCmd(o *output) *cobra.Command {
 	f.IntVar(&port, "health-port", 0, "service port to check and serve (default: the route's first)")
 	f.StringVar(&interval, "health-interval", "", "time between checks of a route (default 10s)")
 	f.StringVar(&timeout, "health-timeout", "", "time a check may take (default 5s)")
-	f.StringVar(&delay, "health-initial-delay", "", "time after a route's session starts before its first check (default 30s)")
+	f.StringVar(&delay, "health-initial-delay", "", "time after a route's session starts during which failed checks are not counted (default 30s); checks start at once")
 	f.IntVar(&succ, "health-success-threshold", 0, "consecutive passes that make a route HEALTHY (default 1)")
 	f.IntVar(&fail, "health-failure-threshold", 0, "consecutive failures that make a route UNHEALTHY (default 3)")
 	f.DurationVar(&wait, "wait", 0, "wait up to this long for the deployment to be READY")

@@ -29,20 +29,20 @@ func (c *Controller) checkAll(ctx context.Context, deps []domain.Deployment, byD
 		}
 		for _, r := range byDep[d.ID] {
 			switch r.Status {
-			case domain.RouteHealthy, domain.RouteDegraded, domain.RouteUnhealthy:
+			case domain.RouteProvisioning, domain.RouteHealthy, domain.RouteDegraded, domain.RouteUnhealthy:
 			default:
 				continue
 			}
 			if r.SessionStatus != domain.SessionRunning || r.Endpoint == "" {
 				continue
 			}
-			if r.Status != domain.RouteDegraded && !r.CheckedAt.IsZero() && now.Sub(r.CheckedAt) > hc.Stale() {
+			if r.Status != domain.RouteDegraded && !r.CheckedAt.IsZero() &&
+				now.Sub(r.CheckedAt) > hc.Stale() {
 				errs = append(errs, c.moveRoute(ctx, d, r, domain.HandlerHealthCheckRoute, domain.RouteStale, now,
 					fmt.Sprintf("no check result since %s", r.CheckedAt.Format(time.RFC3339))))
 			}
-			if r.CheckedAt.IsZero() && now.Sub(r.StatusChangedAt) < hc.InitialDelay {
-				continue // the server is given its initial delay to come up
-			}
+			// Probed from the start: the initial delay forgives failures
+			// (applyCheck), it does not hold back a success.
 			if !r.CheckedAt.IsZero() && now.Sub(r.CheckedAt) < hc.Interval {
 				continue
 			}
@@ -73,6 +73,18 @@ func (c *Controller) applyCheck(ctx context.Context, d *domain.Deployment, r *do
 	hc := d.Health.Complete()
 	next := *r
 	next.CheckedAt = now
+	if !p.ok && r.Status == domain.RouteProvisioning && now.Sub(r.StatusChangedAt) < hc.InitialDelay {
+		// A server still coming up: the failure is recorded, not
+		// counted (Kubernetes' startup probe).
+		next.Successes, next.Failures = 0, 0
+		if err := c.store.UpdateRoute(ctx, next, []domain.RouteStatus{r.Status}); err != nil {
+			return nil // moved meanwhile
+		}
+		*r = next
+		return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, Route: r.ID, At: now,
+			Handler: domain.HandlerHealthCheckRoute, Result: domain.RouteFailure, From: r.Status.String(), To: r.Status.String(),
+			Message: fmt.Sprintf("check failed within the initial delay of %s, not counted: %s", hc.InitialDelay, p.message)}})
+	}
 	if p.ok {
 		next.Successes, next.Failures = next.Successes+1, 0
 	} else {
@@ -82,7 +94,7 @@ func (c *Controller) applyCheck(ctx context.Context, d *domain.Deployment, r *do
 	case p.ok && r.Status != domain.RouteHealthy && next.Successes >= hc.SuccessThreshold:
 		*r = next
 		if err := c.moveRoute(ctx, d, r, domain.HandlerHealthCheckRoute, domain.RouteSuccess, now,
-			fmt.Sprintf("%d checks passed in a row", next.Successes)); err != nil {
+			passed(next.Successes)); err != nil {
 			return err
 		}
 		if d.StartFailures > 0 {
@@ -109,4 +121,12 @@ func (c *Controller) applyCheck(ctx context.Context, d *domain.Deployment, r *do
 			Message: "check failed: " + p.message}})
 	}
 	return nil
+}
+
+// passed says how many checks passed in a row.
+func passed(n int) string {
+	if n == 1 {
+		return "its check passed"
+	}
+	return fmt.Sprintf("%d checks passed in a row", n)
 }

@@ -337,8 +337,12 @@ func (c *Controller) failStart(ctx context.Context, d *domain.Deployment, r *dom
 	if r.Status == from {
 		return nil // moved by another pass, which counted it
 	}
-	if err := c.backOff(ctx, d, now); err != nil {
-		return err
+	// A route of an earlier revision failing says nothing of the
+	// current spec (see endUnserved).
+	if r.Revision == d.Revision {
+		if err := c.backOff(ctx, d, now); err != nil {
+			return err
+		}
 	}
 	return c.endSession(ctx, r, "route failed to start: "+why)
 }

@@ -209,17 +209,14 @@ func TestHealthChecksCountConsecutiveResultsAndGoStale(t *testing.T) {
 	h := newHarness(t, hc, Config{EvictionGrace: time.Hour})
 	h.step(0) // PENDING → SCALING, one route started, its session RUNNING at once
 	h.want("started", domain.RouteProvisioning)
+	// Its session runs: checked in the same pass, initial delay or not;
+	// one pass < success threshold 2, so it stays PROVISIONING.
 	h.step(time.Second)
-	r := h.want("session running", domain.RouteDegraded)
+	r := h.want("session running, one pass", domain.RouteProvisioning)
 	if r.Endpoint != h.sess.serve {
 		t.Fatalf("endpoint %q, want %q", r.Endpoint, h.sess.serve)
 	}
-	h.step(20 * time.Second) // within the initial delay: no check
-	if r := h.route(); !r.CheckedAt.IsZero() {
-		t.Fatalf("checked during the initial delay")
-	}
-	h.step(15 * time.Second) // 1 pass < success threshold 2
-	if r := h.want("one pass", domain.RouteDegraded); r.Successes != 1 {
+	if r.Successes != 1 {
 		t.Fatalf("successes %d, want 1", r.Successes)
 	}
 	h.step(5 * time.Second) // before the interval: no check
@@ -258,6 +255,45 @@ func TestHealthChecksCountConsecutiveResultsAndGoStale(t *testing.T) {
 	}
 	h.step(10 * time.Second)
 	h.want("fresh again", domain.RouteHealthy)
+}
+
+// TestInitialDelayForgivesFailuresNotSuccesses is issue 32's first
+// request after 31 s: a route is probed as soon as its session runs and
+// serves on its first passing check; failures within the initial delay
+// are recorded but not counted, and it shows PROVISIONING, not DEGRADED,
+// until its first result.
+func TestInitialDelayForgivesFailuresNotSuccesses(t *testing.T) {
+	hc := domain.HealthCheck{Path: "/health", Interval: 2 * time.Second, Timeout: time.Second, InitialDelay: 30 * time.Second,
+		SuccessThreshold: 1, FailureThreshold: 1}
+	h := newHarness(t, hc, Config{EvictionGrace: time.Hour})
+	h.healthy.Store(false) // the server is still coming up
+	h.step(0)
+	h.step(time.Second)
+	r := h.want("failing within the initial delay", domain.RouteProvisioning)
+	if r.CheckedAt.IsZero() || r.Failures != 0 {
+		t.Fatalf("checked at %v with %d failures counted, want a check and none counted", r.CheckedAt, r.Failures)
+	}
+	if !h.history(r.ID, domain.HandlerHealthCheckRoute, domain.RouteFailure) {
+		t.Errorf("the forgiven failure is not in the history")
+	}
+	h.step(2 * time.Second)
+	h.want("still within the delay", domain.RouteProvisioning)
+	h.healthy.Store(true)
+	h.step(2 * time.Second) // 5 s in: the first success is not held back
+	h.want("serving", domain.RouteHealthy)
+
+	// A second deployment whose server never comes up: failures count
+	// once the initial delay is over.
+	h2 := newHarness(t, hc, Config{EvictionGrace: time.Hour})
+	h2.healthy.Store(false)
+	h2.step(0)
+	h2.step(time.Second)
+	for range 14 {
+		h2.step(2 * time.Second)
+	}
+	h2.want("29 s in, within the delay", domain.RouteProvisioning)
+	h2.step(2 * time.Second)
+	h2.want("past the delay, one failure at threshold 1", domain.RouteUnhealthy)
 }
 
 func TestUnhealthyRouteIsEvictedAfterItsGraceAndReplaced(t *testing.T) {
@@ -382,8 +418,8 @@ func TestRouteThatDiesBeforeServingBacksOff(t *testing.T) {
 	}
 
 	h.step(0)
-	h.step(time.Second) // RUNNING → DEGRADED, first check passes: 1 of 3
-	first := h.want("running", domain.RouteDegraded)
+	h.step(time.Second) // RUNNING: still PROVISIONING, first check passes: 1 of 3
+	first := h.want("running", domain.RouteProvisioning)
 	crash(first)
 	h.step(time.Second)
 	crashedAt := h.clock.now
@@ -391,19 +427,19 @@ func TestRouteThatDiesBeforeServingBacksOff(t *testing.T) {
 	if rs := routes(); len(rs) != 1 {
 		t.Fatalf("%d routes right after the crash, want the crashed one alone (no replacement during the backoff)", len(rs))
 	}
-	if !h.history(first.ID, domain.HandlerRunningRoute, domain.RouteFailure) {
-		t.Errorf("the crashed route's end is not in its history")
+	if !h.history(first.ID, domain.HandlerProvisioningRoute, domain.RouteFailure) {
+		t.Errorf("the crashed route's failed start is not in its history")
 	}
 	h.step(8 * time.Second)
-	if rs := routes(); len(rs) != 1 || rs[0].Status != domain.RouteTerminated {
-		t.Fatalf("routes %+v within the backoff, want the crashed one alone, TERMINATED", rs)
+	if rs := routes(); len(rs) != 1 || rs[0].Status != domain.RouteFailedToStart {
+		t.Fatalf("routes %+v within the backoff, want the crashed one alone, FAILED_TO_START", rs)
 	}
 	h.step(2 * time.Second) // the backoff is over: one replacement
 	second := h.want("replaced after the backoff", domain.RouteProvisioning)
 
 	// The replacement crashes the same way: the wait doubles.
 	h.step(time.Second)
-	h.want("second running", domain.RouteDegraded)
+	h.want("second running", domain.RouteProvisioning)
 	crash(second)
 	h.step(time.Second)
 	backoff("second crash", 2, h.clock.now.Add(20*time.Second))
@@ -494,7 +530,7 @@ func TestOldRevisionRouteEndIsNoFailedStart(t *testing.T) {
 	h := newHarness(t, hc, Config{BackoffBase: 10 * time.Second, BackoffMax: 25 * time.Second, DrainGrace: time.Second})
 	h.step(0)
 	h.step(time.Second)
-	old := h.want("running", domain.RouteDegraded)
+	old := h.want("running", domain.RouteProvisioning)
 	d, err := h.st.GetDeployment(h.ctx, "d1")
 	if err != nil {
 		t.Fatal(err)
@@ -577,7 +613,7 @@ func TestUsersChangeDuringAPassIsKept(t *testing.T) {
 		t.Fatalf("deployment is %s, want SCALING", d.Status)
 	}
 	h.step(time.Second)
-	first := h.want("running", domain.RouteDegraded)
+	first := h.want("running", domain.RouteProvisioning)
 	if err := h.sess.end(h.ctx, first.Session, "kernel exited with code 1"); err != nil {
 		t.Fatal(err)
 	}

@@ -98,8 +98,16 @@ func decideRoute(r domain.Route, nextStartAt, now time.Time, lim routeLimits) ro
 	switch r.Status {
 	case domain.RouteProvisioning:
 		switch {
-		case sess == domain.SessionRunning:
+		case sess == domain.SessionRunning && r.Endpoint == "":
 			return routeDecision{Act: actServe, Handler: domain.HandlerProvisioningRoute, Result: domain.RouteSuccess}
+		case sess == domain.SessionRunning:
+			// Serving at its endpoint, waiting for its first health
+			// result; the bound counts from when its session started.
+			if age > lim.Bound[r.Status] {
+				h, res := boundMove(r.Status)
+				return routeDecision{Act: actFailStart, Handler: h, Result: res,
+					Message: fmt.Sprintf("its session ran %s without passing a health check", lim.Bound[r.Status])}
+			}
 		case sess == 0 && age > lim.MissingSession:
 			return fail("its session was never created", false)
 		case sess.Terminal() || sess == domain.SessionTerminating:
@@ -163,8 +171,11 @@ func (c *Controller) route(ctx context.Context, d *domain.Deployment, r *domain.
 		if err != nil {
 			return c.failStart(ctx, d, r, now, fmt.Sprintf("session runs but cannot be reached: %v", err))
 		}
-		r.Endpoint = endpoint
-		msg = "serving at " + endpoint
+		// It stays PROVISIONING, now with an endpoint to check; its clock
+		// restarts, so the bound and the initial delay count from the
+		// session's start rather than the route's.
+		r.Endpoint, r.StatusChangedAt, r.StatusReason = endpoint, now, "session running at "+endpoint+"; waiting for its first health check"
+		msg = r.StatusReason
 		return move()
 	case actFailStart:
 		return c.failStart(ctx, d, r, now, msg)

@@ -23,14 +23,21 @@ func TestDecideRoute(t *testing.T) {
 		sess    domain.SessionStatus
 		age     time.Duration
 		backoff time.Duration // until the deployment's next start
-		act     routeAct
-		handler domain.HandlerName
-		result  domain.RouteResult
-		msg     string
-		reason  bool
+		// endpoint: the route's endpoint is recorded (its session was
+		// found serving on an earlier pass).
+		endpoint bool
+		act      routeAct
+		handler  domain.HandlerName
+		result   domain.RouteResult
+		msg      string
+		reason   bool
 	}{
 		{name: "provisioning, session running: serve", status: prov, sess: running, act: actServe,
 			handler: domain.HandlerProvisioningRoute, result: domain.RouteSuccess},
+		{name: "provisioning, serving, waiting for its first check", status: prov, sess: running, endpoint: true, age: 10 * time.Minute},
+		{name: "provisioning, serving past its bound without a check passed: failed start", status: prov, sess: running,
+			endpoint: true, age: 10*time.Minute + 1, act: actFailStart, handler: domain.HandlerProvisioningRoute,
+			result: domain.RouteFailure, msg: "its session ran 10m0s without passing a health check"},
 		{name: "provisioning, session pending: wait", status: prov, sess: pending, age: time.Minute},
 		{name: "provisioning, no session yet: wait", status: prov, age: 10 * time.Second},
 		{name: "provisioning, no session past the grace: failed start", status: prov, age: 11 * time.Second, act: actFailStart,
@@ -64,6 +71,9 @@ func TestDecideRoute(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := domain.Route{Status: c.status, SessionStatus: c.sess, StatusChangedAt: now.Add(-c.age), StatusReason: "scale-in"}
+			if c.endpoint {
+				r.Endpoint = "10.0.0.1:8080"
+			}
 			got := decideRoute(r, now.Add(c.backoff), now, lim)
 			want := routeDecision{Act: c.act, Handler: c.handler, Result: c.result, Message: c.msg, WithReason: c.reason}
 			if got != want {

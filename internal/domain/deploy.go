@@ -235,11 +235,18 @@ func (h RouteHandler) For(r RouteResult) RouteStatus {
 	return 0
 }
 
-// RouteHandlers is seed 001's route table, in its order.
+// RouteHandlers is seed 001's route table, in its order, with one
+// change: a route stays PROVISIONING until its first health result, as a
+// Kubernetes pod is not ready before its startup probe passes. The seed
+// moves it to DEGRADED once its session runs, which showed every normal
+// start as degraded; here ProvisioningRoute's success keeps the route
+// where it is (with its endpoint recorded), and HealthCheckRoute takes
+// PROVISIONING routes too, to HEALTHY on their first passing checks or
+// UNHEALTHY on failures counted past the initial delay.
 func RouteHandlers() []RouteHandler {
 	return []RouteHandler{
-		{Name: HandlerProvisioningRoute, Target: []RouteStatus{RouteProvisioning}, Success: RouteDegraded, Failure: RouteFailedToStart},
-		{Name: HandlerHealthCheckRoute, Target: []RouteStatus{RouteHealthy, RouteUnhealthy, RouteDegraded},
+		{Name: HandlerProvisioningRoute, Target: []RouteStatus{RouteProvisioning}, Failure: RouteFailedToStart},
+		{Name: HandlerHealthCheckRoute, Target: []RouteStatus{RouteProvisioning, RouteHealthy, RouteUnhealthy, RouteDegraded},
 			Success: RouteHealthy, Failure: RouteUnhealthy, Stale: RouteDegraded},
 		{Name: HandlerRunningRoute, Target: []RouteStatus{RouteDegraded, RouteHealthy, RouteUnhealthy, RouteFailedToStart}, Failure: RouteTerminating},
 		{Name: HandlerRouteEviction, Target: []RouteStatus{RouteUnhealthy}, Success: RouteTerminating},
@@ -362,7 +369,8 @@ type HealthCheck struct {
 
 // DefaultHealthCheck is what a deployment gets for what it leaves out.
 // The interval and path follow Backend.AI; the initial delay is shorter
-// than its 60 s because a failed check before it is not counted anyway.
+// than its 60 s because it only forgives failures: a route is probed from
+// its session's start and serves on its first passing check.
 func DefaultHealthCheck() HealthCheck {
 	return HealthCheck{Path: "/health", Interval: 10 * time.Second, Timeout: 5 * time.Second,
 		InitialDelay: 30 * time.Second, SuccessThreshold: 1, FailureThreshold: 3}

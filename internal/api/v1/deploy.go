@@ -14,8 +14,9 @@ type HealthCheck struct {
 	Interval string `json:"interval,omitempty"`
 	// Timeout of one check (default 5s).
 	Timeout string `json:"timeout,omitempty"`
-	// InitialDelay after the route's session starts before the first
-	// check (default 30s).
+	// InitialDelay is how long after the route's session starts a failed
+	// check is forgiven, not counted (default 30s). Checks start at once,
+	// and a passing one counts at once.
 	InitialDelay string `json:"initial_delay,omitempty"`
 	// SuccessThreshold consecutive passes make a route HEALTHY (default 1).
 	SuccessThreshold int `json:"success_threshold,omitempty"`
