@@ -38,6 +38,10 @@ type Store interface {
 	ListRoutes(ctx context.Context, f store.RouteFilter) ([]domain.Route, error)
 	UpdateRoute(ctx context.Context, r domain.Route, from []domain.RouteStatus) error
 	AppendDeploymentHistory(ctx context.Context, entries []domain.DeploymentHistoryEntry) error
+	// ListAgentDrains and ListKernels find the routes whose sessions run
+	// on a draining agent, to move them before the drain's deadline.
+	ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error)
+	ListKernels(ctx context.Context, f store.KernelFilter) ([]domain.Kernel, error)
 	GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error)
 	ReportDeploymentLoad(ctx context.Context, manager string, load map[domain.DeploymentID]float64, at time.Time) error
 	DeploymentLoad(ctx context.Context, since time.Time) (map[domain.DeploymentID]float64, error)
@@ -289,6 +293,10 @@ func (c *Controller) Step(ctx context.Context) error {
 		byDep[all[i].Deployment] = append(byDep[all[i].Deployment], &all[i])
 	}
 	now := c.clock.Now().UTC().Truncate(time.Microsecond)
+	draining, err := c.drainingSessions(ctx)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	for i := range deps {
 		d := &deps[i]
@@ -299,7 +307,7 @@ func (c *Controller) Step(ctx context.Context) error {
 	errs = append(errs, c.checkAll(ctx, deps, byDep, now))
 	errs = append(errs, c.autoscaleAll(ctx, deps, byDep, now))
 	for i := range deps {
-		errs = append(errs, c.deployment(ctx, &deps[i], byDep[deps[i].ID], now))
+		errs = append(errs, c.deployment(ctx, &deps[i], byDep[deps[i].ID], draining, now))
 	}
 	c.metrics.routes(deps, byDep)
 	return errors.Join(errs...)
@@ -467,16 +475,30 @@ func (c *Controller) recordMove(ctx context.Context, d *domain.Deployment, h dom
 
 // deployment runs the deployment handlers on d, whose routes' moves of
 // this pass are already applied.
-func (c *Controller) deployment(ctx context.Context, d *domain.Deployment, routes []*domain.Route, now time.Time) error {
+func (c *Controller) deployment(ctx context.Context, d *domain.Deployment, routes []*domain.Route,
+	draining map[domain.SessionID]domain.AgentID, now time.Time) error {
 	var live []*domain.Route
-	healthy := 0
 	for _, r := range routes {
 		if r.Status.Live() {
 			live = append(live, r)
-			if r.Status == domain.RouteHealthy {
-				healthy++
-			}
 		}
+	}
+	// Routes on draining agents count as gone to the handlers below, so
+	// replacements start elsewhere while they still serve; they end once
+	// the replacements serve (replaceDrained). A rollout replaces routes
+	// anyway and goes on as it is.
+	var moving []*domain.Route
+	if d.Status != domain.DeploymentDeploying && d.Status != domain.DeploymentDestroying {
+		live, moving = splitDraining(live, draining)
+	}
+	healthy := 0
+	for _, r := range live {
+		if r.Status == domain.RouteHealthy {
+			healthy++
+		}
+	}
+	if err := c.replaceDrained(ctx, d, moving, healthy, draining, now); err != nil {
+		return err
 	}
 	switch d.Status {
 	case domain.DeploymentDestroying:

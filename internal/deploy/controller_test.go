@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,6 +39,8 @@ type instantSessions struct {
 	serve string // host:port the sessions' kernels serve
 	// pending leaves new sessions PENDING (an unplaceable replica).
 	pending bool
+	// agent is where new sessions are placed ("a1" when empty).
+	agent domain.AgentID
 	now     func() time.Time
 }
 
@@ -59,7 +63,7 @@ func (s *instantSessions) Admit(ctx context.Context, r admit.Request) (domain.Se
 		return sess, nil
 	}
 	plan := framework.Plan{Group: "default", Placements: []framework.Placement{{Session: id,
-		Kernels: []framework.KernelPlacement{{Kernel: k.ID, Agent: "a1", Slots: req.Clone()}}}}}
+		Kernels: []framework.KernelPlacement{{Kernel: k.ID, Agent: cmp.Or(s.agent, "a1"), Slots: req.Clone()}}}}}
 	if res, err := s.st.ApplyPlan(ctx, plan, now); err != nil || len(res.Applied) != 1 {
 		return domain.Session{}, fmt.Errorf("place %s: %v %+v", id, err, res.Rejected)
 	}
@@ -652,5 +656,78 @@ func TestUsersChangeDuringAutoscalingIsKept(t *testing.T) {
 	h.step(0) // 3 in flight at 1 per route: 3 replicas
 	if d := stored("autoscaled"); d.Replicas != 3 || !d.ScaledAt.Equal(h.clock.now) {
 		t.Fatalf("after autoscaling: %d replicas, scaled at %s; want 3 and now", d.Replicas, d.ScaledAt)
+	}
+}
+
+// TestDrainMovesRoutesFirst is issue 32's drain that killed both
+// replicas at once: routes on a draining agent are replaced elsewhere
+// first, and each ends only once the deployment keeps its HEALTHY
+// replicas without it.
+func TestDrainMovesRoutesFirst(t *testing.T) {
+	hc := domain.HealthCheck{Path: "/health", Interval: time.Second, Timeout: time.Second, SuccessThreshold: 2, FailureThreshold: 3}
+	h := newHarness(t, hc, Config{DrainGrace: time.Second})
+	capacity, _ := domain.DefaultRegistry().ParseSlots(map[string]string{"cpu": "64", "mem": "64g"})
+	if _, err := h.st.RegisterAgent(h.ctx, domain.Agent{ID: "a2", ResourceGroup: "default", Address: "http://127.0.0.1:2",
+		Architecture: "x86_64", Runtime: "process", Status: domain.AgentAlive, Schedulable: true, Capacity: capacity}, h.clock.now); err != nil {
+		t.Fatal(err)
+	}
+	d := h.dep
+	d.Replicas = 2
+	if err := h.st.UpdateDeployment(h.ctx, d, []domain.DeploymentStatus{d.Status}); err != nil {
+		t.Fatal(err)
+	}
+	routes := func() (healthyOn map[domain.AgentID]int, all []domain.Route) {
+		t.Helper()
+		rs, err := h.st.ListRoutes(h.ctx, store.RouteFilter{Deployments: []domain.DeploymentID{"d1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		healthyOn = map[domain.AgentID]int{}
+		for _, r := range rs {
+			if r.Status != domain.RouteHealthy {
+				continue
+			}
+			sk, err := h.st.GetSession(h.ctx, r.Session)
+			if err != nil {
+				t.Fatal(err)
+			}
+			healthyOn[sk.Kernels[0].Agent]++
+		}
+		return healthyOn, rs
+	}
+	for range 4 {
+		h.step(time.Second)
+	}
+	if on, _ := routes(); on["a1"] != 2 {
+		t.Fatalf("before the drain: HEALTHY routes by agent %v, want 2 on a1", on)
+	}
+
+	// a1 drains with a deadline far off; new sessions go to a2.
+	if err := h.st.SetAgentSchedulable(h.ctx, "a1", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.st.DrainAgent(h.ctx, "a1", h.clock.now, h.clock.now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	h.sess.agent = "a2"
+	for i := range 12 {
+		h.step(time.Second)
+		on, all := routes()
+		if on["a1"]+on["a2"] < 2 {
+			t.Fatalf("pass %d of the drain: HEALTHY routes by agent %v, fewer than the 2 replicas (routes %+v)", i, on, all)
+		}
+	}
+	on, all := routes()
+	if on["a2"] != 2 || on["a1"] != 0 {
+		t.Fatalf("after the drain: HEALTHY routes by agent %v, want 2 on a2 and none on a1 (routes %+v)", on, all)
+	}
+	ended := 0
+	for _, r := range all {
+		if r.Status == domain.RouteTerminated && strings.Contains(r.StatusReason, "session ended") {
+			ended++
+		}
+	}
+	if d, _ := h.st.GetDeployment(h.ctx, "d1"); d.Status != domain.DeploymentReady || ended != 2 {
+		t.Fatalf("deployment %s with %d of a1's routes ended, want READY and 2 (routes %+v)", d.Status, ended, all)
 	}
 }
