@@ -41,7 +41,7 @@ type instantSessions struct {
 	pending bool
 	// agent is where new sessions are placed ("a1" when empty).
 	agent domain.AgentID
-	now     func() time.Time
+	now   func() time.Time
 }
 
 func (s *instantSessions) Admit(ctx context.Context, r admit.Request) (domain.Session, error) {
