@@ -59,7 +59,8 @@ export async function call(method, path, body, opts = {}) {
 
 export const get = (path, opts) => call('GET', path, undefined, opts);
 
-function sleep(ms, signal) {
+// sleep waits ms, or less if signal aborts first.
+export function sleep(ms, signal) {
   return new Promise((resolve) => {
     const t = setTimeout(resolve, ms);
     signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
