@@ -2,7 +2,7 @@
 // status history as swimlanes, and its logs. It follows the session's own
 // event stream (?session=) and redraws from the API when it changes.
 
-import { APIError, call, follow, get, sleep, token } from '../api.js';
+import { APIError, call, follow, get, openPort, sleep, token } from '../api.js';
 import { fill, h, labelled, select } from '../dom.js';
 import { swimlanes } from '../charts.js';
 import { LIVE, ago, short, slotsText, time } from '../format.js';
@@ -21,13 +21,14 @@ export function render(ctx) {
   const error = h('div');
   const facts = h('dl', { class: 'facts', id: 'facts' });
   const kernels = h('div', { id: 'kernels' });
+  const ports = h('div', { id: 'ports' });
   const why = h('div', { id: 'why' });
   const timeline = h('div', { id: 'timeline', class: 'scroll' });
   const history = h('div', { id: 'history' });
   const logs = logsPanel(path);
   main.append(h('p', null, h('a', { href: '#/sessions' }, '← Sessions')), title, head, error,
     h('div', { class: 'grid' }, section('Details', facts), section('Why', why)),
-    section('Kernels', kernels),
+    section('Kernels', kernels), section('Service ports', ports),
     section('Timeline', timeline, h('details', null, h('summary', null, 'History entries'), history)),
     section('Logs', logs.el));
   ctx.onLeave(logs.stop);
@@ -48,6 +49,7 @@ export function render(ctx) {
     drawHead(se);
     drawFacts(se);
     drawKernels(se);
+    drawPorts(se);
     drawWhy(w, se);
     const ended = !LIVE.has(se.status);
     fill(timeline, swimlanes(hist.items || [], { ended, created: se.created_at, width: Math.max(560, timeline.clientWidth || 900) }));
@@ -99,6 +101,36 @@ export function render(ctx) {
     fill(kernels, h('div', { class: 'scroll' }, h('table', { class: 'list' },
       h('thead', null, h('tr', null, ...['#', 'Role', 'Kernel', 'Agent', 'Status', 'Exit code', 'Reason'].map((t) => h('th', null, t)))),
       h('tbody', null, rows))));
+  }
+
+  // drawPorts lists what the running kernels serve. An http port opens
+  // through the manager's proxy in a new tab; a tcp one has no page to
+  // open, and the CLI's port-forward reaches it.
+  function drawPorts(se) {
+    const ps = se.service_ports || [];
+    if (!ps.length) {
+      fill(ports, h('p', { class: 'muted' }, LIVE.has(se.status) ? 'No kernel serves a port (yet).' : 'Its ports ended with it.'));
+      return;
+    }
+    const portError = h('p', { class: 'form-error', role: 'alert', hidden: true });
+    const rows = ps.map((p) => {
+      let open = h('span', { class: 'muted' }, `sokovan session port-forward ${short(se.id)} ${p.name}`);
+      if (p.protocol === 'http') {
+        open = h('a', { href: p.proxy_path, target: '_blank', rel: 'noopener noreferrer', class: 'port-open',
+          'aria-label': `Open port ${p.name} in a new tab` }, 'Open ↗');
+        open.addEventListener('click', async (e) => {
+          e.preventDefault();
+          portError.hidden = true;
+          try { await openPort(se.id, p); } catch (err) { portError.textContent = err.message; portError.hidden = false; }
+        });
+      }
+      return h('tr', { dataset: { port: p.name } }, h('td', null, p.name), h('td', null, p.protocol),
+        h('td', { class: 'mono' }, short(p.kernel)), h('td', { class: 'mono' }, `${p.host}:${p.port}`),
+        h('td', { class: 'mono' }, p.proxy_path), h('td', null, open));
+    });
+    fill(ports, h('div', { class: 'scroll' }, h('table', { class: 'list' },
+      h('thead', null, h('tr', null, ...['Name', 'Protocol', 'Kernel', 'Host:port', 'Proxy path', ''].map((t) => h('th', null, t)))),
+      h('tbody', { id: 'port-rows' }, rows))), portError);
   }
 
   function drawWhy(w, se) {
