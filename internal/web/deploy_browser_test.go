@@ -251,17 +251,18 @@ func TestDashboardDeploymentManage(t *testing.T) {
 	if got := get(); got.Revision != dep.Revision {
 		t.Fatalf("a refused update made revision %d", got.Revision)
 	}
-	// chromedp's SetValue cannot set an empty value (it reads the
-	// empty answer back as a failure), so the form is filled by script.
-	eval[string](t, b, `document.getElementById('du-cpu').value = '';
+	// cpu alone changes cpu and keeps mem. The fields are filled by
+	// script: chromedp's SetValue failed on the textarea here.
+	eval[string](t, b, `document.getElementById('du-cpu').value = '2';
 		document.getElementById('du-env').value = "MODEL=small\nGREETING=hello there"`)
-	b.run(t, "update env and max surge", chromedp.SetValue(chromedp.ID("du-surge"), "2"),
+	b.run(t, "update cpu, env and max surge", chromedp.SetValue(chromedp.ID("du-surge"), "2"),
 		chromedp.Click(chromedp.CSS(`#update-deployment button[type=submit]`)))
 	b.waitJS(t, "the rollout said", `document.querySelector('#update-deployment .form-ok')?.textContent.startsWith('Rolling out revision')`)
 	got := get()
-	if got.Revision != dep.Revision+1 || got.MaxSurge != 2 || got.Env["MODEL"] != "small" || got.Env["GREETING"] != "hello there" {
-		t.Errorf("after the update: revision %d, max surge %d, env %v; want revision %d, 2, and the two variables",
-			got.Revision, got.MaxSurge, got.Env, dep.Revision+1)
+	if got.Revision != dep.Revision+1 || got.MaxSurge != 2 || got.Env["MODEL"] != "small" || got.Env["GREETING"] != "hello there" ||
+		got.Resources["cpu"] != "2" || got.Resources["mem"] != "1g" {
+		t.Errorf("after the update: revision %d, max surge %d, env %v, resources %v; want revision %d, 2, the two variables, cpu 2 and mem 1g as it was",
+			got.Revision, got.MaxSurge, got.Env, got.Resources, dep.Revision+1)
 	}
 
 	// Autoscaling: a bad target beside its field, then a rule, then off.

@@ -108,7 +108,7 @@ function createForm(created) {
     const res = {};
     if (c.cpu.value.trim()) res.cpu = c.cpu.value.trim();
     if (c.mem.value.trim()) res.mem = c.mem.value.trim();
-    if (Object.keys(res).length) body.resources = res;
+    if (Object.keys(res).length) body.resources = { ...current, ...res };
     const hc = {};
     if (c.health.value.trim()) hc.path = c.health.value.trim();
     if (c.interval.value.trim()) hc.interval = c.interval.value.trim();
@@ -289,7 +289,8 @@ function showError(err, fieldFor, status) {
 // updateForm is PATCH /v1/deployments/{id} with a new spec, as `sokovan
 // deploy update` sends it: only the fields filled in change, and a change
 // of image, command, resources or env rolls out a new revision one route
-// at a time.
+// at a time. The API replaces resources whole, so cpu or mem alone is
+// sent with the other slots as they are.
 function updateForm(path, changed) {
   const c = {
     image: h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false' }),
@@ -302,6 +303,7 @@ function updateForm(path, changed) {
   const ok = h('p', { class: 'form-ok', role: 'status', hidden: true });
   const status = h('p', { class: 'form-error', role: 'alert', hidden: true });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Roll out');
+  let current = {};
   const form = h('form', { id: 'update-deployment', novalidate: true },
     h('div', { class: 'row' }, labelled('du-image', 'Image', c.image), labelled('du-command', 'Command', c.command)),
     h('div', { class: 'row' }, labelled('du-cpu', 'cpu per replica', c.cpu), labelled('du-mem', 'mem per replica', c.mem),
@@ -326,7 +328,7 @@ function updateForm(path, changed) {
     const res = {};
     if (v(c.cpu)) res.cpu = v(c.cpu);
     if (v(c.mem)) res.mem = v(c.mem);
-    if (Object.keys(res).length) body.resources = res;
+    if (Object.keys(res).length) body.resources = { ...current, ...res };
     if (v(c.env)) {
       const env = {};
       for (const line of v(c.env).split('\n').map((l) => l.trim()).filter(Boolean)) {
@@ -360,6 +362,7 @@ function updateForm(path, changed) {
     // draw shows the current spec as the fields' placeholders, so an
     // empty field reads as "unchanged".
     draw(d, ending) {
+      current = d.resources || {};
       c.image.placeholder = d.image;
       c.cpu.placeholder = (d.resources && d.resources.cpu) || 'unchanged';
       c.mem.placeholder = (d.resources && d.resources.mem) || 'unchanged';
