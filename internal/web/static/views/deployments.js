@@ -108,7 +108,7 @@ function createForm(created) {
     const res = {};
     if (c.cpu.value.trim()) res.cpu = c.cpu.value.trim();
     if (c.mem.value.trim()) res.mem = c.mem.value.trim();
-    if (Object.keys(res).length) body.resources = { ...current, ...res };
+    if (Object.keys(res).length) body.resources = res;
     const hc = {};
     if (c.health.value.trim()) hc.path = c.health.value.trim();
     if (c.interval.value.trim()) hc.interval = c.interval.value.trim();
