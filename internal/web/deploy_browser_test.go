@@ -301,6 +301,7 @@ func TestDashboardDeploymentManage(t *testing.T) {
 		t.Errorf("the page's token at the proxy: status %d, want 200", code)
 	}
 	b.checkNames(t, "deployment with a token")
+	b.shot(t, "deployment-token")
 	b.run(t, "kept it", chromedp.Click(chromedp.ID("token-done")))
 	b.waitJS(t, "the value gone", `document.getElementById('token-new').hidden`)
 	b.go_(t, "#/deployments", `document.querySelector('#deployment-rows tr[data-name=llm]') !== null`)

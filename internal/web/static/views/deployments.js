@@ -446,7 +446,7 @@ function autoscaleForm(path, changed) {
 // only, so it is shown once, here) and revokes one.
 function tokensPanel(path, changed) {
   const create = h('button', { type: 'button', id: 'token-create' }, 'Create token');
-  const fresh = h('div', { id: 'token-new', class: 'confirm', role: 'status', hidden: true });
+  const fresh = h('div', { id: 'token-new', class: 'notice', role: 'status', hidden: true });
   const status = h('p', { class: 'form-error', role: 'alert', hidden: true });
   const list = h('div', { id: 'tokens' });
   let ref = '';
