@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
@@ -60,23 +61,9 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	name := r.PathValue("port")
-	var port *servicePort
-	ports := servicePorts(sk)
-	for i := range ports {
-		if ports[i].name == name {
-			port = &ports[i]
-			break
-		}
-	}
-	if port == nil {
-		if sk.Session.Status != domain.SessionRunning {
-			return conflict("session %s is %s: its ports are served only while it is RUNNING", sk.Session.ID, sk.Session.Status)
-		}
-		names := make([]string, len(ports))
-		for i, p := range ports {
-			names[i] = p.name
-		}
-		return notFound("session %s serves no port %q (it serves: %s)", sk.Session.ID, name, orNone(names))
+	port, err := findPort(sk, name)
+	if err != nil {
+		return err
 	}
 	host, err := s.dialHost(r, port)
 	if err != nil {
@@ -90,6 +77,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request) error {
 			pr.Out.URL.Path = "/" + pr.In.PathValue("path")
 			pr.Out.URL.RawPath = ""
 			pr.Out.Header.Del("Authorization")
+			stripCookie(pr.Out.Header, ProxyCookie)
 			pr.SetXForwarded()
 			// The kernel's own links are relative to where it is served.
 			pr.Out.Header.Set("X-Forwarded-Prefix", prefix)
@@ -113,6 +101,90 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request) error {
 	rp.ServeHTTP(w, r)
 	stop()
 	return nil
+}
+
+// findPort is the port of the session's running kernels named name.
+func findPort(sk store.SessionWithKernels, name string) (*servicePort, error) {
+	ports := servicePorts(sk)
+	for i := range ports {
+		if ports[i].name == name {
+			return &ports[i], nil
+		}
+	}
+	if sk.Session.Status != domain.SessionRunning {
+		return nil, conflict("session %s is %s: its ports are served only while it is RUNNING", sk.Session.ID, sk.Session.Status)
+	}
+	names := make([]string, len(ports))
+	for i, p := range ports {
+		names[i] = p.name
+	}
+	return nil, notFound("session %s serves no port %q (it serves: %s)", sk.Session.ID, name, orNone(names))
+}
+
+// ProxyCookie carries a user's token to one session port's proxy path,
+// for a browser: a link the user opens cannot send an Authorization
+// header, and the dashboard holds its token where only its own script
+// reads it. The cookie is set by POST /v1/sessions/{id}/proxy-cookie/{port}
+// (which itself takes the header), for that port's path alone; HttpOnly,
+// so the kernel's pages, served from the manager's origin, cannot read
+// it; SameSite=Strict, so no other site's page can make the browser
+// send it; accepted by the session proxy and by nothing else, and taken
+// out of what the kernel is sent.
+const ProxyCookie = "sokovan_proxy"
+
+// proxyCookieAge bounds how long a browser keeps it: a working day of a
+// notebook, not for ever.
+const proxyCookieAge = 12 * time.Hour
+
+func (s *Server) proxyCookie(w http.ResponseWriter, r *http.Request) error {
+	sk, err := s.visibleSession(r)
+	if err != nil {
+		return err
+	}
+	port, err := findPort(sk, r.PathValue("port"))
+	if err != nil {
+		return err
+	}
+	token, _ := bearer(r) // authorize let the request in with it
+	path := proxyPath(sk.Session.ID, port.name)
+	http.SetCookie(w, &http.Cookie{Name: ProxyCookie, Value: token, Path: path, MaxAge: int(proxyCookieAge / time.Second),
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	writeJSON(w, http.StatusOK, v1.ServicePort{Name: port.name, Protocol: port.Protocol, Kernel: string(port.kernel.ID),
+		Host: port.Host, Port: port.Port, ProxyPath: path})
+	return nil
+}
+
+// cookieBearer lets a request without an Authorization header use the
+// ProxyCookie's token as if it had come in one; the session proxy is the
+// only route it wraps.
+func cookieBearer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			if c, err := r.Cookie(ProxyCookie); err == nil && c.Value != "" {
+				r = r.Clone(r.Context())
+				r.Header.Set("Authorization", "Bearer "+c.Value)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// stripCookie takes the cookie name out of h, keeping the kernel's own.
+func stripCookie(h http.Header, name string) {
+	var keep []string
+	for _, line := range h.Values("Cookie") {
+		for _, part := range strings.Split(line, ";") {
+			part = strings.TrimSpace(part)
+			if n, _, _ := strings.Cut(part, "="); part == "" || n == name {
+				continue
+			}
+			keep = append(keep, part)
+		}
+	}
+	h.Del("Cookie")
+	if len(keep) > 0 {
+		h.Set("Cookie", strings.Join(keep, "; "))
+	}
 }
 
 // dialHost is where the manager reaches a port (domain.DialHost's rule):

@@ -169,3 +169,105 @@ func TestProxy(t *testing.T) {
 		t.Errorf("after the end: %d, want 409", resp.StatusCode)
 	}
 }
+
+// TestProxyCookie: the cookie POST …/proxy-cookie/{port} sets opens that
+// port's proxy for a browser, which cannot send the header: it holds the
+// caller's token for the port's path alone, HttpOnly and SameSite=Strict;
+// the proxy takes it under the same rules as the header and gives the
+// kernel the request's other cookies but not that one; no other route
+// reads it.
+func TestProxyCookie(t *testing.T) {
+	t.Parallel()
+	seen := make(chan http.Header, 16)
+	kernel := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+		fmt.Fprintf(w, "path %s\n", r.URL.Path)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: kernel, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	m := apitest.New(t, apitest.Options{ServicePorts: []domain.ServicePort{{Name: "http", Protocol: "http", Host: "127.0.0.1", Port: port}}})
+	alice := m.User("alice", "user", "p1")
+	bob := m.User("bob", "user", "p1")
+	s := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}})
+	s = waitStatus(t, m, alice, s.ID, "RUNNING")
+	pp := s.ServicePorts[0].ProxyPath
+
+	send := func(method, path string, header http.Header) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, m.URL+path, nil)
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	bearer := func(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
+	cookie := func(v string) http.Header { return http.Header{"Cookie": {v}} }
+
+	if resp := send("POST", "/v1/sessions/"+s.ID+"/proxy-cookie/http", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without a token: %d, want 401", resp.StatusCode)
+	}
+	if resp := send("POST", "/v1/sessions/"+s.ID+"/proxy-cookie/nope", bearer(alice)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown port: %d, want 404", resp.StatusCode)
+	}
+	if resp := send("POST", "/v1/sessions/"+s.ID+"/proxy-cookie/http", bearer(bob)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("another user's session: %d, want 404", resp.StatusCode)
+	}
+	resp := send("POST", "/v1/sessions/"+s.ID+"/proxy-cookie/http", bearer(alice))
+	if resp.StatusCode != http.StatusOK || len(resp.Cookies()) != 1 {
+		t.Fatalf("proxy-cookie: %d, cookies %v", resp.StatusCode, resp.Header.Values("Set-Cookie"))
+	}
+	c := resp.Cookies()[0]
+	if c.Name != "sokovan_proxy" || c.Value != alice || c.Path != pp || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode ||
+		c.MaxAge <= 0 || c.Domain != "" {
+		t.Errorf("cookie %+v; want alice's token for %s only, HttpOnly, SameSite=Strict, expiring", c, pp)
+	}
+
+	// The proxy takes it, and the kernel gets the other cookies only.
+	resp = send("GET", pp+"x", cookie("theirs=1; sokovan_proxy="+alice+"; more=2"))
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != "path /x\n" {
+		t.Fatalf("proxy with the cookie: %d %s", resp.StatusCode, body)
+	}
+	h := <-seen
+	if got := h.Get("Cookie"); got != "theirs=1; more=2" || h.Get("Authorization") != "" {
+		t.Errorf("the kernel was sent Cookie %q, Authorization %q; want its own cookies only", got, h.Get("Authorization"))
+	}
+	// The same rules as the header: another user's token is 404, a
+	// made-up one 401.
+	if resp := send("GET", pp, cookie("sokovan_proxy="+bob)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("bob's cookie: %d, want 404", resp.StatusCode)
+	}
+	if resp := send("GET", pp, cookie("sokovan_proxy=skv_madeup")); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a made-up cookie: %d, want 401", resp.StatusCode)
+	}
+	// Nothing else reads it.
+	for _, path := range []string{"/v1/sessions/" + s.ID, "/v1/me", "/v1/sessions/" + s.ID + "/proxy-cookie/http"} {
+		method := "GET"
+		if strings.Contains(path, "proxy-cookie") {
+			method = "POST"
+		}
+		if resp := send(method, path, cookie("sokovan_proxy="+alice)); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s %s with only the cookie: %d, want 401", method, path, resp.StatusCode)
+		}
+	}
+
+	// Once the session ends there is no port to open.
+	if code := m.Do(alice, "DELETE", "/v1/sessions/"+s.ID, nil, nil); code != http.StatusAccepted {
+		t.Fatalf("delete: %d", code)
+	}
+	waitStatus(t, m, alice, s.ID, "TERMINATED")
+	if resp := send("POST", "/v1/sessions/"+s.ID+"/proxy-cookie/http", bearer(alice)); resp.StatusCode != http.StatusConflict {
+		t.Errorf("after the end: %d, want 409", resp.StatusCode)
+	}
+}

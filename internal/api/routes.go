@@ -34,7 +34,10 @@ type route struct {
 	// stream marks an answer that lasts as long as the client wants it
 	// (events, followed logs): it is left out of the latency histogram.
 	stream bool
-	handle handlerFunc
+	// proxyCookie: a request without an Authorization header may bring
+	// the token in the ProxyCookie instead (the session proxy only).
+	proxyCookie bool
+	handle      handlerFunc
 }
 
 // param is a query parameter.
@@ -125,9 +128,18 @@ func (s *Server) table() []route {
 			access: user, summary: "Reach a port the session's kernel serves (any method)",
 			desc: "Proxies the request to the service port named port (see the session's service_ports) of a RUNNING " +
 				"session, with path as the kernel sees it. The session's owner or an admin only; others get 404. " +
-				"The Authorization header is not passed on. Answers stream; websocket upgrades are tunnelled. " +
+				"The Authorization header is not passed on. A browser may bring the token in the cookie that " +
+				"POST /v1/sessions/{id}/proxy-cookie/{port} sets instead; that cookie is not passed on either. " +
+				"Answers stream; websocket upgrades are tunnelled. " +
 				"409 when the session is not RUNNING, 502 when the kernel does not answer.",
-			status: http.StatusOK, media: "application/octet-stream", stream: true, passBody: true, handle: s.proxy},
+			status: http.StatusOK, media: "application/octet-stream", stream: true, passBody: true, proxyCookie: true, handle: s.proxy},
+		{method: "POST", path: "/v1/sessions/{id}/proxy-cookie/{port}", access: user,
+			summary: "Let this browser open a service port's proxy path",
+			desc: "For a browser, which cannot send the Authorization header when it opens a link: sets a cookie holding " +
+				"the caller's token for the port's proxy_path only (HttpOnly, SameSite=Strict, 12 hours), which the session " +
+				"proxy accepts in place of the header and does not pass on; no other route reads it. Answers the port. " +
+				"The dashboard calls this before it opens a port. 409 when the session is not RUNNING.",
+			status: http.StatusOK, resp: v1.ServicePort{}, handle: s.proxyCookie},
 		{method: "DELETE", path: "/v1/sessions/{id}", access: user, summary: "End a session",
 			desc: "PENDING sessions are CANCELLED at once; other live ones go TERMINATING and their kernels are " +
 				"destroyed. 409 when the session has already ended.",

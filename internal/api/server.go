@@ -338,6 +338,9 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 	})
 	h := s.authorize(rt.access, inner)
+	if rt.proxyCookie {
+		h = cookieBearer(h)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}

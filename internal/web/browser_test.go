@@ -277,9 +277,11 @@ func (b *browser) go_(t *testing.T, hash, ready string) {
 	b.waitJS(t, hash+" drawn", ready)
 }
 
-// logs answers every kernel's logs with one line naming it.
-func logs(_ context.Context, _ domain.AgentID, k domain.KernelID, _ int64) (io.ReadCloser, error) {
-	return io.NopCloser(strings.NewReader("hello from kernel " + string(k) + "\n")), nil
+// logs answers every kernel's logs with one line naming it, from the
+// offset asked for on, as an agent serves a log.
+func logs(_ context.Context, _ domain.AgentID, k domain.KernelID, offset int64) (io.ReadCloser, error) {
+	line := "hello from kernel " + string(k) + "\n"
+	return io.NopCloser(strings.NewReader(line[min(offset, int64(len(line))):])), nil
 }
 
 func TestDashboardUser(t *testing.T) {

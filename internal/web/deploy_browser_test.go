@@ -203,3 +203,123 @@ func TestDashboardDeploymentBlocked(t *testing.T) {
 		t.Errorf("replicas cell = %q, want 2 / 3", got)
 	}
 }
+
+// TestDashboardDeploymentManage: what `sokovan deploy` offers beyond create,
+// scale and destroy, from the deployment's page. A rolling update of the
+// environment and max surge is a new revision; a bad quantity is refused
+// beside its field. Autoscaling is set, refused for a bad target, and
+// turned off. A token is created and shown once, opens the deployment's
+// proxy, is listed, and once revoked opens nothing.
+func TestDashboardDeploymentManage(t *testing.T) {
+	exe := chromium(t)
+	d := startDeployDash(t)
+	alice := d.User("alice", "user", "p1")
+	one := 1
+	var dep v1.Deployment
+	if code := d.Do(alice, "POST", "/v1/deployments", v1.CreateDeploymentRequest{Name: "llm", Image: "sleep", Replicas: &one,
+		Resources:   map[string]string{"cpu": "1", "mem": "1g"},
+		HealthCheck: &v1.HealthCheck{Interval: "200ms", InitialDelay: "0s"}}, &dep); code != http.StatusCreated {
+		t.Fatalf("create: status %d", code)
+	}
+	get := func() v1.Deployment {
+		t.Helper()
+		var got v1.Deployment
+		if code := d.Do(alice, "GET", "/v1/deployments/"+dep.ID, nil, &got); code != http.StatusOK {
+			t.Fatalf("get: status %d", code)
+		}
+		return got
+	}
+
+	b := newBrowser(t, exe)
+	b.login(t, d.URL, alice, "alice")
+	b.go_(t, "#/deployments/"+dep.ID, `document.querySelectorAll('#route-rows tr[data-status=HEALTHY]').length === 1`)
+	b.checkLabels(t, "deployment")
+	b.checkNames(t, "deployment")
+
+	// Replicas from the page, seen through the API.
+	b.run(t, "scale to 2", chromedp.SetValue(chromedp.ID("d-replicas"), "2"),
+		chromedp.Click(chromedp.CSS(`#scale button[type=submit]`)))
+	apitest.Eventually(t, 10*time.Second, "replicas 2", func() bool { return get().Replicas == 2 })
+
+	// A bad quantity in the update: refused beside its field, no new revision.
+	b.run(t, "update with a bad cpu", chromedp.SetValue(chromedp.ID("du-cpu"), "lots"),
+		chromedp.Click(chromedp.CSS(`#update-deployment button[type=submit]`)))
+	b.waitJS(t, "the cpu field's error", `!document.getElementById('du-cpu-error').hidden`)
+	if msg := eval[string](t, b, `document.getElementById('du-cpu-error').textContent`); !strings.Contains(msg, "lots") {
+		t.Errorf("cpu error = %q; want the API's message naming the value", msg)
+	}
+	if got := get(); got.Revision != dep.Revision {
+		t.Fatalf("a refused update made revision %d", got.Revision)
+	}
+	// cpu alone changes cpu and keeps mem. The fields are filled by
+	// script: chromedp's SetValue failed on the textarea here.
+	eval[string](t, b, `document.getElementById('du-cpu').value = '2';
+		document.getElementById('du-env').value = "MODEL=small\nGREETING=hello there"`)
+	b.run(t, "update cpu, env and max surge", chromedp.SetValue(chromedp.ID("du-surge"), "2"),
+		chromedp.Click(chromedp.CSS(`#update-deployment button[type=submit]`)))
+	b.waitJS(t, "the rollout said", `document.querySelector('#update-deployment .form-ok')?.textContent.startsWith('Rolling out revision')`)
+	got := get()
+	if got.Revision != dep.Revision+1 || got.MaxSurge != 2 || got.Env["MODEL"] != "small" || got.Env["GREETING"] != "hello there" ||
+		got.Resources["cpu"] != "2" || got.Resources["mem"] != "1g" {
+		t.Errorf("after the update: revision %d, max surge %d, env %v, resources %v; want revision %d, 2, the two variables, cpu 2 and mem 1g as it was",
+			got.Revision, got.MaxSurge, got.Env, got.Resources, dep.Revision+1)
+	}
+
+	// Autoscaling: a bad target beside its field, then a rule, then off.
+	b.run(t, "autoscale with a bad target", chromedp.SetValue(chromedp.ID("da-min"), "1"),
+		chromedp.SetValue(chromedp.ID("da-max"), "3"), chromedp.SetValue(chromedp.ID("da-target"), "lots"),
+		chromedp.Click(chromedp.CSS(`#autoscale button[type=submit]`)))
+	b.waitJS(t, "the target's error", `!document.getElementById('da-target-error').hidden`)
+	if got := get(); got.Autoscale != nil {
+		t.Fatalf("a refused rule was saved: %+v", got.Autoscale)
+	}
+	b.run(t, "autoscale", chromedp.SetValue(chromedp.ID("da-target"), "2"), chromedp.SetValue(chromedp.ID("da-cooldown"), "5s"),
+		chromedp.Click(chromedp.CSS(`#autoscale button[type=submit]`)))
+	apitest.Eventually(t, 10*time.Second, "the rule saved", func() bool {
+		a := get().Autoscale
+		return a != nil && a.Min == 1 && a.Max == 3 && a.Target == "2" && a.Cooldown == "5s"
+	})
+	b.waitJS(t, "the rule on the page", `document.getElementById('autoscale-state').textContent.startsWith('On: 1 to 3') &&
+		!document.getElementById('autoscale-off').hidden`)
+	b.shot(t, "deployment-manage")
+	b.run(t, "turn autoscaling off", chromedp.Click(chromedp.ID("autoscale-off")))
+	apitest.Eventually(t, 10*time.Second, "autoscaling off", func() bool { return get().Autoscale == nil })
+	b.waitJS(t, "off on the page", `document.getElementById('autoscale-state').textContent.startsWith('Off')`)
+
+	// Tokens: created and shown once, listed, opening the proxy until revoked.
+	b.run(t, "create a token", chromedp.Click(chromedp.ID("token-create")))
+	b.waitJS(t, "the new token", `document.getElementById('token-value')?.textContent.startsWith('skvd_')`)
+	tok := eval[string](t, b, `document.getElementById('token-value').textContent`)
+	var toks v1.List[v1.DeploymentToken]
+	d.Do(alice, "GET", "/v1/deployments/"+dep.ID+"/tokens", nil, &toks)
+	if len(toks.Items) != 1 {
+		t.Fatalf("tokens after create: %+v", toks.Items)
+	}
+	tokID := toks.Items[0].ID
+	b.waitJS(t, "the token listed", `document.querySelector('#token-rows tr[data-id="`+tokID+`"]')?.dataset.status === 'valid'`)
+	if code, _ := d.Raw(tok, "GET", "/v1/deployments/"+dep.ID+"/proxy/", nil); code != http.StatusOK {
+		t.Errorf("the page's token at the proxy: status %d, want 200", code)
+	}
+	b.checkNames(t, "deployment with a token")
+	b.shot(t, "deployment-token")
+	b.run(t, "kept it", chromedp.Click(chromedp.ID("token-done")))
+	b.waitJS(t, "the value gone", `document.getElementById('token-new').hidden`)
+	b.go_(t, "#/deployments", `document.querySelector('#deployment-rows tr[data-name=llm]') !== null`)
+	b.go_(t, "#/deployments/"+dep.ID, `document.querySelector('#token-rows tr[data-id="`+tokID+`"]') !== null`)
+	if strings.Contains(eval[string](t, b, `document.body.textContent`), tok) {
+		t.Error("the token's value is shown again")
+	}
+	b.run(t, "revoke it", chromedp.Click(chromedp.CSS(`#token-rows tr[data-id="`+tokID+`"] button[data-verb=revoke]`)))
+	b.waitJS(t, "the token revoked", `document.querySelector('#token-rows tr[data-id="`+tokID+`"]').dataset.status === 'revoked'`)
+	d.Do(alice, "GET", "/v1/deployments/"+dep.ID+"/tokens", nil, &toks)
+	if len(toks.Items) != 1 || toks.Items[0].RevokedAt == nil {
+		t.Errorf("tokens after revoke: %+v", toks.Items)
+	}
+	apitest.Eventually(t, 5*time.Second, "the revoked token refused", func() bool {
+		code, _ := d.Raw(tok, "GET", "/v1/deployments/"+dep.ID+"/proxy/", nil)
+		return code == http.StatusUnauthorized
+	})
+	if !b.noCSPViolations(t) {
+		t.Error("the page broke its Content-Security-Policy")
+	}
+}

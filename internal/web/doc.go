@@ -8,7 +8,10 @@
 // exactly as the CLI does, so the API's rules on who sees what are the
 // dashboard's rules too and there is no cookie for a forged request to
 // ride on. The event stream is read with fetch, because EventSource
-// cannot send that header.
+// cannot send that header. The one cookie is for a service port opened
+// in a new tab, which no script of ours can give a header: the manager
+// sets it for that port's proxy path alone, HttpOnly and SameSite=Strict,
+// and only the session proxy reads it (api.js's openPort).
 //
 // Why no framework and no npm build: the pages are tables, forms and a
 // few bar, swimlane and line charts, which a small DOM helper (dom.js) and a

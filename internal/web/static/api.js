@@ -1,7 +1,8 @@
 // The page's only way to the manager: fetch calls to /v1 carrying the
 // token as an Authorization header. The token lives in sessionStorage, so
-// it is gone when the tab closes, and no cookie is ever set, so another
-// site cannot make the browser act with it.
+// it is gone when the tab closes, and the API reads no cookie, so another
+// site cannot make the browser act with it. The one exception is
+// openPort's, which the session proxy alone reads.
 
 const KEY = 'sokovan.token';
 
@@ -37,8 +38,8 @@ function headers(extra) {
 }
 
 export async function call(method, path, body, opts = {}) {
-  const init = { method, headers: headers({ Accept: 'application/json' }), credentials: 'omit', cache: 'no-store',
-    signal: opts.signal };
+  const init = { method, headers: headers({ Accept: 'application/json' }), credentials: opts.credentials || 'omit',
+    cache: 'no-store', signal: opts.signal };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -59,7 +60,21 @@ export async function call(method, path, body, opts = {}) {
 
 export const get = (path, opts) => call('GET', path, undefined, opts);
 
-function sleep(ms, signal) {
+// openPort opens a session's service port in a new tab. A link cannot
+// send the Authorization header, so the manager first sets a cookie with
+// the token for that port's proxy path alone (HttpOnly, SameSite=Strict;
+// only the session proxy reads it, and it does not pass it on to the
+// kernel); the fetch must take part in cookies for the browser to keep
+// it. The tab opens without an opener: the kernel's page is served from
+// this origin and must not reach this tab, where the token is.
+export async function openPort(sessionId, port) {
+  await call('POST', `/v1/sessions/${encodeURIComponent(sessionId)}/proxy-cookie/${encodeURIComponent(port.name)}`,
+    undefined, { credentials: 'same-origin' });
+  window.open(port.proxy_path, '_blank', 'noopener,noreferrer');
+}
+
+// sleep waits ms, or less if signal aborts first.
+export function sleep(ms, signal) {
   return new Promise((resolve) => {
     const t = setTimeout(resolve, ms);
     signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });

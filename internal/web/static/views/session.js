@@ -2,13 +2,15 @@
 // status history as swimlanes, and its logs. It follows the session's own
 // event stream (?session=) and redraws from the API when it changes.
 
-import { APIError, call, follow, get, token } from '../api.js';
+import { APIError, call, follow, get, openPort, sleep, token } from '../api.js';
 import { fill, h, labelled, select } from '../dom.js';
 import { swimlanes } from '../charts.js';
 import { LIVE, ago, short, slotsText, time } from '../format.js';
 import { badge, banner, hint, reloader, section } from './common.js';
 
 const LOG_MAX = 256 * 1024;
+// LOG_POLL is how long a follower waits after an ask that brought nothing.
+const LOG_POLL = 500;
 
 export function render(ctx) {
   const { main, params } = ctx;
@@ -19,13 +21,14 @@ export function render(ctx) {
   const error = h('div');
   const facts = h('dl', { class: 'facts', id: 'facts' });
   const kernels = h('div', { id: 'kernels' });
+  const ports = h('div', { id: 'ports' });
   const why = h('div', { id: 'why' });
   const timeline = h('div', { id: 'timeline', class: 'scroll' });
   const history = h('div', { id: 'history' });
   const logs = logsPanel(path);
   main.append(h('p', null, h('a', { href: '#/sessions' }, '← Sessions')), title, head, error,
     h('div', { class: 'grid' }, section('Details', facts), section('Why', why)),
-    section('Kernels', kernels),
+    section('Kernels', kernels), section('Service ports', ports),
     section('Timeline', timeline, h('details', null, h('summary', null, 'History entries'), history)),
     section('Logs', logs.el));
   ctx.onLeave(logs.stop);
@@ -46,6 +49,7 @@ export function render(ctx) {
     drawHead(se);
     drawFacts(se);
     drawKernels(se);
+    drawPorts(se);
     drawWhy(w, se);
     const ended = !LIVE.has(se.status);
     fill(timeline, swimlanes(hist.items || [], { ended, created: se.created_at, width: Math.max(560, timeline.clientWidth || 900) }));
@@ -99,6 +103,36 @@ export function render(ctx) {
       h('tbody', null, rows))));
   }
 
+  // drawPorts lists what the running kernels serve. An http port opens
+  // through the manager's proxy in a new tab; a tcp one has no page to
+  // open, and the CLI's port-forward reaches it.
+  function drawPorts(se) {
+    const ps = se.service_ports || [];
+    if (!ps.length) {
+      fill(ports, h('p', { class: 'muted' }, LIVE.has(se.status) ? 'No kernel serves a port (yet).' : 'Its ports ended with it.'));
+      return;
+    }
+    const portError = h('p', { class: 'form-error', role: 'alert', hidden: true });
+    const rows = ps.map((p) => {
+      let open = h('span', { class: 'muted' }, `sokovan session port-forward ${short(se.id)} ${p.name}`);
+      if (p.protocol === 'http') {
+        open = h('a', { href: p.proxy_path, target: '_blank', rel: 'noopener noreferrer', class: 'port-open',
+          'aria-label': `Open port ${p.name} in a new tab` }, 'Open ↗');
+        open.addEventListener('click', async (e) => {
+          e.preventDefault();
+          portError.hidden = true;
+          try { await openPort(se.id, p); } catch (err) { portError.textContent = err.message; portError.hidden = false; }
+        });
+      }
+      return h('tr', { dataset: { port: p.name } }, h('td', null, p.name), h('td', null, p.protocol),
+        h('td', { class: 'mono' }, short(p.kernel)), h('td', { class: 'mono' }, `${p.host}:${p.port}`),
+        h('td', { class: 'mono' }, p.proxy_path), h('td', null, open));
+    });
+    fill(ports, h('div', { class: 'scroll' }, h('table', { class: 'list' },
+      h('thead', null, h('tr', null, ...['Name', 'Protocol', 'Kernel', 'Host:port', 'Proxy path', ''].map((t) => h('th', null, t)))),
+      h('tbody', { id: 'port-rows' }, rows))), portError);
+  }
+
   function drawWhy(w, se) {
     if (!w) { fill(why, h('p', { class: 'muted' }, 'Not available.')); return; }
     const out = [];
@@ -136,9 +170,13 @@ export function render(ctx) {
   ctx.onLeave(follow('session=' + encodeURIComponent(id), () => poke(), ctx.setLive));
 }
 
-// logsPanel reads GET …/logs as a stream, appending as output arrives.
-// With "follow" off, it stops once the output has been quiet for a
-// second, which is "the log so far" for a running kernel.
+// logsPanel shows a kernel's log. Following asks GET …/logs again with
+// ?offset= for what is new, as `sokovan session logs -f` does
+// (cmd/sokovan/cli_logs.go): the session's status is read before each
+// ask, so once it says the session has ended, the ask after it has all
+// the kernel wrote and the log is over. One long read would end with
+// whatever the agent had written when it was asked, since the API serves
+// the log so far, not a stream of what comes later.
 function logsPanel(path) {
   const kernel = select([['0', 'main kernel']], '0');
   const followBox = h('input', { type: 'checkbox', id: 'log-follow', checked: true });
@@ -148,50 +186,90 @@ function logsPanel(path) {
   let ctl = null;
   let kernelsKey = '';
 
+  const show = (text) => {
+    if (!text) return;
+    const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    let all = pre.textContent + text;
+    if (all.length > LOG_MAX) all = all.slice(all.length - LOG_MAX);
+    pre.textContent = all;
+    if (atBottom) pre.scrollTop = pre.scrollHeight;
+  };
+
+  // read appends the log from offset on and returns how many bytes came.
+  // The offset counts bytes, so the body is read as bytes and decoded
+  // with one decoder kept across reads: a character split between two
+  // reads is joined again.
+  const read = async (offset, decoder, signal) => {
+    const q = `kernel=${encodeURIComponent(kernel.value)}` + (offset ? `&offset=${offset}` : '');
+    const resp = await fetch(`${path}/logs?${q}`, {
+      headers: { Authorization: 'Bearer ' + token.get() }, signal, credentials: 'omit', cache: 'no-store' });
+    if (!resp.ok) {
+      let body = null;
+      try { body = await resp.json(); } catch { /* not JSON */ }
+      throw new APIError(resp.status, body);
+    }
+    const reader = resp.body.getReader();
+    let n = 0;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return n;
+      n += value.byteLength;
+      show(decoder.decode(value, { stream: true }));
+    }
+  };
+
   const stop = () => { if (ctl) ctl.abort(); ctl = null; };
   const start = async () => {
     stop();
     const mine = new AbortController();
     ctl = mine;
+    const following = followBox.checked;
     pre.textContent = '';
     state.textContent = 'Loading…';
-    let quiet = null;
-    const armQuiet = () => {
-      clearTimeout(quiet);
-      if (!followBox.checked) quiet = setTimeout(() => mine.abort(), 1000);
-    };
+    const decoder = new TextDecoder();
+    let offset = 0;
     try {
-      const resp = await fetch(`${path}/logs?kernel=${encodeURIComponent(kernel.value)}`, {
-        headers: { Authorization: 'Bearer ' + token.get() }, signal: mine.signal, credentials: 'omit', cache: 'no-store' });
-      if (!resp.ok) {
-        let msg = `the manager answered ${resp.status}`;
-        try { msg = (await resp.json()).error.message; } catch { /* not JSON */ }
-        state.textContent = msg;
-        return;
-      }
-      state.textContent = followBox.checked ? 'Following…' : 'Reading…';
-      armQuiet();
-      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
       for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-        let text = pre.textContent + value;
-        if (text.length > LOG_MAX) text = text.slice(text.length - LOG_MAX);
-        pre.textContent = text;
-        if (atBottom) pre.scrollTop = pre.scrollHeight;
-        armQuiet();
+        const se = await get(path, { signal: mine.signal });
+        const ended = !LIVE.has(se.status);
+        let n = 0;
+        try {
+          n = await read(offset, decoder, mine.signal);
+          offset += n;
+        } catch (err) {
+          if (!(err instanceof APIError)) throw err;
+          if (err.status === 404 && ended && offset > 0) {
+            // The kernel's agent forgot it after it ended: all was read.
+          } else if (err.status === 409 && !ended && following) {
+            state.textContent = err.message;
+          } else {
+            state.textContent = err.message;
+            return;
+          }
+        }
+        if (ended) {
+          show(decoder.decode());
+          state.textContent = 'End of output.';
+          return;
+        }
+        if (!following) {
+          state.textContent = 'The output so far; the kernel still runs.';
+          return;
+        }
+        if (offset > 0 || n > 0) state.textContent = 'Following…';
+        if (n > 0) continue; // more may be waiting: ask again at once
+        await sleep(LOG_POLL, mine.signal);
+        if (mine.signal.aborted) return;
       }
-      state.textContent = 'End of output.';
     } catch {
       if (ctl === mine || ctl === null) state.textContent = pre.textContent ? 'Stopped.' : 'No output.';
     } finally {
-      clearTimeout(quiet);
+      if (ctl === mine) ctl = null;
     }
   };
   refresh.addEventListener('click', start);
   kernel.addEventListener('change', start);
-  followBox.addEventListener('change', () => { if (followBox.checked) start(); });
+  followBox.addEventListener('change', () => { if (followBox.checked) start(); else stop(); });
 
   const el = h('div', { class: 'logs-panel' },
     h('div', { class: 'row controls' }, labelled('log-kernel', 'Kernel', kernel),
