@@ -26,6 +26,9 @@ type Live struct {
 	Running []LiveSession
 	// Pending is the queue; Run is how long each is expected to run.
 	Pending []LiveSession
+	// Jobs are the jobs of the running and pending sessions, so their
+	// gangs are replayed too.
+	Jobs []domain.Job
 }
 
 // LiveSession is a session of Live with its kernels and what is expected
@@ -101,6 +104,13 @@ func (r *runner) setUpLive(ctx context.Context, live Live, known map[domain.Sess
 		}
 	}
 	now := r.clock.Now()
+	jobs := map[domain.JobID]bool{}
+	for _, j := range live.Jobs {
+		if err := r.st.CreateJob(ctx, j); err != nil {
+			return fmt.Errorf("job %s: %w", j.ID, err)
+		}
+		jobs[j.ID] = true
+	}
 	for n, a := range live.Agents {
 		if a.Status != domain.AgentAlive {
 			continue // it takes nothing new while it is not back
@@ -135,6 +145,9 @@ func (r *runner) setUpLive(ctx context.Context, live Live, known map[domain.Sess
 		// Ended dependencies are not in the replay; had one failed, the
 		// session would have been cancelled already.
 		s.DependsOn = slices.DeleteFunc(slices.Clone(s.DependsOn), func(d domain.SessionID) bool { return !known[d] })
+		if !jobs[s.Job] {
+			s.Job = "" // its job is not in the replay: replayed as a plain session
+		}
 		ks := make([]domain.Kernel, len(ls.Kernels))
 		for i, k := range ls.Kernels {
 			ks[i] = domain.Kernel{ID: k.ID, SessionID: s.ID, ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx,

@@ -136,3 +136,47 @@ func TestExpectedRunReadsTimeLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateWithJobMembers is issue 32's vanishing estimates: a running
+// session that belongs to a job made the whole replay fail (its job was
+// not in the replay's store), so no pending session of the group got an
+// estimate. The jobs come along now, and their gangs are replayed too.
+func TestEstimateWithJobMembers(t *testing.T) {
+	reg := domain.DefaultRegistry()
+	now := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
+	req, err := reg.ParseSlots(map[string]string{"cpu": "2", "mem": "4g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity, _ := reg.ParseSlots(map[string]string{"cpu": "4", "mem": "16g"})
+	session := func(id string, created time.Time, job domain.JobID, agent domain.AgentID) simulate.LiveSession {
+		s := domain.Session{ID: domain.SessionID(id), Name: id, Owner: domain.Owner{User: "alice", Project: "p", Domain: "default"},
+			Type: domain.TypeBatch, Architecture: "x86_64", ClusterMode: domain.SingleNode, ClusterSize: 1,
+			Priority: 10, Requested: req, CreatedAt: created, Job: job}
+		k := domain.Kernel{ID: domain.KernelID(id + "-k0"), SessionID: s.ID, ClusterRole: domain.RoleMain,
+			Architecture: "x86_64", Requested: req.Clone(), Agent: agent}
+		return simulate.LiveSession{Session: s, Kernels: []domain.Kernel{k}}
+	}
+	group := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
+		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
+	agent := domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
+		Capacity: capacity}
+	job := domain.Job{ID: "j1", Name: "spark", Owner: domain.Owner{User: "alice", Project: "p", Domain: "default"},
+		MinAvailable: 2, PermitTimeout: time.Minute, FailurePolicy: domain.FailureWait, State: domain.JobRunning,
+		StateChangedAt: now.Add(-time.Hour), CreatedAt: now.Add(-time.Hour)}
+	ends := now.Add(30 * time.Minute)
+	m1, m2 := session("m1", now.Add(-time.Hour), "j1", "a1"), session("m2", now.Add(-time.Hour), "j1", "a1")
+	m1.End, m2.End = ends, ends
+	next := session("next", now.Add(-time.Minute), "", "")
+	next.Run = time.Hour
+
+	got, err := simulate.Estimate(context.Background(), simulate.Live{Now: now, Slots: reg, Group: group,
+		Agents: []domain.Agent{agent}, Jobs: []domain.Job{job}, Running: []simulate.LiveSession{m1, m2},
+		Pending: []simulate.LiveSession{next}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := got["next"]; !ok || at.Sub(ends).Abs() > time.Second {
+		t.Errorf("estimate of next behind a running job: %v (present %v), want about %v", at, ok, ends)
+	}
+}

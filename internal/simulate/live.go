@@ -2,6 +2,8 @@ package simulate
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -49,6 +51,7 @@ type LiveStore interface {
 	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
 	ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error)
 	ListKernels(ctx context.Context, f store.KernelFilter) ([]domain.Kernel, error)
+	GetJob(ctx context.Context, id domain.JobID) (domain.Job, error)
 }
 
 // LoadLive reads a group as Estimate wants it: the scheduler's snapshot
@@ -96,6 +99,24 @@ func LoadLive(ctx context.Context, st LiveStore, reg *domain.Registry, group str
 	}
 	for _, r := range running {
 		live.Running = append(live.Running, LiveSession{Session: r, Kernels: byS[r.ID], End: ExpectedEnd(r, now)})
+	}
+	// The jobs of those sessions, so that the replay's members join them
+	// (and wait for their gangs) as the real ones do.
+	seen := map[domain.JobID]bool{}
+	for _, ls := range slices.Concat(live.Running, live.Pending) {
+		id := ls.Session.Job
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		j, err := st.GetJob(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return Live{}, err
+		}
+		live.Jobs = append(live.Jobs, j)
 	}
 	return live, nil
 }
