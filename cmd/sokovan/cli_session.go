@@ -688,7 +688,11 @@ func blockerLine(b v1.Blocker) string {
 		parts = append(parts, strings.TrimSpace(where))
 	}
 	if b.Requested != "" || b.Available != "" {
-		parts = append(parts, fmt.Sprintf("requested %s, available %s", orDash(b.Requested), orDash(b.Available)))
+		avail := fmt.Sprintf("requested %s, available %s", orDash(b.Requested), orDash(b.Available))
+		if b.Held != "" {
+			avail += fmt.Sprintf(" (+%s held for a reservation)", b.Held)
+		}
+		parts = append(parts, avail)
 	}
 	line := strings.Join(parts, ": ") + " — " + b.Message
 	if h := blockerHint(b); h != "" {

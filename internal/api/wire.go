@@ -94,6 +94,9 @@ func (s *Server) blockerOut(b framework.Blocker) v1.Blocker {
 		if b.Capacity != 0 {
 			out.Capacity = q(b.Capacity)
 		}
+		if b.Held != 0 {
+			out.Held = q(b.Held)
+		}
 	}
 	return out
 }

@@ -132,6 +132,19 @@ func TestReserveUsesSlotsTheReservationDoesNotNeed(t *testing.T) {
 	if diff := cmp.Diff(map[string][]string{"s": {"a2"}}, placedOn(plan)); diff != "" {
 		t.Fatalf("placements (-want +got):\n%s", diff)
 	}
+	// t waits though a3 shows 8 cpu free: its blocker says they are held
+	// for g's reservation, not that none is free (issue 32).
+	reg := Registry()
+	for _, b := range blockersOf(plan, "t") {
+		if b.Kind != framework.BlockCapacity || b.Slot != "cpu" {
+			continue
+		}
+		if got, want := b.Message(reg), "not enough free cpu: requested 4, at most 0 free on any eligible agent, not counting 8 held for a reservation"; got != want {
+			t.Errorf("t's capacity blocker reads %q, want %q", got, want)
+		}
+		return
+	}
+	t.Errorf("t has no cpu capacity blocker: %+v", blockersOf(plan, "t"))
 }
 
 func TestReserveDepthAndNoLimit(t *testing.T) {

@@ -223,11 +223,14 @@ type Blocker struct {
 	Kind string `json:"kind" enum:"quota,capacity,no_agents,architecture,dependency,start_time,queue_position,resource_group_state,gang,concurrency,session_type,reservation"`
 	// Scope is whose limit or what object it is: "user:alice",
 	// "project:p", "group:default", "session:<id>", "agents".
-	Scope      string `json:"scope"`
-	Slot       string `json:"slot"`
-	Requested  string `json:"requested"`
-	Available  string `json:"available"`
-	Capacity   string `json:"capacity,omitempty"`
+	Scope     string `json:"scope"`
+	Slot      string `json:"slot"`
+	Requested string `json:"requested"`
+	Available string `json:"available"`
+	Capacity  string `json:"capacity,omitempty"`
+	// Held is what reservations hold of the slot on one agent, free there
+	// but not counted in Available (capacity blockers only).
+	Held       string `json:"held,omitempty"`
 	Impossible bool   `json:"impossible,omitempty"`
 	// ExceedsCapacity: the request is larger than any eligible agent in
 	// total (capacity, gang), or than the whole quota (quota), so waiting

@@ -147,6 +147,10 @@ type Blocker struct {
 	Requested domain.Quantity
 	Available domain.Quantity
 	Capacity  domain.Quantity
+	// Held, for capacity while reservations hold slots, is the most of
+	// the slot held on one agent for them: free on the agent (as `agent
+	// ls` shows it) but not counted in Available.
+	Held domain.Quantity
 	// Impossible is true when waiting cannot help: the session is to be
 	// cancelled. Everything else waits and is tried again.
 	Impossible bool
@@ -215,7 +219,12 @@ func (b Blocker) Message(reg *domain.Registry) string {
 			return fmt.Sprintf("requests %s %s, more than any agent has in total (largest: %s): it can never fit the agents "+
 				"the group has now; waiting for a larger agent%s", q(b.Requested), b.Slot, q(b.Capacity), devices)
 		}
-		return fmt.Sprintf("%s %s: requested %s, at most %s free on any eligible agent%s", prefix, b.Slot, q(b.Requested), q(b.Available), devices)
+		var held string
+		if b.Held > 0 {
+			held = fmt.Sprintf(", not counting %s held for a reservation", q(b.Held))
+		}
+		return fmt.Sprintf("%s %s: requested %s, at most %s free on any eligible agent%s%s", prefix, b.Slot, q(b.Requested),
+			q(b.Available), held, devices)
 	case BlockNoAgents:
 		return fmt.Sprintf("no schedulable agents (%s)", b.Scope)
 	case BlockArchitecture:

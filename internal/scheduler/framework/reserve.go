@@ -333,8 +333,36 @@ func (b *Backfill) Place(s *Session, sel Selector) ([]KernelPlacement, []Blocker
 	}
 	// Like Place's own, the blockers are the caller's to copy before the
 	// next call.
-	b.out = append(append(b.out[:0], blockers...), b.firstBlocker)
+	b.out = append(b.out[:0], blockers...)
+	for i := range b.out {
+		b.out[i].Held = b.held(b.out[i])
+	}
+	b.out = append(b.out, b.firstBlocker)
 	return nil, b.out
+}
+
+// held is the most of a capacity blocker's slot the holds take out of one
+// agent, so the blocker can say why an agent with that much free did not
+// take the session.
+func (b *Backfill) held(bl Blocker) domain.Quantity {
+	if bl.Kind != BlockCapacity && bl.Kind != BlockGang || bl.Slot == "" || bl.Slot == MembersSlot {
+		return 0
+	}
+	var most domain.Quantity
+	if bl.Slot == KernelsSlot {
+		for _, h := range b.holds {
+			most = max(most, domain.Quantity(h.req.Kernels))
+		}
+		return most
+	}
+	id, ok := b.st.Snap.Slots.Lookup(bl.Slot)
+	if !ok {
+		return 0
+	}
+	for _, h := range b.holds {
+		most = max(most, h.req.Vec[id])
+	}
+	return most
 }
 
 // hold is what is taken out of one agent for the reservations held.
