@@ -349,6 +349,9 @@ func (a *Admitter) Build(ctx context.Context, req Request) (domain.Session, []do
 	if e := fitsSomeAgent(a.slots, groupAgents, g.Name, full); e != nil {
 		return fail(e)
 	}
+	if e := clusterFits(a.slots, groupAgents, g.Name, full, sess.ClusterSize, sess.ClusterMode); e != nil {
+		return fail(e)
+	}
 
 	deps, err := dependencies(ctx, req)
 	if err != nil {

@@ -305,6 +305,27 @@ func TestBuildRefuses(t *testing.T) {
 			}
 		}, req: func(r *admit.Request) { r.Resources = map[string]string{"cpu": "4", "mem": "8g"} }, field: "resources",
 			msg: "no agent of resource group default has all of this per kernel, though each slot fits on some agent: …"},
+		// Two agents of 4 cpu: 3 kernels of 2 cpu fit none alone, 5 not
+		// both together; max_kernels caps what an agent could hold.
+		{name: "single-node cluster larger than any agent", setup: func(m *memStore) {
+			m.agents = []domain.Agent{
+				{ID: "a1", ResourceGroup: "default", Capacity: capacity(t, "cpu", "4", "mem", "8g")},
+				{ID: "a2", ResourceGroup: "default", Capacity: capacity(t, "cpu", "4", "mem", "8g")},
+			}
+		}, req: func(r *admit.Request) { r.Resources = map[string]string{"cpu": "2"}; r.ClusterSize = ptr(3) },
+			field: "cluster_size", msg: "a single-node session of 3 kernels needs one agent with room for all of them, " +
+				"and no agent of resource group default could ever hold more than 2 of these kernels: …"},
+		{name: "multi-node cluster larger than its group", setup: func(m *memStore) {
+			m.agents = []domain.Agent{
+				{ID: "a1", ResourceGroup: "default", Capacity: capacity(t, "cpu", "4", "mem", "8g")},
+				{ID: "a2", ResourceGroup: "default", Capacity: capacity(t, "cpu", "4", "mem", "8g"), MaxKernels: 1},
+				{ID: "a3", ResourceGroup: "default", Status: domain.AgentTerminated, Capacity: capacity(t, "cpu", "64", "mem", "8g")},
+			}
+		}, req: func(r *admit.Request) {
+			r.Resources = map[string]string{"cpu": "2"}
+			r.ClusterSize, r.ClusterMode = ptr(4), "multi-node"
+		}, field: "cluster_size", msg: "a multi-node session of 4 kernels is larger than resource group default: its agents " +
+			"together could ever hold at most 3 of these kernels; ask for fewer or smaller kernels"},
 		{name: "dependency the resolver refuses", req: func(r *admit.Request) {
 			r.DependsOn = []string{"s0", "nope"}
 			r.Resolve = func(_ context.Context, ref string) (domain.SessionID, error) {

@@ -204,6 +204,56 @@ func fitsSomeAgent(reg *domain.Registry, agents []domain.Agent, group string, re
 		"on some agent: no agent could ever hold one kernel; ask for less", group)
 }
 
+// clusterFits refuses a session of several kernels that the group's
+// agents could never hold all at once: a single-node cluster needs one
+// agent with room for every kernel, a multi-node one the agents together.
+// It counts what each agent could ever hold (its capacity and kernel
+// cap), as fitsSomeAgent does one kernel; a group with no agents accepts
+// the request to wait, as there.
+func clusterFits(reg *domain.Registry, agents []domain.Agent, group string, req domain.Vec, size int,
+	mode domain.ClusterMode) *Error {
+	if size <= 1 {
+		return nil
+	}
+	most, total, live := 0, 0, 0
+	for _, a := range agents {
+		if a.Status == domain.AgentTerminated {
+			continue
+		}
+		live++
+		n := kernelsFit(agentCapacity(reg, a), req, size)
+		if a.MaxKernels > 0 {
+			n = min(n, a.MaxKernels)
+		}
+		most, total = max(most, n), total+n
+	}
+	switch {
+	case live == 0:
+		return nil
+	case mode == domain.SingleNode && most < size:
+		return invalid("cluster_size", "a single-node session of %d kernels needs one agent with room for all of them, and "+
+			"no agent of resource group %s could ever hold more than %d of these kernels: ask for fewer, smaller kernels, "+
+			"or multi-node", size, group, most)
+	case mode == domain.MultiNode && total < size:
+		return invalid("cluster_size", "a multi-node session of %d kernels is larger than resource group %s: its agents "+
+			"together could ever hold at most %d of these kernels; ask for fewer or smaller kernels", size, group, total)
+	}
+	return nil
+}
+
+// kernelsFit is how many kernels of req an agent of capacity c holds, up
+// to limit.
+func kernelsFit(c, req domain.Vec, limit int) int {
+	n := limit
+	for i := range req {
+		q := req.At(domain.SlotID(i))
+		if q > 0 {
+			n = min(n, int(c.At(domain.SlotID(i))/q))
+		}
+	}
+	return n
+}
+
 func holds(capacity, req domain.Vec) bool {
 	for i := range req {
 		if req.At(domain.SlotID(i)) > capacity.At(domain.SlotID(i)) {
