@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/api"
-	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/manager"
 	"github.com/sokovan-go/sokovan/internal/simulate"
 	"github.com/sokovan-go/sokovan/internal/web"
@@ -33,7 +33,7 @@ func userAPI(p manager.Parts, adminToken string) (http.Handler, error) {
 			_, err := p.Store.ListResourceGroups(ctx)
 			return err
 		},
-		Estimate: simulate.Estimator(p.Store, p.Slots, coordinator.SystemClock{}),
+		Estimate: simulate.Estimator(p.Store, p.Slots, clock.Wall),
 	}
 	if p.Deploy != nil {
 		deps.Deploy = p.Deploy

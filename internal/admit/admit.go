@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/hook"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -61,14 +62,8 @@ type Marker interface {
 	Mark()
 }
 
-// Clock tells the time.
-type Clock interface {
-	Now() time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
+// Clock tells the time (package clock's).
+type Clock = clock.Clock
 
 // Deps are what admission works with. Store and Slots are required;
 // Hooks nil means hook.Standard(), Clock nil the wall clock, Marker nil
@@ -166,9 +161,7 @@ func New(d Deps, cfg Config) *Admitter {
 	if d.Hooks == nil {
 		d.Hooks = hook.Standard()
 	}
-	if d.Clock == nil {
-		d.Clock = systemClock{}
-	}
+	d.Clock = clock.Or(d.Clock)
 	return &Admitter{store: d.Store, slots: d.Slots, hooks: d.Hooks, clock: d.Clock, marker: d.Marker,
 		cfg: cfg.withDefaults()}
 }

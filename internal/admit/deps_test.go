@@ -15,6 +15,7 @@ const module = "github.com/sokovan-go/sokovan/"
 // mayImport are the project packages doc.go lets admission import; the
 // standard library is allowed besides.
 var mayImport = []string{
+	module + "internal/clock",
 	module + "internal/domain",
 	module + "internal/hook",
 	module + "internal/store",

@@ -29,7 +29,8 @@
 // API's to decide.
 //
 // It may import internal/domain, internal/hook, internal/store (for its
-// filters, limits and error classes) and the standard library; never the
+// filters, limits and error classes), internal/clock and the standard
+// library; never the
 // API, the deployment controller, the coordinator, the scheduler or an
 // engine.
 package admit

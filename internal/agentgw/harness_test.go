@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
 	"github.com/sokovan-go/sokovan/internal/agentgw"
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
+	"github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
@@ -24,23 +24,6 @@ import (
 )
 
 const token = "agent-token"
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // manager is the manager's side of the wire as internal/manager wires it —
 // a SQLite store, the coordinator calling agents through agentgw.Agents
@@ -52,7 +35,7 @@ type manager struct {
 	ctx   context.Context
 	st    store.Store
 	reg   *domain.Registry
-	clock *fakeClock
+	clock *clock.Manual
 	co    *coordinator.Coordinator
 	url   string
 	n     int
@@ -72,7 +55,7 @@ func newManager(t *testing.T) *manager {
 		Timeouts: domain.DefaultTimeouts()}); err != nil {
 		t.Fatal(err)
 	}
-	clock := &fakeClock{t: time.Now()}
+	clock := clock.NewManual(time.Now())
 	co := coordinator.New(coordinator.Deps{Store: st, Agents: agentgw.NewAgents(agentrpc.NewAgentClient(st, token)),
 		Scheduler: scheduler.New(scheduler.NewRegistry()), Slots: reg, Clock: clock},
 		coordinator.Config{CallTimeout: 5 * time.Second})

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sokovan-go/sokovan/internal/admit"
+	"github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/hook"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
@@ -76,14 +77,8 @@ type Sessions interface {
 	Bound(ctx context.Context, group string, status domain.SessionStatus) (time.Duration, error)
 }
 
-// Clock tells the time; tests inject their own.
-type Clock interface {
-	Now() time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
+// Clock tells the time (package clock's); tests inject their own.
+type Clock = clock.Clock
 
 // LogsFunc opens the output of one kernel on its agent from byte offset
 // on (0: from the start; past the end: nothing). The API checks that the
@@ -220,9 +215,7 @@ type Server struct {
 
 // New builds the server and its routes.
 func New(cfg Config, d Deps) *Server {
-	if d.Clock == nil {
-		d.Clock = systemClock{}
-	}
+	d.Clock = clock.Or(d.Clock)
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}

@@ -140,9 +140,7 @@ func TestDueTimesFireAtTheirInstant(t *testing.T) {
 	t.Parallel()
 	forEngine(t, func(t *testing.T, engine string) {
 		h := newHarness(t, engine, 2, nil)
-		h.clock.mu.Lock()
-		h.clock.t = time.Now()
-		h.clock.mu.Unlock()
+		h.clock.Set(time.Now())
 		limited := h.submitWith(func(s *domain.Session) {
 			on("agent-0")(s)
 			s.TimeLimit = 1500 * time.Millisecond

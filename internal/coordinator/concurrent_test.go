@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
@@ -22,7 +23,7 @@ func TestConcurrentEventsAndCycles(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		agents := &instantAgents{epochs: h.agents.epochs, ctx: ctx}
 		c := coordinator.New(coordinator.Deps{Store: h.st, Agents: agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
-			Slots: h.reg, Clock: coordinator.SystemClock{}}, coordinator.Config{ShortInterval: 20 * time.Millisecond, LongInterval: time.Hour})
+			Slots: h.reg, Clock: clock.Wall}, coordinator.Config{ShortInterval: 20 * time.Millisecond, LongInterval: time.Hour})
 		agents.c = c
 		h.c = c
 		// The harness registered agents on its fake clock; with the system

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/hook"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
@@ -111,9 +112,7 @@ type Deps struct {
 
 // New returns a coordinator; Run drives it, or tests call Cycle and Sweep.
 func New(d Deps, cfg Config) *Coordinator {
-	if d.Clock == nil {
-		d.Clock = SystemClock{}
-	}
+	d.Clock = clock.Or(d.Clock)
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}

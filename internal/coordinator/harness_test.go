@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
@@ -19,23 +19,6 @@ import (
 	"github.com/sokovan-go/sokovan/internal/store/storetest"
 )
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // harness is a coordinator over a real store, driven step by step with an
 // injected clock and fake agents.
 type harness struct {
@@ -43,7 +26,7 @@ type harness struct {
 	ctx    context.Context
 	st     store.Store
 	reg    *domain.Registry
-	clock  *fakeClock
+	clock  *clock.Manual
 	agents *fakeAgents
 	c      *coordinator.Coordinator
 	n      int
@@ -76,7 +59,7 @@ func openStore(t testing.TB, engine string, reg *domain.Registry) store.Store {
 func newHarness(t testing.TB, engine string, agents int, group func(*domain.ResourceGroup)) *harness {
 	t.Helper()
 	reg := domain.DefaultRegistry()
-	clock := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := clock.NewManual(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	h := &harness{t: t, ctx: context.Background(), st: openStore(t, engine, reg), reg: reg, clock: clock,
 		agents: newFakeAgents(uint64(agents)+7, clock.Now)}
 	g := domain.ResourceGroup{Name: "default", State: domain.GroupActive, Sequencer: "fifo", Selector: "dispersed",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -98,13 +99,6 @@ type KernelSpec struct {
 	Serves bool
 }
 
-// Clock tells the time; tests inject one they move by hand.
-type Clock interface {
-	Now() time.Time
-}
-
-// SystemClock reads the wall clock.
-type SystemClock struct{}
-
-// Now returns the current time.
-func (SystemClock) Now() time.Time { return time.Now() }
+// Clock tells the time (package clock's); tests inject one they move by
+// hand.
+type Clock = clock.Clock

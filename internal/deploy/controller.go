@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sokovan-go/sokovan/internal/admit"
+	"github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
@@ -72,14 +73,8 @@ type Lease interface {
 	Held(ctx context.Context) bool
 }
 
-// Clock tells the time.
-type Clock interface {
-	Now() time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
+// Clock tells the time (package clock's).
+type Clock = clock.Clock
 
 // Config bounds the controller's work. Zero fields take the defaults.
 type Config struct {
@@ -185,9 +180,7 @@ type Controller struct {
 
 // New returns a controller.
 func New(d Deps, cfg Config) *Controller {
-	if d.Clock == nil {
-		d.Clock = systemClock{}
-	}
+	d.Clock = clock.Or(d.Clock)
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}

@@ -28,9 +28,9 @@ import (
 // for admission, the coordinator and an agent, putting a route's session
 // straight to RUNNING (serving a real httptest server) or ending it.
 
-type clock struct{ now time.Time }
+type testClock struct{ now time.Time }
 
-func (c *clock) Now() time.Time { return c.now }
+func (c *testClock) Now() time.Time { return c.now }
 
 type instantSessions struct {
 	t     *testing.T
@@ -117,7 +117,7 @@ type harness struct {
 	t       *testing.T
 	ctx     context.Context
 	st      *sqlite.Store
-	clock   *clock
+	clock   *testClock
 	c       *Controller
 	sess    *instantSessions
 	healthy atomic.Bool
@@ -133,7 +133,7 @@ func newHarness(t *testing.T, hc domain.HealthCheck, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h := &harness{t: t, ctx: ctx, st: st, clock: &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}}
+	h := &harness{t: t, ctx: ctx, st: st, clock: &testClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}}
 	h.healthy.Store(true)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.healthy.Load() {

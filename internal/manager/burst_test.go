@@ -22,7 +22,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/api"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
-	"github.com/sokovan-go/sokovan/internal/coordinator"
+	"github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/manager"
 	"github.com/sokovan-go/sokovan/internal/simulate"
@@ -270,7 +270,7 @@ func devUserAPI(p manager.Parts, admin string) (http.Handler, error) {
 			_, err := p.Store.ListResourceGroups(ctx)
 			return err
 		},
-		Estimate: simulate.Estimator(p.Store, p.Slots, coordinator.SystemClock{})})
+		Estimate: simulate.Estimator(p.Store, p.Slots, clock.Wall)})
 	p.Deploy.UseLoad(srv)
 	return web.Mount(srv), nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	clk "github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 )
 
@@ -43,7 +44,7 @@ type Sampler struct {
 // a manager alone, a nil clock the wall clock, a nil log discards.
 func NewSampler(st SampleStore, lease coordinator.Lease, clock coordinator.Clock, log *slog.Logger) *Sampler {
 	if clock == nil {
-		clock = coordinator.SystemClock{}
+		clock = clk.Wall
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

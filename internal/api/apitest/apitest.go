@@ -23,6 +23,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/admit"
 	"github.com/sokovan-go/sokovan/internal/api"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
+	"github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/deploy"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -153,7 +154,7 @@ func New(t testing.TB, opts Options) *Manager {
 		}),
 		Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if opts.Estimate {
-		deps.Estimate = simulate.Estimator(st, reg, coordinator.SystemClock{})
+		deps.Estimate = simulate.Estimator(st, reg, clock.Wall)
 	}
 	// One admitter for the API and the deployments' routes, as a manager
 	// shares one.
