@@ -32,4 +32,9 @@
 // filters, limits and error classes) and the standard library; never the
 // API, the deployment controller, the coordinator, the scheduler or an
 // engine.
+//
+// Imports: internal/domain, internal/hook, internal/store.
+// Never links: internal/api/..., internal/deploy/..., internal/simulate/...,
+// internal/coordinator/..., internal/scheduler, internal/store/sqlstore/...,
+// internal/store/sqlite/..., internal/store/postgres/....
 package admit
