@@ -14,4 +14,6 @@
 // It talks to the manager only over the public API in package v1's types
 // and may import internal/api/v1 alone of the project's packages: it
 // checks the system from outside, as an operator would.
+//
+// Imports: internal/api/v1.
 package main

@@ -11,4 +11,6 @@
 // They pass session references (id, id prefix or name) through to the
 // manager, which resolves them, so the CLI and the API agree on what a
 // name means.
+//
+// Imports: internal/..., github.com/spf13/cobra, github.com/spf13/pflag.
 package main

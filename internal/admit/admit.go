@@ -336,13 +336,7 @@ func (a *Admitter) Build(ctx context.Context, req Request) (domain.Session, []do
 			domain.FormatQuantity(t.Kind, below.Minimum), g.Name, domain.FormatQuantity(t.Kind, below.Requested)))
 	}
 	sess.Requested = full
-	if e := wholeDevices(a.slots, groupAgents, g.Name, full); e != nil {
-		return fail(e)
-	}
-	if e := fitsSomeAgent(a.slots, groupAgents, g.Name, full); e != nil {
-		return fail(e)
-	}
-	if e := clusterFits(a.slots, groupAgents, g.Name, full, sess.ClusterSize, sess.ClusterMode); e != nil {
+	if e := fitsGroup(a.slots, groupAgents, g.Name, sess); e != nil {
 		return fail(e)
 	}
 

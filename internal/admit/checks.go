@@ -138,6 +138,19 @@ func checkImage(agents []domain.Agent, group, image string) *Error {
 		"know (%s)", group, image, strings.Join(names, ", "))
 }
 
+// fitsGroup refuses what the group's agents could never run, however long
+// it waited: a fraction of a whole device, a kernel larger than every
+// agent, a cluster no agent (or no set of agents) could hold at once.
+func fitsGroup(reg *domain.Registry, agents []domain.Agent, group string, sess domain.Session) *Error {
+	if e := wholeDevices(reg, agents, group, sess.Requested); e != nil {
+		return e
+	}
+	if e := fitsSomeAgent(reg, agents, group, sess.Requested); e != nil {
+		return e
+	}
+	return clusterFits(reg, agents, group, sess.Requested, sess.ClusterSize, sess.ClusterMode)
+}
+
 // wholeDevices refuses a fraction of a slot that an agent of the group
 // hands out as whole devices: a kernel cannot be given half of one, and
 // placement would round it up to a whole device the quota never charged.

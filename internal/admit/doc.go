@@ -30,7 +30,11 @@
 //
 // It may import internal/domain, internal/hook, internal/store (for its
 // filters, limits and error classes), internal/clock and the standard
-// library; never the
-// API, the deployment controller, the coordinator, the scheduler or an
-// engine.
+// library; never the API, the deployment controller, the coordinator, the
+// scheduler or an engine.
+//
+// Imports: internal/clock, internal/domain, internal/hook, internal/store.
+// Never links: internal/api/..., internal/deploy/..., internal/simulate/...,
+// internal/coordinator/..., internal/scheduler, internal/store/sqlstore/...,
+// internal/store/sqlite/..., internal/store/postgres/....
 package admit

@@ -10,6 +10,12 @@
 //
 // It may import internal/domain, internal/agentrpc and
 // internal/agent/runtime; never the manager's packages (coordinator,
-// scheduler, store, kernelstate, agentgw). TestAgentLinksNoManagerPackage
-// holds the daemon and its runtimes to that with go list -deps.
+// scheduler, store, kernelstate, agentgw). The Never links line below, on
+// the daemon and on each of its subpackages, holds them to that through
+// every package they link (internal/archtest checks it with go list).
+//
+// Imports: internal/domain, internal/agentrpc, internal/agent/runtime,
+// internal/agent/runtime/probe.
+// Never links: internal/coordinator/..., internal/scheduler/...,
+// internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package agent

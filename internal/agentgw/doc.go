@@ -10,4 +10,7 @@
 // (for its errors), internal/domain and the standard library. Only the
 // manager wiring (internal/manager) and tests import it; the agent daemon
 // never does.
+//
+// Imports: internal/agentrpc, internal/coordinator, internal/store,
+// internal/domain.
 package agentgw

@@ -13,4 +13,6 @@
 // well-kept third-party libraries, never the manager's packages
 // (coordinator, scheduler, store, kernelstate), so the agent binary links
 // none of them. The manager's side of the wire is internal/agentgw.
+//
+// Imports: internal/domain.
 package agentrpc

@@ -32,4 +32,9 @@
 // internal/store (types and error classes), internal/scheduler and its framework (for the "why"
 // and queue dry runs), the Prometheus client's HTTP handler, and the standard
 // library.
+//
+// Imports: internal/clock, internal/api/v1, internal/admit, internal/domain, internal/hook,
+// internal/store, internal/scheduler, internal/scheduler/framework,
+// github.com/prometheus/client_golang/prometheus,
+// github.com/prometheus/client_golang/prometheus/promhttp.
 package api

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
@@ -172,21 +173,6 @@ func (s *Server) table() []route {
 			query:  []param{{name: "deadline", typ: "string", desc: "Go duration after which what remains is terminated (\"0s\": at once; left out: no deadline)"}},
 			status: http.StatusOK, resp: v1.Agent{}, handle: s.drain},
 
-		{method: "POST", path: "/v1/jobs", access: user, summary: "Create a job (a gang of sessions)",
-			desc: "A job groups sessions submitted one by one with \"job\" on POST /v1/sessions. Its members start only " +
-				"once at least min_available of them are placed together (all or none in a round); members placed " +
-				"while the gang is short wait SCHEDULED (Permit) and are all released at permit_timeout. The job's " +
-				"state follows seed 003's application states (docs/states.md).",
-			body: v1.CreateJobRequest{}, status: http.StatusCreated, resp: v1.Job{}, handle: s.createJob},
-		{method: "GET", path: "/v1/jobs", access: user, summary: "List jobs (the caller's; every job for admins)",
-			status: http.StatusOK, resp: v1.List[v1.Job]{}, handle: s.listJobs},
-		{method: "GET", path: "/v1/jobs/{id}", access: user, summary: "One job by id or name, with its members and history",
-			status: http.StatusOK, resp: v1.Job{}, handle: s.getJob},
-		{method: "DELETE", path: "/v1/jobs/{id}", access: user, summary: "Cancel a job",
-			desc: "The job fails (reason \"cancelled\") and every live member is ended; it is FAILED once none is " +
-				"left. 409 when it has already ended.",
-			status: http.StatusAccepted, resp: v1.Job{}, handle: s.deleteJob},
-
 		{method: "GET", path: "/v1/resource-groups", access: user, summary: "List resource groups",
 			status: http.StatusOK, resp: v1.List[v1.Group]{}, handle: s.listGroups},
 		{method: "GET", path: "/v1/resource-groups/{name}", access: user, summary: "One resource group",
@@ -245,5 +231,26 @@ func (s *Server) table() []route {
 		{path: "/v1/agent/", docPath: "/v1/agent/{rpc}", access: agent, summary: "Agent RPC (agent token only)",
 			desc:   "Served by the agent RPC handler, which sees the full path; user tokens are refused with 403.",
 			status: http.StatusOK, handle: s.agentRPCRoute},
-	}, s.deployRoutes()...)
+	}, slices.Concat(s.jobRoutes(), s.deployRoutes())...)
+}
+
+// jobRoutes are the routes of jobs, gangs of separately submitted
+// sessions.
+func (s *Server) jobRoutes() []route {
+	return []route{
+		{method: "POST", path: "/v1/jobs", access: user, summary: "Create a job (a gang of sessions)",
+			desc: "A job groups sessions submitted one by one with \"job\" on POST /v1/sessions. Its members start only " +
+				"once at least min_available of them are placed together (all or none in a round); members placed " +
+				"while the gang is short wait SCHEDULED (Permit) and are all released at permit_timeout. The job's " +
+				"state follows seed 003's application states (docs/states.md).",
+			body: v1.CreateJobRequest{}, status: http.StatusCreated, resp: v1.Job{}, handle: s.createJob},
+		{method: "GET", path: "/v1/jobs", access: user, summary: "List jobs (the caller's; every job for admins)",
+			status: http.StatusOK, resp: v1.List[v1.Job]{}, handle: s.listJobs},
+		{method: "GET", path: "/v1/jobs/{id}", access: user, summary: "One job by id or name, with its members and history",
+			status: http.StatusOK, resp: v1.Job{}, handle: s.getJob},
+		{method: "DELETE", path: "/v1/jobs/{id}", access: user, summary: "Cancel a job",
+			desc: "The job fails (reason \"cancelled\") and every live member is ended; it is FAILED once none is " +
+				"left. 409 when it has already ended.",
+			status: http.StatusAccepted, resp: v1.Job{}, handle: s.deleteJob},
+	}
 }

@@ -5,4 +5,6 @@
 // fires timers, extends this one.
 //
 // It imports the standard library alone, so any package may import it.
+//
+// Imports: none.
 package clock

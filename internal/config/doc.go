@@ -5,4 +5,6 @@
 // etcd election managers use to take turns running the handlers.
 //
 // It may import the standard library and the etcd v3 client only.
+//
+// Imports: go.etcd.io/etcd/client/v3/..., go.uber.org/zap.
 package config

@@ -43,4 +43,8 @@
 // internal/domain, internal/hook, internal/kernelstate,
 // internal/scheduler (and its framework), internal/store for its shared types and errors, and
 // Prometheus client_golang.
+//
+// Imports: internal/clock, internal/domain, internal/hook, internal/kernelstate,
+// internal/scheduler, internal/scheduler/framework, internal/store,
+// github.com/prometheus/client_golang/....
 package coordinator

@@ -17,4 +17,9 @@
 // It may import internal/admit, internal/domain, internal/store (for its
 // filters and errors), the Prometheus client and the standard library;
 // never the API, the coordinator's internals or an engine.
+//
+// Imports: internal/clock, internal/admit, internal/domain, internal/store,
+// github.com/prometheus/client_golang/....
+// Never links: internal/api/..., internal/store/sqlstore/...,
+// internal/store/sqlite/..., internal/store/postgres/....
 package deploy

@@ -22,4 +22,6 @@
 //
 // It performs no I/O, reads no clock and starts no goroutines, so it may be
 // imported by every package and imports only the standard library.
+//
+// Imports: none.
 package domain

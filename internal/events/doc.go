@@ -8,4 +8,6 @@
 // redelivery is harmless.
 //
 // It may import the standard library and go-redis only.
+//
+// Imports: github.com/redis/go-redis/v9/....
 package events

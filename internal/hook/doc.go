@@ -9,4 +9,6 @@
 // read no clock, so they are table-tested and replayable. The store finds
 // the candidate sessions (store.Store.DueSessions); a hook has the final
 // word. Hook may import only domain.
+//
+// Imports: internal/domain.
 package hook

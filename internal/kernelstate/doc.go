@@ -8,4 +8,6 @@
 // It is pure: it may import internal/domain and the standard library only.
 // The coordinator loads kernels, calls Apply, and writes the changes with
 // the store's guarded updates.
+//
+// Imports: internal/domain.
 package kernelstate

@@ -6,4 +6,7 @@
 // manager holds the coordinator's lease, so replicas never sample twice.
 //
 // It may import every internal package; nothing imports it but cmd.
+//
+// Imports: internal/..., github.com/prometheus/client_golang/...,
+// golang.org/x/sync/errgroup, golang.org/x/sys/unix.
 package manager

@@ -12,4 +12,8 @@
 // It is pure — no I/O, clock, goroutines or randomness — so the same
 // snapshot always gives the same plan. It may import internal/domain and
 // internal/scheduler/{framework,validate,sequence,selector}.
+//
+// Imports: internal/domain, internal/scheduler/framework,
+// internal/scheduler/validate, internal/scheduler/sequence,
+// internal/scheduler/selector.
 package scheduler

@@ -31,4 +31,9 @@
 // (and store/sqlite), internal/agent/runtime (and runtime/sim),
 // internal/kernelstate and internal/domain. Nothing imports it except
 // cmd/sokovan.
+//
+// Imports: internal/admit, internal/coordinator, internal/hook,
+// internal/scheduler, internal/scheduler/framework, internal/store,
+// internal/store/sqlite, internal/agent/runtime, internal/agent/runtime/sim,
+// internal/kernelstate, internal/domain.
 package simulate

@@ -34,4 +34,6 @@
 //
 // It may import internal/domain, internal/scheduler/framework and the
 // standard library, nothing above them.
+//
+// Imports: internal/domain, internal/scheduler/framework.
 package store

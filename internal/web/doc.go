@@ -24,4 +24,6 @@
 // It imports only the standard library: it knows the API by its URLs,
 // not by its Go types, so it can import nothing from the store, the
 // coordinator or the API server. Mount composes it with the API handler.
+//
+// Imports: none.
 package web

@@ -9,4 +9,8 @@
 // driver exists; built without cgo it says NVML is unavailable.
 //
 // It may import internal/domain, go-nvml and the standard library.
+//
+// Imports: internal/domain, github.com/NVIDIA/go-nvml/....
+// Never links: internal/coordinator/..., internal/scheduler/...,
+// internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package devices

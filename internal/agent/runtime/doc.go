@@ -25,4 +25,8 @@
 // may also import well-kept libraries (golang.org/x/sys), but nothing from
 // the scheduler, the store or the coordinator: a runtime knows kernels, not
 // sessions' lifecycles.
+//
+// Imports: internal/domain, internal/agent/runtime/probe.
+// Never links: internal/coordinator/..., internal/scheduler/...,
+// internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package runtime

@@ -7,4 +7,9 @@
 // built from: internal/api and its wire types (internal/api/v1),
 // internal/coordinator, internal/agentgw, the store engines and
 // store/pgtest, internal/scheduler, internal/domain.
+//
+// Imports: internal/clock, internal/api, internal/api/v1, internal/admit, internal/agentgw,
+// internal/coordinator, internal/deploy, internal/domain,
+// internal/scheduler, internal/simulate, internal/store/...,
+// github.com/prometheus/client_golang/prometheus.
 package apitest

@@ -16,4 +16,6 @@
 // It holds data only: no behaviour beyond formatting an error for a
 // person, and it imports nothing but the standard library, so any
 // client can use it without pulling in the manager.
+//
+// Imports: none.
 package v1

@@ -13,4 +13,6 @@
 // It is pure: no I/O, no clock reads, no goroutines, no map-order dependence.
 // It may import only internal/domain and the standard library; the plugin
 // packages (validate, sequence, selector) and internal/scheduler import it.
+//
+// Imports: internal/domain.
 package framework

@@ -4,4 +4,6 @@
 //
 // It may import internal/domain, internal/scheduler/framework and the
 // standard library.
+//
+// Imports: internal/domain, internal/scheduler/framework.
 package schedtest

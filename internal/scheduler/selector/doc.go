@@ -8,4 +8,6 @@
 // the plain scan the index is tested against.
 //
 // It may import internal/domain and internal/scheduler/framework only.
+//
+// Imports: internal/domain, internal/scheduler/framework.
 package selector

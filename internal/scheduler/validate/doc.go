@@ -5,4 +5,6 @@
 // help.
 //
 // It may import internal/domain and internal/scheduler/framework only.
+//
+// Imports: internal/domain, internal/scheduler/framework.
 package validate

@@ -6,4 +6,8 @@
 // It may import internal/domain, internal/store with its postgres engine
 // and storetest, internal/scheduler/framework, pgx and the standard
 // library.
+//
+// Imports: internal/domain, internal/store, internal/store/postgres,
+// internal/store/storetest, internal/scheduler/framework,
+// github.com/jackc/pgx/v5/....
 package pgtest

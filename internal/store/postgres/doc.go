@@ -22,4 +22,8 @@
 // It may import internal/store (and its internal packages),
 // internal/store/sqlstore, internal/domain, pgx, goose and the standard
 // library.
+//
+// Imports: internal/store, internal/store/internal/...,
+// internal/store/sqlstore, internal/domain, github.com/jackc/pgx/v5/...,
+// github.com/pressly/goose/v3/....
 package postgres

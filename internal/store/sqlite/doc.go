@@ -17,4 +17,8 @@
 // It may import internal/store (and its internal packages),
 // internal/store/sqlstore, internal/domain, the SQLite driver, goose and
 // the standard library.
+//
+// Imports: internal/store, internal/store/internal/...,
+// internal/store/sqlstore, internal/domain, modernc.org/sqlite/...,
+// github.com/pressly/goose/v3/....
 package sqlite

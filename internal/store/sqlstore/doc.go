@@ -40,4 +40,9 @@
 // It may import internal/store (and its internal packages codec and
 // planguard), internal/domain, internal/scheduler/framework, goose and the
 // standard library; no driver.
+//
+// Imports: internal/store, internal/store/internal/codec,
+// internal/store/internal/planguard, internal/domain,
+// internal/scheduler/framework, github.com/pressly/goose/v3/....
+// Never links: github.com/jackc/pgx/v5/..., modernc.org/sqlite/....
 package sqlstore

@@ -7,4 +7,7 @@
 // It may import internal/store, internal/domain,
 // internal/scheduler/framework, go-cmp and the standard library, and is
 // imported only by tests.
+//
+// Imports: internal/store, internal/domain, internal/scheduler/framework,
+// github.com/google/go-cmp/....
 package storetest

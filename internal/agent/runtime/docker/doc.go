@@ -87,4 +87,11 @@
 // the scheduler, the store or the coordinator. Its tests take their engine
 // and images from dockertest, which builds images of testdata/kernel and
 // serves them from a registry in the test process (go-containerregistry).
+//
+// Imports: internal/agent/runtime, internal/domain,
+// github.com/moby/moby/api/..., github.com/moby/moby/client/...,
+// github.com/containerd/errdefs/..., github.com/distribution/reference/...,
+// golang.org/x/crypto/ssh/..., golang.org/x/sys/unix.
+// Never links: internal/coordinator/..., internal/scheduler/...,
+// internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package docker

@@ -9,4 +9,8 @@
 // It owns the probe spec, its validation and the evaluation loop; runtimes
 // start a Set when a kernel starts running and stop it when the kernel
 // ends. It may import internal/domain and the standard library only.
+//
+// Imports: internal/domain.
+// Never links: internal/coordinator/..., internal/scheduler/...,
+// internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package probe

@@ -106,4 +106,9 @@
 // library, golang.org/x/sys/unix and golang.org/x/net/websocket (for
 // http-echo's websocket echo); nothing from the scheduler, the store
 // or the coordinator.
+//
+// Imports: internal/agent/runtime, internal/domain, golang.org/x/sys/unix,
+// golang.org/x/net/websocket.
+// Never links: internal/coordinator/..., internal/scheduler/...,
+// internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package process

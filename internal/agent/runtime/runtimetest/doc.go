@@ -8,4 +8,8 @@
 //
 // It is for tests only. It may import internal/agent/runtime,
 // internal/domain and the standard library.
+//
+// Imports: internal/agent/runtime, internal/domain.
+// Never links: internal/coordinator/..., internal/scheduler/...,
+// internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package runtimetest

@@ -14,4 +14,8 @@
 //
 // It may import internal/agent/runtime, internal/domain and the standard
 // library; nothing from the scheduler, the store or the coordinator.
+//
+// Imports: internal/agent/runtime, internal/domain.
+// Never links: internal/coordinator/..., internal/scheduler/...,
+// internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package sim

@@ -36,4 +36,9 @@
 //
 // It may import internal/agent/runtime (and its probe), internal/domain and the standard
 // library; nothing from the coordinator, the scheduler or the store.
+//
+// Imports: internal/agent/runtime, internal/agent/runtime/probe,
+// internal/domain.
+// Never links: internal/coordinator/..., internal/scheduler/...,
+// internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package slurm

@@ -7,4 +7,6 @@
 //
 // It may import internal/store, internal/domain,
 // internal/scheduler/framework and the standard library.
+//
+// Imports: internal/store, internal/domain, internal/scheduler/framework.
 package codec

@@ -6,4 +6,7 @@
 //
 // It may import internal/store, its codec, internal/domain,
 // internal/scheduler/framework and the standard library. It does no I/O.
+//
+// Imports: internal/store, internal/store/internal/codec, internal/domain,
+// internal/scheduler/framework.
 package planguard

@@ -10,4 +10,9 @@
 //
 // It may import the standard library, the moby Engine API client and
 // go-containerregistry; only tests may import it.
+//
+// Imports: github.com/moby/moby/client/...,
+// github.com/google/go-containerregistry/....
+// Never links: internal/coordinator/..., internal/scheduler/...,
+// internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package dockertest
