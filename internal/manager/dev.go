@@ -187,11 +187,13 @@ func adminToken(dir, fromEnv string) (string, error) {
 }
 
 // saveAdminToken keeps the accepted token in DataDir/admin-token (0600), so
-// a restart and the CLI find it. It replaces the file whole, by rename, so
-// a crash leaves the old token or the new one, never neither.
+// a restart and the CLI find it. A token stored already is kept: another
+// admin's token in SOKOVAN_ADMIN_TOKEN opens this run, but replacing the
+// file with it would leave the first admin's token nowhere. It writes the
+// file whole, by rename, so a crash leaves it or nothing, never half.
 func saveAdminToken(dir, token string) error {
 	path := filepath.Join(dir, "admin-token")
-	if raw, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(raw)) == token {
+	if raw, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(raw)) != "" {
 		return nil
 	}
 	tmp, err := os.CreateTemp(dir, ".admin-token-*")
