@@ -9,11 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sokovan-go/sokovan/internal/api"
 	"github.com/sokovan-go/sokovan/internal/manager"
 )
 
 func newServerCmd() *cobra.Command {
 	var cfg manager.Config
+	var metricsToken string
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run a manager (SQLite file or PostgreSQL)",
@@ -36,7 +38,11 @@ func newServerCmd() *cobra.Command {
 			}
 			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			admin := os.Getenv("SOKOVAN_ADMIN_TOKEN")
-			cfg.UserAPI = func(p manager.Parts) (httpHandler, error) { return userAPI(p, admin) }
+			if metricsToken == "" {
+				metricsToken = os.Getenv("SOKOVAN_METRICS_TOKEN")
+			}
+			apiCfg := api.Config{MetricsToken: metricsToken}
+			cfg.UserAPI = func(p manager.Parts) (httpHandler, error) { return userAPIWith(p, admin, apiCfg) }
 			m, err := manager.Open(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -56,5 +62,7 @@ func newServerCmd() *cobra.Command {
 	f.StringVar(&cfg.Config, "config", "", "shared settings: etcd://host:port/key or file:///path (or SOKOVAN_CONFIG)")
 	f.StringVar(&cfg.EventsStream, "events-stream", "", "Redis stream name shared by the cluster's managers")
 	f.StringVar(&cfg.Events, "events", "", "redis://… to share agent events between managers (or SOKOVAN_EVENTS)")
+	f.StringVar(&metricsToken, "metrics-token", "", "bearer token that lets a scraper see the per-user and per-deployment "+
+		"series of /metrics, which anonymous scrapes leave out (or SOKOVAN_METRICS_TOKEN; an admin's token also sees them)")
 	return cmd
 }

@@ -19,6 +19,11 @@ type httpHandler = http.Handler
 // dashboard in front of it at "/", creating the admin user from
 // adminToken when one is given.
 func userAPI(p manager.Parts, adminToken string) (http.Handler, error) {
+	return userAPIWith(p, adminToken, api.Config{})
+}
+
+// userAPIWith is userAPI with the API's settings.
+func userAPIWith(p manager.Parts, adminToken string, cfg api.Config) (http.Handler, error) {
 	if adminToken != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -38,7 +43,7 @@ func userAPI(p manager.Parts, adminToken string) (http.Handler, error) {
 	if p.Deploy != nil {
 		deps.Deploy = p.Deploy
 	}
-	srv := api.New(api.Config{}, deps)
+	srv := api.New(cfg, deps)
 	if p.Deploy != nil {
 		// This manager's proxy load feeds the deployments' autoscaling.
 		p.Deploy.UseLoad(srv)

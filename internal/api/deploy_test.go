@@ -126,7 +126,7 @@ func TestProxyMetricsByCode(t *testing.T) {
 			t.Fatalf("proxy with no route: %d %s, want 503", code, raw)
 		}
 	}
-	_, body := m.Raw("", "GET", "/metrics", nil)
+	_, body := m.Raw(m.AdminToken, "GET", "/metrics", nil)
 	for _, want := range []string{
 		`sokovan_deployment_proxy_requests_total{code="503",deployment="d1"} 2`,
 		`sokovan_deployment_proxy_duration_seconds_count{code="503",deployment="d1"} 2`,

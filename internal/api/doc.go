@@ -30,11 +30,13 @@
 //
 // It may import internal/api/v1, internal/admit, internal/domain, internal/hook,
 // internal/store (types and error classes), internal/scheduler and its framework (for the "why"
-// and queue dry runs), the Prometheus client's HTTP handler, and the standard
-// library.
+// and queue dry runs), internal/clock, the Prometheus client (its HTTP
+// handler, and its data model to leave private series out of an anonymous
+// scrape), and the standard library.
 //
 // Imports: internal/clock, internal/api/v1, internal/admit, internal/domain, internal/hook,
 // internal/store, internal/scheduler, internal/scheduler/framework,
 // github.com/prometheus/client_golang/prometheus,
-// github.com/prometheus/client_golang/prometheus/promhttp.
+// github.com/prometheus/client_golang/prometheus/promhttp,
+// github.com/prometheus/client_model/go.
 package api

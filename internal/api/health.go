@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
@@ -29,7 +30,11 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
 	if s.gatherer == nil {
 		return &apiError{Status: http.StatusNotImplemented, Code: codeNotImplemented, Message: "no metrics registry"}
 	}
-	promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{ErrorLog: slogPrinter{s}}).ServeHTTP(w, r)
+	var g prometheus.Gatherer = s.gatherer
+	if !s.mayScrapeAll(r) {
+		g = withoutPrivate{s.gatherer}
+	}
+	promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: slogPrinter{s}}).ServeHTTP(w, r)
 	return nil
 }
 

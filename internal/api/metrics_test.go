@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/api"
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -50,7 +51,8 @@ func scrape(t *testing.T, deployment bool) string {
 	waited := regexp.MustCompile(`(?m)^sokovan_scheduling_decisions_total\{resource_group="default",result="waiting"\} [1-9]`)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		code, body := m.Raw("", "GET", "/metrics", nil)
+		// As an admin: the per-user and per-deployment series too.
+		code, body := m.Raw(m.AdminToken, "GET", "/metrics", nil)
 		if code != http.StatusOK {
 			t.Fatalf("/metrics: %d %s", code, body)
 		}
@@ -195,5 +197,43 @@ func TestGrafanaDashboardNamesExportedMetrics(t *testing.T) {
 	}
 	if exprs == 0 {
 		t.Fatal("the dashboard has no queries")
+	}
+}
+
+// TestMetricsHidePeopleFromAnonymousScrapes is issue 28's probe: /metrics
+// needs no token, and it named every user with what they hold and every
+// deployment. Anonymously, and with a plain user's token, those series
+// are left out; the metrics token or an admin's token gets them.
+func TestMetricsHidePeopleFromAnonymousScrapes(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{API: api.Config{MetricsToken: "skvm_metrics-token-for-prometheus"}})
+	alice := m.User("alice", "user", "p1")
+	s := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1", "mem": "1g"}})
+	waitStatus(t, m, alice, s.ID, "RUNNING")
+	private := regexp.MustCompile(`(?m)^sokovan_user_occupied\{`)
+	public := regexp.MustCompile(`(?m)^sokovan_agent_capacity\{`)
+	for _, c := range []struct {
+		who, token string
+		all        bool
+	}{
+		{"anonymous", "", false},
+		{"a user", alice, false},
+		{"a wrong token", "skvm_not-the-metrics-token", false},
+		{"the metrics token", "skvm_metrics-token-for-prometheus", true},
+		{"an admin", m.AdminToken, true},
+	} {
+		code, body := m.Raw(c.token, "GET", "/metrics", nil)
+		if code != http.StatusOK {
+			t.Fatalf("%s: /metrics %d %s", c.who, code, body)
+		}
+		if !public.Match(body) {
+			t.Errorf("%s: /metrics lacks the agents' series", c.who)
+		}
+		if got := private.Match(body); got != c.all {
+			t.Errorf("%s: per-user series shown %v, want %v", c.who, got, c.all)
+		}
+		if !c.all && strings.Contains(string(body), `user="alice"`) {
+			t.Errorf("%s: /metrics names alice", c.who)
+		}
 	}
 }

@@ -133,6 +133,10 @@ type Config struct {
 	// names none; defaults "default" and "x86_64".
 	DefaultGroup        string
 	DefaultArchitecture string
+	// MetricsToken, when set, opens the series that name users and
+	// deployments on GET /metrics, as an admin's token does; without
+	// either a scrape gets the rest (metrics.go).
+	MetricsToken string
 }
 
 const (

@@ -735,7 +735,12 @@ func TestDeploymentTokensOpenOnlyTheirDeploymentsProxy(t *testing.T) {
 // health checks are there for the deployment.
 func (e *devEnv) checkMetrics(id string) {
 	e.t.Helper()
-	resp, err := http.Get(e.url + "/metrics")
+	req, err := http.NewRequest("GET", e.url+"/metrics", nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e.token) // an admin sees the per-deployment series
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}
