@@ -248,7 +248,13 @@ ORDER BY id {lock}`
   AND NOT EXISTS (SELECT 1 FROM kernels k WHERE k.session_id = s.id
                   AND k.status IN ('TERMINATED', 'CANCELLED', 'ERROR'))
 ORDER BY id {lock}`
-	moveSessions = `UPDATE sessions SET status = $1, status_reason = $2, status_changed_at = $3
+	// A move that gives no reason out of TERMINATING (the promotion to
+	// TERMINATED once the kernels are gone) keeps the one the session was
+	// ended for: a cancel, a time limit, a drain deadline, a preemption.
+	// That reason is what show and why answer for an ended session.
+	moveSessions = `UPDATE sessions SET status = $1,
+    status_reason = CASE WHEN $2 = '' AND status = 'TERMINATING' THEN status_reason ELSE $2 END,
+    status_changed_at = $3
 WHERE id {in $4}`
 	selectMovableKernels = `SELECT id, agent_id, status, requested FROM kernels
 WHERE session_id {in $1} AND status {in $2}`
