@@ -356,11 +356,6 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		return invalid("", "%v", err)
 	}
 	if err := s.store.PutResourceGroup(ctx, g); err != nil {
-		if errors.Is(err, store.ErrGroupRemoved) {
-			e := conflict("resource group %s was removed; its name is not reused", name)
-			e.Field = "name"
-			return e
-		}
 		return err
 	}
 	s.sessions.Mark()

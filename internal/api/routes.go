@@ -196,8 +196,8 @@ func (s *Server) table() []route {
 		{method: "DELETE", path: "/v1/resource-groups/{name}", access: admin, summary: "Remove a drained, empty resource group",
 			desc: "Only a DRAINING group that holds no live session and no ALIVE or LOST agent, and is not the default " +
 				"group, is removed (409 naming what is in the way otherwise). Removal is soft: the group answers once " +
-				"more with state REMOVED, then is absent from every read, refuses sessions and agents, and its name " +
-				"is not reused; its ended sessions keep naming it.",
+				"more with state REMOVED, then is absent from every read and refuses sessions and agents, until a PUT " +
+				"of its name creates a new group; its ended sessions keep naming it.",
 			status: http.StatusOK, resp: v1.Group{}, handle: s.deleteGroup},
 
 		{method: "POST", path: "/v1/users", access: admin, summary: "Create a user and its token",

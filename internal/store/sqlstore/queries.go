@@ -16,6 +16,8 @@ const (
 )
 
 const (
+	// upsertGroup also brings a removed group's name back as a new group
+	// (removed_at cleared): seed 003's Remove ends the object, not its name.
 	upsertGroup = `INSERT INTO resource_groups (` + codec.GroupColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 ON CONFLICT (name) DO UPDATE SET
@@ -29,8 +31,7 @@ ON CONFLICT (name) DO UPDATE SET
     idle_timeout_ns = excluded.idle_timeout_ns, reserve = excluded.reserve,
     reservation_depth = excluded.reservation_depth, preempt = excluded.preempt,
     preempt_min_runtime_ns = excluded.preempt_min_runtime_ns, preempt_budget = excluded.preempt_budget,
-    preempt_window_ns = excluded.preempt_window_ns
-WHERE resource_groups.removed_at IS NULL`
+    preempt_window_ns = excluded.preempt_window_ns, removed_at = NULL`
 	selectGroup  = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE name = $1 AND removed_at IS NULL`
 	selectGroups = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE removed_at IS NULL ORDER BY name`
 	// selectGroupStateShared reads a group's state for CreateSession,
