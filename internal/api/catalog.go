@@ -206,7 +206,7 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	case created:
 		g = domain.ResourceGroup{Name: name, State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
 			HeadOfLine: domain.DefaultHeadOfLine, ReservationDepth: domain.DefaultReservationDepth,
-			MaxRetries: domain.DefaultMaxRetries, Timeouts: domain.DefaultTimeouts()}
+			MaxRetries: domain.DefaultMaxRetries, Timeouts: s.sessions.NewGroupTimeouts()}
 	case err != nil:
 		return err
 	}
