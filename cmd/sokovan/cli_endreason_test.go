@@ -9,8 +9,8 @@ import (
 )
 
 // A session that ended says why where users look first: `session show`'s
-// Reason and `session why`, for a user's cancel of a running session and
-// for its time limit (issue 32 item 9).
+// Reason and `session why`, for a user's cancel of a running session, its
+// time limit and its kernel's failure (issue 32 item 9).
 func TestCLIEndReason(t *testing.T) {
 	t.Parallel()
 	m := apitest.New(t, apitest.Options{Agents: 1})
@@ -22,12 +22,13 @@ func TestCLIEndReason(t *testing.T) {
 		var out string
 		apitest.Eventually(t, 20*time.Second, id+" ends", func() bool {
 			out = c.ok(alice, "session", "show", id)
-			return strings.Contains(out, "TERMINATED")
+			return strings.Contains(out, "Status:     TERMINATED")
 		})
 		return out
 	}
 	for _, tc := range []struct {
 		name   string
+		image  string
 		create []string
 		end    func(id string)
 		reason string
@@ -39,8 +40,14 @@ func TestCLIEndReason(t *testing.T) {
 			c.ok(alice, "session", "rm", id)
 		}, reason: "terminated by alice"},
 		{name: "time limit", create: []string{"--time-limit", "1s"}, end: func(string) {}, reason: "time limit"},
+		{name: "kernel failure", image: "exit:3", create: []string{"--type", "batch"}, end: func(string) {},
+			reason: "kernel main#0 exited with code 3"},
 	} {
-		args := append([]string{"session", "create", "--image", "sleep", "--cpu", "0.5", "--mem", "256m"}, tc.create...)
+		image := tc.image
+		if image == "" {
+			image = "sleep"
+		}
+		args := append([]string{"session", "create", "--image", image, "--cpu", "0.5", "--mem", "256m"}, tc.create...)
 		id := strings.Fields(c.ok(alice, args...))[0]
 		tc.end(id)
 		show := ended(id)

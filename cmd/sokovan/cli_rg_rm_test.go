@@ -61,7 +61,7 @@ func TestCLIRGRm(t *testing.T) {
 	}
 	c.ok(alice, "session", "rm", id)
 	apitest.Eventually(t, 20*time.Second, id+" ends", func() bool {
-		return strings.Contains(c.ok(alice, "session", "show", id), "TERMINATED")
+		return strings.Contains(c.ok(alice, "session", "show", id), "Status:     TERMINATED")
 	})
 	// Its agent moves to another group, as one restarted with
 	// --resource-group default does.
