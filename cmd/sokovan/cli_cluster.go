@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 func listAgentIDs(ctx context.Context, c *client) ([]string, error) {
@@ -180,6 +181,27 @@ func timeoutsRequest(pairs map[string]string) (*v1.TimeoutsRequest, error) {
 	return &t, nil
 }
 
+// printGroup writes a group as `rg show` shows it.
+func printGroup(w io.Writer, g v1.Group) {
+	types := "all"
+	if len(g.AllowedTypes) > 0 {
+		types = strings.Join(g.AllowedTypes, ", ")
+	}
+	hol := g.HeadOfLine
+	if hol == "reserve" {
+		hol = fmt.Sprintf("%s (depth %d)", hol, g.ReservationDepth)
+	}
+	fmt.Fprintf(w, "Name:          %s\nState:         %s\nSequencer:     %s\nSelector:      %s\nHead of line:  %s\n"+
+		"Max retries:   %d\nSession types: %s\nDefault slots: %s\nMin slots:     %s\nTimeouts:\n", g.Name, g.State,
+		g.Sequencer, g.Selector, hol, g.MaxRetries, types, slotList(g.DefaultSlots), slotList(g.MinSlots))
+	for _, p := range timeoutList(g.Timeouts) {
+		fmt.Fprintf(w, "  %-12s %s\n", p[0]+":", p[1])
+	}
+	fmt.Fprintf(w, "Time limit:    default %s, max %s\nIdle timeout:  %s\n",
+		g.DefaultTimeLimit, g.MaxTimeLimit, g.IdleTimeout)
+	printPreemption(w, g.Preemption)
+}
+
 func newRGCmd() *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
@@ -189,25 +211,6 @@ func newRGCmd() *cobra.Command {
 		PersistentPreRunE: func(*cobra.Command, []string) error { return o.check() },
 	}
 	o.register(cmd)
-	printGroup := func(w io.Writer, g v1.Group) {
-		types := "all"
-		if len(g.AllowedTypes) > 0 {
-			types = strings.Join(g.AllowedTypes, ", ")
-		}
-		hol := g.HeadOfLine
-		if hol == "reserve" {
-			hol = fmt.Sprintf("%s (depth %d)", hol, g.ReservationDepth)
-		}
-		fmt.Fprintf(w, "Name:          %s\nState:         %s\nSequencer:     %s\nSelector:      %s\nHead of line:  %s\n"+
-			"Max retries:   %d\nSession types: %s\nDefault slots: %s\nMin slots:     %s\nTimeouts:\n", g.Name, g.State,
-			g.Sequencer, g.Selector, hol, g.MaxRetries, types, slotList(g.DefaultSlots), slotList(g.MinSlots))
-		for _, p := range timeoutList(g.Timeouts) {
-			fmt.Fprintf(w, "  %-12s %s\n", p[0]+":", p[1])
-		}
-		fmt.Fprintf(w, "Time limit:    default %s, max %s\nIdle timeout:  %s\n",
-			g.DefaultTimeLimit, g.MaxTimeLimit, g.IdleTimeout)
-		printPreemption(w, g.Preemption)
-	}
 	ls := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
@@ -248,7 +251,7 @@ func newRGCmd() *cobra.Command {
 		Short: "Create a resource group or change some of its settings (admin)",
 		Long:  "Settings not given keep their value (or the default, for a new group).",
 		Example: "  sokovan rg set default --sequencer drf --selector dispersed\n" +
-			"  sokovan rg set gpu --state DRAINING --timeout pending=1h",
+			"  sokovan rg set gpu --state STOPPED --timeout pending=1h",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listGroupNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -256,6 +259,11 @@ func newRGCmd() *cobra.Command {
 			f := cmd.Flags()
 			if f.Changed("state") {
 				up := strings.ToUpper(state)
+				if up == domain.GroupDraining.String() {
+					// DRAINING is seed 003's Remove, a one-way door: rm says
+					// what it does and asks first.
+					return fmt.Errorf("--state: DRAINING cannot be undone; drain and remove the group with `sokovan rg rm %s`", args[0])
+				}
 				body.State = &up
 			}
 			if f.Changed("sequencer") {
@@ -302,7 +310,7 @@ func newRGCmd() *cobra.Command {
 		},
 	}
 	sf := set.Flags()
-	sf.StringVar(&state, "state", "", "ACTIVE, STOPPED or DRAINING")
+	sf.StringVar(&state, "state", "", "ACTIVE or STOPPED (to drain a group, rg rm)")
 	sf.StringVar(&seq, "sequencer", "", "queue order: fifo, lifo or drf")
 	sf.StringVar(&sel, "selector", "", "agent choice: concentrated, dispersed or round-robin")
 	sf.StringVar(&hol, "head-of-line", "", "reserve (the first sessions that do not fit reserve slots; later ones "+
@@ -315,7 +323,7 @@ func newRGCmd() *cobra.Command {
 	sf.StringVar(&idle, "idle-timeout", "", "end interactive sessions unused this long, such as 30m (0s: off)")
 	pre.register(sf)
 	sf.StringArrayVar(&timeouts, "timeout", nil, "PHASE=DURATION, such as pending=1h or creating=10m (0s: no bound; repeatable)")
-	_ = set.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]string{"ACTIVE", "STOPPED", "DRAINING"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = set.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]string{"ACTIVE", "STOPPED"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("sequencer", cobra.FixedCompletions([]string{"fifo", "lifo", "drf"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("selector", cobra.FixedCompletions([]string{"concentrated", "dispersed", "round-robin"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("head-of-line", cobra.FixedCompletions([]string{"reserve", "skip", "block"}, cobra.ShellCompDirectiveNoFileComp))

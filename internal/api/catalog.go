@@ -206,7 +206,7 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	case created:
 		g = domain.ResourceGroup{Name: name, State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
 			HeadOfLine: domain.DefaultHeadOfLine, ReservationDepth: domain.DefaultReservationDepth,
-			MaxRetries: domain.DefaultMaxRetries, Timeouts: domain.DefaultTimeouts()}
+			MaxRetries: domain.DefaultMaxRetries, Timeouts: s.sessions.NewGroupTimeouts()}
 	case err != nil:
 		return err
 	}
@@ -356,11 +356,6 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		return invalid("", "%v", err)
 	}
 	if err := s.store.PutResourceGroup(ctx, g); err != nil {
-		if errors.Is(err, store.ErrGroupRemoved) {
-			e := conflict("resource group %s was removed; its name is not reused", name)
-			e.Field = "name"
-			return e
-		}
 		return err
 	}
 	s.sessions.Mark()

@@ -10,7 +10,8 @@ import (
 // deleteGroup removes a drained, empty resource group (seed 003's "then
 // can be removed"). Removal is soft: the row stays, because ended sessions
 // and departed agents name the group, but it is hidden from every read
-// and refuses sessions, agents and changes, and its name is not reused.
+// and refuses sessions and agents until a PUT of its name creates a new
+// group.
 // The store decides in one transaction, so nothing slips in between the
 // counts and the removal.
 func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
@@ -32,7 +33,7 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("no resource group %q", name)
 	case errors.As(err, &re) && re.State.String() != "DRAINING":
-		e := conflict("resource group %s is %s: only a DRAINING group can be removed (set its state to DRAINING first)", name, re.State)
+		e := conflict("resource group %s is %s: only a DRAINING group can be removed (drain it first: sokovan rg rm drains, then removes)", name, re.State)
 		e.Field = "state"
 		return e
 	case errors.As(err, &re):

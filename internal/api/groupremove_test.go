@@ -16,8 +16,8 @@ import (
 
 // DELETE /v1/resource-groups/{name} removes only a DRAINING group without
 // live sessions or agents, refusing with 409 naming why (and changing
-// nothing) otherwise; a removed group is gone from every read, and its
-// name refuses PUTs and submits.
+// nothing) otherwise; a removed group is gone from every read and refuses
+// submits, until a PUT of its name creates a new group.
 func TestRemoveResourceGroup(t *testing.T) {
 	t.Parallel()
 	engines(t, func(t *testing.T, engine string) {
@@ -77,10 +77,6 @@ func TestRemoveResourceGroup(t *testing.T) {
 			}
 		}
 		var e v1.ErrorResponse
-		if code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/gpu", map[string]any{}, &e); code != http.StatusConflict || e.Error.Field != "name" {
-			t.Errorf("PUT a removed name: %d %+v; want 409 on name", code, e.Error)
-		}
-		e = v1.ErrorResponse{}
 		if code := m.Do(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resource_group": "gpu"}, &e); code != http.StatusBadRequest || e.Error.Field != "resource_group" {
 			t.Errorf("submit to a removed group: %d %+v; want 400 on resource_group", code, e.Error)
 		}
@@ -95,6 +91,16 @@ func TestRemoveResourceGroup(t *testing.T) {
 		}
 		if _, err := m.Store.GetResourceGroup(ctx, "gpu"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("store still shows the group: %v", err)
+		}
+		// Remove ends the group, not its name: a PUT creates a new one,
+		// with the defaults of a new group, that takes sessions.
+		g = v1.Group{}
+		if code := m.Do(m.AdminToken, "PUT", "/v1/resource-groups/gpu", map[string]any{}, &g); code != http.StatusCreated || g.State != "ACTIVE" {
+			t.Errorf("PUT a removed group's name: %d %+v; want 201 and a new ACTIVE group", code, g)
+		}
+		m.RegisterAgent("gpu-0", "gpu", map[string]string{"cpu": "2", "mem": "4g"})
+		if code := m.Do(alice, "POST", "/v1/sessions", map[string]any{"image": "sleep", "resource_group": "gpu"}, nil); code != http.StatusCreated {
+			t.Errorf("submit to the group created again: %d, want 201", code)
 		}
 	})
 }

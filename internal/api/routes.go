@@ -186,7 +186,7 @@ func (s *Server) table() []route {
 		{method: "GET", path: "/v1/resource-groups/{name}/utilisation", access: user, summary: "The group's capacity and occupancy over time", desc: "Averages per step of the manager's samples (every 10 s by default, kept 7 days) of the group's ALIVE agents, per slot; a step without samples has no point. At most 1000 points per slot.", query: []param{{name: "from", typ: "string", desc: "RFC 3339 start, inclusive (default: an hour before to)"}, {name: "to", typ: "string", desc: "RFC 3339 end, exclusive (default: now)"}, {name: "step", typ: "string", desc: "Go duration each point averages, at least 1s (default: about 360 points, at least 10s)"}}, status: http.StatusOK, resp: v1.Utilisation{}, handle: s.utilisation},
 		{method: "PUT", path: "/v1/resource-groups/{name}", access: admin, summary: "Create or change a resource group",
 			desc: "Fields left out keep their current value, or the default for a new group (ACTIVE, fifo, " +
-				"concentrated, head_of_line skip, max_retries 3, default timeouts). Durations are Go durations " +
+				"concentrated, head_of_line skip, max_retries 3, the shared group_defaults' timeouts, else the built-in ones). Durations are Go durations " +
 				"(\"90s\", \"15m\"); \"0s\" means no bound. 201 when the group is new. A state change goes through " +
 				"seed 003's table (Start → ACTIVE, Stop → STOPPED, Remove → DRAINING; DRAINING has no way back, only DELETE): a move " +
 				"it has no row for is refused with 409 and changes nothing. A DRAINING group refuses new sessions (409).",
@@ -194,8 +194,8 @@ func (s *Server) table() []route {
 		{method: "DELETE", path: "/v1/resource-groups/{name}", access: admin, summary: "Remove a drained, empty resource group",
 			desc: "Only a DRAINING group that holds no live session and no ALIVE or LOST agent, and is not the default " +
 				"group, is removed (409 naming what is in the way otherwise). Removal is soft: the group answers once " +
-				"more with state REMOVED, then is absent from every read, refuses sessions and agents, and its name " +
-				"is not reused; its ended sessions keep naming it.",
+				"more with state REMOVED, then is absent from every read and refuses sessions and agents, until a PUT " +
+				"of its name creates a new group; its ended sessions keep naming it.",
 			status: http.StatusOK, resp: v1.Group{}, handle: s.deleteGroup},
 
 		{method: "POST", path: "/v1/users", access: admin, summary: "Create a user and its token",

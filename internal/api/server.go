@@ -75,6 +75,9 @@ type Sessions interface {
 	// Bound is how long a session of the group may stay in the status
 	// before the coordinator moves it on; 0 when unbounded.
 	Bound(ctx context.Context, group string, status domain.SessionStatus) (time.Duration, error)
+	// NewGroupTimeouts are the residence bounds a new resource group gets
+	// for the ones its PUT leaves out.
+	NewGroupTimeouts() domain.Timeouts
 }
 
 // Clock tells the time (package clock's); tests inject their own.

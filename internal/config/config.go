@@ -37,7 +37,9 @@ type Settings struct {
 	// (168h).
 	UtilisationInterval  Duration `json:"utilisation_interval,omitempty"`
 	UtilisationRetention Duration `json:"utilisation_retention,omitempty"`
-	// GroupDefaults fill what a resource group leaves unset.
+	// GroupDefaults are what a resource group leaves unset: max_retries
+	// for a group whose own is 0, the timeouts for groups created later
+	// (coordinator.GroupDefaults).
 	GroupDefaults GroupDefaults `json:"group_defaults,omitzero"`
 }
 

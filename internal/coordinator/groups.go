@@ -8,8 +8,13 @@ import (
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
-// GroupDefaults fill what a resource group leaves unset: max_retries when
-// zero, and a residence bound for a status whose bound is zero.
+// GroupDefaults are the shared settings' group_defaults: max_retries for
+// a group whose own is zero, and the residence bounds a new group starts
+// with (NewGroupTimeouts). A bound of zero here is not given, as every
+// zero in the shared settings, and leaves the built-in one.
+//
+// A group's own bound of zero is no bound ("0s" in the API) and is never
+// filled from these: a bound a user switched off must stay off.
 type GroupDefaults struct {
 	MaxRetries int
 	Timeouts   domain.Timeouts
@@ -37,13 +42,27 @@ func (g groups) timeout(name string, s domain.SessionStatus) time.Duration {
 	if !ok {
 		return domain.DefaultTimeouts().For(s)
 	}
-	if t := grp.Timeouts.For(s); t > 0 {
-		return t
+	return grp.Timeouts.For(s)
+}
+
+// NewGroupTimeouts are the residence bounds of a group created now for
+// the statuses it leaves out: the shared group_defaults' where given, the
+// built-in ones otherwise.
+func (c *Coordinator) NewGroupTimeouts() domain.Timeouts {
+	t := domain.DefaultTimeouts()
+	d := c.defaults.Load()
+	for _, p := range []struct {
+		to   *time.Duration
+		from time.Duration
+	}{
+		{&t.Pending, d.Timeouts.Pending}, {&t.Scheduled, d.Timeouts.Scheduled}, {&t.Preparing, d.Timeouts.Preparing},
+		{&t.Prepared, d.Timeouts.Prepared}, {&t.Creating, d.Timeouts.Creating}, {&t.Terminating, d.Timeouts.Terminating},
+	} {
+		if p.from > 0 {
+			*p.to = p.from
+		}
 	}
-	if g.d != nil {
-		return g.d.Timeouts.For(s)
-	}
-	return 0
+	return t
 }
 
 func (c *Coordinator) groups(ctx context.Context) (groups, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -333,9 +334,11 @@ func (c *Coordinator) Promote(ctx context.Context, p domain.PromotionHandler) (e
 	if err != nil || len(ids) == 0 {
 		return err
 	}
-	reason := ""
+	byReason := map[string][]domain.SessionID{"": ids}
 	if p.Name == domain.HandlerDetectTermination {
-		reason = "a kernel ended"
+		if byReason, err = c.endedKernels(ctx, ids); err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
 	}
 	// Read the sessions first, in one query, so history can say where each
 	// came from.
@@ -347,16 +350,25 @@ func (c *Coordinator) Promote(ctx context.Context, p domain.PromotionHandler) (e
 	for _, s := range before {
 		from[s.ID] = s
 	}
-	moved, err := c.store.TransitionSessions(ctx, ids, p.TargetSession, domain.Transition{Session: p.Success, Judge: p.Judge},
-		reason, now)
-	if err != nil {
-		return fmt.Errorf("%s: %w", p.Name, err)
+	reasons := slices.Sorted(maps.Keys(byReason))
+	var moved []domain.SessionID
+	why := make(map[domain.SessionID]string, len(ids))
+	for _, reason := range reasons {
+		m, err := c.store.TransitionSessions(ctx, byReason[reason], p.TargetSession,
+			domain.Transition{Session: p.Success, Judge: p.Judge}, reason, now)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
+		for _, id := range m {
+			why[id] = reason
+		}
+		moved = append(moved, m...)
 	}
 	hist := make([]domain.HistoryEntry, 0, len(moved))
 	for _, id := range moved {
 		s := from[id]
 		hist = append(hist, domain.HistoryEntry{SessionID: id, At: now, Handler: p.Name, Result: domain.ResultSuccess,
-			From: s.Status, To: p.Success, Message: reason, Attempt: 1})
+			From: s.Status, To: p.Success, Message: why[id], Attempt: 1})
 		c.metrics.outcome(p.Name, domain.ResultSuccess)
 		if p.Success == domain.SessionRunning && !s.CreatedAt.IsZero() {
 			c.metrics.started(now.Sub(s.CreatedAt))
@@ -372,4 +384,40 @@ func (c *Coordinator) Promote(ctx context.Context, p domain.PromotionHandler) (e
 		}
 	}
 	return nil
+}
+
+// endedKernels groups running sessions that DetectTermination ends by the
+// reason it records: the first of their kernels to have ended (the lower
+// cluster index among ones that ended at once), and how (its exit code, or its status and reason). That is what
+// show and why answer for the session once it has ended.
+func (c *Coordinator) endedKernels(ctx context.Context, ids []domain.SessionID) (map[string][]domain.SessionID, error) {
+	ks, err := c.store.ListKernels(ctx, store.KernelFilter{Sessions: ids,
+		Statuses: []domain.KernelStatus{domain.KernelTerminated, domain.KernelCancelled, domain.KernelError}})
+	if err != nil {
+		return nil, err
+	}
+	first := make(map[domain.SessionID]domain.Kernel, len(ids))
+	for _, k := range ks {
+		f, ok := first[k.SessionID]
+		if !ok || k.StatusChangedAt.Before(f.StatusChangedAt) ||
+			(k.StatusChangedAt.Equal(f.StatusChangedAt) && k.ClusterIdx < f.ClusterIdx) {
+			first[k.SessionID] = k
+		}
+	}
+	out := map[string][]domain.SessionID{}
+	for _, id := range ids {
+		reason := "a kernel ended"
+		if k, ok := first[id]; ok {
+			switch {
+			case k.Status == domain.KernelTerminated && k.ExitCode != nil:
+				reason = fmt.Sprintf("kernel %s#%d exited with code %d", k.ClusterRole, k.ClusterIdx, *k.ExitCode)
+			case k.StatusReason != "":
+				reason = fmt.Sprintf("kernel %s#%d ended %s: %s", k.ClusterRole, k.ClusterIdx, k.Status, k.StatusReason)
+			default:
+				reason = fmt.Sprintf("kernel %s#%d ended %s", k.ClusterRole, k.ClusterIdx, k.Status)
+			}
+		}
+		out[reason] = append(out[reason], id)
+	}
+	return out, nil
 }

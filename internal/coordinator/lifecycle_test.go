@@ -509,6 +509,10 @@ func TestAgentCallTimeoutIsAFailedAttempt(t *testing.T) {
 	})
 }
 
+// The shared group_defaults apply live: max_retries to a group whose own
+// is zero, the bounds to groups created from then on. A group's bound of
+// 0s is no bound, as the API promises, and a shared default does not put
+// one back.
 func TestSharedDefaultsApplyLive(t *testing.T) {
 	t.Parallel()
 	forEngine(t, func(t *testing.T, engine string) {
@@ -519,13 +523,17 @@ func TestSharedDefaultsApplyLive(t *testing.T) {
 		big := h.submit("sleep", "64", 1, domain.SingleNode)
 		h.advance(10 * time.Minute)
 		h.step()
-		h.wantStatus(big, domain.SessionPending) // no bound yet
+		h.wantStatus(big, domain.SessionPending)
 		// The cluster's shared settings change: a pending bound and one
-		// retry for groups that set neither.
+		// retry.
 		h.c.Configure(h.c.Config(), coordinator.GroupDefaults{MaxRetries: 1, Timeouts: domain.Timeouts{Pending: time.Minute}})
 		h.step()
-		h.wantStatus(big, domain.SessionCancelled)
-		h.wantHistory(big, "ScheduleNewSessions:EXPIRED")
+		h.wantStatus(big, domain.SessionPending) // its group's 0s is no bound
+		want := domain.DefaultTimeouts()
+		want.Pending = time.Minute
+		if got := h.c.NewGroupTimeouts(); got != want {
+			t.Errorf("a new group's bounds %+v, want %+v (pending from the shared defaults, the rest built in)", got, want)
+		}
 		h.agents.failCreate = true
 		id := h.submit("sleep", "1", 1, domain.SingleNode)
 		h.steps(4)

@@ -18,8 +18,11 @@ func renderGroupStates(b *strings.Builder) {
 	b.WriteString("is admitted once a change to DRAINING has committed. Delete (DELETE\n")
 	b.WriteString("/v1/resource-groups/{name}) takes a DRAINING group that holds no live session and\n")
 	b.WriteString("no ALIVE or LOST agent to REMOVED, in one transaction with those counts: the row\n")
-	b.WriteString("stays (ended sessions name it) but the group is hidden from every read, refuses\n")
-	b.WriteString("submits, agents and changes, and its name is not reused. REMOVED is final.\n\n")
+	b.WriteString("stays (ended sessions name it) but the group is hidden from every read and refuses\n")
+	b.WriteString("submits and agents. REMOVED is final for that group, not for its name: a PUT of\n")
+	b.WriteString("the name creates a new group. The CLI has no `rg set --state DRAINING`: `rg rm`\n")
+	b.WriteString("is Remove, asking first, draining the group and removing it once it is empty\n")
+	b.WriteString("(run again until then); it refuses the default group.\n\n")
 	b.WriteString("```mermaid\nstateDiagram-v2\n")
 	fmt.Fprintf(b, "    [*] --> %v\n", GroupActive)
 	for _, t := range GroupTransitions() {

@@ -28,7 +28,7 @@ var (
 	// name a new session asks for. It is a conflict.
 	ErrNameTaken = fmt.Errorf("%w: a live session of the owner has that name", ErrConflict)
 	// ErrGroupRemoved: the resource group named was removed; it takes
-	// nothing again and its name is not reused. It is a conflict.
+	// no agent until its name is created again. It is a conflict.
 	ErrGroupRemoved = fmt.Errorf("%w: the resource group was removed", ErrConflict)
 	// ErrUnavailable: the database failed or was busy for too long; the same
 	// call may succeed later.

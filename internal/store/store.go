@@ -19,9 +19,9 @@ import (
 // *CorruptRowError, and a cancelled context its own error.
 type Store interface {
 	// PutResourceGroup creates or replaces a group's configuration; its
-	// round-robin cursor is kept. A removed group's name is refused with
-	// ErrGroupRemoved; State REMOVED with ErrInvalid (RemoveResourceGroup
-	// is the way there).
+	// round-robin cursor is kept. A removed group's name is created again
+	// with g; State REMOVED is ErrInvalid (RemoveResourceGroup is the way
+	// there).
 	PutResourceGroup(ctx context.Context, g domain.ResourceGroup) error
 	// GetResourceGroup and ListResourceGroups never see a removed group:
 	// to them it is ErrNotFound, absent.

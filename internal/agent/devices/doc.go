@@ -4,13 +4,13 @@
 // how grants are packed is internal/domain's, and what a kernel sees of
 // its grants is the runtimes'.
 //
-// NVML is loaded at run time (github.com/NVIDIA/go-nvml dlopens
-// libnvidia-ml when asked), so a binary built with it starts where no
-// driver exists; built without cgo it says NVML is unavailable.
+// NVML is loaded at run time (nvml.go dlopens libnvidia-ml when asked),
+// so a binary built with cgo starts where no driver exists; built without
+// cgo it says NVML is unavailable.
 //
-// It may import internal/domain, go-nvml and the standard library.
+// It may import internal/domain and the standard library.
 //
-// Imports: internal/domain, github.com/NVIDIA/go-nvml/....
+// Imports: internal/domain.
 // Never links: internal/coordinator/..., internal/scheduler/...,
 // internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package devices

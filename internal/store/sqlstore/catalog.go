@@ -22,11 +22,7 @@ func (s *Store) PutResourceGroup(ctx context.Context, g domain.ResourceGroup) er
 		return fmt.Errorf("put resource group %s: %w", g.Name, err)
 	}
 	return s.write(ctx, "put resource group "+g.Name, func(tx txn) error {
-		// The upsert changes nothing when the name is a removed group's.
-		if n, err := tx.exec(ctx, upsertGroup, args...); err != nil || n == 0 {
-			if err == nil {
-				err = fmt.Errorf("resource group %s: %w", g.Name, store.ErrGroupRemoved)
-			}
+		if _, err := tx.exec(ctx, upsertGroup, args...); err != nil {
 			return err
 		}
 		_, err := tx.exec(ctx, bumpGroup, g.Name)

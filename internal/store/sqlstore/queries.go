@@ -16,6 +16,8 @@ const (
 )
 
 const (
+	// upsertGroup also brings a removed group's name back as a new group
+	// (removed_at cleared): seed 003's Remove ends the object, not its name.
 	upsertGroup = `INSERT INTO resource_groups (` + codec.GroupColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 ON CONFLICT (name) DO UPDATE SET
@@ -29,8 +31,7 @@ ON CONFLICT (name) DO UPDATE SET
     idle_timeout_ns = excluded.idle_timeout_ns, reserve = excluded.reserve,
     reservation_depth = excluded.reservation_depth, preempt = excluded.preempt,
     preempt_min_runtime_ns = excluded.preempt_min_runtime_ns, preempt_budget = excluded.preempt_budget,
-    preempt_window_ns = excluded.preempt_window_ns
-WHERE resource_groups.removed_at IS NULL`
+    preempt_window_ns = excluded.preempt_window_ns, removed_at = NULL`
 	selectGroup  = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE name = $1 AND removed_at IS NULL`
 	selectGroups = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE removed_at IS NULL ORDER BY name`
 	// selectGroupStateShared reads a group's state for CreateSession,
@@ -248,7 +249,13 @@ ORDER BY id {lock}`
   AND NOT EXISTS (SELECT 1 FROM kernels k WHERE k.session_id = s.id
                   AND k.status IN ('TERMINATED', 'CANCELLED', 'ERROR'))
 ORDER BY id {lock}`
-	moveSessions = `UPDATE sessions SET status = $1, status_reason = $2, status_changed_at = $3
+	// A move that gives no reason out of TERMINATING (the promotion to
+	// TERMINATED once the kernels are gone) keeps the one the session was
+	// ended for: a cancel, a time limit, a drain deadline, a preemption.
+	// That reason is what show and why answer for an ended session.
+	moveSessions = `UPDATE sessions SET status = $1,
+    status_reason = CASE WHEN $2 = '' AND status = 'TERMINATING' THEN status_reason ELSE $2 END,
+    status_changed_at = $3
 WHERE id {in $4}`
 	selectMovableKernels = `SELECT id, agent_id, status, requested FROM kernels
 WHERE session_id {in $1} AND status {in $2}`

@@ -13,7 +13,8 @@ import (
 // testRemoveResourceGroup: only a DRAINING group without live sessions and
 // without ALIVE or LOST agents is removed, and each refusal names what is
 // in the way. A removed group is invisible to reads, refuses sessions,
-// agents and upserts of its name, while its ended sessions stay readable.
+// agents, while its ended sessions stay readable; a put of its name
+// creates the group again.
 func testRemoveResourceGroup(t *testing.T, e Engine) {
 	f := newFixture(t, e)
 	g := f.group("g")
@@ -57,8 +58,6 @@ func testRemoveResourceGroup(t *testing.T, e Engine) {
 	_, err = f.s.RemoveResourceGroup(f.ctx, "ghost", at(7))
 	wantErr(t, err, store.ErrNotFound, "remove an unknown group")
 
-	g.State = domain.GroupActive
-	wantErr(t, f.s.PutResourceGroup(f.ctx, g), store.ErrGroupRemoved, "put a removed group's name")
 	o := g
 	o.Name, o.State = "other", domain.GroupRemoved
 	wantErr(t, f.s.PutResourceGroup(f.ctx, o), store.ErrInvalid, "put state REMOVED")
@@ -76,6 +75,18 @@ func testRemoveResourceGroup(t *testing.T, e Engine) {
 	if s := f.get(s1.Session.ID).Session; s.ResourceGroup != "g" || s.Status != domain.SessionCancelled {
 		t.Errorf("ended session after removal: %+v", s)
 	}
+
+	// Remove ends the group, not its name: a put creates it again, and the
+	// new group takes sessions and agents.
+	g.State = domain.GroupActive
+	f.must(f.s.PutResourceGroup(f.ctx, g), "put a removed group's name")
+	if back, err := f.s.GetResourceGroup(f.ctx, "g"); err != nil || back.State != domain.GroupActive {
+		t.Errorf("the group created again reads %+v, %v; want it ACTIVE", back, err)
+	}
+	f.must(f.s.CreateSession(f.ctx, s, ks), "create in the group created again")
+	_, err = f.s.RegisterAgent(f.ctx, domain.Agent{ID: "a2", ResourceGroup: "g", Address: "10.0.0.2:6001",
+		Architecture: "x86_64", Runtime: "sim", Schedulable: true, Capacity: f.slots("cpu", "8")}, at(9))
+	f.must(err, "register into the group created again")
 	f.invariant()
 }
 

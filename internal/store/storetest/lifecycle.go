@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -112,6 +113,29 @@ func testTransitionSessions(t *testing.T, e Engine) {
 			f.invariant()
 		})
 	}
+	t.Run("an end keeps why it ended", func(t *testing.T) {
+		// TERMINATING's reason (a cancel, a time limit) is what an ended
+		// session is shown with; the promotion that gives none keeps it,
+		// a move that gives one replaces it.
+		f.group("g-why")
+		f.agent("g-why-a", "g-why", []string{"cpu", "8"})
+		terminating := []domain.SessionStatus{domain.SessionTerminating}
+		for i, tc := range []struct{ reason, want string }{{"", "time limit 1s"}, {"force-terminated", "force-terminated"}} {
+			s := f.session(fmt.Sprintf("why-%d", i), "g-why", "alice", 1, []string{"cpu", "1"})
+			id := s.Session.ID
+			f.schedule("g-why", s, "g-why-a")
+			f.advance(id, domain.SessionRunning)
+			_, err := f.s.TransitionSessions(f.ctx, []domain.SessionID{id}, []domain.SessionStatus{domain.SessionRunning},
+				domain.Transition{Session: domain.SessionTerminating}, "time limit 1s", at(30))
+			f.must(err, "end %s", id)
+			_, err = f.s.TransitionSessions(f.ctx, []domain.SessionID{id}, terminating,
+				domain.Transition{Session: domain.SessionTerminated, Kernel: domain.KernelTerminated}, tc.reason, at(31))
+			f.must(err, "promote %s", id)
+			if got := f.get(id).Session; got.Status != domain.SessionTerminated || got.StatusReason != tc.want {
+				t.Errorf("moved with reason %q: %s with reason %q, want TERMINATED with %q", tc.reason, got.Status, got.StatusReason, tc.want)
+			}
+		}
+	})
 	t.Run("only plans reserve", func(t *testing.T) {
 		f.group("g-reserve")
 		s := f.session("reserve", "g-reserve", "alice", 1, []string{"cpu", "1"})
