@@ -258,6 +258,11 @@ func (s *Server) deploymentProxy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	release, err := s.proxies.acquire("", "")
+	if err != nil {
+		return err
+	}
+	defer release()
 	ep, done := s.traffic.pick(tab, "")
 	if ep == "" {
 		s.fail(sw, r, &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,

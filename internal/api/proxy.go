@@ -69,9 +69,15 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	release, err := s.proxies.acquire(caller(r.Context()).Name, sk.Session.ID)
+	if err != nil {
+		return err
+	}
+	defer release()
 	target := &url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(port.Port))}
 	prefix := strings.TrimSuffix(proxyPath(sk.Session.ID, name), "/")
 	rp := &httputil.ReverseProxy{
+		Transport: s.proxies.transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.URL.Path = "/" + pr.In.PathValue("path")

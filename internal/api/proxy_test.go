@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/api"
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
@@ -270,4 +271,85 @@ func TestProxyCookie(t *testing.T) {
 	if resp := send("POST", "/v1/sessions/"+s.ID+"/proxy-cookie/http", bearer(alice)); resp.StatusCode != http.StatusConflict {
 		t.Errorf("after the end: %d, want 409", resp.StatusCode)
 	}
+}
+
+// TestProxyConnectionsAreBounded is issue 28's probe: one user holding
+// many slow requests through the session proxy exhausted the manager's
+// descriptors. A user, and a session, may hold only so many at once; the
+// rest of the API goes on answering, and a connection's end frees its
+// place.
+func TestProxyConnectionsAreBounded(t *testing.T) {
+	t.Parallel()
+	k := &kernelServer{release: make(chan struct{}), auth: make(chan string, 64)}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: k, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	m := apitest.New(t, apitest.Options{API: api.Config{MaxProxyPerUser: 2, MaxProxyPerSession: 3},
+		ServicePorts: []domain.ServicePort{{Name: "http", Protocol: "http", Host: "127.0.0.1", Port: port}}})
+	alice := m.User("alice", "user", "p1")
+	s := create(t, m, alice, map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}})
+	s = waitStatus(t, m, alice, s.ID, "RUNNING")
+	stream := m.URL + s.ServicePorts[0].ProxyPath + "stream"
+	// open holds a /stream request until the kernel's release; it returns
+	// the status and, for a 200, the body to close.
+	open := func(token string) (int, string, io.ReadCloser) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", stream, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode, string(body), nil
+		}
+		line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		if line != "first\n" {
+			t.Fatalf("stream began %q", line)
+		}
+		return resp.StatusCode, "", resp.Body
+	}
+	var held []io.ReadCloser
+	for range 2 {
+		_, _, b := open(alice)
+		held = append(held, b)
+	}
+	if code, body, _ := open(alice); code != http.StatusTooManyRequests || !strings.Contains(body, "user alice holds 2 proxied connections") {
+		t.Fatalf("alice's third: %d %s, want 429 naming her bound", code, body)
+	}
+	_, _, b := open(m.AdminToken) // the session's third
+	held = append(held, b)
+	if code, body, _ := open(m.AdminToken); code != http.StatusTooManyRequests || !strings.Contains(body, "has 3 proxied connections open") {
+		t.Fatalf("the session's fourth: %d %s, want 429 naming the session's bound", code, body)
+	}
+	if code, raw := m.Raw("", "GET", "/readyz", nil); code != http.StatusOK {
+		t.Fatalf("/readyz while the proxy is full: %d %s", code, raw)
+	}
+	if code := m.Do(alice, "GET", "/v1/sessions/"+s.ID, nil, nil); code != http.StatusOK {
+		t.Fatalf("alice's API while her proxy bound is reached: %d", code)
+	}
+	held[0].Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, _, b := open(alice)
+		if code == http.StatusOK {
+			b.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's place was not freed when her connection ended: %d", code)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, b := range held[1:] {
+		b.Close()
+	}
+	close(k.release)
 }

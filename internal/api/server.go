@@ -136,6 +136,13 @@ type Config struct {
 	// names none; defaults "default" and "x86_64".
 	DefaultGroup        string
 	DefaultArchitecture string
+	// MaxProxyPerUser and MaxProxyPerSession cap the session-proxy
+	// connections one user, and one session, hold at once (default 64
+	// each); MaxProxy caps all proxied connections together (default a
+	// quarter of the descriptor limit, at least 256); ProxyIdleTimeout
+	// closes a proxied connection on which nothing moved (default 1 h).
+	MaxProxyPerUser, MaxProxyPerSession, MaxProxy int
+	ProxyIdleTimeout                              time.Duration
 	// MetricsToken, when set, opens the series that name users and
 	// deployments on GET /metrics, as an admin's token does; without
 	// either a scrape gets the rest (metrics.go).
@@ -181,6 +188,7 @@ func (c Config) withDefaults() Config {
 // promptly.
 type Server struct {
 	cfg            Config
+	proxies        *proxyLimits
 	store          Store
 	sessions       Sessions
 	slots          *domain.Registry
@@ -234,7 +242,7 @@ func New(cfg Config, d Deps) *Server {
 		sched: scheduler.New(d.Plugins), agentRPC: d.AgentRPC, logs: d.Logs, gatherer: d.Gatherer,
 		ready: d.Ready, clock: d.Clock, log: d.Log, mux: http.NewServeMux(), streams: map[string]int{},
 		hooks: d.Hooks, act: activity{last: map[domain.SessionID]time.Time{}},
-		deploy: d.Deploy, admit: d.Admit,
+		deploy: d.Deploy, admit: d.Admit, proxies: newProxyLimits(cfg),
 	}
 	if s.admit == nil {
 		s.admit = s.ownAdmitter()
