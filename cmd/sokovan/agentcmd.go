@@ -47,6 +47,12 @@ func newAgentDaemonCmd() *cobra.Command {
 				id = host
 			}
 			cfg.ID = domain.AgentID(id)
+			addrs, err := agent.ResolveAddresses(cfg.Manager, agent.Addresses{Listen: cfg.Listen,
+				Advertise: cfg.Advertise, Kernel: cfg.KernelAddress})
+			if err != nil {
+				return err
+			}
+			cfg.Listen, cfg.Advertise, cfg.KernelAddress = addrs.Listen, addrs.Advertise, addrs.Kernel
 			if kind != "process" {
 				// A container's command runs inside the container, and the
 				// sim runs nothing: both take any command.
@@ -149,8 +155,9 @@ func newAgentDaemonCmd() *cobra.Command {
 	f.StringVar(&dockerHost, "docker-host", "", "Docker engine address (default: DOCKER_HOST or the local socket)")
 	f.StringVar(&dockerNetwork, "docker-network", "none", "docker runtime: kernels' network mode; host lets serving kernels (deployments) be reached on their port, none cuts them off")
 	f.StringVar(&id, "id", "", "agent id (default: the host name)")
-	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:6001", "RPC listen address")
-	f.StringVar(&cfg.Advertise, "advertise", "", "address the manager calls (default: http://LISTEN)")
+	f.StringVar(&cfg.Listen, "listen", "", "RPC listen address (default: the address of the interface that reaches the manager, port 6001)")
+	f.StringVar(&cfg.Advertise, "advertise", "", "URL the manager calls (default: http://LISTEN; for a wildcard LISTEN, the address of the interface that reaches the manager)")
+	f.StringVar(&cfg.KernelAddress, "kernel-address", "", "address kernels' service ports bind and the manager dials them at (default: the advertised host if an IP address, else the address of the interface that reaches the manager)")
 	f.StringVar(&dataDir, "data-dir", "./sokovan-agent", "kernel logs and work directories")
 	f.StringVar(&cpu, "cpu", "", "cpu to offer (default: detected)")
 	f.StringVar(&mem, "mem", "", "memory to offer, e.g. 16g (default: detected)")

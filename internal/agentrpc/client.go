@@ -58,6 +58,20 @@ func (c *AgentClient) base(ctx context.Context, id domain.AgentID) (string, erro
 	return strings.TrimRight(addr, "/"), nil
 }
 
+// Host is the host part of the agent's registered address: where the
+// manager, and other agents' kernels, reach it and its kernels.
+func (c *AgentClient) Host(ctx context.Context, id domain.AgentID) (string, error) {
+	base, err := c.base(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Hostname() == "" {
+		return "", fmt.Errorf("agent %s: address %q names no host", id, base)
+	}
+	return u.Hostname(), nil
+}
+
 func (c *AgentClient) do(ctx context.Context, id domain.AgentID, path string, in, out any) error {
 	base, err := c.base(ctx, id)
 	if err != nil {
