@@ -19,6 +19,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/slurm"
+	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -149,6 +150,7 @@ func newAgentDaemonCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.Manager, "manager", "http://127.0.0.1:8470", "manager URL (several, comma-separated, to fail over)")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", 5*time.Second, "heartbeat interval")
+	f.DurationVar(&cfg.ManagerTimeout, "manager-timeout", agentrpc.DefaultCallTimeout, "how long one call waits for a manager before the next is tried; keep it times the number of managers under their --heartbeat-timeout")
 	f.StringVar(&cfg.Token, "token", "", "agent token (or SOKOVAN_AGENT_TOKEN)")
 	f.StringVar(&cfg.ResourceGroup, "resource-group", "default", "resource group to join")
 	f.StringVar(&kind, "runtime", "process", "runtime: process, docker, slurm or sim")

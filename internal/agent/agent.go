@@ -62,9 +62,12 @@ type Config struct {
 	// how long check_and_pull waits for a pull it started before answering
 	// "pulling" (default 200ms), so a quick pull is ready in one call.
 	HeartbeatInterval time.Duration
-	DestroyGrace      time.Duration
-	PullWait          time.Duration
-	Log               *slog.Logger
+	// ManagerTimeout bounds one call to one manager before the agent tries
+	// the next (agentrpc.DefaultCallTimeout when zero).
+	ManagerTimeout time.Duration
+	DestroyGrace   time.Duration
+	PullWait       time.Duration
+	Log            *slog.Logger
 }
 
 // Agent is a running agent daemon.
@@ -129,7 +132,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{cfg: cfg, mc: agentrpc.NewManagerClient(cfg.Manager, cfg.Token), pulls: map[string]*pull{},
+	mc := agentrpc.NewManagerClient(cfg.Manager, cfg.Token)
+	mc.CallTimeout = cfg.ManagerTimeout
+	return &Agent{cfg: cfg, mc: mc, pulls: map[string]*pull{},
 		wake: make(chan struct{}, 1), started: make(chan struct{}), starts: make(chan struct{}, createsAtOnce)}, nil
 }
 
