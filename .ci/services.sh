@@ -9,7 +9,9 @@
 #   - a one-node SLURM cluster (munge, slurmd, slurmctld, partition "debug")
 #     for internal/agent/runtime/slurm's tests;
 #   - promtool (Debian's prometheus package), which checks the /metrics
-#     exposition in internal/api's tests (nothing to start).
+#     exposition in internal/api's tests (nothing to start);
+#   - iproute2 and curl for internal/cluster/multihost, whose hosts are
+#     network namespaces on a bridge (nothing to start).
 # Installs the packages when they are missing.
 set -euo pipefail
 
@@ -168,6 +170,12 @@ install_promtool() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 prometheus
 }
 
+install_netns_tools() {
+  if command -v ip >/dev/null 2>&1 && command -v curl >/dev/null 2>&1; then return; fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 iproute2 curl
+}
+
 case "${1:-start}" in
   start)
     start_postgres
@@ -177,6 +185,7 @@ case "${1:-start}" in
     install_chromium
     start_slurm
     install_promtool
+    install_netns_tools
     ;;
   slurm) start_slurm ;;
   *) echo "usage: $0 [start|slurm]" >&2; exit 2 ;;

@@ -19,10 +19,50 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/slurm"
+	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // newAgentDaemonCmd is `sokovan agent run`: the agent daemon.
+// settleAgentConfig fills what the agent's flags leave to the
+// environment and the network: the token, the id (the host name), the
+// addresses (agent.ResolveAddresses) and whether its runtime runs a
+// session's own command.
+func settleAgentConfig(cfg *agent.Config, id, kind string, slurmAllow bool) error {
+	if cfg.Token == "" {
+		cfg.Token = os.Getenv("SOKOVAN_AGENT_TOKEN")
+	}
+	if cfg.Token == "" {
+		return errors.New("--token (or SOKOVAN_AGENT_TOKEN) is required")
+	}
+	if id == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return err
+		}
+		id = host
+	}
+	cfg.ID = domain.AgentID(id)
+	addrs, err := agent.ResolveAddresses(cfg.Manager, agent.Addresses{Listen: cfg.Listen,
+		Advertise: cfg.Advertise, Kernel: cfg.KernelAddress})
+	if err != nil {
+		return err
+	}
+	cfg.Listen, cfg.Advertise, cfg.KernelAddress = addrs.Listen, addrs.Advertise, addrs.Kernel
+	switch kind {
+	case "docker", "sim":
+		// A container's command runs inside the container, and the
+		// sim runs nothing: both take any command.
+		cfg.AllowsCommand = true
+	case "slurm":
+		// A job runs as the agent's user, so only the slurm flag opens
+		// it: the manager places a session's command on an agent that
+		// says so, and a runtime that then refuses it cancels the session.
+		cfg.AllowsCommand = slurmAllow
+	}
+	return nil
+}
+
 func newAgentDaemonCmd() *cobra.Command {
 	var cfg agent.Config
 	var id, kind, dataDir, cpu, mem, dockerHost, dockerNetwork, kernelUIDs, devSpec string
@@ -33,30 +73,8 @@ func newAgentDaemonCmd() *cobra.Command {
 		Short: "Run an agent daemon that registers with a manager",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.Token == "" {
-				cfg.Token = os.Getenv("SOKOVAN_AGENT_TOKEN")
-			}
-			if cfg.Token == "" {
-				return errors.New("--token (or SOKOVAN_AGENT_TOKEN) is required")
-			}
-			if id == "" {
-				host, err := os.Hostname()
-				if err != nil {
-					return err
-				}
-				id = host
-			}
-			cfg.ID = domain.AgentID(id)
-			switch kind {
-			case "docker", "sim":
-				// A container's command runs inside the container, and the
-				// sim runs nothing: both take any command.
-				cfg.AllowsCommand = true
-			case "slurm":
-				// A job runs as the agent's user, so only the slurm flag opens
-				// it: the manager places a session's command on an agent that
-				// says so, and a runtime that then refuses it cancels the session.
-				cfg.AllowsCommand = sl.AllowCommand
+			if err := settleAgentConfig(&cfg, id, kind, sl.AllowCommand); err != nil {
+				return err
 			}
 			cfg.Runtime = kind
 			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
@@ -150,14 +168,16 @@ func newAgentDaemonCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.Manager, "manager", "http://127.0.0.1:8470", "manager URL (several, comma-separated, to fail over)")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", 5*time.Second, "heartbeat interval")
+	f.DurationVar(&cfg.ManagerTimeout, "manager-timeout", agentrpc.DefaultCallTimeout, "how long one call waits for a manager before the next is tried; keep it times the number of managers under their --heartbeat-timeout")
 	f.StringVar(&cfg.Token, "token", "", "agent token (or SOKOVAN_AGENT_TOKEN)")
 	f.StringVar(&cfg.ResourceGroup, "resource-group", "default", "resource group to join")
 	f.StringVar(&kind, "runtime", "process", "runtime: process, docker, slurm or sim")
 	f.StringVar(&dockerHost, "docker-host", "", "Docker engine address (default: DOCKER_HOST or the local socket)")
 	f.StringVar(&dockerNetwork, "docker-network", "none", "docker runtime: kernels' network mode; host lets serving kernels (deployments) be reached on their port, none cuts them off")
 	f.StringVar(&id, "id", "", "agent id (default: the host name)")
-	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:6001", "RPC listen address")
-	f.StringVar(&cfg.Advertise, "advertise", "", "address the manager calls (default: http://LISTEN)")
+	f.StringVar(&cfg.Listen, "listen", "", "RPC listen address (default: the address of the interface that reaches the manager, port 6001)")
+	f.StringVar(&cfg.Advertise, "advertise", "", "URL the manager calls (default: http://LISTEN; for a wildcard LISTEN, the address of the interface that reaches the manager)")
+	f.StringVar(&cfg.KernelAddress, "kernel-address", "", "address kernels' service ports bind and the manager dials them at (default: the advertised host if an IP address, else the address of the interface that reaches the manager)")
 	f.StringVar(&dataDir, "data-dir", "./sokovan-agent", "kernel logs and work directories")
 	f.StringVar(&cpu, "cpu", "", "cpu to offer (default: detected)")
 	f.StringVar(&mem, "mem", "", "memory to offer, e.g. 16g (default: detected)")

@@ -35,6 +35,10 @@ type Config struct {
 	// empty.
 	Listen    string
 	Advertise string
+	// KernelAddress is where kernels given a port bind it, and what their
+	// service ports report: an address the manager reaches (see
+	// ResolveAddresses). Empty keeps them on 127.0.0.1.
+	KernelAddress string
 	// Architecture defaults to this machine's (x86_64, aarch64).
 	Architecture string
 	// Capacity is what the agent offers; empty means detect the machine.
@@ -58,9 +62,12 @@ type Config struct {
 	// how long check_and_pull waits for a pull it started before answering
 	// "pulling" (default 200ms), so a quick pull is ready in one call.
 	HeartbeatInterval time.Duration
-	DestroyGrace      time.Duration
-	PullWait          time.Duration
-	Log               *slog.Logger
+	// ManagerTimeout bounds one call to one manager before the agent tries
+	// the next (agentrpc.DefaultCallTimeout when zero).
+	ManagerTimeout time.Duration
+	DestroyGrace   time.Duration
+	PullWait       time.Duration
+	Log            *slog.Logger
 }
 
 // Agent is a running agent daemon.
@@ -125,7 +132,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{cfg: cfg, mc: agentrpc.NewManagerClient(cfg.Manager, cfg.Token), pulls: map[string]*pull{},
+	mc := agentrpc.NewManagerClient(cfg.Manager, cfg.Token)
+	mc.CallTimeout = cfg.ManagerTimeout
+	return &Agent{cfg: cfg, mc: mc, pulls: map[string]*pull{},
 		wake: make(chan struct{}, 1), started: make(chan struct{}), starts: make(chan struct{}, createsAtOnce)}, nil
 }
 
@@ -675,13 +684,17 @@ func (a *Agent) spec(k agentrpc.KernelSpec) (runtime.Spec, error) {
 	if k.ClusterIdx >= 0 && k.ClusterIdx < len(k.ClusterHosts) {
 		spec.Hostname = k.ClusterHosts[k.ClusterIdx]
 	}
+	if len(k.ClusterAddrs) == len(k.ClusterHosts) {
+		spec.ClusterAddrs = k.ClusterAddrs
+	}
+	spec.BindHost = a.cfg.KernelAddress
 	for _, p := range k.Readiness {
 		spec.Readiness = append(spec.Readiness, probeSpec(p))
 	}
 	if p, err := strconv.Atoi(k.Env["PORT"]); err == nil {
 		spec.Port = p
 	} else if k.Serves || strings.HasPrefix(k.Image, "http-") {
-		if spec.Port, err = freePort(); err != nil {
+		if spec.Port, err = freePort(spec.ServiceHost()); err != nil {
 			return runtime.Spec{}, err
 		}
 	}
@@ -712,8 +725,9 @@ func (a *Agent) create(ctx context.Context, spec runtime.Spec) error {
 	return err
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// freePort is a port free on host now, where the kernel will bind it.
+func freePort(host string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, err
 	}

@@ -41,11 +41,17 @@ func (a *Agents) CheckAndPull(ctx context.Context, agent domain.AgentID, images 
 // CreateKernels implements coordinator.Agents.
 func (a *Agents) CreateKernels(ctx context.Context, agent domain.AgentID, specs []coordinator.KernelSpec) error {
 	wire := make([]agentrpc.KernelSpec, len(specs))
+	hosts := map[domain.AgentID]string{}
 	for i, s := range specs {
 		wire[i] = agentrpc.KernelSpec{Kernel: s.Kernel, Session: s.Session, Image: s.Image, Slots: s.Slots,
 			ClusterRole: s.ClusterRole, ClusterIdx: s.ClusterIdx, ClusterSize: s.ClusterSize,
 			ClusterHosts: s.ClusterHosts, Command: s.Command, Env: s.Env, TimeLimitMS: s.TimeLimit.Milliseconds(),
 			Devices: s.Devices, Serves: s.Serves}
+		addrs, err := a.clusterAddrs(ctx, s.ClusterAgents, hosts)
+		if err != nil {
+			return err
+		}
+		wire[i].ClusterAddrs = addrs
 	}
 	failed, err := a.client.CreateKernels(ctx, agent, wire)
 	if err != nil {
@@ -59,6 +65,30 @@ func (a *Agents) CreateKernels(ctx context.Context, agent domain.AgentID, specs 
 		out[k] = impossible(err)
 	}
 	return out
+}
+
+// clusterAddrs is where each of a session's kernels is reached, by cluster
+// index: the host of the agent it is placed on. Kernels of a multi-node
+// session on different hosts find each other there. A kernel alone needs
+// none, and an agent whose address cannot be read fails the create, to
+// be retried, rather than start kernels that cannot find their peers.
+func (a *Agents) clusterAddrs(ctx context.Context, agents []domain.AgentID, known map[domain.AgentID]string) ([]string, error) {
+	if len(agents) < 2 {
+		return nil, nil
+	}
+	out := make([]string, len(agents))
+	for i, id := range agents {
+		h, ok := known[id]
+		if !ok {
+			var err error
+			if h, err = a.client.Host(ctx, id); err != nil {
+				return nil, fmt.Errorf("cluster addresses: %w", err)
+			}
+			known[id] = h
+		}
+		out[i] = h
+	}
+	return out, nil
 }
 
 // impossible marks the agent's verdict on a spec, not a fault of the

@@ -58,6 +58,20 @@ func (c *AgentClient) base(ctx context.Context, id domain.AgentID) (string, erro
 	return strings.TrimRight(addr, "/"), nil
 }
 
+// Host is the host part of the agent's registered address: where the
+// manager, and other agents' kernels, reach it and its kernels.
+func (c *AgentClient) Host(ctx context.Context, id domain.AgentID) (string, error) {
+	base, err := c.base(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Hostname() == "" {
+		return "", fmt.Errorf("agent %s: address %q names no host", id, base)
+	}
+	return u.Hostname(), nil
+}
+
 func (c *AgentClient) do(ctx context.Context, id domain.AgentID, path string, in, out any) error {
 	base, err := c.base(ctx, id)
 	if err != nil {
@@ -164,9 +178,20 @@ type ManagerClient struct {
 	bases []string
 	token string
 	hc    *http.Client
-	mu    sync.Mutex
-	cur   int
+	// CallTimeout bounds one call to one manager before the next is tried
+	// (zero: DefaultCallTimeout). A manager cut off by the network answers
+	// nothing, not even a refusal: without a bound well under the
+	// managers' heartbeat timeout, the agent would wait on it until the
+	// others had declared it lost.
+	CallTimeout time.Duration
+	mu          sync.Mutex
+	cur         int
 }
+
+// DefaultCallTimeout is ManagerClient.CallTimeout's default: with three
+// managers, a call fails over from two silent ones well within the
+// default 30 s heartbeat timeout.
+const DefaultCallTimeout = 5 * time.Second
 
 // NewManagerClient returns a client for the managers at bases, a comma-
 // separated list of base URLs ("http://host:port").
@@ -187,10 +212,16 @@ func (m *ManagerClient) post(ctx context.Context, path string, in, out any) erro
 	m.mu.Lock()
 	start := m.cur
 	m.mu.Unlock()
+	limit := m.CallTimeout
+	if limit <= 0 {
+		limit = DefaultCallTimeout
+	}
 	var err error
 	for i := range m.bases {
 		n := (start + i) % len(m.bases)
-		err = call(ctx, m.hc, m.bases[n]+path, m.token, in, out)
+		actx, cancel := context.WithTimeout(ctx, limit)
+		err = call(actx, m.hc, m.bases[n]+path, m.token, in, out)
+		cancel()
 		if err == nil || IsRefused(err) || ctx.Err() != nil {
 			m.mu.Lock()
 			m.cur = n

@@ -162,6 +162,10 @@ type KernelSpec struct {
 	ClusterIdx   int               `json:"cluster_idx"`
 	ClusterSize  int               `json:"cluster_size"`
 	ClusterHosts []string          `json:"cluster_hosts"`
+	// ClusterAddrs are where the kernels named in ClusterHosts are
+	// reached, in the same order: the host of each one's agent, so kernels
+	// on different hosts find each other. An older manager leaves it out.
+	ClusterAddrs []string          `json:"cluster_addrs,omitempty"`
 	Command      []string          `json:"command,omitempty"`
 	Env          map[string]string `json:"env,omitempty"`
 	// TimeLimitMS is the session's time limit in milliseconds (0: none).

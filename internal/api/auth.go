@@ -80,6 +80,11 @@ func EnsureAdmin(ctx context.Context, st Users, token string) error {
 		CreatedAt: time.Now().UTC()}
 	if err := st.CreateUser(ctx, admin, hash); err != nil {
 		if errors.Is(err, store.ErrConflict) {
+			// Managers started together on a new database race to create
+			// the admin: the one that lost finds it made with its token.
+			if u, err := st.UserByTokenHash(ctx, hash); err == nil && u.Role == store.RoleAdmin {
+				return nil
+			}
 			return fmt.Errorf("ensure admin: %w: user %q exists with another token", ErrAdminToken, AdminName)
 		}
 		return fmt.Errorf("ensure admin: %w", err)

@@ -156,6 +156,40 @@ func TestEnsureAdmin(t *testing.T) {
 	}
 }
 
+// racingUsers is a store where another manager creates the admin, with
+// the same token, between this one's look-up and its insert.
+type racingUsers struct {
+	api.Users
+	token string
+	once  bool
+}
+
+func (r *racingUsers) CreateUser(ctx context.Context, u store.User, hash []byte) error {
+	if !r.once {
+		r.once = true
+		if err := api.EnsureAdmin(ctx, r.Users, r.token); err != nil {
+			return err
+		}
+	}
+	return r.Users.CreateUser(ctx, u, hash)
+}
+
+// TestEnsureAdminRace: two managers started at once on a new database
+// with the same admin token both start; the one that loses the insert
+// does not fail as if the token were another.
+func TestEnsureAdminRace(t *testing.T) {
+	t.Parallel()
+	st := apitest.Open(t, "sqlite", domain.DefaultRegistry())
+	tok := api.NewToken()
+	if err := api.EnsureAdmin(context.Background(), &racingUsers{Users: st, token: tok}, tok); err != nil {
+		t.Fatalf("the manager that lost the race: %v", err)
+	}
+	other := apitest.Open(t, "sqlite", domain.DefaultRegistry())
+	if err := api.EnsureAdmin(context.Background(), &racingUsers{Users: other, token: api.NewToken()}, api.NewToken()); !errors.Is(err, api.ErrAdminToken) {
+		t.Errorf("losing the race to another token: %v, want ErrAdminToken", err)
+	}
+}
+
 func TestUsers(t *testing.T) {
 	t.Parallel()
 	m := apitest.New(t, apitest.Options{})

@@ -320,8 +320,10 @@ func (c *Coordinator) StartSessions(ctx context.Context) error {
 // kernelSpecs are the specs of t's kernels still to create, by agent.
 func (c *Coordinator) kernelSpecs(t store.SessionWithKernels, spec store.SessionSpec) map[domain.AgentID][]KernelSpec {
 	hosts := make([]string, len(t.Kernels))
+	agents := make([]domain.AgentID, len(t.Kernels))
 	for i, k := range t.Kernels {
 		hosts[i] = fmt.Sprintf("%s%d", k.ClusterRole, k.ClusterIdx)
+		agents[i] = k.Agent
 	}
 	start := c.hooks.For(t.Session.Type).OnStart(t.Session)
 	byAgent := map[domain.AgentID][]KernelSpec{}
@@ -332,7 +334,8 @@ func (c *Coordinator) kernelSpecs(t store.SessionWithKernels, spec store.Session
 		byAgent[k.Agent] = append(byAgent[k.Agent], KernelSpec{
 			Kernel: k.ID, Session: t.Session.ID, Image: k.Image, Slots: c.slots.FormatSlots(k.Requested),
 			ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: len(t.Kernels), ClusterHosts: hosts,
-			Command: spec.Command, Env: spec.Env, TimeLimit: start.TimeLimit, Devices: k.Devices, Serves: start.Serves,
+			ClusterAgents: agents,
+			Command:       spec.Command, Env: spec.Env, TimeLimit: start.TimeLimit, Devices: k.Devices, Serves: start.Serves,
 		})
 	}
 	return byAgent

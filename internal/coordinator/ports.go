@@ -84,10 +84,13 @@ type KernelSpec struct {
 	ClusterRole string
 	ClusterIdx  int
 	ClusterSize int
-	// ClusterHosts names every kernel of the session, by cluster index.
-	ClusterHosts []string
-	Command      []string
-	Env          map[string]string
+	// ClusterHosts names every kernel of the session, by cluster index;
+	// ClusterAgents are the agents they are placed on, same order, so the
+	// port can tell each kernel where the others are reached.
+	ClusterHosts  []string
+	ClusterAgents []domain.AgentID
+	Command       []string
+	Env           map[string]string
 	// TimeLimit is the session's, from its type's OnStart hook (0: none);
 	// a runtime with its own enforcement (SLURM's --time) uses it as a
 	// backstop behind the coordinator's.

@@ -49,7 +49,10 @@ type Store interface {
 	// group takes no agent (ErrGroupRemoved).
 	RegisterAgent(ctx context.Context, a domain.Agent, now time.Time, guard ...RegisterGuard) (domain.Agent, error)
 	// Heartbeat records a sign of life from the agent's current
-	// incarnation; an older epoch gets ErrGuardFailed.
+	// incarnation; an older epoch gets ErrGuardFailed, and so does an
+	// agent that is not ALIVE: one declared LOST (cut off by the network,
+	// say) and heard from again must register, under a new epoch, to be
+	// ALIVE again.
 	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
 	SetAgentStatus(ctx context.Context, id domain.AgentID, status domain.AgentStatus) error
 	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error

@@ -188,6 +188,9 @@ type Spec struct {
 	// order; Hostname is this kernel's own.
 	ClusterHosts []string
 	Hostname     string
+	// ClusterAddrs are where each of ClusterHosts is reached (its
+	// agent's host), same order; empty when the manager did not say.
+	ClusterAddrs []string
 	// TimeLimit is the session's time limit (0: none). The manager ends
 	// the session at it; runtimes that submit to a scheduler of their own
 	// pass it on (SLURM's --time) so the job is bounded there too.
@@ -219,7 +222,11 @@ const (
 	EnvClusterSize  = "SOKOVAN_CLUSTER_SIZE"
 	EnvClusterHosts = "SOKOVAN_CLUSTER_HOSTS" // comma-separated, index order
 	EnvClusterHost  = "SOKOVAN_CLUSTER_HOST"  // only when Spec.Hostname is set
-	EnvPort         = "SOKOVAN_PORT"          // only when Spec.Port is set
+	// EnvClusterAddrs pairs with EnvClusterHosts: the address each kernel
+	// is reached at (its agent's host), comma-separated in the same order;
+	// only when Spec.ClusterAddrs is set.
+	EnvClusterAddrs = "SOKOVAN_CLUSTER_ADDRS"
+	EnvPort         = "SOKOVAN_PORT" // only when Spec.Port is set
 	// EnvBindHost is the address a kernel given a port binds (Spec.BindHost,
 	// 127.0.0.1 when that is empty); set with EnvPort. A kernel that binds
 	// elsewhere may be reachable where the agent did not mean it to be, or
@@ -354,6 +361,9 @@ func KernelEnv(s Spec) map[string]string {
 	env[EnvClusterHosts] = strings.Join(s.ClusterHosts, ",")
 	if s.Hostname != "" {
 		env[EnvClusterHost] = s.Hostname
+	}
+	if len(s.ClusterAddrs) > 0 {
+		env[EnvClusterAddrs] = strings.Join(s.ClusterAddrs, ",")
 	}
 	if s.Port != 0 {
 		env[EnvPort] = fmt.Sprint(s.Port)

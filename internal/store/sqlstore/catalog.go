@@ -107,8 +107,12 @@ func (s *Store) Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, n
 			return err
 		}
 		var current int64
-		if err := tx.queryRow(ctx, selectAgentEpoch, string(id)).Scan(&current); err != nil {
+		var status string
+		if err := tx.queryRow(ctx, selectAgentEpochStatus, string(id)).Scan(&current, &status); err != nil {
 			return err
+		}
+		if current == epoch {
+			return fmt.Errorf("%w: agent is %s, so it must register again", store.ErrGuardFailed, status)
 		}
 		return fmt.Errorf("%w: agent is at epoch %d, heartbeat is from epoch %d", store.ErrGuardFailed, current, epoch)
 	})

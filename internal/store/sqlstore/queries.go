@@ -70,8 +70,9 @@ ON CONFLICT (id) DO UPDATE SET
     images = excluded.images, labels = excluded.labels, allows_command = excluded.allows_command,
     devices = excluded.devices
 RETURNING ` + codec.AgentColumns
-	heartbeatAgent           = `UPDATE agents SET last_heartbeat = $1 WHERE id = $2 AND epoch = $3`
+	heartbeatAgent           = `UPDATE agents SET last_heartbeat = $1 WHERE id = $2 AND epoch = $3 AND status = 'ALIVE'`
 	selectAgentEpoch         = `SELECT epoch FROM agents WHERE id = $1`
+	selectAgentEpochStatus   = `SELECT epoch, status FROM agents WHERE id = $1`
 	setAgentStatus           = `UPDATE agents SET status = $1 WHERE id = $2`
 	setAgentSchedulable      = `UPDATE agents SET schedulable = $1 WHERE id = $2`
 	lockAgentForRetire       = `SELECT status FROM agents WHERE id = $1 {lock}`

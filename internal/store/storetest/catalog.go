@@ -184,6 +184,14 @@ func testAgents(t *testing.T, e Engine) {
 	if hb := f.getAgent("a1").LastHeartbeat; !hb.Equal(at(7)) {
 		t.Errorf("last heartbeat %v, want %v", hb, at(7))
 	}
+	// Declared LOST, a1's heartbeats are refused until it registers: it
+	// would otherwise stay LOST while heard from, never ALIVE again.
+	f.must(f.s.SetAgentStatus(f.ctx, "a1", domain.AgentLost), "lose again")
+	wantErr(t, f.s.Heartbeat(f.ctx, "a1", 2, at(8)), store.ErrGuardFailed, "heartbeat of a LOST agent")
+	if hb := f.getAgent("a1").LastHeartbeat; !hb.Equal(at(7)) {
+		t.Errorf("a LOST agent's heartbeat moved its last heartbeat to %v", hb)
+	}
+	f.must(f.s.SetAgentStatus(f.ctx, "a1", domain.AgentAlive), "alive again")
 	wantErr(t, f.s.Heartbeat(f.ctx, "ghost", 1, at(7)), store.ErrNotFound, "heartbeat of unknown agent")
 	wantErr(t, f.s.SetAgentStatus(f.ctx, "ghost", domain.AgentLost), store.ErrNotFound, "status of unknown agent")
 	wantErr(t, f.s.SetAgentSchedulable(f.ctx, "ghost", true), store.ErrNotFound, "cordon unknown agent")

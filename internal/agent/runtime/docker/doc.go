@@ -28,7 +28,10 @@
 // limit is the kernel's and the OOM killer, not the swap device, enforces
 // it; "pids" (or Config.PidsMax) the pids limit. The network mode is
 // Config.NetworkMode, "none" by default: kernels reach nothing unless the
-// agent is configured otherwise.
+// agent is configured otherwise. In any other mode a multi-node kernel's
+// hosts file names its peers (ExtraHosts, "sub1:ADDR" from
+// Spec.ClusterAddrs), so it reaches them on their hosts by cluster
+// hostname.
 //
 // # Service ports
 //

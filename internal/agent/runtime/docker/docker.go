@@ -466,7 +466,7 @@ func (r *Runtime) containerConfig(spec runtime.Spec, sshDir string) (*container.
 		cfg.Entrypoint = slices.Clone(spec.Command[:1])
 		cfg.Cmd = slices.Clone(spec.Command[1:])
 	}
-	host := &container.HostConfig{NetworkMode: container.NetworkMode(r.cfg.NetworkMode)}
+	host := &container.HostConfig{NetworkMode: container.NetworkMode(r.cfg.NetworkMode), ExtraHosts: clusterHosts(spec, r.cfg.NetworkMode)}
 	if mem := int64(spec.Slot("mem")); mem > 0 {
 		host.Memory = mem
 		host.MemorySwap = mem
@@ -490,6 +490,23 @@ func (r *Runtime) containerConfig(spec runtime.Spec, sshDir string) (*container.
 		host.DeviceRequests = []container.DeviceRequest{{Driver: "nvidia", DeviceIDs: gpus, Capabilities: [][]string{{"gpu"}}}}
 	}
 	return cfg, host
+}
+
+// clusterHosts are the container's /etc/hosts entries for the session's
+// kernels, "main0:ADDR", so a kernel reaches a peer on another host by its
+// cluster hostname. Only where the container has a network to reach them
+// through, and only for addresses (the engine takes no names there).
+func clusterHosts(spec runtime.Spec, mode string) []string {
+	if mode == defaultNetworkMode || len(spec.ClusterAddrs) != len(spec.ClusterHosts) {
+		return nil
+	}
+	var out []string
+	for i, h := range spec.ClusterHosts {
+		if net.ParseIP(spec.ClusterAddrs[i]) != nil {
+			out = append(out, h+":"+spec.ClusterAddrs[i])
+		}
+	}
+	return out
 }
 
 // servicePorts is what the kernel reports it serves: its spec's port, as

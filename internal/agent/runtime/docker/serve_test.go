@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -167,5 +168,32 @@ func TestUnreachablePortIsNotReported(t *testing.T) {
 	}
 	if l, ok := c.Config.Labels[docker.LabelPort]; ok {
 		t.Errorf("label %s = %q on a kernel that reports no port", docker.LabelPort, l)
+	}
+}
+
+// TestClusterHostsInHostNetwork: a multi-node kernel in the host's network
+// finds its peers, on other hosts, by cluster hostname: the container's
+// hosts file maps each to the address the manager said it is reached at.
+// With no network (the default) there is nothing to map.
+func TestClusterHostsInHostNetwork(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{docker.NetworkHost, "none"} {
+		h := newHarness(t, func(c *docker.Config) { c.NetworkMode = mode })
+		s := h.spec("report")
+		s.ClusterRole, s.ClusterIdx, s.ClusterSize, s.Hostname = "main", 0, 2, "main0"
+		s.ClusterHosts, s.ClusterAddrs = []string{"main0", "sub1"}, []string{"127.0.0.1", "10.77.0.23"}
+		h.Start(s)
+		h.rec.Exit(t, s.Kernel)
+		c, ok := h.inspect(s.Kernel)
+		if !ok {
+			t.Fatalf("%s: no container for the kernel", mode)
+		}
+		want := []string{"main0:127.0.0.1", "sub1:10.77.0.23"}
+		if mode == "none" {
+			want = nil
+		}
+		if got := c.HostConfig.ExtraHosts; !slices.Equal(got, want) {
+			t.Errorf("%s network: extra hosts %q, want %q", mode, got, want)
+		}
 	}
 }

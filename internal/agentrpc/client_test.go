@@ -1,0 +1,47 @@
+package agentrpc_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/agentrpc"
+)
+
+// TestManagerClientFailsOverFromASilentManager: a manager that takes the
+// call and never answers (one cut off by the network) holds an agent for
+// CallTimeout, not for the client's whole timeout, before the next
+// manager answers.
+func TestManagerClientFailsOverFromASilentManager(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer silent.Close()
+	defer close(release)
+	answering := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agentrpc.WriteJSON(w, http.StatusOK, agentrpc.HeartbeatReply{})
+	}))
+	defer answering.Close()
+
+	mc := agentrpc.NewManagerClient(silent.URL+","+answering.URL, "tok")
+	mc.CallTimeout = 300 * time.Millisecond
+	start := time.Now()
+	if _, err := mc.Heartbeat(context.Background(), agentrpc.Heartbeat{ID: "a1", Epoch: 1}); err != nil {
+		t.Fatalf("heartbeat: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the call reached the answering manager after %v, want about CallTimeout (300ms)", took)
+	}
+	// The next call starts at the manager that answered.
+	start = time.Now()
+	if _, err := mc.Heartbeat(context.Background(), agentrpc.Heartbeat{ID: "a1", Epoch: 1}); err != nil || time.Since(start) > 200*time.Millisecond {
+		t.Errorf("second heartbeat: %v after %v, want the answering manager at once", err, time.Since(start))
+	}
+}
