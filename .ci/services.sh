@@ -11,7 +11,9 @@
 #   - promtool (Debian's prometheus package), which checks the /metrics
 #     exposition in internal/api's tests (nothing to start);
 #   - iproute2 and curl for internal/cluster/multihost, whose hosts are
-#     network namespaces on a bridge (nothing to start).
+#     network namespaces on a bridge (nothing to start);
+#   - systemd-analyze (Debian's systemd package), which checks the units in
+#     deploy/systemd (nothing to start).
 # Installs the packages when they are missing.
 set -euo pipefail
 
@@ -170,6 +172,12 @@ install_promtool() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 prometheus
 }
 
+install_systemd_analyze() {
+  if command -v systemd-analyze >/dev/null 2>&1; then return; fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 systemd
+}
+
 install_netns_tools() {
   if command -v ip >/dev/null 2>&1 && command -v curl >/dev/null 2>&1; then return; fi
   apt-get update -qq
@@ -186,6 +194,7 @@ case "${1:-start}" in
     start_slurm
     install_promtool
     install_netns_tools
+    install_systemd_analyze
     ;;
   slurm) start_slurm ;;
   *) echo "usage: $0 [start|slurm]" >&2; exit 2 ;;
