@@ -58,12 +58,9 @@ var ErrIllegalGroupEvent = errors.New("illegal resource group state change")
 
 // NextGroupState looks (event, from) up in the table.
 func NextGroupState(e GroupEvent, from GroupState) (GroupState, error) {
-	for _, t := range groupTransitions {
-		if t.Event == e && t.From == from {
-			return t.To, nil
-		}
-	}
-	return 0, fmt.Errorf("%w: %s from %s", ErrIllegalGroupEvent, e, from)
+	return nextState(groupTransitions, func(t GroupTransition) (GroupEvent, GroupState, GroupState) {
+		return t.Event, t.From, t.To
+	}, e, from, ErrIllegalGroupEvent)
 }
 
 // GroupEventTo names the event that requests the target state, so an API

@@ -123,12 +123,9 @@ var ErrIllegalJobEvent = errors.New("illegal job state change")
 
 // NextJobState looks (event, from) up in the table.
 func NextJobState(e JobEvent, from JobState) (JobState, error) {
-	for _, t := range jobTransitions {
-		if t.Event == e && t.From == from {
-			return t.To, nil
-		}
-	}
-	return 0, fmt.Errorf("%w: %s from %s", ErrIllegalJobEvent, e, from)
+	return nextState(jobTransitions, func(t JobTransition) (JobEvent, JobState, JobState) {
+		return t.Event, t.From, t.To
+	}, e, from, ErrIllegalJobEvent)
 }
 
 // FailurePolicy says what a job does when a member fails or its permit
