@@ -50,20 +50,27 @@ func (k *kernelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// serveKernel serves h on a loopback port for the test's life, as a
+// kernel's service port, and returns the port.
+func serveKernel(t *testing.T, h http.Handler) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
 // TestProxy: a RUNNING session's service port is proxied to its owner and
 // to admins, streaming as the kernel writes and switching protocols on an
 // upgrade, without the caller's token; anyone else gets 404.
 func TestProxy(t *testing.T) {
 	t.Parallel()
 	k := &kernelServer{release: make(chan struct{}), auth: make(chan string, 16)}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: k, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { srv.Close() })
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := serveKernel(t, k)
 	m := apitest.New(t, apitest.Options{ServicePorts: []domain.ServicePort{{Name: "http", Protocol: "http", Host: "127.0.0.1", Port: port}}})
 	alice := m.User("alice", "user", "p1")
 	bob := m.User("bob", "user", "p1")
@@ -184,14 +191,7 @@ func TestProxyCookie(t *testing.T) {
 		seen <- r.Header.Clone()
 		fmt.Fprintf(w, "path %s\n", r.URL.Path)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: kernel, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { srv.Close() })
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := serveKernel(t, kernel)
 	m := apitest.New(t, apitest.Options{ServicePorts: []domain.ServicePort{{Name: "http", Protocol: "http", Host: "127.0.0.1", Port: port}}})
 	alice := m.User("alice", "user", "p1")
 	bob := m.User("bob", "user", "p1")
@@ -281,14 +281,7 @@ func TestProxyCookie(t *testing.T) {
 func TestProxyConnectionsAreBounded(t *testing.T) {
 	t.Parallel()
 	k := &kernelServer{release: make(chan struct{}), auth: make(chan string, 64)}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: k, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { srv.Close() })
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := serveKernel(t, k)
 	m := apitest.New(t, apitest.Options{API: api.Config{MaxProxyPerUser: 2, MaxProxyPerSession: 3},
 		ServicePorts: []domain.ServicePort{{Name: "http", Protocol: "http", Host: "127.0.0.1", Port: port}}})
 	alice := m.User("alice", "user", "p1")
