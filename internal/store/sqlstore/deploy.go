@@ -70,13 +70,10 @@ func (s *Store) CreateDeployment(ctx context.Context, d domain.Deployment) error
 		return fmt.Errorf("create deployment: %w: %v", store.ErrInvalid, err)
 	}
 	return s.write(ctx, "create deployment "+string(d.ID), func(tx txn) error {
-		n, err := s.liveNamed(ctx, tx, "deployment name "+d.Owner.User+" "+d.Name, countLiveDeploymentsNamed,
-			d.Owner.User, d.Name)
+		err := s.checkNameFree(ctx, tx, "deployment", countLiveDeploymentsNamed, d.Owner.User, d.Name,
+			store.ErrDeploymentNameTaken)
 		if err != nil {
 			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("deployment name %q of %s: %w", d.Name, d.Owner.User, store.ErrDeploymentNameTaken)
 		}
 		_, err = tx.exec(ctx, insertDeployment, string(d.ID), d.Name, d.Owner.User, d.Owner.Project, d.Owner.Domain,
 			codec.StatusName(d.Status), ts(d.StatusChangedAt), ts(d.CreatedAt), d.Replicas, text.Spec, text.Health,

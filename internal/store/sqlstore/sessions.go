@@ -63,15 +63,7 @@ func (s *Store) checkName(ctx context.Context, tx txn, sess domain.Session) erro
 	if sess.Name == "" {
 		return nil
 	}
-	n, err := s.liveNamed(ctx, tx, "session name "+sess.Owner.User+" "+sess.Name, countLiveNamed,
-		sess.Owner.User, sess.Name)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		return fmt.Errorf("session name %q of %s: %w", sess.Name, sess.Owner.User, store.ErrNameTaken)
-	}
-	return nil
+	return s.checkNameFree(ctx, tx, "session", countLiveNamed, sess.Owner.User, sess.Name, store.ErrNameTaken)
 }
 
 // checkGroupAdmits refuses a session whose group no longer admits new

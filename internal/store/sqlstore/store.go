@@ -186,20 +186,26 @@ func (s *Store) deleteBefore(ctx context.Context, op, query string, before time.
 	return n, err
 }
 
-// liveNamed counts, with count, the live rows of user already named name.
-// Where write transactions do not exclude each other (KeyLocker), it first
-// takes the lock on key, so two creations of one name are serialised and
-// the second sees the first.
-func (s *Store) liveNamed(ctx context.Context, tx txn, key, count, user, name string) (int64, error) {
+// checkNameFree refuses with taken a name that a live row of the kind
+// (session, deployment) of user already has, as count counts them. Where
+// write transactions do not exclude each other (KeyLocker), it first
+// locks the name, so two creations of it are serialised and the second
+// sees the first.
+func (s *Store) checkNameFree(ctx context.Context, tx txn, kind, count, user, name string, taken error) error {
 	var stmts []Stmt
 	if locker, ok := s.eng.(KeyLocker); ok {
-		stmts = append(stmts, locker.KeyLock(key))
+		stmts = append(stmts, locker.KeyLock(kind+" name "+user+" "+name))
 	}
 	var n int64
 	stmts = append(stmts, Stmt{SQL: count, Args: []any{user, name},
 		Row: func(sc codec.Scanner) error { return sc.Scan(&n) }})
-	err := tx.batch(ctx, stmts...)
-	return n, err
+	if err := tx.batch(ctx, stmts...); err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("%s name %q of %s: %w", kind, name, user, taken)
+	}
+	return nil
 }
 
 // batch runs statements in order, in one round trip where the engine can.

@@ -59,11 +59,7 @@ func testDeployments(t *testing.T, e Engine) {
 	list := func(fl store.DeploymentFilter) []domain.DeploymentID {
 		ds, err := f.s.ListDeployments(f.ctx, fl)
 		f.must(err, "list %+v", fl)
-		var ids []domain.DeploymentID
-		for _, d := range ds {
-			ids = append(ids, d.ID)
-		}
-		return ids
+		return idsOf(ds, func(d domain.Deployment) domain.DeploymentID { return d.ID })
 	}
 	for _, tc := range []struct {
 		name string
