@@ -1,10 +1,11 @@
 // Package store owns persistence: the typed errors every engine returns, the
 // row and filter types shared by engines and callers, one interface per
 // aggregate (Groups, Agents, AgentReports, Jobs, Sessions, Scheduling,
-// Feed, Users, Policies, Usage, Deployments), and Store, their
-// composition, which the conformance suite (storetest) drives. The store's
-// logic is written once, in store/sqlstore, over a small seam that the
-// engines store/sqlite (embedded default) and store/postgres implement;
+// Feed, Users, Policies, Usage, and Deployments with the controller's
+// DeploymentControl), and Store, their composition, which the conformance
+// suite (storetest) drives. The store's logic is written once, in
+// store/sqlstore, over a small seam that the engines store/sqlite
+// (embedded default) and store/postgres implement;
 // both keep the same guarantees, checked by the same suite:
 //
 //   - every operation is one transaction, and every status change is guarded
