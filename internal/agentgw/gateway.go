@@ -15,13 +15,11 @@ import (
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
-// Store is what the gateway needs from the store.
+// Store is what the gateway needs from the store: what agents report of
+// themselves, and an agent's row to judge a report by.
 type Store interface {
+	store.AgentReports
 	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
-	RegisterAgent(ctx context.Context, a domain.Agent, now time.Time, guard ...store.RegisterGuard) (domain.Agent, error)
-	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
-	SetAgentCapacity(ctx context.Context, id domain.AgentID, epoch int64, capacity domain.Vec) (bool, error)
-	NoteWaitingKernels(ctx context.Context, agent domain.AgentID, notes map[domain.KernelID]string) (int, error)
 }
 
 // Coordinator is what the gateway needs from the coordinator.

@@ -22,41 +22,28 @@ import (
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
-// Store is what the API needs from persistence; store/sqlite and
-// store/postgres provide it.
+// Store is what the API needs from persistence: groups, agents, jobs,
+// users, policies and deployments whole, and the reads and writes of
+// sessions, the scheduling snapshot, the feed and utilisation it serves;
+// store/sqlite and store/postgres provide it.
 type Store interface {
-	Users
+	store.Groups
+	store.Agents
+	store.Jobs
+	store.Users
+	store.Policies
 	store.Deployments
-	GetResourceGroup(ctx context.Context, name string) (domain.ResourceGroup, error)
-	ListResourceGroups(ctx context.Context) ([]domain.ResourceGroup, error)
-	PutResourceGroup(ctx context.Context, g domain.ResourceGroup) error
-	RemoveResourceGroup(ctx context.Context, name string, at time.Time) (domain.ResourceGroup, error)
-	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
-	ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.Agent, error)
-	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error
-	RetireAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
-	DrainAgent(ctx context.Context, id domain.AgentID, started, deadline time.Time) error
-	ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error)
-	CreateJob(ctx context.Context, j domain.Job) error
-	GetJob(ctx context.Context, id domain.JobID) (domain.Job, error)
-	ListJobs(ctx context.Context, f store.JobFilter) ([]domain.Job, error)
-	JobMembers(ctx context.Context, id domain.JobID) ([]domain.Session, error)
-	MoveJob(ctx context.Context, e domain.JobHistoryEntry) error
-	JobHistory(ctx context.Context, id domain.JobID) ([]domain.JobHistoryEntry, error)
 	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel, limits ...store.PendingLimit) error
 	GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error)
 	ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error)
 	ListKernels(ctx context.Context, f store.KernelFilter) ([]domain.Kernel, error)
 	History(ctx context.Context, id domain.SessionID) ([]domain.HistoryEntry, error)
-	PutPolicy(ctx context.Context, p domain.Policy) error
-	GetPolicy(ctx context.Context, scope domain.PolicyScope, name string) (domain.Policy, error)
-	ListUsers(ctx context.Context) ([]store.User, error)
+	TouchSession(ctx context.Context, id domain.SessionID, at time.Time) error
 	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
+	GroupGenerations(ctx context.Context) (map[string]int64, error)
 	Changes(ctx context.Context, f store.ChangeFilter) ([]store.Change, error)
 	LastChange(ctx context.Context) (int64, error)
-	GroupGenerations(ctx context.Context) (map[string]int64, error)
 	Utilisation(ctx context.Context, group string, from, to time.Time, step time.Duration) ([]store.UtilisationPoint, error)
-	TouchSession(ctx context.Context, id domain.SessionID, at time.Time) error
 }
 
 // Sessions is the part of the coordinator the API drives;

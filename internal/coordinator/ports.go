@@ -7,39 +7,21 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/domain"
-	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
-// Store is what the coordinator needs from persistence. Every method is one
-// guarded transaction; store/sqlite and store/postgres provide it.
+// Store is what the coordinator needs from persistence: the session
+// lifecycle, the scheduling round and the change feed whole, and a few
+// reads and writes of groups, agents and jobs. Every method is one guarded
+// transaction; store/sqlite and store/postgres provide it.
 type Store interface {
+	store.Sessions
+	store.Scheduling
+	store.Feed
 	ListResourceGroups(ctx context.Context) ([]domain.ResourceGroup, error)
 	ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.Agent, error)
 	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
 	SetAgentStatus(ctx context.Context, id domain.AgentID, status domain.AgentStatus) error
-	GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error)
-	ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error)
-	SessionSpecs(ctx context.Context, ids []domain.SessionID) (map[domain.SessionID]store.SessionSpec, error)
-	ListKernels(ctx context.Context, f store.KernelFilter) ([]domain.Kernel, error)
-	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
-	ApplyPlan(ctx context.Context, plan framework.Plan, now time.Time) (store.ApplyResult, error)
-	TransitionSessions(ctx context.Context, ids []domain.SessionID, from []domain.SessionStatus,
-		to domain.Transition, reason string, now time.Time) ([]domain.SessionID, error)
-	UpdateKernel(ctx context.Context, u store.KernelUpdate) (domain.Kernel, error)
-	AppendHistory(ctx context.Context, entries []domain.HistoryEntry) error
-	IncrementTries(ctx context.Context, phase domain.HandlerName, ids []domain.SessionID) (map[domain.SessionID]int, error)
-	ResetTries(ctx context.Context, phase domain.HandlerName, ids []domain.SessionID) error
-	SessionsMatching(ctx context.Context, sessionStatuses []domain.SessionStatus,
-		checkKernelStatuses []domain.KernelStatus, match domain.Match, among ...domain.SessionID) ([]domain.SessionID, error)
-	AvoidAgents(ctx context.Context, id domain.SessionID, agents []domain.AgentID) error
-	PruneChanges(ctx context.Context, before time.Time) (int64, error)
-	PrunePreemptions(ctx context.Context, before time.Time) (int64, error)
-	Changes(ctx context.Context, f store.ChangeFilter) ([]store.Change, error)
-	LastChange(ctx context.Context) (int64, error)
-	GroupGenerations(ctx context.Context) (map[string]int64, error)
-	DueSessions(ctx context.Context, now time.Time, idleTypes []domain.SessionType) ([]store.DueSession, error)
-	NextDue(ctx context.Context, after time.Time, idleTypes []domain.SessionType) (time.Time, error)
 	ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error)
 	GetJob(ctx context.Context, id domain.JobID) (domain.Job, error)
 	JobMembers(ctx context.Context, id domain.JobID) ([]domain.Session, error)

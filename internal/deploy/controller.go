@@ -25,16 +25,8 @@ type Store interface {
 	ListDeployments(ctx context.Context, f store.DeploymentFilter) ([]domain.Deployment, error)
 	// The controller never writes a whole deployment: a user's update
 	// may land between its read and its write, and each of these writes
-	// only what the controller owns (store.Deployments says which).
-	MoveDeployment(ctx context.Context, id domain.DeploymentID, from []domain.DeploymentStatus,
-		to domain.DeploymentStatus, at time.Time) error
-	CountStartFailure(ctx context.Context, id domain.DeploymentID, revision int, now time.Time,
-		backoff func(failures int) time.Duration) (domain.Deployment, error)
-	ResetStartFailures(ctx context.Context, id domain.DeploymentID) error
-	ScaleDeployment(ctx context.Context, id domain.DeploymentID, replicas int, at time.Time,
-		from []domain.DeploymentStatus) error
-	EndRollout(ctx context.Context, id domain.DeploymentID, revision int, to domain.DeploymentStatus,
-		at time.Time, rollBack bool) error
+	// only what the controller owns.
+	store.DeploymentControl
 	CreateRoute(ctx context.Context, r domain.Route) error
 	ListRoutes(ctx context.Context, f store.RouteFilter) ([]domain.Route, error)
 	UpdateRoute(ctx context.Context, r domain.Route, from []domain.RouteStatus) error

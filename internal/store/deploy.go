@@ -28,36 +28,7 @@ type Deployments interface {
 	// creation time never change.
 	UpdateDeployment(ctx context.Context, d domain.Deployment, from []domain.DeploymentStatus) error
 
-	// The controller's writes each touch only the columns they name, so
-	// a user's update between its read and its write is kept; each
-	// returns ErrNotFound for an unknown deployment.
-
-	// MoveDeployment sets status to and the status change time at, if the
-	// status is still one of from (ErrGuardFailed otherwise).
-	MoveDeployment(ctx context.Context, id domain.DeploymentID, from []domain.DeploymentStatus,
-		to domain.DeploymentStatus, at time.Time) error
-	// CountStartFailure counts one more failed start of revision and sets
-	// the next start to now+backoff(the new count), returning the row as
-	// stored. ErrGuardFailed when the deployment has another revision by
-	// now: that spec's failed starts are its own.
-	CountStartFailure(ctx context.Context, id domain.DeploymentID, revision int, now time.Time,
-		backoff func(failures int) time.Duration) (domain.Deployment, error)
-	// ResetStartFailures clears the failed-start count and the next start.
-	ResetStartFailures(ctx context.Context, id domain.DeploymentID) error
-	// ScaleDeployment sets replicas and the time autoscaling scaled, if
-	// the status is still one of from and the deployment still autoscales
-	// (ErrGuardFailed otherwise: a user who just turned autoscaling off
-	// keeps the replicas they have).
-	ScaleDeployment(ctx context.Context, id domain.DeploymentID, replicas int, at time.Time,
-		from []domain.DeploymentStatus) error
-	// EndRollout ends a DEPLOYING deployment's rollout to revision
-	// (ErrGuardFailed when it is not DEPLOYING at that revision): it moves
-	// to to and forgets the previous spec; rolling back also restores
-	// that spec as revision-1 and clears the failed-start backoff, which
-	// counted the new spec's failures. Replicas, surge and autoscaling,
-	// which a user may change during a rollout, are left alone.
-	EndRollout(ctx context.Context, id domain.DeploymentID, revision int, to domain.DeploymentStatus,
-		at time.Time, rollBack bool) error
+	DeploymentControl
 
 	// CreateRoute stores a new route of an existing deployment. Its
 	// session need not exist yet: it is created after the route, so that
@@ -105,6 +76,39 @@ type Deployments interface {
 	// DeploymentLoad sums, per deployment, the reports made at or after
 	// since: the load all managers' proxies carry.
 	DeploymentLoad(ctx context.Context, since time.Time) (map[domain.DeploymentID]float64, error)
+}
+
+// DeploymentControl is the deployment controller's writes. Each touches
+// only the columns it names, so a user's update between the controller's
+// read and its write is kept; each returns ErrNotFound for an unknown
+// deployment, and is one transaction.
+type DeploymentControl interface {
+	// MoveDeployment sets status to and the status change time at, if the
+	// status is still one of from (ErrGuardFailed otherwise).
+	MoveDeployment(ctx context.Context, id domain.DeploymentID, from []domain.DeploymentStatus,
+		to domain.DeploymentStatus, at time.Time) error
+	// CountStartFailure counts one more failed start of revision and sets
+	// the next start to now+backoff(the new count), returning the row as
+	// stored. ErrGuardFailed when the deployment has another revision by
+	// now: that spec's failed starts are its own.
+	CountStartFailure(ctx context.Context, id domain.DeploymentID, revision int, now time.Time,
+		backoff func(failures int) time.Duration) (domain.Deployment, error)
+	// ResetStartFailures clears the failed-start count and the next start.
+	ResetStartFailures(ctx context.Context, id domain.DeploymentID) error
+	// ScaleDeployment sets replicas and the time autoscaling scaled, if
+	// the status is still one of from and the deployment still autoscales
+	// (ErrGuardFailed otherwise: a user who just turned autoscaling off
+	// keeps the replicas they have).
+	ScaleDeployment(ctx context.Context, id domain.DeploymentID, replicas int, at time.Time,
+		from []domain.DeploymentStatus) error
+	// EndRollout ends a DEPLOYING deployment's rollout to revision
+	// (ErrGuardFailed when it is not DEPLOYING at that revision): it moves
+	// to to and forgets the previous spec; rolling back also restores
+	// that spec as revision-1 and clears the failed-start backoff, which
+	// counted the new spec's failures. Replicas, surge and autoscaling,
+	// which a user may change during a rollout, are left alone.
+	EndRollout(ctx context.Context, id domain.DeploymentID, revision int, to domain.DeploymentStatus,
+		at time.Time, rollBack bool) error
 }
 
 // DeploymentToken is a credential that opens one deployment's proxy.

@@ -1,8 +1,11 @@
 // Package store owns persistence: the typed errors every engine returns, the
-// row and filter types shared by engines and callers, and the Store
-// interface that the conformance suite (storetest) drives. The store's
-// logic is written once, in store/sqlstore, over a small seam that the
-// engines store/sqlite (embedded default) and store/postgres implement;
+// row and filter types shared by engines and callers, one interface per
+// aggregate (Groups, Agents, AgentReports, Jobs, Sessions, Scheduling,
+// Feed, Users, Policies, Usage, and Deployments with the controller's
+// DeploymentControl), and Store, their composition, which the conformance
+// suite (storetest) drives. The store's logic is written once, in
+// store/sqlstore, over a small seam that the engines store/sqlite
+// (embedded default) and store/postgres implement;
 // both keep the same guarantees, checked by the same suite:
 //
 //   - every operation is one transaction, and every status change is guarded
@@ -29,8 +32,10 @@
 //     ErrCorrupt (a *CorruptRowError naming the row) or ErrUnavailable,
 //     and context errors as they are.
 //
-// Callers above the store (coordinator, API) declare their own small
-// interfaces, which the concrete engine types satisfy.
+// Callers above the store (coordinator, API) declare their own ports,
+// which the concrete engine types satisfy: a port embeds the aggregates it
+// uses (nearly) whole and names the few methods it takes from others, so
+// each method's contract is written once, on its aggregate.
 //
 // It may import internal/domain, internal/scheduler/framework and the
 // standard library, nothing above them.

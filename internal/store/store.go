@@ -8,9 +8,10 @@ import (
 	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 )
 
-// Store is everything an engine offers, as the conformance suite drives it.
-// Production callers should not depend on it whole: they declare the few
-// methods they use.
+// Store is everything an engine offers, as the conformance suite drives it:
+// the per-aggregate interfaces below, composed. Production callers should
+// not depend on it whole: a port embeds the aggregates it uses (nearly)
+// whole and names the few methods it takes from others.
 //
 // Every method is one transaction. Errors are of the classes in errors.go:
 // a missing row (or one a new row refers to) is ErrNotFound, a duplicate
@@ -18,6 +19,24 @@ import (
 // the schema refuses ErrInvalid, an undecodable stored row a
 // *CorruptRowError, and a cancelled context its own error.
 type Store interface {
+	Groups
+	Agents
+	AgentReports
+	Jobs
+	Sessions
+	Scheduling
+	Feed
+	Users
+	Policies
+	Usage
+	Deployments
+
+	Close() error
+}
+
+// Groups stores resource groups' configuration and their removal. Each
+// method is one transaction.
+type Groups interface {
 	// PutResourceGroup creates or replaces a group's configuration; its
 	// round-robin cursor is kept. A removed group's name is created again
 	// with g; State REMOVED is ErrInvalid (RemoveResourceGroup is the way
@@ -35,7 +54,34 @@ type Store interface {
 	// *GroupRemoveError (an ErrConflict) naming what is in the way;
 	// ErrNotFound for no such group or one already removed.
 	RemoveResourceGroup(ctx context.Context, name string, at time.Time) (domain.ResourceGroup, error)
+}
 
+// Agents reads agents and makes the manager's decisions about them:
+// status, cordon, drain, retirement. Each method is one transaction.
+type Agents interface {
+	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
+	ListAgents(ctx context.Context, f AgentFilter) ([]domain.Agent, error)
+	SetAgentStatus(ctx context.Context, id domain.AgentID, status domain.AgentStatus) error
+	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error
+	// RetireAgent moves a LOST agent that holds no kernel to TERMINATED
+	// and returns it; anything else is refused with an AgentRetireError
+	// (ErrNotFound for no such agent). The check and the move are one
+	// transaction on the locked row, so a registration racing it either
+	// came first (the agent is ALIVE and stays) or comes after and brings
+	// the agent back. The epoch moves on, so the retired incarnation's
+	// heartbeats and guarded registrations are told to register afresh.
+	RetireAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
+	// DrainAgent makes the agent unschedulable and records its drain (a
+	// zero deadline: none); draining again keeps the start and replaces
+	// the deadline. SetAgentSchedulable(true) ends the drain.
+	DrainAgent(ctx context.Context, id domain.AgentID, started, deadline time.Time) error
+	ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error)
+}
+
+// AgentReports records what an agent says of itself: that it is there,
+// alive, how large, and why its kernels wait. Each method is one
+// transaction.
+type AgentReports interface {
 	// RegisterAgent inserts a new agent (epoch 1, ALIVE, nothing occupied)
 	// or re-registers a known one: its epoch grows by one, it becomes
 	// ALIVE, and its description and capacity are replaced, while its
@@ -54,22 +100,21 @@ type Store interface {
 	// say) and heard from again must register, under a new epoch, to be
 	// ALIVE again.
 	Heartbeat(ctx context.Context, id domain.AgentID, epoch int64, now time.Time) error
-	SetAgentStatus(ctx context.Context, id domain.AgentID, status domain.AgentStatus) error
-	SetAgentSchedulable(ctx context.Context, id domain.AgentID, schedulable bool) error
-	// RetireAgent moves a LOST agent that holds no kernel to TERMINATED
-	// and returns it; anything else is refused with an AgentRetireError
-	// (ErrNotFound for no such agent). The check and the move are one
-	// transaction on the locked row, so a registration racing it either
-	// came first (the agent is ALIVE and stays) or comes after and brings
-	// the agent back. The epoch moves on, so the retired incarnation's
-	// heartbeats and guarded registrations are told to register afresh.
-	RetireAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
-	// DrainAgent makes the agent unschedulable and records its drain (a
-	// zero deadline: none); draining again keeps the start and replaces
-	// the deadline. SetAgentSchedulable(true) ends the drain.
-	DrainAgent(ctx context.Context, id domain.AgentID, started, deadline time.Time) error
-	ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error)
+	// SetAgentCapacity replaces the capacity of the agent's current
+	// incarnation and reports whether it changed; an older epoch gets
+	// ErrGuardFailed. Occupied slots and kernels stay: a capacity that
+	// shrinks below what is occupied evicts nothing, the scheduler just
+	// finds no room there until kernels end.
+	SetAgentCapacity(ctx context.Context, id domain.AgentID, epoch int64, capacity domain.Vec) (bool, error)
+	// NoteWaitingKernels records why the agent's CREATING kernels wait to
+	// start (a SLURM queue's reason) as their status reason, and returns
+	// how many rows changed; other kernels are left alone.
+	NoteWaitingKernels(ctx context.Context, agent domain.AgentID, notes map[domain.KernelID]string) (int, error)
+}
 
+// Jobs stores jobs, their member sessions' view and their history. Each
+// method is one transaction.
+type Jobs interface {
 	// CreateJob stores a new job. A session joins it through
 	// domain.Session.Job at CreateSession (ErrNotFound for no such job).
 	CreateJob(ctx context.Context, j domain.Job) error
@@ -88,19 +133,12 @@ type Store interface {
 	// ErrGuardFailed when the job is no longer in e.From.
 	MoveJob(ctx context.Context, e domain.JobHistoryEntry) error
 	JobHistory(ctx context.Context, id domain.JobID) ([]domain.JobHistoryEntry, error)
-	// SetAgentCapacity replaces the capacity of the agent's current
-	// incarnation and reports whether it changed; an older epoch gets
-	// ErrGuardFailed. Occupied slots and kernels stay: a capacity that
-	// shrinks below what is occupied evicts nothing, the scheduler just
-	// finds no room there until kernels end.
-	SetAgentCapacity(ctx context.Context, id domain.AgentID, epoch int64, capacity domain.Vec) (bool, error)
-	// NoteWaitingKernels records why the agent's CREATING kernels wait to
-	// start (a SLURM queue's reason) as their status reason, and returns
-	// how many rows changed; other kernels are left alone.
-	NoteWaitingKernels(ctx context.Context, agent domain.AgentID, notes map[domain.KernelID]string) (int, error)
-	GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, error)
-	ListAgents(ctx context.Context, f AgentFilter) ([]domain.Agent, error)
+}
 
+// Sessions stores sessions and their kernels through their lifecycle,
+// with their handler history and retry counts. Each method is one
+// transaction.
+type Sessions interface {
 	// CreateSession stores a new PENDING session with its PENDING kernels
 	// and its dependencies, all or nothing. A name that a live session of
 	// the same owner already has is refused with ErrNameTaken, whichever
@@ -127,34 +165,6 @@ type Store interface {
 	AvoidAgents(ctx context.Context, id domain.SessionID, agents []domain.AgentID) error
 	// ListKernels returns kernels by session, then cluster index.
 	ListKernels(ctx context.Context, f KernelFilter) ([]domain.Kernel, error)
-
-	// CreateUser stores a user and the hash of its first token; the token
-	// itself is never stored.
-	CreateUser(ctx context.Context, u User, tokenHash []byte) error
-	// ListUsers returns every user by name.
-	ListUsers(ctx context.Context) ([]User, error)
-	UserByTokenHash(ctx context.Context, tokenHash []byte) (User, error)
-
-	// PutPolicy creates or replaces the policy of a user, project or domain.
-	PutPolicy(ctx context.Context, p domain.Policy) error
-	GetPolicy(ctx context.Context, scope domain.PolicyScope, name string) (domain.Policy, error)
-
-	// LoadSnapshot reads, in one consistent read, everything one scheduling
-	// round of the group needs; its sessions leave out their command and
-	// environment, as ListSessions' do.
-	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
-	// GroupGenerations returns each resource group's generation: a counter
-	// that grows in the same transaction as every change to the group's
-	// scheduling input the change feed does not carry — an agent of the
-	// group registered, its status or cordon set; the group written; any
-	// policy written. Heartbeats, placements and kernel changes leave it
-	// alone (the feed has those). With the feed it lets a manager skip a
-	// round that cannot place anything new.
-	GroupGenerations(ctx context.Context) (map[string]int64, error)
-	// ApplyPlan re-checks and applies a plan's placements in order, in one
-	// transaction: each is applied whole or reported back in Rejected, never
-	// half. The group's round-robin cursor is saved.
-	ApplyPlan(ctx context.Context, plan framework.Plan, now time.Time) (ApplyResult, error)
 	// TransitionSessions moves those of ids whose status is in from to
 	// to.Session (when set), and their kernels that can legally move to
 	// to.Kernel (when set), releasing what the kernels stop holding. It
@@ -181,6 +191,12 @@ type Store interface {
 	// statuses the caller expects it in, releasing its slots when it stops
 	// holding them. It returns the kernel as stored afterwards.
 	UpdateKernel(ctx context.Context, u KernelUpdate) (domain.Kernel, error)
+	// SessionsMatching returns, in id order, the sessions in one of
+	// sessionStatuses whose kernels satisfy match against
+	// checkKernelStatuses (seed 001's promotion query); among, when
+	// given, narrows it to those sessions.
+	SessionsMatching(ctx context.Context, sessionStatuses []domain.SessionStatus,
+		checkKernelStatuses []domain.KernelStatus, match domain.Match, among ...domain.SessionID) ([]domain.SessionID, error)
 
 	// AppendHistory records handler outcomes in order. An outcome identical
 	// to its session's latest entry (handler, result, from, to, message)
@@ -195,13 +211,35 @@ type Store interface {
 	ResetTries(ctx context.Context, phase domain.HandlerName, ids []domain.SessionID) error
 	// Tries returns a session's try counts by phase.
 	Tries(ctx context.Context, id domain.SessionID) (map[domain.HandlerName]int, error)
-	// SessionsMatching returns, in id order, the sessions in one of
-	// sessionStatuses whose kernels satisfy match against
-	// checkKernelStatuses (seed 001's promotion query); among, when
-	// given, narrows it to those sessions.
-	SessionsMatching(ctx context.Context, sessionStatuses []domain.SessionStatus,
-		checkKernelStatuses []domain.KernelStatus, match domain.Match, among ...domain.SessionID) ([]domain.SessionID, error)
+}
 
+// Scheduling is a scheduling round's side of the store: what the round
+// reads, when it need not run, and the plan applier. Each method is one
+// transaction.
+type Scheduling interface {
+	// LoadSnapshot reads, in one consistent read, everything one scheduling
+	// round of the group needs; its sessions leave out their command and
+	// environment, as ListSessions' do.
+	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
+	// GroupGenerations returns each resource group's generation: a counter
+	// that grows in the same transaction as every change to the group's
+	// scheduling input the change feed does not carry — an agent of the
+	// group registered, its status or cordon set; the group written; any
+	// policy written. Heartbeats, placements and kernel changes leave it
+	// alone (the feed has those). With the feed it lets a manager skip a
+	// round that cannot place anything new.
+	GroupGenerations(ctx context.Context) (map[string]int64, error)
+	// ApplyPlan re-checks and applies a plan's placements in order, in one
+	// transaction: each is applied whole or reported back in Rejected, never
+	// half. The group's round-robin cursor is saved.
+	ApplyPlan(ctx context.Context, plan framework.Plan, now time.Time) (ApplyResult, error)
+	// PrunePreemptions deletes the preemption records made before before
+	// (they matter only within a group's window) and returns how many.
+	PrunePreemptions(ctx context.Context, before time.Time) (int64, error)
+}
+
+// Feed reads and prunes the change feed. Each method is one transaction.
+type Feed interface {
 	// Changes reads the change feed: every status change of a session (its
 	// creation included) and of a kernel, recorded in the transaction that
 	// made it, in feed position order after f.After. Positions only grow,
@@ -216,10 +254,30 @@ type Store interface {
 	// always kept, so LastChange never goes back and positions are never
 	// given twice.
 	PruneChanges(ctx context.Context, before time.Time) (int64, error)
-	// PrunePreemptions deletes the preemption records made before before
-	// (they matter only within a group's window) and returns how many.
-	PrunePreemptions(ctx context.Context, before time.Time) (int64, error)
+}
 
+// Users stores API users and their tokens' hashes. Each method is one
+// transaction.
+type Users interface {
+	// CreateUser stores a user and the hash of its first token; the token
+	// itself is never stored.
+	CreateUser(ctx context.Context, u User, tokenHash []byte) error
+	// ListUsers returns every user by name.
+	ListUsers(ctx context.Context) ([]User, error)
+	UserByTokenHash(ctx context.Context, tokenHash []byte) (User, error)
+}
+
+// Policies stores the policies of users, projects and domains. Each
+// method is one transaction.
+type Policies interface {
+	// PutPolicy creates or replaces the policy of a user, project or domain.
+	PutPolicy(ctx context.Context, p domain.Policy) error
+	GetPolicy(ctx context.Context, scope domain.PolicyScope, name string) (domain.Policy, error)
+}
+
+// Usage samples and sums what the cluster holds: utilisation per group
+// over time, holdings per user now. Each method is one transaction.
+type Usage interface {
 	// RecordUtilisation takes one utilisation sample at now: for every
 	// resource group with an ALIVE agent, per slot, the summed capacity
 	// and occupancy of its ALIVE agents. Agents LOST or TERMINATED count
@@ -237,10 +295,6 @@ type Store interface {
 	// (SCHEDULED through TERMINATING), per slot; a user holding nothing is
 	// absent.
 	HeldByUser(ctx context.Context) (map[string]domain.Vec, error)
-
-	Deployments
-
-	Close() error
 }
 
 // AgentFilter selects agents; zero fields select everything.

@@ -43,15 +43,9 @@ func (s *Store) GetResourceGroup(ctx context.Context, name string) (domain.Resou
 
 // ListResourceGroups returns every group by name.
 func (s *Store) ListResourceGroups(ctx context.Context) ([]domain.ResourceGroup, error) {
-	var out []domain.ResourceGroup
-	err := s.read(ctx, "list resource groups", func(tx txn) error {
-		return tx.query(ctx, selectGroups, nil, func(sc codec.Scanner) error {
-			g, err := codec.ScanGroup(s.reg, sc)
-			out = append(out, g)
-			return err
-		})
+	return readAll(ctx, s, "list resource groups", selectGroups, nil, func(sc codec.Scanner) (domain.ResourceGroup, error) {
+		return codec.ScanGroup(s.reg, sc)
 	})
-	return out, err
 }
 
 // RegisterAgent inserts the agent or re-registers it under a new epoch.
@@ -269,20 +263,12 @@ func (s *Store) GetAgent(ctx context.Context, id domain.AgentID) (domain.Agent, 
 
 // ListAgents returns the agents the filter selects, by id.
 func (s *Store) ListAgents(ctx context.Context, f store.AgentFilter) ([]domain.Agent, error) {
-	var out []domain.Agent
-	err := s.read(ctx, "list agents", func(tx txn) error {
-		args := []any{f.Group, List(codec.StatusNames(f.Statuses)), List(codec.Strings(f.IDs))}
-		query := selectAgents
-		if !f.SilentSince.IsZero() {
-			query, args = selectSilentAgents, append(args, ts(f.SilentSince))
-		}
-		return tx.query(ctx, query, args, func(sc codec.Scanner) error {
-			a, err := s.agents.Scan(sc)
-			out = append(out, a)
-			return err
-		})
-	})
-	return out, err
+	args := []any{f.Group, List(codec.StatusNames(f.Statuses)), List(codec.Strings(f.IDs))}
+	query := selectAgents
+	if !f.SilentSince.IsZero() {
+		query, args = selectSilentAgents, append(args, ts(f.SilentSince))
+	}
+	return readAll(ctx, s, "list agents", query, args, s.agents.Scan)
 }
 
 // CreateUser stores the user and the hash of its token.
@@ -296,15 +282,7 @@ func (s *Store) CreateUser(ctx context.Context, u store.User, tokenHash []byte) 
 
 // ListUsers returns every user by name.
 func (s *Store) ListUsers(ctx context.Context) ([]store.User, error) {
-	var out []store.User
-	err := s.read(ctx, "list users", func(tx txn) error {
-		return tx.query(ctx, selectUsers, nil, func(sc codec.Scanner) error {
-			u, err := codec.ScanUser(sc)
-			out = append(out, u)
-			return err
-		})
-	})
-	return out, err
+	return readAll(ctx, s, "list users", selectUsers, nil, codec.ScanUser)
 }
 
 // UserByTokenHash finds the user a token belongs to.

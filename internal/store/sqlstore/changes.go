@@ -26,19 +26,8 @@ func (s *Store) Changes(ctx context.Context, f store.ChangeFilter) ([]store.Chan
 	if err := s.number(ctx); err != nil {
 		return nil, err
 	}
-	var out []store.Change
-	err := s.read(ctx, "changes", func(tx txn) error {
-		args := []any{f.After, f.User, List(codec.Strings(f.Sessions)), limit(f.Limit)}
-		return tx.query(ctx, selectChanges, args, func(sc codec.Scanner) error {
-			c, err := codec.ScanChange(sc)
-			out = append(out, c)
-			return err
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	args := []any{f.After, f.User, List(codec.Strings(f.Sessions)), limit(f.Limit)}
+	return readAll(ctx, s, "changes", selectChanges, args, codec.ScanChange)
 }
 
 // LastChange returns the latest feed position.
@@ -58,11 +47,5 @@ func (s *Store) PruneChanges(ctx context.Context, before time.Time) (int64, erro
 	if err := s.number(ctx); err != nil {
 		return 0, err
 	}
-	var n int64
-	err := s.write(ctx, "prune changes", func(tx txn) error {
-		var err error
-		n, err = tx.exec(ctx, pruneChanges, ts(before))
-		return err
-	})
-	return n, err
+	return s.deleteBefore(ctx, "prune changes", pruneChanges, before)
 }

@@ -70,20 +70,12 @@ func (s *Store) CreateDeployment(ctx context.Context, d domain.Deployment) error
 		return fmt.Errorf("create deployment: %w: %v", store.ErrInvalid, err)
 	}
 	return s.write(ctx, "create deployment "+string(d.ID), func(tx txn) error {
-		var stmts []Stmt
-		if locker, ok := s.eng.(KeyLocker); ok {
-			stmts = append(stmts, locker.KeyLock("deployment name "+d.Owner.User+" "+d.Name))
-		}
-		var n int64
-		stmts = append(stmts, Stmt{SQL: countLiveDeploymentsNamed, Args: []any{d.Owner.User, d.Name},
-			Row: func(sc codec.Scanner) error { return sc.Scan(&n) }})
-		if err := tx.batch(ctx, stmts...); err != nil {
+		err := s.checkNameFree(ctx, tx, "deployment", countLiveDeploymentsNamed, d.Owner.User, d.Name,
+			store.ErrDeploymentNameTaken)
+		if err != nil {
 			return err
 		}
-		if n > 0 {
-			return fmt.Errorf("deployment name %q of %s: %w", d.Name, d.Owner.User, store.ErrDeploymentNameTaken)
-		}
-		_, err := tx.exec(ctx, insertDeployment, string(d.ID), d.Name, d.Owner.User, d.Owner.Project, d.Owner.Domain,
+		_, err = tx.exec(ctx, insertDeployment, string(d.ID), d.Name, d.Owner.User, d.Owner.Project, d.Owner.Domain,
 			codec.StatusName(d.Status), ts(d.StatusChangedAt), ts(d.CreatedAt), d.Replicas, text.Spec, text.Health,
 			d.StartFailures, ts(d.NextStartAt), d.Revision, text.Prev, d.MaxSurge, text.Autoscale, ts(d.ScaledAt))
 		return err
@@ -104,17 +96,8 @@ func (s *Store) GetDeployment(ctx context.Context, id domain.DeploymentID) (doma
 
 // ListDeployments returns the deployments f selects, oldest first.
 func (s *Store) ListDeployments(ctx context.Context, f store.DeploymentFilter) ([]domain.Deployment, error) {
-	var out []domain.Deployment
-	err := s.read(ctx, "list deployments", func(tx txn) error {
-		out = out[:0]
-		args := []any{List(codec.Strings(f.IDs)), f.User, f.Name, f.IDPrefix, List(codec.StatusNames(f.Statuses))}
-		return tx.query(ctx, selectDeployments, args, func(sc codec.Scanner) error {
-			d, err := codec.ScanDeployment(sc)
-			out = append(out, d)
-			return err
-		})
-	})
-	return out, err
+	args := []any{List(codec.Strings(f.IDs)), f.User, f.Name, f.IDPrefix, List(codec.StatusNames(f.Statuses))}
+	return readAll(ctx, s, "list deployments", selectDeployments, args, codec.ScanDeployment)
 }
 
 // UpdateDeployment writes a user's change over the stored row, guarded
@@ -237,17 +220,8 @@ func (s *Store) CreateRoute(ctx context.Context, r domain.Route) error {
 
 // ListRoutes returns the routes f selects with their sessions' statuses.
 func (s *Store) ListRoutes(ctx context.Context, f store.RouteFilter) ([]domain.Route, error) {
-	var out []domain.Route
-	err := s.read(ctx, "list routes", func(tx txn) error {
-		out = out[:0]
-		args := []any{List(codec.Strings(f.Deployments)), List(codec.StatusNames(f.Statuses))}
-		return tx.query(ctx, selectRoutes, args, func(sc codec.Scanner) error {
-			r, err := codec.ScanRoute(sc)
-			out = append(out, r)
-			return err
-		})
-	})
-	return out, err
+	args := []any{List(codec.Strings(f.Deployments)), List(codec.StatusNames(f.Statuses))}
+	return readAll(ctx, s, "list routes", selectRoutes, args, codec.ScanRoute)
 }
 
 // UpdateRoute writes r over the stored row, guarded by its status. A
@@ -319,16 +293,11 @@ const lockDeployments = `SELECT id FROM deployments WHERE id {in $1} ORDER BY id
 
 // DeploymentHistory returns a deployment's and its routes' entries.
 func (s *Store) DeploymentHistory(ctx context.Context, id domain.DeploymentID) ([]domain.DeploymentHistoryEntry, error) {
-	var out []domain.DeploymentHistoryEntry
-	err := s.read(ctx, "history of deployment "+string(id), func(tx txn) error {
-		out = out[:0]
-		return tx.query(ctx, selectDeploymentHistory, []any{string(id)}, func(sc codec.Scanner) error {
+	return readAll(ctx, s, "history of deployment "+string(id), selectDeploymentHistory, []any{string(id)},
+		func(sc codec.Scanner) (domain.DeploymentHistoryEntry, error) {
 			_, h, err := codec.ScanDeploymentHistory(sc)
-			out = append(out, h)
-			return err
+			return h, err
 		})
-	})
-	return out, err
 }
 
 const (
@@ -350,16 +319,8 @@ func (s *Store) CreateDeploymentToken(ctx context.Context, t store.DeploymentTok
 
 // DeploymentTokens lists a deployment's tokens.
 func (s *Store) DeploymentTokens(ctx context.Context, id domain.DeploymentID) ([]store.DeploymentToken, error) {
-	var out []store.DeploymentToken
-	err := s.read(ctx, "tokens of deployment "+string(id), func(tx txn) error {
-		out = out[:0]
-		return tx.query(ctx, selectDeploymentTokens, []any{string(id)}, func(sc codec.Scanner) error {
-			t, err := codec.ScanDeploymentToken(sc)
-			out = append(out, t)
-			return err
-		})
-	})
-	return out, err
+	return readAll(ctx, s, "tokens of deployment "+string(id), selectDeploymentTokens, []any{string(id)},
+		codec.ScanDeploymentToken)
 }
 
 // RevokeDeploymentToken revokes a token once.

@@ -47,18 +47,10 @@ func (s *Store) DrainAgent(ctx context.Context, id domain.AgentID, started, dead
 
 // ListAgentDrains implements store.Store.
 func (s *Store) ListAgentDrains(ctx context.Context) ([]domain.AgentDrain, error) {
-	var out []domain.AgentDrain
-	err := s.read(ctx, "list agent drains", func(tx txn) error {
-		out = nil
-		return tx.query(ctx, selectDrains, nil, func(sc codec.Scanner) error {
-			var id string
-			var started, deadline int64
-			if err := sc.Scan(&id, &started, &deadline); err != nil {
-				return err
-			}
-			out = append(out, domain.AgentDrain{Agent: domain.AgentID(id), Started: fromNanos(started), Deadline: fromNanos(deadline)})
-			return nil
-		})
+	return readAll(ctx, s, "list agent drains", selectDrains, nil, func(sc codec.Scanner) (domain.AgentDrain, error) {
+		var id string
+		var started, deadline int64
+		err := sc.Scan(&id, &started, &deadline)
+		return domain.AgentDrain{Agent: domain.AgentID(id), Started: fromNanos(started), Deadline: fromNanos(deadline)}, err
 	})
-	return out, err
 }

@@ -61,15 +61,11 @@ func (s *Store) AppendHistory(ctx context.Context, entries []domain.HistoryEntry
 
 // History returns a session's entries oldest first.
 func (s *Store) History(ctx context.Context, id domain.SessionID) ([]domain.HistoryEntry, error) {
-	var out []domain.HistoryEntry
-	err := s.read(ctx, "history of session "+string(id), func(tx txn) error {
-		return tx.query(ctx, selectHistory, []any{string(id)}, func(sc codec.Scanner) error {
+	return readAll(ctx, s, "history of session "+string(id), selectHistory, []any{string(id)},
+		func(sc codec.Scanner) (domain.HistoryEntry, error) {
 			_, h, err := codec.ScanHistory(sc)
-			out = append(out, h)
-			return err
+			return h, err
 		})
-	})
-	return out, err
 }
 
 // IncrementTries counts one more failed try in the phase for each session.
@@ -139,16 +135,11 @@ func (s *Store) SessionsMatching(ctx context.Context, sessionStatuses []domain.S
 		args = append(args, List(codec.Strings(among)))
 	}
 	query = matchFrom + query
-	var out []domain.SessionID
-	err := s.read(ctx, "sessions matching "+match.String(), func(tx txn) error {
-		return tx.query(ctx, query, args, func(sc codec.Scanner) error {
-			var id string
-			err := sc.Scan(&id)
-			out = append(out, domain.SessionID(id))
-			return err
-		})
+	return readAll(ctx, s, "sessions matching "+match.String(), query, args, func(sc codec.Scanner) (domain.SessionID, error) {
+		var id string
+		err := sc.Scan(&id)
+		return domain.SessionID(id), err
 	})
-	return out, err
 }
 
 func uniqueSorted(ids []string) []string {

@@ -82,16 +82,8 @@ func (s *Store) CreateJob(ctx context.Context, j domain.Job) error {
 func (s *Store) GetJob(ctx context.Context, id domain.JobID) (domain.Job, error) {
 	var j domain.Job
 	err := s.read(ctx, "get job "+string(id), func(tx txn) error {
-		found := false
-		err := tx.query(ctx, selectJob, []any{string(id)}, func(sc codec.Scanner) error {
-			var err error
-			j, err = scanJob(sc)
-			found = true
-			return err
-		})
-		if err == nil && !found {
-			return store.ErrNotFound
-		}
+		var err error
+		j, err = s.getJobTx(ctx, tx, id)
 		return err
 	})
 	return j, err
@@ -99,34 +91,17 @@ func (s *Store) GetJob(ctx context.Context, id domain.JobID) (domain.Job, error)
 
 // ListJobs implements store.Store.
 func (s *Store) ListJobs(ctx context.Context, f store.JobFilter) ([]domain.Job, error) {
-	var out []domain.Job
 	live := 0
 	if f.Live {
 		live = 1
 	}
-	err := s.read(ctx, "list jobs", func(tx txn) error {
-		out = nil
-		return tx.query(ctx, selectJobs, []any{f.User, live}, func(sc codec.Scanner) error {
-			j, err := scanJob(sc)
-			out = append(out, j)
-			return err
-		})
-	})
-	return out, err
+	return readAll(ctx, s, "list jobs", selectJobs, []any{f.User, live}, scanJob)
 }
 
 // JobMembers implements store.Store.
 func (s *Store) JobMembers(ctx context.Context, id domain.JobID) ([]domain.Session, error) {
-	var out []domain.Session
-	err := s.read(ctx, "members of job "+string(id), func(tx txn) error {
-		out = nil
-		return tx.query(ctx, selectJobMembers, []any{string(id)}, func(sc codec.Scanner) error {
-			sess, err := codec.ScanSession(s.reg, sc)
-			out = append(out, sess)
-			return err
-		})
-	})
-	return out, err
+	return readAll(ctx, s, "members of job "+string(id), selectJobMembers, []any{string(id)},
+		func(sc codec.Scanner) (domain.Session, error) { return codec.ScanSession(s.reg, sc) })
 }
 
 // LiveJobs implements store.Store.
@@ -195,32 +170,28 @@ func (s *Store) getJobTx(ctx context.Context, tx txn, id domain.JobID) (domain.J
 
 // JobHistory implements store.Store.
 func (s *Store) JobHistory(ctx context.Context, id domain.JobID) ([]domain.JobHistoryEntry, error) {
-	var out []domain.JobHistoryEntry
-	err := s.read(ctx, "history of job "+string(id), func(tx txn) error {
-		out = nil
-		return tx.query(ctx, selectJobHistory, []any{string(id)}, func(sc codec.Scanner) error {
-			var (
-				e             domain.JobHistoryEntry
-				job, from, to string
-				ev            string
-				at            int64
-			)
-			if err := sc.Scan(&job, &at, &ev, &from, &to, &e.Message); err != nil {
-				return err
-			}
-			e.JobID, e.At, e.Event = domain.JobID(job), fromNanos(at), domain.JobEvent(ev)
-			var err error
-			if e.From, err = domain.ParseJobState(from); err != nil {
-				return codec.Corrupt("job_history", job, "from_state", err)
-			}
-			if e.To, err = domain.ParseJobState(to); err != nil {
-				return codec.Corrupt("job_history", job, "to_state", err)
-			}
-			out = append(out, e)
-			return nil
-		})
-	})
-	return out, err
+	return readAll(ctx, s, "history of job "+string(id), selectJobHistory, []any{string(id)}, scanJobHistory)
+}
+
+func scanJobHistory(sc codec.Scanner) (domain.JobHistoryEntry, error) {
+	var (
+		e             domain.JobHistoryEntry
+		job, from, to string
+		ev            string
+		at            int64
+	)
+	if err := sc.Scan(&job, &at, &ev, &from, &to, &e.Message); err != nil {
+		return e, err
+	}
+	e.JobID, e.At, e.Event = domain.JobID(job), fromNanos(at), domain.JobEvent(ev)
+	var err error
+	if e.From, err = domain.ParseJobState(from); err != nil {
+		return e, codec.Corrupt("job_history", job, "from_state", err)
+	}
+	if e.To, err = domain.ParseJobState(to); err != nil {
+		return e, codec.Corrupt("job_history", job, "to_state", err)
+	}
+	return e, nil
 }
 
 // groupJobsStmt reads the gang facts of the group's jobs into snap.Jobs;

@@ -49,23 +49,11 @@ WHERE id = $2 AND status = 'RUNNING' AND (last_activity IS NULL OR last_activity
 
 // DueSessions implements store.Store.
 func (s *Store) DueSessions(ctx context.Context, now time.Time, idleTypes []domain.SessionType) ([]store.DueSession, error) {
-	var out []store.DueSession
 	types := make([]string, len(idleTypes))
 	for i, t := range idleTypes {
 		types[i] = string(t)
 	}
-	err := s.read(ctx, "due sessions", func(tx txn) error {
-		out = nil
-		return tx.query(ctx, selectDue, []any{now.UnixMicro(), List(types)}, func(sc codec.Scanner) error {
-			d, err := codec.ScanDue(sc)
-			out = append(out, d)
-			return err
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return readAll(ctx, s, "due sessions", selectDue, []any{now.UnixMicro(), List(types)}, codec.ScanDue)
 }
 
 // NextDue implements store.Store.

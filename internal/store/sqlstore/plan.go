@@ -112,25 +112,11 @@ func (s *Store) lockPlanRows(ctx context.Context, tx txn, group string, sessionI
 		// After the agents' lock: a kernel is granted devices only under
 		// its agent's lock, so no grant can appear behind this read.
 		Stmt{SQL: selectHeldDevices, Args: []any{List(agentIDs)}, Row: func(sc codec.Scanner) error {
-			var agent, devices string
-			if err := sc.Scan(&agent, &devices); err != nil {
-				return err
+			agent, grants, err := scanGrants(sc)
+			if a := agents[agent]; err == nil && a != nil {
+				a.Held = addGrants(a.Held, grants)
 			}
-			var grants []domain.DeviceGrant
-			if err := codec.DecodeDevices("kernels", agent, devices, &grants); err != nil {
-				return err
-			}
-			a := agents[domain.AgentID(agent)]
-			if a == nil {
-				return nil
-			}
-			if a.Held == nil {
-				a.Held = map[string]domain.Quantity{}
-			}
-			for _, g := range grants {
-				a.Held[g.Device] += g.Share
-			}
-			return nil
+			return err
 		}},
 	)
 	if err == nil && !groupFound {

@@ -99,12 +99,8 @@ func (s *Store) requeue(ctx context.Context, tx txn, p framework.Preemption, now
 	if err != nil || !sess.Requeue {
 		return "", err
 	}
-	var kernels []domain.Kernel
-	if err := tx.query(ctx, selectSessionKernels, []any{string(p.Victim)}, func(sc codec.Scanner) error {
-		k, err := codec.ScanKernel(s.reg, sc)
-		kernels = append(kernels, k)
-		return err
-	}); err != nil {
+	kernels, err := queryAll(ctx, tx, selectSessionKernels, []any{string(p.Victim)}, s.scanKernel)
+	if err != nil {
 		return "", err
 	}
 	clone := sess
@@ -171,22 +167,10 @@ var requeueNamespace = [16]byte{0x2e, 0xd6, 0xf0, 0xa7, 0x36, 0x27, 0x4d, 0x05, 
 // preemptionsSince reads the group's preemptions from since on, which the
 // scheduler's budget and no-cycle rule count.
 func (s *Store) preemptionsSince(ctx context.Context, tx txn, group string, since time.Time) ([]framework.PreemptionRecord, error) {
-	var out []framework.PreemptionRecord
-	err := tx.query(ctx, selectPreemptionsSince, []any{group, ts(since)}, func(sc codec.Scanner) error {
-		r, err := codec.ScanPreemption(sc)
-		out = append(out, r)
-		return err
-	})
-	return out, err
+	return queryAll(ctx, tx, selectPreemptionsSince, []any{group, ts(since)}, codec.ScanPreemption)
 }
 
 // PrunePreemptions deletes the preemption records made before before.
 func (s *Store) PrunePreemptions(ctx context.Context, before time.Time) (int64, error) {
-	var n int64
-	err := s.write(ctx, "prune preemptions", func(tx txn) error {
-		var err error
-		n, err = tx.exec(ctx, prunePreemptions, ts(before))
-		return err
-	})
-	return n, err
+	return s.deleteBefore(ctx, "prune preemptions", prunePreemptions, before)
 }

@@ -63,20 +63,7 @@ func (s *Store) checkName(ctx context.Context, tx txn, sess domain.Session) erro
 	if sess.Name == "" {
 		return nil
 	}
-	var stmts []Stmt
-	if locker, ok := s.eng.(KeyLocker); ok {
-		stmts = append(stmts, locker.KeyLock("session name "+sess.Owner.User+" "+sess.Name))
-	}
-	var n int64
-	stmts = append(stmts, Stmt{SQL: countLiveNamed, Args: []any{sess.Owner.User, sess.Name},
-		Row: func(sc codec.Scanner) error { return sc.Scan(&n) }})
-	if err := tx.batch(ctx, stmts...); err != nil {
-		return err
-	}
-	if n > 0 {
-		return fmt.Errorf("session name %q of %s: %w", sess.Name, sess.Owner.User, store.ErrNameTaken)
-	}
-	return nil
+	return s.checkNameFree(ctx, tx, "session", countLiveNamed, sess.Owner.User, sess.Name, store.ErrNameTaken)
 }
 
 // checkGroupAdmits refuses a session whose group no longer admits new
@@ -163,6 +150,11 @@ func (s *Store) checkLimits(ctx context.Context, tx txn, limits []store.PendingL
 	return nil
 }
 
+// scanKernel reads one kernel row against the store's slot registry.
+func (s *Store) scanKernel(sc codec.Scanner) (domain.Kernel, error) {
+	return codec.ScanKernel(s.reg, sc)
+}
+
 // GetSession returns a session with its kernels in cluster index order.
 func (s *Store) GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error) {
 	var out store.SessionWithKernels
@@ -177,11 +169,8 @@ func (s *Store) GetSession(ctx context.Context, id domain.SessionID) (store.Sess
 			return err
 		}
 		out.Session.DependsOn = deps[id]
-		return tx.query(ctx, selectSessionKernels, []any{string(id)}, func(sc codec.Scanner) error {
-			k, err := codec.ScanKernel(s.reg, sc)
-			out.Kernels = append(out.Kernels, k)
-			return err
-		})
+		out.Kernels, err = queryAll(ctx, tx, selectSessionKernels, []any{string(id)}, s.scanKernel)
+		return err
 	})
 	return out, err
 }
@@ -267,28 +256,20 @@ func dependencies(ctx context.Context, tx txn, ids []string) (map[domain.Session
 
 // ListKernels returns the kernels the filter selects.
 func (s *Store) ListKernels(ctx context.Context, f store.KernelFilter) ([]domain.Kernel, error) {
-	var out []domain.Kernel
-	err := s.read(ctx, "list kernels", func(tx txn) error {
-		args := []any{List(codec.Strings(f.Sessions)), List(codec.Strings(f.Agents)),
-			List(codec.StatusNames(f.Statuses)), List(codec.Strings(f.IDs))}
-		q := selectKernels
-		switch {
-		case len(f.IDs) > 0:
-			q = selectKernelsByID
-		case len(f.Sessions) > 0:
-			q = selectKernelsBySession
-		case len(f.Agents) > 0:
-			q = selectKernelsByAgent
-		case len(f.Statuses) > 0:
-			q = selectKernelsByStatus
-		}
-		return tx.query(ctx, q, args, func(sc codec.Scanner) error {
-			k, err := codec.ScanKernel(s.reg, sc)
-			out = append(out, k)
-			return err
-		})
-	})
-	return out, err
+	args := []any{List(codec.Strings(f.Sessions)), List(codec.Strings(f.Agents)),
+		List(codec.StatusNames(f.Statuses)), List(codec.Strings(f.IDs))}
+	q := selectKernels
+	switch {
+	case len(f.IDs) > 0:
+		q = selectKernelsByID
+	case len(f.Sessions) > 0:
+		q = selectKernelsBySession
+	case len(f.Agents) > 0:
+		q = selectKernelsByAgent
+	case len(f.Statuses) > 0:
+		q = selectKernelsByStatus
+	}
+	return readAll(ctx, s, "list kernels", q, args, s.scanKernel)
 }
 
 // AvoidAgents adds agents to the session's avoid list, under the session's

@@ -170,27 +170,39 @@ func (s *Store) loadQueue(ctx context.Context, tx txn, group string, now time.Ti
 	return snap, nil
 }
 
+// scanGrants reads one kernel's row of held devices: its agent and its
+// device grants.
+func scanGrants(sc codec.Scanner) (domain.AgentID, []domain.DeviceGrant, error) {
+	var agent, devices string
+	if err := sc.Scan(&agent, &devices); err != nil {
+		return "", nil, err
+	}
+	var grants []domain.DeviceGrant
+	err := codec.DecodeDevices("kernels", agent, devices, &grants)
+	return domain.AgentID(agent), grants, err
+}
+
+// addGrants adds grants to what each device has held.
+func addGrants(held map[string]domain.Quantity, grants []domain.DeviceGrant) map[string]domain.Quantity {
+	if held == nil {
+		held = map[string]domain.Quantity{}
+	}
+	for _, g := range grants {
+		held[g.Device] += g.Share
+	}
+	return held
+}
+
 // scanHeldDevices adds one kernel's grants to what each device of its
 // agent has held.
 func scanHeldDevices(sc codec.Scanner, held *map[domain.AgentID]map[string]domain.Quantity) error {
-	var agent, devices string
-	if err := sc.Scan(&agent, &devices); err != nil {
-		return err
-	}
-	var grants []domain.DeviceGrant
-	if err := codec.DecodeDevices("kernels", agent, devices, &grants); err != nil {
+	agent, grants, err := scanGrants(sc)
+	if err != nil {
 		return err
 	}
 	if *held == nil {
 		*held = map[domain.AgentID]map[string]domain.Quantity{}
 	}
-	m := (*held)[domain.AgentID(agent)]
-	if m == nil {
-		m = map[string]domain.Quantity{}
-		(*held)[domain.AgentID(agent)] = m
-	}
-	for _, g := range grants {
-		m[g.Device] += g.Share
-	}
+	(*held)[agent] = addGrants((*held)[agent], grants)
 	return nil
 }

@@ -147,6 +147,67 @@ func (t txn) queryRow(ctx context.Context, query string, args ...any) codec.Scan
 	return t.tx.QueryRow(ctx, t.s.sql(query), args...)
 }
 
+// queryAll runs a query and returns its rows, each read by scan; the
+// slice is made afresh, so a transaction run again keeps no row of an
+// earlier attempt.
+func queryAll[T any](ctx context.Context, t txn, query string, args []any, scan func(codec.Scanner) (T, error)) ([]T, error) {
+	var out []T
+	err := t.query(ctx, query, args, func(sc codec.Scanner) error {
+		v, err := scan(sc)
+		out = append(out, v)
+		return err
+	})
+	return out, err
+}
+
+// readAll is queryAll in a read transaction of its own; nil on an error.
+func readAll[T any](ctx context.Context, s *Store, op, query string, args []any, scan func(codec.Scanner) (T, error)) ([]T, error) {
+	var out []T
+	err := s.read(ctx, op, func(tx txn) error {
+		var err error
+		out, err = queryAll(ctx, tx, query, args, scan)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// deleteBefore runs a pruning statement that takes one time and returns
+// how many rows it deleted.
+func (s *Store) deleteBefore(ctx context.Context, op, query string, before time.Time) (int64, error) {
+	var n int64
+	err := s.write(ctx, op, func(tx txn) error {
+		var err error
+		n, err = tx.exec(ctx, query, ts(before))
+		return err
+	})
+	return n, err
+}
+
+// checkNameFree refuses with taken a name that a live row of the kind
+// (session, deployment) of user already has, as count counts them. Where
+// write transactions do not exclude each other (KeyLocker), it first
+// locks the name, so two creations of it are serialised and the second
+// sees the first.
+func (s *Store) checkNameFree(ctx context.Context, tx txn, kind, count, user, name string, taken error) error {
+	var stmts []Stmt
+	if locker, ok := s.eng.(KeyLocker); ok {
+		stmts = append(stmts, locker.KeyLock(kind+" name "+user+" "+name))
+	}
+	var n int64
+	stmts = append(stmts, Stmt{SQL: count, Args: []any{user, name},
+		Row: func(sc codec.Scanner) error { return sc.Scan(&n) }})
+	if err := tx.batch(ctx, stmts...); err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("%s name %q of %s: %w", kind, name, user, taken)
+	}
+	return nil
+}
+
 // batch runs statements in order, in one round trip where the engine can.
 func (t txn) batch(ctx context.Context, stmts ...Stmt) error {
 	for i := range stmts {

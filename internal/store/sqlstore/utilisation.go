@@ -31,37 +31,20 @@ func (s *Store) Utilisation(ctx context.Context, group string, from, to time.Tim
 	}
 	from = from.Truncate(time.Microsecond)
 	micros := step.Microseconds()
-	var out []store.UtilisationPoint
-	err := s.read(ctx, "utilisation", func(tx txn) error {
-		out = out[:0]
-		args := []any{group, ts(from), from.UnixMicro(), micros, ts(to)}
-		return tx.query(ctx, selectUtilisation, args, func(sc codec.Scanner) error {
-			var p store.UtilisationPoint
-			var n int64
-			if err := sc.Scan(&n, &p.Slot, &p.Capacity, &p.Occupied, &p.Samples); err != nil {
-				return err
-			}
-			p.At = from.Add(time.Duration(n) * time.Duration(micros) * time.Microsecond)
-			out = append(out, p)
-			return nil
-		})
+	args := []any{group, ts(from), from.UnixMicro(), micros, ts(to)}
+	return readAll(ctx, s, "utilisation", selectUtilisation, args, func(sc codec.Scanner) (store.UtilisationPoint, error) {
+		var p store.UtilisationPoint
+		var n int64
+		err := sc.Scan(&n, &p.Slot, &p.Capacity, &p.Occupied, &p.Samples)
+		p.At = from.Add(time.Duration(n) * time.Duration(micros) * time.Microsecond)
+		return p, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // PruneUtilisation deletes samples taken before before; the index on at
 // makes its cost the number of rows it deletes.
 func (s *Store) PruneUtilisation(ctx context.Context, before time.Time) (int64, error) {
-	var n int64
-	err := s.write(ctx, "prune utilisation", func(tx txn) error {
-		var err error
-		n, err = tx.exec(ctx, pruneUtilisation, ts(before))
-		return err
-	})
-	return n, err
+	return s.deleteBefore(ctx, "prune utilisation", pruneUtilisation, before)
 }
 
 // HeldByUser sums what each user's kernels hold in SQL: a metrics scrape

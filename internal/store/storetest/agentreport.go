@@ -34,12 +34,7 @@ func testAgentCapacity(t *testing.T, e Engine) {
 		t.Errorf("capacity (-want +got):\n%s", diff)
 	}
 	// Shrunk below what is occupied: nothing is evicted.
-	if diff := cmp.Diff(f.slots("cpu", "6"), got.Occupied); diff != "" {
-		t.Errorf("occupied (-want +got):\n%s", diff)
-	}
-	if got.KernelCount != 1 {
-		t.Errorf("kernel count %d, want 1", got.KernelCount)
-	}
+	f.wantHeld("a1", f.slots("cpu", "6"), 1)
 	// Nothing fits there now: a placement of the smallest request is
 	// refused rather than over-committing further.
 	more := f.session("s2", "g1", "alice", 1, []string{"cpu", "1"})

@@ -22,19 +22,25 @@ func deployment(id, name, user string, replicas int) domain.Deployment {
 			SuccessThreshold: 1, FailureThreshold: 3}, Revision: 1, MaxSurge: 1}
 }
 
+// wantDeployment checks the stored deployment want.ID against want.
+func (f *fixture) wantDeployment(want domain.Deployment, when string) {
+	f.t.Helper()
+	got, err := f.s.GetDeployment(f.ctx, want.ID)
+	f.must(err, "get %s", want.ID)
+	if diff := cmp.Diff(want, got); diff != "" {
+		f.t.Errorf("%s (-want +got):\n%s", when, diff)
+	}
+}
+
 func testDeployments(t *testing.T, e Engine) {
 	f := newFixture(t, e)
 	d1 := deployment("d1", "llm", "alice", 3)
 	f.must(f.s.CreateDeployment(f.ctx, d1), "create d1")
-	got, err := f.s.GetDeployment(f.ctx, "d1")
-	f.must(err, "get d1")
-	if diff := cmp.Diff(d1, got); diff != "" {
-		t.Errorf("round trip (-want +got):\n%s", diff)
-	}
+	f.wantDeployment(d1, "round trip")
 	wantErr(t, f.s.CreateDeployment(f.ctx, deployment("d2", "llm", "alice", 1)), store.ErrDeploymentNameTaken, "live name reused")
 	wantErr(t, f.s.CreateDeployment(f.ctx, deployment("d1", "other", "alice", 1)), store.ErrConflict, "id reused")
 	f.must(f.s.CreateDeployment(f.ctx, deployment("d3", "llm", "bob", 1)), "same name, other owner")
-	_, err = f.s.GetDeployment(f.ctx, "ghost")
+	_, err := f.s.GetDeployment(f.ctx, "ghost")
 	wantErr(t, err, store.ErrNotFound, "get unknown deployment")
 
 	// Destroy in one write: desired 0 and DESTROYING together, guarded.
@@ -49,9 +55,7 @@ func testDeployments(t *testing.T, e Engine) {
 	wantErr(t, f.s.UpdateDeployment(f.ctx, deployment("ghost", "x", "alice", 1), live), store.ErrNotFound, "update unknown")
 	// The backoff is the controller's: a user's write leaves it as stored.
 	d1.StartFailures, d1.NextStartAt = 0, time.Time{}
-	if got, _ := f.s.GetDeployment(f.ctx, "d1"); !cmp.Equal(d1, got) {
-		t.Errorf("after destroy (-want +got):\n%s", cmp.Diff(d1, got))
-	}
+	f.wantDeployment(d1, "after destroy")
 	d1.Status = domain.DeploymentDestroyed
 	f.must(f.s.UpdateDeployment(f.ctx, d1, []domain.DeploymentStatus{domain.DeploymentDestroying}), "destroyed")
 	f.must(f.s.CreateDeployment(f.ctx, deployment("d2", "llm", "alice", 1)), "name of a destroyed deployment is free")
@@ -59,11 +63,7 @@ func testDeployments(t *testing.T, e Engine) {
 	list := func(fl store.DeploymentFilter) []domain.DeploymentID {
 		ds, err := f.s.ListDeployments(f.ctx, fl)
 		f.must(err, "list %+v", fl)
-		var ids []domain.DeploymentID
-		for _, d := range ds {
-			ids = append(ids, d.ID)
-		}
-		return ids
+		return idsOf(ds, func(d domain.Deployment) domain.DeploymentID { return d.ID })
 	}
 	for _, tc := range []struct {
 		name string
@@ -230,17 +230,11 @@ func testDeploymentAutoscaleAndLoad(t *testing.T, e Engine) {
 	d.Autoscale = &domain.Autoscale{Min: 1, Max: 4, Target: 2.5, Cooldown: time.Minute}
 	f.must(f.s.CreateDeployment(f.ctx, d), "create d1")
 	f.must(f.s.CreateDeployment(f.ctx, deployment("d2", "other", "alice", 1)), "create d2")
-	got, err := f.s.GetDeployment(f.ctx, "d1")
-	f.must(err, "get d1")
-	if diff := cmp.Diff(d, got); diff != "" {
-		t.Errorf("autoscale round trip (-want +got):\n%s", diff)
-	}
+	f.wantDeployment(d, "autoscale round trip")
 	d.Replicas, d.ScaledAt, d.Autoscale = 3, at(5), nil
 	f.must(f.s.UpdateDeployment(f.ctx, d, []domain.DeploymentStatus{domain.DeploymentPending}), "scale d1")
 	d.ScaledAt = time.Time{} // the controller's, not a user's to write
-	if got, _ := f.s.GetDeployment(f.ctx, "d1"); !cmp.Equal(d, got) {
-		t.Errorf("after autoscaling off (-want +got):\n%s", cmp.Diff(d, got))
-	}
+	f.wantDeployment(d, "after autoscaling off")
 
 	f.must(f.s.ReportDeploymentLoad(f.ctx, "m1", map[domain.DeploymentID]float64{"d1": 1.5, "d2": 0.5, "ghost": 9}, at(10)), "m1 reports")
 	f.must(f.s.ReportDeploymentLoad(f.ctx, "m2", map[domain.DeploymentID]float64{"d1": 2}, at(10)), "m2 reports")
@@ -279,11 +273,7 @@ func testMoveDeployment(t *testing.T, e Engine) {
 	f.must(f.s.MoveDeployment(f.ctx, "d1", []domain.DeploymentStatus{domain.DeploymentScaling}, domain.DeploymentReady, at(5)), "ready")
 	want := user
 	want.Status, want.StatusChangedAt = domain.DeploymentReady, at(5)
-	got, err := f.s.GetDeployment(f.ctx, "d1")
-	f.must(err, "get d1")
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("after a user's update and a move (-want +got):\n%s", diff)
-	}
+	f.wantDeployment(want, "after a user's update and a move")
 }
 
 func testDeploymentStartFailures(t *testing.T, e Engine) {
@@ -315,11 +305,7 @@ func testDeploymentStartFailures(t *testing.T, e Engine) {
 	wantErr(t, err, store.ErrNotFound, "count for an unknown deployment")
 
 	f.must(f.s.ResetStartFailures(f.ctx, "d1"), "reset")
-	got, err = f.s.GetDeployment(f.ctx, "d1")
-	f.must(err, "get d1")
-	if diff := cmp.Diff(d, got); diff != "" {
-		t.Errorf("after the reset (-want +got):\n%s", diff)
-	}
+	f.wantDeployment(d, "after the reset")
 	wantErr(t, f.s.ResetStartFailures(f.ctx, "ghost"), store.ErrNotFound, "reset an unknown deployment")
 }
 
@@ -379,11 +365,7 @@ func testScaleDeployment(t *testing.T, e Engine) {
 	wantErr(t, f.s.ScaleDeployment(f.ctx, "ghost", 3, at(6), pending), store.ErrNotFound, "scale unknown")
 	want := d
 	want.Replicas, want.ScaledAt = 4, at(5)
-	got, err := f.s.GetDeployment(f.ctx, "d1")
-	f.must(err, "get d1")
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("after scaling (-want +got):\n%s", diff)
-	}
+	f.wantDeployment(want, "after scaling")
 
 	// A user who turns autoscaling off keeps the replicas they set,
 	// whatever the autoscaler decided from what it read before.
@@ -391,11 +373,7 @@ func testScaleDeployment(t *testing.T, e Engine) {
 	user.Autoscale, user.Replicas, user.MaxSurge = nil, 2, 3
 	f.must(f.s.UpdateDeployment(f.ctx, user, pending), "user turns autoscaling off")
 	wantErr(t, f.s.ScaleDeployment(f.ctx, "d1", 1, at(7), pending), store.ErrGuardFailed, "scale without autoscaling")
-	got, err = f.s.GetDeployment(f.ctx, "d1")
-	f.must(err, "get d1")
-	if diff := cmp.Diff(user, got); diff != "" {
-		t.Errorf("after autoscaling off (-want +got):\n%s", diff)
-	}
+	f.wantDeployment(user, "after autoscaling off")
 }
 
 // testUserUpdateLeavesControllerColumns: a user's write made from a copy
@@ -429,13 +407,9 @@ func testUserUpdateLeavesControllerColumns(t *testing.T, e Engine) {
 	prev := user.Spec
 	user.Spec.Image, user.Revision, user.PrevSpec = "http-echo:v2", 2, &prev
 	f.must(f.s.UpdateDeployment(f.ctx, user, pending), "user respec")
-	got, err = f.s.GetDeployment(f.ctx, "d1")
-	f.must(err, "get d1")
 	want = user
 	want.StartFailures, want.NextStartAt = 0, time.Time{}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("after a new revision (-want +got):\n%s", diff)
-	}
+	f.wantDeployment(want, "after a new revision")
 }
 
 func testEndRollout(t *testing.T, e Engine) {
@@ -456,14 +430,10 @@ func testEndRollout(t *testing.T, e Engine) {
 	wantErr(t, f.s.EndRollout(f.ctx, "ghost", 2, domain.DeploymentReady, at(6), false), store.ErrNotFound, "end unknown")
 	want := done
 	want.Status, want.StatusChangedAt, want.PrevSpec = domain.DeploymentReady, at(5), nil
-	got, err := f.s.GetDeployment(f.ctx, "done")
-	f.must(err, "get done")
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("after a rollout completed (-want +got):\n%s", diff)
-	}
+	f.wantDeployment(want, "after a rollout completed")
 
 	// A user's replicas during the rollout survive its rollback.
-	_, err = f.s.CountStartFailure(f.ctx, "failed", 2, at(4), backoff)
+	_, err := f.s.CountStartFailure(f.ctx, "failed", 2, at(4), backoff)
 	f.must(err, "count")
 	user := failed
 	user.Replicas = 5
@@ -472,9 +442,5 @@ func testEndRollout(t *testing.T, e Engine) {
 	want = user
 	want.Status, want.StatusChangedAt = domain.DeploymentScaling, at(5)
 	want.Spec, want.Revision, want.PrevSpec = *failed.PrevSpec, 1, nil
-	got, err = f.s.GetDeployment(f.ctx, "failed")
-	f.must(err, "get failed")
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("after a rollback (-want +got):\n%s", diff)
-	}
+	f.wantDeployment(want, "after a rollback")
 }

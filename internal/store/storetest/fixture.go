@@ -222,12 +222,27 @@ func (f *fixture) invariant() {
 // nil, so a row that wants none writes nil.
 func wantIDs[R, ID any](t *testing.T, rows []R, id func(R) ID, want []ID) {
 	t.Helper()
-	var got []ID
-	for _, r := range rows {
-		got = append(got, id(r))
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, idsOf(rows, id)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// idsOf returns the rows' ids in order; nil for no rows.
+func idsOf[R, ID any](rows []R, id func(R) ID) []ID {
+	var out []ID
+	for _, r := range rows {
+		out = append(out, id(r))
+	}
+	return out
+}
+
+// wantHeld checks that the agent holds exactly occupied in kernels
+// kernels.
+func (f *fixture) wantHeld(id domain.AgentID, occupied domain.Vec, kernels int) {
+	f.t.Helper()
+	a := f.getAgent(id)
+	if diff := cmp.Diff(occupied, a.Occupied); diff != "" || a.KernelCount != kernels {
+		f.t.Errorf("agent %s: %d kernels (want %d), occupied (-want +got):\n%s", id, a.KernelCount, kernels, diff)
 	}
 }
 
@@ -248,9 +263,7 @@ func (f *fixture) pages(filter store.SessionFilter, limit func(page int) int) []
 		if len(list) == 0 {
 			break
 		}
-		for _, s := range list {
-			got = append(got, s.ID)
-		}
+		got = append(got, idsOf(list, sessionID)...)
 		filter.After = list[len(list)-1].ID
 	}
 	return got

@@ -40,11 +40,7 @@ func testJobs(t *testing.T, e Engine) {
 		{store.JobFilter{Live: true}, []domain.JobID{"j1"}}} {
 		list, err := f.s.ListJobs(f.ctx, c.f)
 		f.must(err, "list jobs")
-		var ids []domain.JobID
-		for _, j := range list {
-			ids = append(ids, j.ID)
-		}
-		if diff := cmp.Diff(c.want, ids); diff != "" {
+		if diff := cmp.Diff(c.want, idsOf(list, func(j domain.Job) domain.JobID { return j.ID })); diff != "" {
 			t.Errorf("ListJobs(%+v) (-want +got):\n%s", c.f, diff)
 		}
 	}

@@ -200,10 +200,7 @@ func testReleaseOnce(t *testing.T, e Engine) {
 	if wins != 1 {
 		t.Errorf("%d transitions won, want exactly 1", wins)
 	}
-	a := f.getAgent("a1")
-	if !a.Occupied.IsZero() || a.KernelCount != 0 {
-		t.Errorf("after release: occupied %v with %d kernels, want nothing", a.Occupied, a.KernelCount)
-	}
+	f.wantHeld("a1", f.slots(), 0)
 	f.invariant()
 }
 
@@ -322,10 +319,7 @@ func testUpdateKernel(t *testing.T, e Engine) {
 	if k.ContainerID != "c-1" || k.ExitCode == nil || *k.ExitCode != 137 || k.Agent != "a1" {
 		t.Errorf("after error: %+v", k)
 	}
-	a := f.getAgent("a1")
-	if !a.Occupied.IsZero() || a.KernelCount != 0 {
-		t.Errorf("agent still holds %v in %d kernels after the kernel ended", a.Occupied, a.KernelCount)
-	}
+	f.wantHeld("a1", f.slots(), 0) // the kernel ended
 	// The session is ended by the coordinator; then the books balance.
 	f.transition([]domain.SessionID{"s1"}, []domain.SessionStatus{domain.SessionScheduled},
 		domain.Transition{Session: domain.SessionError, Kernel: domain.KernelError})

@@ -63,11 +63,7 @@ func testTimeLimits(t *testing.T, e Engine) {
 		t.Helper()
 		ds, err := f.s.DueSessions(f.ctx, now, []domain.SessionType{domain.TypeInteractive})
 		f.must(err, "due sessions")
-		var ids []domain.SessionID
-		for _, d := range ds {
-			ids = append(ids, d.ID)
-		}
-		return ids
+		return idsOf(ds, func(d store.DueSession) domain.SessionID { return d.ID })
 	}
 	for _, tc := range []struct {
 		name  string

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -128,10 +127,7 @@ func testApplyPlan(t *testing.T, e Engine) {
 		want    domain.Vec
 		kernels int
 	}{{"a1", f.slots("cpu", "3", "mem", "1g"), 2}, {"a2", f.slots("cpu", "2"), 1}} {
-		a := f.getAgent(tc.agent)
-		if diff := cmp.Diff(tc.want, a.Occupied); diff != "" || a.KernelCount != tc.kernels {
-			t.Errorf("agent %s: kernels %d (want %d), occupied (-want +got):\n%s", tc.agent, a.KernelCount, tc.kernels, diff)
-		}
+		f.wantHeld(tc.agent, tc.want, tc.kernels)
 	}
 	snap, err := f.s.LoadSnapshot(f.ctx, "g", at(11))
 	f.must(err, "snapshot")
@@ -315,9 +311,7 @@ func testApplyPlanSeesEarlierPlacements(t *testing.T, e Engine) {
 	if diff := cmp.Diff(want, reasons); diff != "" {
 		t.Errorf("rejected (-want +got):\n%s", diff)
 	}
-	if got := f.getAgent("a1"); !slices.Equal(got.Occupied, f.slots("cpu", "3")) || got.KernelCount != 2 {
-		t.Errorf("a1: occupied %v with %d kernels, want cpu 3 with 2", got.Occupied, got.KernelCount)
-	}
+	f.wantHeld("a1", f.slots("cpu", "3"), 2)
 	f.invariant()
 }
 
