@@ -44,7 +44,7 @@ const (
 
 // need skips the test with why, or fails it where CI=true: CI runs as
 // root with iproute2, PostgreSQL, Redis and etcd, and must run it.
-func need(t *testing.T, why string) {
+func need(t testing.TB, why string) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("multi-host test cannot run (CI=true: required): %s", why)
@@ -56,7 +56,7 @@ func need(t *testing.T, why string) {
 // (address .1, the "database host" where PostgreSQL, Redis and etcd are
 // reached), and each sokovan process runs in a namespace of its own.
 type cluster struct {
-	t      *testing.T
+	t      testing.TB
 	id     string // unique per run: in every name the test creates
 	subnet string // "10.77.N."
 	bridge string
@@ -89,7 +89,7 @@ func ipcmd(args ...string) error {
 	return nil
 }
 
-func newCluster(t *testing.T) *cluster {
+func newCluster(t testing.TB) *cluster {
 	if os.Geteuid() != 0 {
 		need(t, "needs root for network namespaces")
 	}
@@ -317,7 +317,7 @@ func envOr(name, def string) string {
 
 // api is one manager's API with the admin token.
 type api struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 }
 
@@ -369,7 +369,7 @@ func (a api) create(body map[string]any) string {
 }
 
 // eventually polls cond every 200 ms until it is true or within passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+func eventually(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	var last string
@@ -407,7 +407,7 @@ func (a api) endAll(ids ...string) {
 }
 
 // echo GETs url with the admin token and decodes http-echo's answer.
-func echo(t *testing.T, u string) (map[string]any, error) {
+func echo(t testing.TB, u string) (map[string]any, error) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", u, nil)
 	req.Header.Set("Authorization", "Bearer "+adminToken)
@@ -781,7 +781,7 @@ func (s static) GetAgent(_ context.Context, id domain.AgentID) (domain.Agent, er
 	return domain.Agent{ID: id, Address: s[id]}, nil
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
