@@ -35,12 +35,9 @@ const feedPage = 1000
 // ago) runs the round.
 type idleRounds struct {
 	mu sync.Mutex
-	// pos is the feed position read up to; read is when, by the clock.
-	pos  int64
-	read time.Time
-	// started: pos is set; before, the first cycle starts from the feed's
-	// end, and every group runs.
-	started bool
+	// feed is read from where the last cycle stopped; before its first
+	// read, and whenever it restarts, every group runs.
+	feed store.Follower
 	// conf counts Configure calls: group defaults change bounds.
 	conf  int64
 	group map[string]idleRound
@@ -65,35 +62,13 @@ type idleRound struct {
 func (r *idleRounds) observe(ctx context.Context, st Store, now time.Time, retention time.Duration) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.started || now.Sub(r.read) > retention/2 {
-		// Nothing to rely on: the feed may have been pruned past pos.
-		last, err := st.LastChange(ctx)
-		if err != nil {
-			return err
-		}
-		r.pos, r.read, r.started = last, now, true
+	r.feed.Page = feedPage
+	chs, restarted, err := r.feed.Next(ctx, st, now, retention)
+	if restarted {
+		// Nothing to rely on (a first read, a failure, a backlog, a read
+		// long ago): every idle round is forgotten.
 		clear(r.group)
-		return nil
-	}
-	chs, err := st.Changes(ctx, store.ChangeFilter{After: r.pos, Limit: feedPage})
-	if err != nil {
 		return err
-	}
-	r.read = now
-	if len(chs) == 0 {
-		return nil
-	}
-	r.pos = chs[len(chs)-1].Pos
-	if len(chs) == feedPage {
-		// Everything is taken as changed, so the rest of the backlog
-		// need not be read: start again from the feed's end.
-		clear(r.group)
-		last, err := st.LastChange(ctx)
-		if err != nil {
-			return err
-		}
-		r.pos = max(r.pos, last)
-		return nil
 	}
 	var rel bool
 	for _, ch := range chs {

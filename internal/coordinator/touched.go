@@ -25,12 +25,8 @@ import (
 // read long ago (pruned past the position, perhaps). The feed is the
 // database's, so a change another manager made is followed alike.
 type touched struct {
-	mu sync.Mutex
-	// pos is the feed position read up to, read when (by the clock); ok
-	// when pos is set.
-	pos  int64
-	read time.Time
-	ok   bool
+	mu   sync.Mutex
+	feed store.Follower
 	// log is the sessions changed after the oldest mark, in feed order.
 	log []touch
 	// mark is, per handler, the position its last complete check covered.
@@ -48,37 +44,19 @@ func (t *touched) since(ctx context.Context, st Store, h domain.HandlerName, now
 	ids []domain.SessionID, upTo int64, all bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	restart := func() (int64, error) {
-		last, err := st.LastChange(ctx)
-		if err != nil {
-			t.ok = false
-			return 0, err
-		}
-		t.pos, t.read, t.ok, t.log = last, now, true, nil
+	t.feed.Page = feedPage
+	chs, restarted, err := t.feed.Next(ctx, st, now, retention)
+	if restarted {
+		t.log = nil
 		clear(t.mark)
-		return last, nil
-	}
-	if !t.ok || now.Sub(t.read) > retention/2 {
-		last, err := restart()
-		return nil, last, true, err
-	}
-	chs, err := st.Changes(ctx, store.ChangeFilter{After: t.pos, Limit: feedPage})
-	if err != nil {
-		t.ok = false
-		return nil, 0, true, err
-	}
-	t.read = now
-	if len(chs) == feedPage {
-		last, err := restart()
-		return nil, last, true, err
+		return nil, t.feed.Pos(), true, err
 	}
 	for _, ch := range chs {
 		t.log = append(t.log, touch{ch.Pos, ch.Session})
-		t.pos = ch.Pos
 	}
 	mark, ok := t.mark[h]
 	if !ok {
-		return nil, t.pos, true, nil
+		return nil, t.feed.Pos(), true, nil
 	}
 	// The log is in feed order: what is after the mark is its tail.
 	i, _ := slices.BinarySearchFunc(t.log, mark+1, func(x touch, pos int64) int { return cmp.Compare(x.pos, pos) })
@@ -86,14 +64,14 @@ func (t *touched) since(ctx context.Context, st Store, h domain.HandlerName, now
 		ids = append(ids, x.session)
 	}
 	slices.Sort(ids)
-	return slices.Compact(ids), t.pos, false, nil
+	return slices.Compact(ids), t.feed.Pos(), false, nil
 }
 
 // done records that h checked every session it had to up to upTo.
 func (t *touched) done(h domain.HandlerName, upTo int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.ok {
+	if !t.feed.Started() {
 		return
 	}
 	if t.mark == nil {
