@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -488,31 +487,8 @@ func (c *Controller) deployment(ctx context.Context, d *domain.Deployment, route
 	switch d.Status {
 	case domain.DeploymentDestroying:
 		return c.destroy(ctx, d, routes, now)
-	case domain.DeploymentPending, domain.DeploymentCreated:
-		if err := c.moveDeployment(ctx, d, domain.HandlerCheckPendingDeployment, domain.RouteSuccess, now,
-			fmt.Sprintf("%d replicas wanted", d.Replicas)); err != nil {
-			return err
-		}
-		return c.scale(ctx, d, live, healthy, now)
-	case domain.DeploymentReady:
-		if len(live) != d.Replicas {
-			if err := c.moveDeployment(ctx, d, domain.HandlerCheckReplicaDeployment, domain.RouteSuccess, now,
-				fmt.Sprintf("%d live routes, %d replicas wanted", len(live), d.Replicas)); err != nil {
-				return err
-			}
-			return c.scale(ctx, d, live, healthy, now)
-		}
-		for _, r := range live {
-			if r.Status != domain.RouteHealthy {
-				if err := c.moveDeployment(ctx, d, domain.HandlerReconcileDeployment, domain.RouteFailure, now,
-					fmt.Sprintf("route %s is %s", r.ID, r.Status)); err != nil {
-					return err
-				}
-				return c.scale(ctx, d, live, healthy, now)
-			}
-		}
-	case domain.DeploymentScaling:
-		return c.scale(ctx, d, live, healthy, now)
+	case domain.DeploymentPending, domain.DeploymentCreated, domain.DeploymentReady, domain.DeploymentScaling:
+		return c.applyScaling(ctx, d, decideScaling(*d, live, healthy, now), now)
 	case domain.DeploymentDeploying:
 		return c.rollout(ctx, d, live, now)
 	}
@@ -534,58 +510,6 @@ func scalingOrder(a, b *domain.Route) int {
 		return 3
 	}
 	return cmp.Or(cmp.Compare(rank(a.Status), rank(b.Status)), a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-}
-
-// scale is ScalingDeployment: it ends extra routes, starts missing ones
-// (backing off after failed starts), and is done once every wanted
-// replica is HEALTHY.
-func (c *Controller) scale(ctx context.Context, d *domain.Deployment, live []*domain.Route, healthy int, now time.Time) error {
-	if d.Status != domain.DeploymentScaling {
-		return nil
-	}
-	switch {
-	case len(live) > d.Replicas:
-		extra := slices.Clone(live)
-		slices.SortFunc(extra, scalingOrder)
-		for _, r := range extra[:len(live)-d.Replicas] {
-			if err := c.moveRouteTo(ctx, d, r, domain.HandlerScalingDeployment, now,
-				fmt.Sprintf("scaling in to %d replicas", d.Replicas)); err != nil {
-				return err
-			}
-		}
-		return nil
-	case len(live) < d.Replicas:
-		if now.Before(d.NextStartAt) {
-			return c.moveDeployment(ctx, d, domain.HandlerScalingDeployment, domain.RouteFailure, now,
-				fmt.Sprintf("%d of %d replicas live; backing off after %d failed starts until %s",
-					len(live), d.Replicas, d.StartFailures, d.NextStartAt.Format(time.RFC3339)))
-		}
-		n := d.Replicas - len(live)
-		if d.StartFailures > 0 {
-			// One probe at a time while starts keep failing: a live route
-			// that has not served yet (provisioning, degraded, or
-			// unhealthy within its eviction grace) is that probe, and
-			// another waits for its verdict. Counting only this pass's starts let a second probe
-			// follow on the next pass once a failed route had left the
-			// live set (one that died before serving leaves it at once).
-			for _, r := range live {
-				if !r.Served {
-					return nil
-				}
-			}
-			n = 1
-		}
-		for range n {
-			if err := c.startRoute(ctx, d, now); err != nil {
-				return err
-			}
-		}
-		return nil
-	case healthy == d.Replicas:
-		return c.moveDeployment(ctx, d, domain.HandlerScalingDeployment, domain.RouteSuccess, now,
-			fmt.Sprintf("%d of %d replicas HEALTHY", healthy, d.Replicas))
-	}
-	return nil
 }
 
 // moveRouteTo sends a live route to TERMINATING on a deployment
