@@ -28,7 +28,7 @@ import (
 // `sokovan login` writes.
 func addClientCommands(root *cobra.Command) {
 	root.AddCommand(newSessionCmd(), newJobCmd(), newAgentCmd(), newRGCmd(), newUserCmd(), newPolicyCmd(), newLoginCmd(),
-		newQueueCmd(), newUsageCmd(), newDeployCmd())
+		newQueueCmd(), newUsageCmd(), newDeployCmd(), newRunCmd())
 }
 
 // defaultAddr is where dev mode listens.
