@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +23,7 @@ func newSimulateCmd() *cobra.Command {
 		outJSON, outHTML, saveWorkload, cpuProfile      string
 		sets, compare                                   []string
 		seed                                            uint64
-		horizon, tick                                   time.Duration
+		horizon, tick, timeout                          time.Duration
 		samples                                         int
 		progress                                        bool
 	)
@@ -95,7 +96,13 @@ func newSimulateCmd() *cobra.Command {
 				defer pprof.StopCPUProfile()
 			}
 			start := time.Now()
-			vs, err := simulate.Compare(cmd.Context(), w, cl, variants, opt)
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("--timeout %s passed", timeout))
+				defer cancel()
+			}
+			vs, err := simulate.Compare(ctx, w, cl, variants, opt)
 			if err != nil {
 				return err
 			}
@@ -115,6 +122,14 @@ func newSimulateCmd() *cobra.Command {
 					return err
 				}
 			}
+			for _, v := range vs {
+				if v.Partial != "" {
+					return fmt.Errorf("the run stopped early (%s): what it had is reported, marked partial", v.Partial)
+				}
+			}
+			if len(vs) < len(variants) {
+				return fmt.Errorf("the run stopped early: %d of %d variants ran", len(vs), len(variants))
+			}
 			return nil
 		},
 	}
@@ -127,6 +142,7 @@ func newSimulateCmd() *cobra.Command {
 	f.StringArrayVar(&compare, "compare", nil, "KEY=V1,V2,…: run each value on the same workload (repeatable: cross product)")
 	f.Uint64Var(&seed, "seed", 1, "seed of the sim agents, and of --generate unless it names seed=")
 	f.DurationVar(&horizon, "horizon", 0, "stop at this virtual time (0: when every session has ended)")
+	f.DurationVar(&timeout, "timeout", 0, "stop after this much wall time, reporting what ran, marked partial, and exiting 1 (Ctrl-C does the same)")
 	f.StringVar(&from, "from", "", "load the live cluster of the manager at this address (SOKOVAN_TOKEN, admin) and print each pending session's estimated start")
 	f.DurationVar(&tick, "tick", 0, "handle events only at multiples of this virtual time: faster, and every wait longer by up to it (0: at their exact instants)")
 	f.IntVar(&samples, "samples", 200, "points of the utilisation series")

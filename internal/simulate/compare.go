@@ -36,9 +36,15 @@ func Compare(ctx context.Context, w Workload, cl Cluster, variants [][]Setting, 
 	for _, settings := range variants {
 		v, err := Run(ctx, w, cl, settings, opt)
 		if err != nil {
+			if ctx.Err() != nil && len(out) > 0 {
+				break // stopped while setting up the next: keep what ran
+			}
 			return nil, fmt.Errorf("variant %s: %w", variantName(settings), err)
 		}
 		out = append(out, v)
+		if v.Partial != "" {
+			break // the rest would stop at once
+		}
 	}
 	return out, nil
 }

@@ -78,8 +78,13 @@ func Estimate(ctx context.Context, live Live, horizon time.Duration) (map[domain
 		return nil, err
 	}
 	r.next = len(w.Sessions) // all in the store already
-	if err := r.loop(ctx); err != nil {
+	stopped, err := r.loop(ctx)
+	if err != nil {
 		return nil, err
+	}
+	if stopped != "" {
+		// Cut off: sessions it did not reach would read as never starting.
+		return nil, fmt.Errorf("estimate %s", stopped)
 	}
 	out := map[domain.SessionID]time.Time{}
 	for i := len(live.Running); i < len(in); i++ {

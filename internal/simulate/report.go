@@ -66,6 +66,11 @@ type Variant struct {
 	// workload has more than one (a requeued session's wait is to its
 	// first start).
 	Priorities []Class `json:"priorities,omitempty"`
+	// Partial says why the run stopped before its end (a timeout, an
+	// interrupt) and at what virtual time; empty for a whole run. The
+	// figures are then of what had happened by then: sessions still live
+	// are UNFINISHED, those not yet due NOT_SUBMITTED.
+	Partial string `json:"partial,omitempty"`
 }
 
 // Class is the wait (submit to RUNNING) of one size class.
@@ -534,7 +539,15 @@ func (rep Report) WriteTable(w io.Writer) error {
 			v.Fairness.Overall, v.Fairness.OverTime, v.Slowdown.Mean, gang, fmtSeconds(v.MakespanS),
 			ended, v.Status["UNFINISHED"]+v.Status["NOT_SUBMITTED"], v.Preempted, fmtSeconds(v.WorkLostS))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, v := range rep.Variants {
+		if v.Partial != "" {
+			fmt.Fprintf(w, "PARTIAL %s: %s\n", v.Name, v.Partial)
+		}
+	}
+	return nil
 }
 
 // fmtSeconds prints a span of seconds compactly: 0.5s, 42s, 3.2m, 5.1h, 2.3d.

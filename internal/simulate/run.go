@@ -83,10 +83,13 @@ func Run(ctx context.Context, w Workload, cl Cluster, settings []Setting, opt Op
 	if err := r.setUp(ctx, cl); err != nil {
 		return Variant{}, err
 	}
-	if err := r.loop(ctx); err != nil {
+	stopped, err := r.loop(ctx)
+	if err != nil {
 		return Variant{}, err
 	}
-	return r.report(cl, settings), nil
+	v := r.report(cl, settings)
+	v.Partial = stopped
+	return v, nil
 }
 
 // openRun makes a runner on a fresh temporary store whose clock starts at
@@ -189,12 +192,24 @@ func (r *runner) start() {
 // loop is the simulation: at each virtual instant submit what is due, stop
 // what ran out of time, run the coordinator until nothing changes, then
 // jump to the next instant anything is due.
-func (r *runner) loop(ctx context.Context) error {
+func (r *runner) loop(ctx context.Context) (stopped string, err error) {
+	// A run stopped from outside (a timeout, an interrupt) keeps what it
+	// has: the store's calls fail once ctx has ended, and that failure is
+	// the stop, not the run's.
+	defer func() {
+		if ctx.Err() != nil {
+			stopped = fmt.Sprintf("stopped at %s of virtual time: %v", fmtVirtual(r.clock.Now().Sub(r.origin)), context.Cause(ctx))
+			err = nil
+		}
+	}()
 	for {
 		now := r.clock.Now()
+		if ctx.Err() != nil {
+			return "", nil
+		}
 		for r.next < len(r.w.Sessions) && !r.origin.Add(seconds(r.w.Sessions[r.next].Submit)).After(now) {
 			if err := r.submit(ctx, r.next, now); err != nil {
-				return err
+				return "", err
 			}
 			r.next++
 		}
@@ -213,17 +228,17 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		if due {
 			if err := r.c.EndDue(ctx); err != nil {
-				return fmt.Errorf("time limits at %v: %w", now.Sub(r.origin), err)
+				return "", fmt.Errorf("time limits at %v: %w", now.Sub(r.origin), err)
 			}
 		}
 		if now.Sub(r.lastSweep) >= sweepEvery {
 			r.lastSweep = now
 			if err := r.c.Sweep(ctx); err != nil {
-				return fmt.Errorf("sweep at %v: %w", now.Sub(r.origin), err)
+				return "", fmt.Errorf("sweep at %v: %w", now.Sub(r.origin), err)
 			}
 		}
 		if err := r.settle(ctx); err != nil {
-			return fmt.Errorf("at %v: %w", now.Sub(r.origin), err)
+			return "", fmt.Errorf("at %v: %w", now.Sub(r.origin), err)
 		}
 		r.report1(false)
 		if r.next == len(r.w.Sessions) && r.tr.ended == len(r.w.Sessions) {
@@ -236,7 +251,7 @@ func (r *runner) loop(ctx context.Context) error {
 		r.clock.Advance(wake.Sub(now))
 	}
 	r.report1(true)
-	return nil
+	return "", nil
 }
 
 // wake is the next instant something is due: a submission, a sim timer (a

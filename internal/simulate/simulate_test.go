@@ -3,8 +3,10 @@ package simulate_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -202,5 +204,46 @@ func TestSimulatePreemption(t *testing.T) {
 	off := run(t, w, cl)
 	if off.Preempted != 0 || off.MakespanS != 110 {
 		t.Errorf("without preemption: preempted %d, makespan %gs; want 0 and 110s", off.Preempted, off.MakespanS)
+	}
+}
+
+// TestSimulateStoppedEarlyKeepsWhatRan is issue 29's timeout that wrote
+// nothing: a run whose context ends (a timeout, an interrupt) reports
+// what had happened, marked partial, with every session counted once:
+// ended, still live (UNFINISHED) or not yet due (NOT_SUBMITTED). Compare
+// runs no variant after it.
+func TestSimulateStoppedEarlyKeepsWhatRan(t *testing.T) {
+	t.Parallel()
+	reg := domain.DefaultRegistry()
+	cl := cluster(t, "agents=20,cpu=64,mem=256g,cuda.shares=8")
+	g, err := simulate.ParseGenSpec("sessions=20000,users=20,seed=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := simulate.Generate(g, cl, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Far shorter than the run: 20,000 sessions take tens of seconds.
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 500*time.Millisecond, errors.New("test timeout"))
+	defer cancel()
+	vs, err := simulate.Compare(ctx, w, cl, [][]simulate.Setting{{setting(t, "group.sequencer=fifo")},
+		{setting(t, "group.sequencer=drf")}}, simulate.Options{TempDir: t.TempDir(), Samples: 10})
+	if err != nil {
+		t.Fatalf("a stopped run failed instead of reporting: %v", err)
+	}
+	if len(vs) != 1 {
+		t.Fatalf("%d variants reported, want the one that ran", len(vs))
+	}
+	v := vs[0]
+	if !strings.Contains(v.Partial, "test timeout") {
+		t.Fatalf("partial %q, want it to say why the run stopped", v.Partial)
+	}
+	total := 0
+	for _, n := range v.Status {
+		total += n
+	}
+	if total != len(w.Sessions) || v.Status["NOT_SUBMITTED"] == 0 {
+		t.Fatalf("statuses %v add up to %d of %d sessions, with some not yet submitted", v.Status, total, len(w.Sessions))
 	}
 }
