@@ -21,6 +21,7 @@ func newSimulateCmd() *cobra.Command {
 		workloadFile, generate, importSpec, clusterSpec string
 		from                                            string
 		outJSON, outHTML, saveWorkload, cpuProfile      string
+		outSessions                                     string
 		sets, compare                                   []string
 		seed                                            uint64
 		horizon, tick, timeout                          time.Duration
@@ -122,6 +123,15 @@ func newSimulateCmd() *cobra.Command {
 					return err
 				}
 			}
+			if outSessions != "" {
+				write := rep.WriteSessionsJSONL
+				if strings.HasSuffix(outSessions, ".csv") {
+					write = rep.WriteSessionsCSV
+				}
+				if err := writeFile(outSessions, write); err != nil {
+					return err
+				}
+			}
 			for _, v := range vs {
 				if v.Partial != "" {
 					return fmt.Errorf("the run stopped early (%s): what it had is reported, marked partial", v.Partial)
@@ -148,6 +158,7 @@ func newSimulateCmd() *cobra.Command {
 	f.IntVar(&samples, "samples", 200, "points of the utilisation series")
 	f.StringVarP(&outJSON, "output", "o", "", "write the JSON report here")
 	f.StringVar(&outHTML, "html", "", "write a self-contained HTML report here")
+	f.StringVar(&outSessions, "sessions", "", "write each session's submit, start, end, wait (censored for never-started ones), status, agents and end reason here: JSON lines, or CSV for a .csv name")
 	f.StringVar(&saveWorkload, "save-workload", "", "write the workload run (generated or imported) as JSONL here")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the simulation here")
 	f.BoolVar(&progress, "progress", false, "print progress on stderr even when it is not a terminal")

@@ -71,6 +71,9 @@ type Variant struct {
 	// figures are then of what had happened by then: sessions still live
 	// are UNFINISHED, those not yet due NOT_SUBMITTED.
 	Partial string `json:"partial,omitempty"`
+	// Sessions is each session's result, for --sessions; not in the
+	// report's JSON, which summarises.
+	Sessions []SessionResult `json:"-"`
 }
 
 // Class is the wait (submit to RUNNING) of one size class.
@@ -238,6 +241,7 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 		}
 	}
 	v.Utilisation, v.Fairness = r.timeSeries(capacity, end)
+	v.Sessions = r.sessionResults(v.Name, end)
 	return v
 }
 

@@ -247,3 +247,40 @@ func TestSimulateStoppedEarlyKeepsWhatRan(t *testing.T) {
 		t.Fatalf("statuses %v add up to %d of %d sessions, with some not yet submitted", v.Status, total, len(w.Sessions))
 	}
 }
+
+// TestSimulateSessionResults: each session's own result, which a user
+// needs to study one pod's wait: when it was submitted, started and
+// ended, on which agents, and for one never started by the end of the run
+// its wait so far, marked censored.
+func TestSimulateSessionResults(t *testing.T) {
+	t.Parallel()
+	// FIFO on one whole agent until 150 s: a runs 0–100 s, b starts at
+	// 100 and still runs, c (submitted at 20 s) has not started.
+	v, err := simulate.Run(context.Background(), workload(t, threeWhole), cluster(t, "agents=1,cpu=4,mem=16g"),
+		[]simulate.Setting{setting(t, "group.sequencer=fifo")},
+		simulate.Options{TempDir: t.TempDir(), Samples: 10, Horizon: 150 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(x float64) *float64 { return &x }
+	agent := v.Sessions[0].Agents
+	if len(agent) != 1 {
+		t.Fatalf("a ran on %v, want one agent", agent)
+	}
+	want := []simulate.SessionResult{
+		{Variant: v.Name, ID: "a", User: "u1", SubmitS: 0, StartS: f(0), EndS: f(100), WaitS: f(0), Status: "TERMINATED",
+			Agents: agent, Reason: v.Sessions[0].Reason},
+		{Variant: v.Name, ID: "b", User: "u2", SubmitS: 10, StartS: f(100), WaitS: f(90), Status: "UNFINISHED", Agents: agent},
+		{Variant: v.Name, ID: "c", User: "u3", SubmitS: 20, WaitS: f(80), Censored: true, Status: "UNFINISHED"},
+	}
+	if diff := cmp.Diff(want, v.Sessions); diff != "" {
+		t.Fatalf("session results (-want +got):\n%s", diff)
+	}
+	var csvOut bytes.Buffer
+	if err := (simulate.Report{Variants: []simulate.Variant{v}}).WriteSessionsCSV(&csvOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(csvOut.String(), ",c,u3,20,,,80,true,UNFINISHED,,\n") {
+		t.Errorf("CSV lacks c's censored row:\n%s", csvOut.String())
+	}
+}

@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,10 @@ type record struct {
 	// "" for the first); run is when that attempt started running.
 	cur domain.SessionID
 	run time.Duration
+	// agents are where its kernels were placed, in order of placement;
+	// reason is why it ended, as its last status change says.
+	agents []domain.AgentID
+	reason string
 }
 
 // holdChange is a kernel taking (+1) or giving back (-1) its slots.
@@ -89,6 +94,9 @@ func (t *tracker) read(ctx context.Context, st store.Store) (int, error) {
 		}
 		if ch.Kind == store.ChangeKernel {
 			from, to := holds(ch.From), holds(ch.To)
+			if to && ch.Agent != "" && !slices.Contains(r.agents, ch.Agent) {
+				r.agents = append(r.agents, ch.Agent)
+			}
 			switch {
 			case !from && to:
 				t.holds = append(t.holds, holdChange{at: at, sess: int32(i), delta: 1})
@@ -113,7 +121,7 @@ func (t *tracker) read(ctx context.Context, st store.Store) (int, error) {
 			}
 		}
 		if s, err := domain.ParseSessionStatus(ch.To); err == nil && s.Terminal() && r.end < 0 {
-			r.end, r.status = at, ch.To
+			r.end, r.status, r.reason = at, ch.To, ch.Reason
 			t.ended++
 		}
 	}
