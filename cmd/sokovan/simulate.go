@@ -21,7 +21,7 @@ func newSimulateCmd() *cobra.Command {
 		workloadFile, generate, importSpec, clusterSpec string
 		from                                            string
 		outJSON, outHTML, saveWorkload, cpuProfile      string
-		outSessions                                     string
+		outSessions, limits                             string
 		sets, compare                                   []string
 		seed                                            uint64
 		horizon, tick, timeout                          time.Duration
@@ -74,6 +74,9 @@ func newSimulateCmd() *cobra.Command {
 			}
 			w, source, err := loadWorkload(reg, cl, workloadFile, generate, importSpec, seed, cmd.Flags().Changed("seed"), cmd.ErrOrStderr())
 			if err != nil {
+				return err
+			}
+			if err := simulate.ApplyLimits(&w, limits); err != nil {
 				return err
 			}
 			if saveWorkload != "" {
@@ -152,6 +155,7 @@ func newSimulateCmd() *cobra.Command {
 	f.StringArrayVar(&compare, "compare", nil, "KEY=V1,V2,…: run each value on the same workload (repeatable: cross product)")
 	f.Uint64Var(&seed, "seed", 1, "seed of the sim agents, and of --generate unless it names seed=")
 	f.DurationVar(&horizon, "horizon", 0, "stop at this virtual time (0: when every session has ended)")
+	f.StringVar(&limits, "limits", "", "time limits for the workload's sessions: runtime (each its own run time), factor:F (F times it) or none; default: the workload's own (imported traces have none, and reserve then behaves as skip)")
 	f.DurationVar(&timeout, "timeout", 0, "stop after this much wall time, reporting what ran, marked partial, and exiting 1 (Ctrl-C does the same)")
 	f.StringVar(&from, "from", "", "load the live cluster of the manager at this address (SOKOVAN_TOKEN, admin) and print each pending session's estimated start")
 	f.DurationVar(&tick, "tick", 0, "handle events only at multiples of this virtual time: faster, and every wait longer by up to it (0: at their exact instants)")
@@ -162,6 +166,7 @@ func newSimulateCmd() *cobra.Command {
 	f.StringVar(&saveWorkload, "save-workload", "", "write the workload run (generated or imported) as JSONL here")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the simulation here")
 	f.BoolVar(&progress, "progress", false, "print progress on stderr even when it is not a terminal")
+	cmd.AddCommand(newSimulateImportCmd())
 	return cmd
 }
 
@@ -237,4 +242,33 @@ func writeFile(path string, write func(io.Writer) error) error {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// newSimulateImportCmd is `sokovan simulate import FORMAT:FILE`: the
+// import alone, its workload written as JSON lines to run later (with
+// --workload), edit or share.
+func newSimulateImportCmd() *cobra.Command {
+	var out, limits string
+	cmd := &cobra.Command{
+		Use:     "import FORMAT:FILE",
+		Short:   "Import a public trace as a workload file without running it",
+		Example: "  sokovan simulate import openb:openb_pod_list_default.csv --limits factor:2 -o openb.jsonl",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w, _, err := loadWorkload(domain.DefaultRegistry(), simulate.Cluster{}, "", "", args[0], 0, false, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if err := simulate.ApplyLimits(&w, limits); err != nil {
+				return err
+			}
+			if out == "" {
+				return w.WriteJSONL(cmd.OutOrStdout())
+			}
+			return writeFile(out, w.WriteJSONL)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the workload here (default: stdout)")
+	cmd.Flags().StringVar(&limits, "limits", "", "time limits: runtime, factor:F or none (see simulate --limits)")
+	return cmd
 }

@@ -66,3 +66,36 @@ func TestSimulateCompareWritesEveryVariant(t *testing.T) {
 		t.Error("the HTML report is not a self-contained page of inline SVG")
 	}
 }
+
+// TestSimulateImportOnly: `simulate import` writes the trace as a
+// workload without running it, with the time limits --limits gives, and
+// the file runs with --workload.
+func TestSimulateImportOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "openb.csv")
+	rows := "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n" +
+		"openb-pod-0000,12000,16384,1,500,V100M32,LS,Succeeded,0,1000,0\n" +
+		"openb-pod-0001,8000,32768,0,0,,BE,Succeeded,150,270,150\n"
+	if err := os.WriteFile(trace, []byte(rows), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newCLI(t, nil)
+	out := filepath.Join(dir, "w.jsonl")
+	c.ok("", "simulate", "import", "openb:"+trace, "--limits", "factor:2", "-o", out)
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"time_limit_s":2040`) || !strings.Contains(lines[1], `"time_limit_s":240`) {
+		t.Fatalf("workload:\n%s\nwant two sessions with limits twice their run times (1000 s → 2040, 120 s → 240)", raw)
+	}
+	r := c.run("", "simulate", "--workload", out, "--cluster", "agents=1,cpu=16,mem=64g,cuda.shares=8")
+	if r.code != 0 || !strings.Contains(r.stdout, "defaults") {
+		t.Fatalf("running the imported workload: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := c.run("", "simulate", "import", "openb:"+trace, "--limits", "twice"); r.code == 0 || !strings.Contains(r.stderr, "--limits") {
+		t.Errorf("a bad --limits: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
