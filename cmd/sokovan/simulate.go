@@ -21,7 +21,7 @@ func newSimulateCmd() *cobra.Command {
 		workloadFile, generate, importSpec, clusterSpec string
 		from                                            string
 		outJSON, outHTML, saveWorkload, cpuProfile      string
-		outSessions, limits                             string
+		outSessions, limits, classes                    string
 		sets, compare                                   []string
 		seed                                            uint64
 		horizon, tick, timeout                          time.Duration
@@ -85,6 +85,11 @@ func newSimulateCmd() *cobra.Command {
 				}
 			}
 			opt := simulate.Options{Seed: seed, Horizon: horizon, Samples: samples, Tick: tick}
+			if classes != "" {
+				if opt.Classes, err = simulate.ParseClasses(classes); err != nil {
+					return err
+				}
+			}
 			if progress || isTerminal(os.Stderr) {
 				opt.Progress = cmd.ErrOrStderr()
 			}
@@ -155,6 +160,7 @@ func newSimulateCmd() *cobra.Command {
 	f.StringArrayVar(&compare, "compare", nil, "KEY=V1,V2,…: run each value on the same workload (repeatable: cross product)")
 	f.Uint64Var(&seed, "seed", 1, "seed of the sim agents, and of --generate unless it names seed=")
 	f.DurationVar(&horizon, "horizon", 0, "stop at this virtual time (0: when every session has ended)")
+	f.StringVar(&classes, "classes", "", "size classes of the waits, as ascending GPU bounds: 0,1,4,8 (the default) is cpu-only, <=1, 2-4, 5-8 and >8 GPUs")
 	f.StringVar(&limits, "limits", "", "time limits for the workload's sessions: runtime (each its own run time), factor:F (F times it) or none; default: the workload's own (imported traces have none, and reserve then behaves as skip)")
 	f.DurationVar(&timeout, "timeout", 0, "stop after this much wall time, reporting what ran, marked partial, and exiting 1 (Ctrl-C does the same)")
 	f.StringVar(&from, "from", "", "load the live cluster of the manager at this address (SOKOVAN_TOKEN, admin) and print each pending session's estimated start")

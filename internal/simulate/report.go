@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -62,6 +63,8 @@ type Variant struct {
 	Fairness    Fairness    `json:"fairness"`
 	Slowdown    Slowdown    `json:"bounded_slowdown"`
 	BiggestGang *Gang       `json:"biggest_gang,omitempty"`
+	// Biggest is the sessions asking the most GPUs in all.
+	Biggest *Biggest `json:"biggest,omitempty"`
 	// Priorities is the wait of each priority, highest first, when the
 	// workload has more than one (a requeued session's wait is to its
 	// first start).
@@ -139,11 +142,70 @@ type Gang struct {
 	WorstWaitS  float64 `json:"worst_wait_s"`
 }
 
-// sizeClasses name sessions by the GPUs they ask for in all.
-var sizeClasses = []struct {
+// waitClass names sessions by the GPUs they ask for in all, up to max
+// inclusive.
+type waitClass struct {
 	name string
-	max  float64 // inclusive upper bound of GPUs
-}{{"cpu-only", 0}, {"<=1 GPU", 1}, {"2-4 GPUs", 4}, {"5-8 GPUs", 8}, {">8 GPUs", math.Inf(1)}}
+	max  float64
+}
+
+// DefaultClasses are the size classes' upper bounds in GPUs when Options
+// gives none: cpu-only, <=1, 2-4, 5-8 and >8 GPUs.
+var DefaultClasses = []float64{0, 1, 4, 8}
+
+// sizeClasses names the classes bounded by bounds (ascending GPUs), and
+// one more above the last.
+func sizeClasses(bounds []float64) []waitClass {
+	if len(bounds) == 0 {
+		bounds = DefaultClasses
+	}
+	out := make([]waitClass, 0, len(bounds)+1)
+	prev := -1.0
+	for _, b := range bounds {
+		var name string
+		switch {
+		case b == 0:
+			name = "cpu-only"
+		case prev <= 0:
+			name = fmt.Sprintf("<=%g GPU", b)
+			if b > 1 {
+				name += "s"
+			}
+		case prev == math.Trunc(prev) && b == math.Trunc(b) && prev+1 == b:
+			name = fmt.Sprintf("%g GPUs", b)
+		case prev == math.Trunc(prev) && b == math.Trunc(b):
+			name = fmt.Sprintf("%g-%g GPUs", prev+1, b)
+		default:
+			name = fmt.Sprintf(">%g-%g GPUs", prev, b)
+		}
+		out = append(out, waitClass{name: name, max: b})
+		prev = b
+	}
+	return append(out, waitClass{name: fmt.Sprintf(">%g GPUs", prev), max: math.Inf(1)})
+}
+
+// ParseClasses reads --classes: ascending GPU bounds, comma-separated.
+func ParseClasses(spec string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(spec, ",") {
+		b, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || b < 0 || math.IsInf(b, 0) || len(out) > 0 && b <= out[len(out)-1] {
+			return nil, fmt.Errorf("--classes %q: want ascending GPU counts of 0 or more, such as 0,1,4,8", spec)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// Biggest is the wait of the sessions asking the most GPUs in all,
+// whatever their kernel count: an 8-GPU single-node session is as big as
+// a gang of eight one-GPU kernels.
+type Biggest struct {
+	GPUs       float64 `json:"gpus"`
+	Sessions   int     `json:"sessions"`
+	Started    int     `json:"started"`
+	WorstWaitS float64 `json:"worst_wait_s"`
+}
 
 func (r *runner) report(cl Cluster, settings []Setting) Variant {
 	v := Variant{Name: variantName(settings), Settings: []string{}, Status: map[string]int{}, Cycles: r.cycles}
@@ -154,11 +216,13 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 	capacity := cl.capacity(r.reg)
 	end := r.clock.Now().Sub(r.origin)
 
-	classWaits := make([][]float64, len(sizeClasses))
-	classes := make([]Class, len(sizeClasses))
-	for i, c := range sizeClasses {
+	sizes := sizeClasses(r.opt.Classes)
+	classWaits := make([][]float64, len(sizes))
+	classes := make([]Class, len(sizes))
+	for i, c := range sizes {
 		classes[i].Name = c.name
 	}
+	biggest := Biggest{}
 	var slow []float64
 	var first, last time.Duration = -1, 0
 	gang := Gang{}
@@ -186,8 +250,15 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 		if first < 0 {
 			first = submit
 		}
-		ci := classOf(units(r.reg, gpu, rec.total.At(gpu)))
+		gpus := units(r.reg, gpu, rec.total.At(gpu))
+		ci := classOf(sizes, gpus)
 		classes[ci].Sessions++
+		if gpus > 0 && gpus >= biggest.GPUs {
+			if gpus > biggest.GPUs {
+				biggest = Biggest{GPUs: gpus}
+			}
+			biggest.Sessions++
+		}
 		if s.ClusterSize > 1 && s.ClusterSize >= gang.ClusterSize {
 			if s.ClusterSize > gang.ClusterSize {
 				gang = Gang{ClusterSize: s.ClusterSize}
@@ -204,6 +275,10 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 		if s.ClusterSize == gang.ClusterSize && s.ClusterSize > 1 {
 			gang.Started++
 			gang.WorstWaitS = max(gang.WorstWaitS, wait)
+		}
+		if gpus > 0 && gpus == biggest.GPUs {
+			biggest.Started++
+			biggest.WorstWaitS = max(biggest.WorstWaitS, wait)
 		}
 		if rec.end >= 0 {
 			run := rec.end - rec.start
@@ -231,6 +306,10 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 		gang.WorstWaitS = round3(gang.WorstWaitS)
 		v.BiggestGang = &gang
 	}
+	if biggest.GPUs > 0 {
+		biggest.WorstWaitS = round3(biggest.WorstWaitS)
+		v.Biggest = &biggest
+	}
 	if len(byPrio) > 1 {
 		prios := slices.Sorted(maps.Keys(byPrio))
 		slices.Reverse(prios)
@@ -245,13 +324,13 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 	return v
 }
 
-func classOf(gpus float64) int {
-	for i, c := range sizeClasses {
+func classOf(sizes []waitClass, gpus float64) int {
+	for i, c := range sizes {
 		if gpus <= c.max {
 			return i
 		}
 	}
-	return len(sizeClasses) - 1
+	return len(sizes) - 1
 }
 
 // timeSeries integrates the kernels' holdings over time: utilisation per

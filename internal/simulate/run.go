@@ -65,6 +65,9 @@ type Options struct {
 	// it exists (a simulation needs no durability, and memory spares the
 	// fsync each commit makes), else the system's temporary directory.
 	TempDir string
+	// Classes are the size classes' upper bounds in GPUs, ascending
+	// (DefaultClasses when empty); one more class holds what is above.
+	Classes []float64
 }
 
 // Run replays w on cl under the given settings through the production

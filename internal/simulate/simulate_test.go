@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -282,5 +283,38 @@ func TestSimulateSessionResults(t *testing.T) {
 	}
 	if !strings.Contains(csvOut.String(), ",c,u3,20,,,80,true,UNFINISHED,,\n") {
 		t.Errorf("CSV lacks c's censored row:\n%s", csvOut.String())
+	}
+}
+
+// TestSimulateSizeClasses: the classes follow --classes, and the biggest
+// sessions are those asking the most GPUs in all, one kernel or many.
+func TestSimulateSizeClasses(t *testing.T) {
+	t.Parallel()
+	if _, err := simulate.ParseClasses("0,4,2"); err == nil {
+		t.Error("descending bounds accepted")
+	}
+	bounds, err := simulate.ParseClasses("0,2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wl = `{"id":"cpu","submit_s":0,"user":"u1","resources":{"cpu":"1","mem":"1g"},"duration_s":10}
+{"id":"one","submit_s":0,"user":"u1","resources":{"cpu":"1","mem":"1g","cuda.shares":"1"},"duration_s":10}
+{"id":"eight","submit_s":0,"user":"u2","resources":{"cpu":"1","mem":"1g","cuda.shares":"8"},"duration_s":10}
+{"id":"gang","submit_s":0,"user":"u3","resources":{"cpu":"1","mem":"1g","cuda.shares":"2"},"cluster_size":2,"cluster_mode":"multi-node","duration_s":10}
+`
+	v, err := simulate.Run(context.Background(), workload(t, wl), cluster(t, "agents=2,cpu=16,mem=64g,cuda.shares=8"), nil,
+		simulate.Options{TempDir: t.TempDir(), Samples: 10, Classes: bounds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range v.Classes {
+		names = append(names, fmt.Sprintf("%s:%d", c.Name, c.Sessions))
+	}
+	if diff := cmp.Diff([]string{"all:4", "cpu-only:1", "<=2 GPUs:1", ">2 GPUs:2"}, names); diff != "" {
+		t.Errorf("classes (-want +got):\n%s", diff)
+	}
+	if v.Biggest == nil || v.Biggest.GPUs != 8 || v.Biggest.Sessions != 1 || v.Biggest.Started != 1 {
+		t.Errorf("biggest %+v, want the one 8-GPU single-kernel session", v.Biggest)
 	}
 }
