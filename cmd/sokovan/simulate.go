@@ -26,6 +26,7 @@ func newSimulateCmd() *cobra.Command {
 		seed                                            uint64
 		horizon, tick, timeout                          time.Duration
 		samples                                         int
+		scaleNodes                                      float64
 		progress                                        bool
 	)
 	cmd := &cobra.Command{
@@ -56,7 +57,7 @@ func newSimulateCmd() *cobra.Command {
 				return errors.New("--cluster is required")
 			}
 			defer simulate.BatchGC()()
-			cl, err := simulate.ParseCluster(clusterSpec, reg)
+			cl, err := simulate.LoadCluster(clusterSpec, scaleNodes, reg)
 			if err != nil {
 				return err
 			}
@@ -155,7 +156,8 @@ func newSimulateCmd() *cobra.Command {
 	f.StringVar(&workloadFile, "workload", "", "JSONL workload file, one session per line (docs/SIMULATION.md)")
 	f.StringVar(&generate, "generate", "", "generate a workload: sessions=N,users=N,seed=N,load=0.8,… (docs/SIMULATION.md)")
 	f.StringVar(&importSpec, "import", "", "import a public trace: openb:FILE (Alibaba cluster-trace-gpu-v2023 pod list) or helios:FILE")
-	f.StringVar(&clusterSpec, "cluster", "", "agents=N,cpu=64,mem=256g,cuda.shares=8[,max_kernels=N], or a JSON file")
+	f.StringVar(&clusterSpec, "cluster", "", "agents=N,cpu=64,mem=256g,cuda.shares=8[,max_kernels=N], a JSON file, or openb:FILE (the trace's node list)")
+	f.Float64Var(&scaleNodes, "scale-nodes", 1, "with --cluster openb:FILE: the fraction of the nodes kept (0.01), or above 1 a node count; each node shape keeps its share")
 	f.StringArrayVar(&sets, "set", nil, "KEY=VALUE: group.sequencer=drf, group.selector=dispersed, user.max_slots.cuda.shares=8, … (repeatable)")
 	f.StringArrayVar(&compare, "compare", nil, "KEY=V1,V2,…: run each value on the same workload (repeatable: cross product)")
 	f.Uint64Var(&seed, "seed", 1, "seed of the sim agents, and of --generate unless it names seed=")
