@@ -87,7 +87,6 @@ type Manager struct {
 	lease  *loggedLease
 	source config.Source
 	etcd   *config.Etcd
-	leader *config.Leader
 	addr   string
 	srv    *http.Server
 	ln     net.Listener
@@ -129,17 +128,17 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		st.Close()
 		return nil, err
 	}
-	var leader *config.Leader
 	if etcd != nil {
 		host, _ := os.Hostname()
 		// The election lives beside the settings key, so clusters sharing
 		// an etcd keep apart.
-		leader = etcd.Elect(etcd.Key()+"/leader", fmt.Sprintf("%s-%d", host, os.Getpid()), 5)
-		deps.Lease = leader
+		lease = &loggedLease{heldLease: etcd.Elect(etcd.Key()+"/leader", fmt.Sprintf("%s-%d", host, os.Getpid()), 5),
+			kind: "etcd election", log: cfg.Log}
+		deps.Lease = lease
 	} else if pg, ok := st.(*postgres.Store); ok {
 		// Several managers may share this schema: one at a time runs the
 		// handlers.
-		lease = &loggedLease{Lease: pg.Lease("coordinator", time.Second), log: cfg.Log}
+		lease = &loggedLease{heldLease: pg.Lease("coordinator", time.Second), kind: "PostgreSQL advisory lock", log: cfg.Log}
 		deps.Lease = lease
 	}
 	coord := coordinator.New(deps, cfg.Coordinator)
@@ -149,7 +148,7 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	deployer := deploy.New(deploy.Deps{Store: st, Admit: admitter, Sessions: coord, Lease: deps.Lease, Log: cfg.Log,
 		Registerer: reg}, cfg.Deploy)
 	m := &Manager{Parts: Parts{Store: st, Coordinator: coord, Slots: slots, Plugins: plugins, Hooks: hooks, Agents: agents,
-		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken, Admit: admitter, Deploy: deployer}, gw: gw, lease: lease, source: source, etcd: etcd, leader: leader, log: cfg.Log, cfg: cfg, sampler: sampler}
+		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken, Admit: admitter, Deploy: deployer}, gw: gw, lease: lease, source: source, etcd: etcd, log: cfg.Log, cfg: cfg, sampler: sampler}
 	if cfg.Events != "" {
 		host, _ := os.Hostname()
 		m.bus, err = events.OpenRedis(ctx, events.RedisConfig{URL: cfg.Events, Stream: cfg.EventsStream,
@@ -252,9 +251,6 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	if m.lease != nil {
 		m.lease.Close()
-	}
-	if m.leader != nil {
-		m.leader.Close()
 	}
 	if m.etcd != nil {
 		m.etcd.Close()
