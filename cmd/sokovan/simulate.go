@@ -86,32 +86,20 @@ func newSimulateCmd() *cobra.Command {
 				}
 			}
 			opt := simulate.Options{Seed: seed, Horizon: horizon, Samples: samples, Tick: tick}
-			if classes != "" {
-				if opt.Classes, err = simulate.ParseClasses(classes); err != nil {
-					return err
-				}
+			if opt.Classes, err = parseClasses(classes); err != nil {
+				return err
 			}
 			if progress || isTerminal(os.Stderr) {
 				opt.Progress = cmd.ErrOrStderr()
 			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
+			stopProfile, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
 			}
+			defer stopProfile()
 			start := time.Now()
-			ctx := cmd.Context()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("--timeout %s passed", timeout))
-				defer cancel()
-			}
+			ctx, cancel := withTimeout(cmd.Context(), timeout)
+			defer cancel()
 			vs, err := simulate.Compare(ctx, w, cl, variants, opt)
 			if err != nil {
 				return err
@@ -119,37 +107,7 @@ func newSimulateCmd() *cobra.Command {
 			fmt.Fprintf(cmd.ErrOrStderr(), "simulate: %d sessions × %d variants in %.1fs wall time\n",
 				len(w.Sessions), len(vs), time.Since(start).Seconds())
 			rep := simulate.NewReport(source, w, cl, vs)
-			if err := rep.WriteTable(cmd.OutOrStdout()); err != nil {
-				return err
-			}
-			if outJSON != "" {
-				if err := writeFile(outJSON, rep.WriteJSON); err != nil {
-					return err
-				}
-			}
-			if outHTML != "" {
-				if err := writeFile(outHTML, rep.WriteHTML); err != nil {
-					return err
-				}
-			}
-			if outSessions != "" {
-				write := rep.WriteSessionsJSONL
-				if strings.HasSuffix(outSessions, ".csv") {
-					write = rep.WriteSessionsCSV
-				}
-				if err := writeFile(outSessions, write); err != nil {
-					return err
-				}
-			}
-			for _, v := range vs {
-				if v.Partial != "" {
-					return fmt.Errorf("the run stopped early (%s): what it had is reported, marked partial", v.Partial)
-				}
-			}
-			if len(vs) < len(variants) {
-				return fmt.Errorf("the run stopped early: %d of %d variants ran", len(vs), len(variants))
-			}
-			return nil
+			return writeReport(cmd.OutOrStdout(), rep, len(variants), outJSON, outHTML, outSessions)
 		},
 	}
 	f := cmd.Flags()
@@ -279,4 +237,73 @@ func newSimulateImportCmd() *cobra.Command {
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the workload here (default: stdout)")
 	cmd.Flags().StringVar(&limits, "limits", "", "time limits: runtime, factor:F or none (see simulate --limits)")
 	return cmd
+}
+
+// writeReport prints the report's table and writes the files asked for;
+// a run that stopped early is an error once everything is written.
+func writeReport(out io.Writer, rep simulate.Report, variants int, outJSON, outHTML, outSessions string) error {
+	if err := rep.WriteTable(out); err != nil {
+		return err
+	}
+	if outJSON != "" {
+		if err := writeFile(outJSON, rep.WriteJSON); err != nil {
+			return err
+		}
+	}
+	if outHTML != "" {
+		if err := writeFile(outHTML, rep.WriteHTML); err != nil {
+			return err
+		}
+	}
+	if outSessions != "" {
+		write := rep.WriteSessionsJSONL
+		if strings.HasSuffix(outSessions, ".csv") {
+			write = rep.WriteSessionsCSV
+		}
+		if err := writeFile(outSessions, write); err != nil {
+			return err
+		}
+	}
+	for _, v := range rep.Variants {
+		if v.Partial != "" {
+			return fmt.Errorf("the run stopped early (%s): what it had is reported, marked partial", v.Partial)
+		}
+	}
+	if len(rep.Variants) < variants {
+		return fmt.Errorf("the run stopped early: %d of %d variants ran", len(rep.Variants), variants)
+	}
+	return nil
+}
+
+// startCPUProfile profiles the run into path, if one is given; stop
+// ends it.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// parseClasses reads --classes; empty leaves the default classes.
+func parseClasses(spec string) ([]float64, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	return simulate.ParseClasses(spec)
+}
+
+// withTimeout bounds ctx by --timeout, when one is given.
+func withTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, timeout, fmt.Errorf("--timeout %s passed", timeout))
 }

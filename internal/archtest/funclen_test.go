@@ -36,7 +36,6 @@ var longFuncs = map[string]int{
 	"internal/store/storetest/preempt.go:testPreemption":             133,
 	"internal/store/storetest/limits.go:testTimeLimits":              128,
 	"internal/store/storetest/stress.go:testConcurrentAppliers":      127,
-	"cmd/sokovan/simulate.go:newSimulateCmd":                         122,
 }
 
 // funcLen is one function of a production file.
