@@ -44,7 +44,7 @@ func (c *Coordinator) DrainDue(ctx context.Context) error {
 				continue
 			}
 			reason := fmt.Sprintf("agent %s drained: deadline %s passed", d.Agent, d.Deadline.UTC().Format(time.RFC3339))
-			if _, err := c.Terminate(ctx, k.SessionID, reason, true); err != nil {
+			if _, err := c.terminate(ctx, k.SessionID, reason, true, c.forceLater); err != nil {
 				return fmt.Errorf("drain: terminate %s: %w", k.SessionID, err)
 			}
 			c.log.Info("drain deadline passed: session terminated", "agent", d.Agent, "session", k.SessionID)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -76,4 +77,33 @@ func TestDrainWithoutDeadlineWaits(t *testing.T) {
 	}
 	h.step()
 	h.wantStatus(a, domain.SessionRunning)
+}
+
+// TestDrainDeadlineOnHungAgentDoesNotHoldTheLoop: the forced ends of a
+// drain whose agent hangs run beside the sweep, not in it: the sessions
+// are TERMINATING at once with the drain's reason, and the sweep returns
+// without waiting out the agent's call timeout (an hour here).
+func TestDrainDeadlineOnHungAgentDoesNotHoldTheLoop(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 2, nil)
+		a := h.submitWith(on("agent-0"), "sleep", "1", 1, domain.SingleNode)
+		h.until(a, domain.SessionRunning)
+		h.c.Configure(coordinator.Config{CallTimeout: time.Hour}, coordinator.GroupDefaults{})
+		h.async = true
+		h.agents.hang["agent-0"] = true
+		if err := h.st.DrainAgent(h.ctx, "agent-0", h.clock.Now(), h.clock.Now().Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		h.advance(time.Minute)
+		within(t, 30*time.Second, "a sweep past the deadline of a hung agent's drain", func() {
+			if err := h.c.Sweep(h.ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+		s := h.session(a).Session
+		if s.Status != domain.SessionTerminating || !strings.Contains(s.StatusReason, "drained") {
+			t.Fatalf("session %s (%q), want TERMINATING with the drain's reason", s.Status, s.StatusReason)
+		}
+	})
 }

@@ -189,8 +189,11 @@ func (f *fakeAgents) CreateKernels(ctx context.Context, agent domain.AgentID, sp
 	return nil
 }
 
-func (f *fakeAgents) DestroyKernel(_ context.Context, agent domain.AgentID, kernel domain.KernelID, forced bool) error {
+func (f *fakeAgents) DestroyKernel(ctx context.Context, agent domain.AgentID, kernel domain.KernelID, forced bool) error {
 	f.count("destroy", agent)
+	if err := f.wait(ctx, agent); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failDestroy {

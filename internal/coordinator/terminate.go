@@ -17,6 +17,30 @@ import (
 // without the grace period, also when the session was already terminating.
 // It returns the session as it is afterwards.
 func (c *Coordinator) Terminate(ctx context.Context, id domain.SessionID, reason string, force bool) (store.SessionWithKernels, error) {
+	return c.terminate(ctx, id, reason, force, c.forceDestroy)
+}
+
+// forceLater is forceDestroy in the background, for the coordinator's own
+// loop: a drained agent that hangs must not hold the loop for a call
+// timeout. The session is TERMINATING already, so a destroy that does not
+// finish is TerminateSessions' to retry. The simulator, which calls agents
+// in turn, waits for it as before.
+func (c *Coordinator) forceLater(ctx context.Context, s store.SessionWithKernels, now time.Time) (store.SessionWithKernels, error) {
+	if c.serial() {
+		return c.forceDestroy(ctx, s, now)
+	}
+	// ctx is the loop's: it outlives this sweep and ends with the
+	// coordinator, which waits for the destroy (WaitCalls).
+	c.calls.bg.Go(func() {
+		if _, err := c.forceDestroy(ctx, s, now); err != nil {
+			c.log.Warn("forced destroy", "session", s.Session.ID, "err", err)
+		}
+	})
+	return s, nil
+}
+
+func (c *Coordinator) terminate(ctx context.Context, id domain.SessionID, reason string, force bool,
+	destroy func(context.Context, store.SessionWithKernels, time.Time) (store.SessionWithKernels, error)) (store.SessionWithKernels, error) {
 	// A session may move between the read and the guarded write; a few
 	// tries see where it went.
 	for range 5 {
@@ -38,7 +62,7 @@ func (c *Coordinator) Terminate(ctx context.Context, id domain.SessionID, reason
 			if !force {
 				return s, nil
 			}
-			return c.forceDestroy(ctx, s, now)
+			return destroy(ctx, s, now)
 		default:
 			to = domain.Transition{Session: domain.SessionTerminating}
 			handler = domain.HandlerUserTerminate
@@ -56,7 +80,7 @@ func (c *Coordinator) Terminate(ctx context.Context, id domain.SessionID, reason
 		}
 		c.Mark()
 		if force && to.Session == domain.SessionTerminating {
-			return c.forceDestroy(ctx, s, now)
+			return destroy(ctx, s, now)
 		}
 		return c.store.GetSession(ctx, id)
 	}
