@@ -78,20 +78,8 @@ type KernelReport struct {
 	// ServicePorts are what a running kernel serves (as on its
 	// kernel_started event), for a manager that missed that event.
 	ServicePorts []domain.ServicePort `json:"service_ports,omitempty"`
-	// Ready is set for a running kernel by runtimes that evaluate
-	// readiness probes; absent means unknown, not false. The manager does
-	// not act on it yet.
-	Ready  *bool         `json:"ready,omitempty"`
-	Probes []ProbeReport `json:"probes,omitempty"`
-}
-
-// ProbeReport is one readiness probe's standing, named as seed 002 names
-// it: SUCCESS, FAILURE, FAILED_THRESHOLD or UNKNOWN.
-type ProbeReport struct {
-	Status    string `json:"status"`
-	Successes int    `json:"successes,omitempty"`
-	Failures  int    `json:"failures,omitempty"`
-	Message   string `json:"message,omitempty"`
+	// Agents of earlier releases may add "ready" and "probes" (readiness
+	// probes nobody sent them); the decoder ignores both.
 }
 
 // Events carries agent events in the order they happened. The agent and
@@ -177,34 +165,11 @@ type KernelSpec struct {
 	// they are sent again with every create, so a restarted agent needs no
 	// memory of its own.
 	Devices []domain.DeviceGrant `json:"devices,omitempty"`
-	// Readiness are the kernel's readiness probes. The manager sends none
-	// yet: deployments check their routes' health from the manager
-	// (internal/deploy), not through the agent.
-	Readiness []ProbeSpec `json:"readiness,omitempty"`
 	// Serves says the kernel serves HTTP (an inference session's, a
 	// deployment's route): the agent gives it a free port of its host
 	// unless its environment names one in PORT. An older manager never
 	// sets it; its agents then give ports only to http-* images, as before.
 	Serves bool `json:"serves,omitempty"`
-}
-
-// ProbeSpec is one readiness probe: an HTTP GET or a command. Durations
-// are in milliseconds; zero takes the runtime's default.
-type ProbeSpec struct {
-	HTTP             *HTTPProbe `json:"http,omitempty"`
-	Exec             []string   `json:"exec,omitempty"`
-	PeriodMS         int64      `json:"period_ms,omitempty"`
-	TimeoutMS        int64      `json:"timeout_ms,omitempty"`
-	InitialDelayMS   int64      `json:"initial_delay_ms,omitempty"`
-	SuccessThreshold int        `json:"success_threshold,omitempty"`
-	FailureThreshold int        `json:"failure_threshold,omitempty"`
-}
-
-// HTTPProbe is a GET of URL, or of Path on Port of the kernel's host.
-type HTTPProbe struct {
-	URL  string `json:"url,omitempty"`
-	Port int    `json:"port,omitempty"`
-	Path string `json:"path,omitempty"`
 }
 
 // DestroyKernel asks an agent to stop a kernel and answers once it has.

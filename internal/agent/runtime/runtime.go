@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sokovan-go/sokovan/internal/agent/runtime/probe"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -123,13 +122,6 @@ type KernelState struct {
 	FinishedAt time.Time
 	// Ports are what the kernel serves, as its kernel_started event said.
 	Ports []domain.ServicePort
-	// Ready is set, for a running kernel, by a runtime that evaluates
-	// readiness probes: true when every probe of the kernel is SUCCESS
-	// (or it has none). Nil means the runtime does not evaluate them, so
-	// readiness is unknown rather than false.
-	Ready *bool
-	// Probes is each readiness probe's standing, in spec order.
-	Probes []probe.State
 }
 
 // CapacityReporter is a runtime that can say what it offers now, when its
@@ -200,12 +192,6 @@ type Spec struct {
 	// is not reachable from other hosts unless the agent asks for it.
 	Port     int
 	BindHost string
-	// Readiness are the kernel's readiness probes, checked while it runs;
-	// none means ready once running. The manager sends none yet:
-	// deployments check their routes' health from the manager instead
-	// (internal/deploy), so only a spec given to the agent directly has
-	// them.
-	Readiness []probe.Spec
 	// Devices are the devices the manager granted the kernel. Nil where
 	// the agent hands out no devices; empty (not nil) where it does and
 	// the kernel got none, so it is shown none.
@@ -289,11 +275,6 @@ func (s Spec) Validate() error {
 		}
 		if strings.ContainsRune(v, 0) {
 			return fmt.Errorf("%w: kernel %s: environment %s holds a NUL byte", ErrInvalidSpec, s.Kernel, k)
-		}
-	}
-	for i, p := range s.Readiness {
-		if err := p.Validate(); err != nil {
-			return fmt.Errorf("%w: kernel %s: readiness probe %d: %v", ErrInvalidSpec, s.Kernel, i, err)
 		}
 	}
 	for _, a := range s.Command {

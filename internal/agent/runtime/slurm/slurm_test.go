@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
-	"github.com/sokovan-go/sokovan/internal/agent/runtime/probe"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/slurm"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -285,9 +284,7 @@ func TestRecoverReadoptsRunningJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	d1 := runtimetest.Driver{T: t, Runtime: rt1, Wait: slurmWait}
-	// Probed before and after: a re-adopted job must be probed again.
-	run := runtime.Spec{Kernel: domain.KernelID("rec-" + runtimetest.RandomHex(t, 4)), Session: "s", Image: "sleep",
-		Readiness: []probe.Spec{{Exec: []string{"true"}, Period: 100 * time.Millisecond}}}
+	run := runtime.Spec{Kernel: domain.KernelID("rec-" + runtimetest.RandomHex(t, 4)), Session: "s", Image: "sleep"}
 	done := runtime.Spec{Kernel: domain.KernelID("recx-" + runtimetest.RandomHex(t, 4)), Session: "s", Image: "exit:5",
 		Env: map[string]string{"SOKOVAN_EXIT_AFTER": "2"}}
 	d1.Start(run)
@@ -306,10 +303,6 @@ func TestRecoverReadoptsRunningJobs(t *testing.T) {
 	if !ok || !st.Running || !st.StartedAt.Equal(before.StartedAt) {
 		t.Fatalf("after Recover Live has %+v (listed %v), want running since %v", st, ok, before.StartedAt)
 	}
-	wait(t, "the re-adopted job ready", func() bool {
-		st, ok := e.d.Live(run.Kernel)
-		return ok && st.Ready != nil && *st.Ready
-	})
 	ev := e.rec.Exit(t, done.Kernel)
 	if runtimetest.Code(ev) != 5 {
 		t.Errorf("the job that ended while the agent was away: %+v, want code 5", ev)
