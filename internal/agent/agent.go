@@ -666,10 +666,8 @@ func (a *Agent) spec(k agentrpc.KernelSpec) (runtime.Spec, error) {
 	if err != nil {
 		return runtime.Spec{}, fmt.Errorf("kernel %s: %w", k.Kernel, err)
 	}
-	spec := runtime.Spec{Kernel: k.Kernel, Session: k.Session, Image: k.Image, Slots: slots, Registry: a.cfg.Registry,
-		Command: k.Command, Env: k.Env, ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: k.ClusterSize,
-		ClusterHosts: k.ClusterHosts, TimeLimit: time.Duration(k.TimeLimitMS) * time.Millisecond,
-		Devices: k.Devices}
+	spec := runtime.Spec{KernelSpec: k.KernelSpec, Slots: slots, Registry: a.cfg.Registry,
+		TimeLimit: time.Duration(k.TimeLimitMS) * time.Millisecond}
 	if spec.Devices == nil && len(a.cfg.Devices) > 0 {
 		spec.Devices = []domain.DeviceGrant{}
 	}

@@ -63,8 +63,8 @@ func TestHeartbeatCarriesCapacityAndWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := domain.DefaultRegistry()
-	failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "sleep", Slots: reg.FormatSlots(reg.NewVec()),
-		TimeLimitMS: 90_000}})
+	failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{KernelSpec: domain.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep"},
+		Slots: reg.FormatSlots(reg.NewVec()), TimeLimitMS: 90_000}})
 	if err != nil || len(failed) > 0 {
 		t.Fatal(err, failed)
 	}
@@ -125,9 +125,10 @@ func TestServingKernelsGetAPort(t *testing.T) {
 	reg := domain.DefaultRegistry()
 	none := reg.FormatSlots(reg.NewVec())
 	failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{
-		{Kernel: "plain", Session: "s1", Image: "sleep", Slots: none},
-		{Kernel: "serving", Session: "s2", Image: "sleep", Slots: none, Serves: true},
-		{Kernel: "named", Session: "s3", Image: "sleep", Slots: none, Serves: true, Env: map[string]string{"PORT": "9000"}},
+		{KernelSpec: domain.KernelSpec{Kernel: "plain", Session: "s1", Image: "sleep"}, Slots: none},
+		{KernelSpec: domain.KernelSpec{Kernel: "serving", Session: "s2", Image: "sleep", Serves: true}, Slots: none},
+		{KernelSpec: domain.KernelSpec{Kernel: "named", Session: "s3", Image: "sleep", Serves: true,
+			Env: map[string]string{"PORT": "9000"}}, Slots: none},
 	})
 	if err != nil || len(failed) > 0 {
 		t.Fatal(err, failed)

@@ -114,17 +114,48 @@ func TestHeartbeatWireIsAdditive(t *testing.T) {
 	}
 }
 
-// A kernel spec encodes as it always has.
+// kernelSpecJSON is a kernel spec as managers of earlier releases wrote
+// it, every field set, when the wire type listed its fields itself.
+const kernelSpecJSON = `{"kernel":"k1","session":"s1","image":"sleep","slots":{"cpu":"2"},"cluster_role":"sub",` +
+	`"cluster_idx":1,"cluster_size":2,"cluster_hosts":["main0","sub1"],"cluster_addrs":["10.0.0.1","10.0.0.2"],` +
+	`"command":["sleep","9"],"env":{"A":"b"},"time_limit_ms":90000,` +
+	`"devices":[{"device":"cuda0","index":0,"slot":"cuda.device","share":1000}],"serves":true}`
+
+// A kernel spec keeps its wire names: one of an earlier release reads
+// whole and encodes to the same object, and an empty one to the fields
+// it always had. JSON objects are unordered, so they compare decoded.
 func TestKernelSpecWire(t *testing.T) {
 	t.Parallel()
-	spec := agentrpc.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep"}
+	object := func(b []byte) map[string]any {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	var spec agentrpc.KernelSpec
+	if err := json.Unmarshal([]byte(kernelSpecJSON), &spec); err != nil {
+		t.Fatal(err)
+	}
+	if spec.Kernel != "k1" || spec.Slots["cpu"] != "2" || spec.ClusterIdx != 1 || len(spec.ClusterAddrs) != 2 ||
+		spec.TimeLimitMS != 90000 || len(spec.Devices) != 1 || !spec.Serves || spec.Env["A"] != "b" {
+		t.Errorf("read %+v", spec)
+	}
 	got, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"kernel":"k1","session":"s1","image":"sleep","slots":null,"cluster_role":"","cluster_idx":0,"cluster_size":0,"cluster_hosts":null}`
-	if diff := cmp.Diff(want, string(got)); diff != "" {
-		t.Errorf("encoded spec (-want +got):\n%s", diff)
+	if diff := cmp.Diff(object([]byte(kernelSpecJSON)), object(got)); diff != "" {
+		t.Errorf("re-encoded spec (-earlier release +now):\n%s", diff)
+	}
+	got, err = json.Marshal(agentrpc.KernelSpec{KernelSpec: domain.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const empty = `{"kernel":"k1","session":"s1","image":"sleep","slots":null,"cluster_role":"","cluster_idx":0,"cluster_size":0,"cluster_hosts":null}`
+	if diff := cmp.Diff(object([]byte(empty)), object(got)); diff != "" {
+		t.Errorf("encoded spec (-earlier release +now):\n%s", diff)
 	}
 }
 

@@ -156,30 +156,24 @@ type Waiting struct {
 // not call the runtime's Close.
 type Sink func(domain.KernelEvent)
 
-// Spec is everything a runtime needs to start one kernel.
+// Spec is everything a runtime needs to start one kernel: the manager's
+// domain.KernelSpec as the wire brought it, and what the agent adds. Of
+// the manager's: Command, when not empty, replaces the image's own command
+// line; Env is added to the kernel's environment, the SOKOVAN_* facts
+// below winning over an entry of the same name; ClusterRole empty means
+// main and ClusterSize zero a single kernel; Devices are nil where the
+// agent hands out no devices, and empty (not nil) where it does and the
+// kernel got none, so it is shown none. Serves is the agent's to act on
+// (it picks Port); runtimes read Port.
 type Spec struct {
-	Kernel  domain.KernelID
-	Session domain.SessionID
-	Image   string
+	domain.KernelSpec
 	// Slots is the kernel's requested resources, read through Registry for
 	// slot names and kinds. The process runtime turns "mem", "cpu" and
 	// "pids" into limits where it can enforce them.
 	Slots    domain.Vec
 	Registry *domain.Registry
-	// Command, when not empty, replaces the image's own command line.
-	Command []string
-	// Env is added to the kernel's environment; the SOKOVAN_* facts below
-	// win over an entry of the same name.
-	Env map[string]string
-	// ClusterRole is "main" or "sub"; empty means main. ClusterSize zero
-	// means a single kernel.
-	ClusterRole string
-	ClusterIdx  int
-	ClusterSize int
-	// ClusterHosts are the hostnames of the session's kernels in index
-	// order; Hostname is this kernel's own.
-	ClusterHosts []string
-	Hostname     string
+	// Hostname is this kernel's own of ClusterHosts.
+	Hostname string
 	// ClusterAddrs are where each of ClusterHosts is reached (its
 	// agent's host), same order; empty when the manager did not say.
 	ClusterAddrs []string
@@ -192,10 +186,6 @@ type Spec struct {
 	// is not reachable from other hosts unless the agent asks for it.
 	Port     int
 	BindHost string
-	// Devices are the devices the manager granted the kernel. Nil where
-	// the agent hands out no devices; empty (not nil) where it does and
-	// the kernel got none, so it is shown none.
-	Devices []domain.DeviceGrant
 }
 
 // Environment variables every kernel gets.

@@ -76,7 +76,7 @@ func newEnv(t *testing.T, edit func(*slurm.Config)) *env {
 
 func (e *env) spec(image string, env map[string]string) runtime.Spec {
 	id := domain.KernelID("k-" + runtimetest.RandomHex(e.t, 4))
-	return runtime.Spec{Kernel: id, Session: "s-" + domain.SessionID(id), Image: image, Env: env}
+	return runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: id, Session: "s-" + domain.SessionID(id), Image: image, Env: env}}
 }
 
 // jobOf is the kernel's job id, from its state file.
@@ -284,9 +284,10 @@ func TestRecoverReadoptsRunningJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	d1 := runtimetest.Driver{T: t, Runtime: rt1, Wait: slurmWait}
-	run := runtime.Spec{Kernel: domain.KernelID("rec-" + runtimetest.RandomHex(t, 4)), Session: "s", Image: "sleep"}
-	done := runtime.Spec{Kernel: domain.KernelID("recx-" + runtimetest.RandomHex(t, 4)), Session: "s", Image: "exit:5",
-		Env: map[string]string{"SOKOVAN_EXIT_AFTER": "2"}}
+	run := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: domain.KernelID("rec-" + runtimetest.RandomHex(t, 4)),
+		Session: "s", Image: "sleep"}}
+	done := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: domain.KernelID("recx-" + runtimetest.RandomHex(t, 4)),
+		Session: "s", Image: "exit:5", Env: map[string]string{"SOKOVAN_EXIT_AFTER": "2"}}}
 	d1.Start(run)
 	d1.Start(done)
 	rec1.WaitFor(t, "start", runtimetest.IsStart(run.Kernel))
@@ -463,7 +464,8 @@ func TestSharesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := runtime.Spec{Kernel: "k-shares", Session: "s-shares", Image: "sleep", Registry: reg, Slots: slots}
+	spec := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: "k-shares", Session: "s-shares", Image: "sleep"},
+		Registry: reg, Slots: slots}
 	err = rt.Create(context.Background(), spec)
 	if !errors.Is(err, runtime.ErrInvalidSpec) || !strings.Contains(err.Error(), "cuda.shares") {
 		t.Fatalf("Create = %v, want an invalid spec naming cuda.shares", err)
