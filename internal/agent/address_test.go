@@ -11,6 +11,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // TestResolveAddressesOnLoopback: with the manager on loopback, the
@@ -97,8 +98,8 @@ func TestKernelsBindTheKernelAddress(t *testing.T) {
 	rec := specRecorder{Runtime: rt, specs: make(chan runtime.Spec, 4)}
 	ctx, mc, stop := runAgent(t, a, rec)
 	defer stop()
-	failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "sleep", Serves: true,
-		ClusterRole: "sub", ClusterIdx: 1, ClusterSize: 2, ClusterHosts: []string{"main0", "sub1"},
+	failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{KernelSpec: domain.KernelSpec{
+		Kernel: "k1", Session: "s1", Image: "sleep", Serves: true, ClusterRole: "sub", ClusterIdx: 1, ClusterSize: 2, ClusterHosts: []string{"main0", "sub1"}},
 		ClusterAddrs: []string{"10.77.0.21", "10.77.0.22"}}})
 	if err != nil || failed["k1"] != nil {
 		t.Fatalf("create: %v %v", err, failed)

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
-	"github.com/sokovan-go/sokovan/internal/agent/runtime/probe"
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
@@ -246,13 +245,6 @@ func (a *Agent) reports() []agentrpc.KernelReport {
 	for i, k := range live {
 		out[i] = agentrpc.KernelReport{ID: k.ID, Running: k.Running, ExitCode: k.ExitCode, Reason: exitReason(k.Reason, k.Message),
 			ServicePorts: k.Ports}
-		if k.Running {
-			out[i].Ready = k.Ready
-			for _, p := range k.Probes {
-				out[i].Probes = append(out[i].Probes, agentrpc.ProbeReport{Status: string(p.Status), Successes: p.Successes,
-					Failures: p.Failures, Message: p.Message})
-			}
-		}
 	}
 	return out
 }
@@ -674,10 +666,8 @@ func (a *Agent) spec(k agentrpc.KernelSpec) (runtime.Spec, error) {
 	if err != nil {
 		return runtime.Spec{}, fmt.Errorf("kernel %s: %w", k.Kernel, err)
 	}
-	spec := runtime.Spec{Kernel: k.Kernel, Session: k.Session, Image: k.Image, Slots: slots, Registry: a.cfg.Registry,
-		Command: k.Command, Env: k.Env, ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: k.ClusterSize,
-		ClusterHosts: k.ClusterHosts, TimeLimit: time.Duration(k.TimeLimitMS) * time.Millisecond,
-		Devices: k.Devices}
+	spec := runtime.Spec{KernelSpec: k.KernelSpec, Slots: slots, Registry: a.cfg.Registry,
+		TimeLimit: time.Duration(k.TimeLimitMS) * time.Millisecond}
 	if spec.Devices == nil && len(a.cfg.Devices) > 0 {
 		spec.Devices = []domain.DeviceGrant{}
 	}
@@ -688,9 +678,6 @@ func (a *Agent) spec(k agentrpc.KernelSpec) (runtime.Spec, error) {
 		spec.ClusterAddrs = k.ClusterAddrs
 	}
 	spec.BindHost = a.cfg.KernelAddress
-	for _, p := range k.Readiness {
-		spec.Readiness = append(spec.Readiness, probeSpec(p))
-	}
 	if p, err := strconv.Atoi(k.Env["PORT"]); err == nil {
 		spec.Port = p
 	} else if k.Serves || strings.HasPrefix(k.Image, "http-") {
@@ -699,18 +686,6 @@ func (a *Agent) spec(k agentrpc.KernelSpec) (runtime.Spec, error) {
 		}
 	}
 	return spec, nil
-}
-
-// probeSpec turns the wire's probe into the runtime's; Spec.Validate
-// judges it.
-func probeSpec(p agentrpc.ProbeSpec) probe.Spec {
-	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
-	out := probe.Spec{Exec: p.Exec, Period: ms(p.PeriodMS), Timeout: ms(p.TimeoutMS), InitialDelay: ms(p.InitialDelayMS),
-		SuccessThreshold: p.SuccessThreshold, FailureThreshold: p.FailureThreshold}
-	if p.HTTP != nil {
-		out.HTTP = &probe.HTTPGet{URL: p.HTTP.URL, Port: p.HTTP.Port, Path: p.HTTP.Path}
-	}
-	return out
 }
 
 func (a *Agent) create(ctx context.Context, spec runtime.Spec) error {

@@ -92,7 +92,8 @@ func TestAgentDeliversEventsInOrderThroughFailures(t *testing.T) {
 	}
 	reg := domain.DefaultRegistry()
 	slots := reg.FormatSlots(reg.NewVec())
-	if failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "exit:3", Slots: slots}}); err != nil || len(failed) > 0 {
+	if failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{
+		{KernelSpec: domain.KernelSpec{Kernel: "k1", Session: "s1", Image: "exit:3"}, Slots: slots}}); err != nil || len(failed) > 0 {
 		t.Fatal(err, failed)
 	}
 	// The kernel exits with 3 after a second; wait for its events and for a
@@ -190,15 +191,17 @@ func TestCreateKernelsRefusesAnInvalidSessionWhole(t *testing.T) {
 		name string
 		bad  agentrpc.KernelSpec
 	}{
-		{"reserved environment name", agentrpc.KernelSpec{Kernel: "k2", Session: "s1", Image: "sleep", Env: map[string]string{"LD_PRELOAD": "x"}}},
-		{"kernel id that is no file name", agentrpc.KernelSpec{Kernel: "../k2", Session: "s1", Image: "sleep"}},
-		{"negative cluster index", agentrpc.KernelSpec{Kernel: "k2", Session: "s1", Image: "sleep", ClusterIdx: -1, ClusterSize: 2,
-			ClusterHosts: []string{"main0", "sub1"}}},
+		{"reserved environment name", agentrpc.KernelSpec{KernelSpec: domain.KernelSpec{Kernel: "k2", Session: "s1",
+			Image: "sleep", Env: map[string]string{"LD_PRELOAD": "x"}}}},
+		{"kernel id that is no file name", agentrpc.KernelSpec{KernelSpec: domain.KernelSpec{Kernel: "../k2", Session: "s1",
+			Image: "sleep"}}},
+		{"negative cluster index", agentrpc.KernelSpec{KernelSpec: domain.KernelSpec{Kernel: "k2", Session: "s1", Image: "sleep",
+			ClusterIdx: -1, ClusterSize: 2, ClusterHosts: []string{"main0", "sub1"}}}},
 	}
 	for i, tc := range tests {
-		good := agentrpc.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep"}
-		other := agentrpc.KernelSpec{Kernel: domain.KernelID(fmt.Sprintf("o%d", i)), Session: domain.SessionID(fmt.Sprintf("o%d", i)),
-			Image: "sleep"}
+		good := agentrpc.KernelSpec{KernelSpec: domain.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep"}}
+		other := agentrpc.KernelSpec{KernelSpec: domain.KernelSpec{Kernel: domain.KernelID(fmt.Sprintf("o%d", i)),
+			Session: domain.SessionID(fmt.Sprintf("o%d", i)), Image: "sleep"}}
 		failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{good, tc.bad, other})
 		if err != nil {
 			t.Fatalf("%s: CreateKernels = %v, want per-kernel answers", tc.name, err)
@@ -226,7 +229,8 @@ func TestCreateKernelsRefusesAnInvalidSessionWhole(t *testing.T) {
 
 	// As a manager of an earlier release asks: no per_kernel.
 	body, _ := json.Marshal(agentrpc.CreateKernels{Kernels: []agentrpc.KernelSpec{
-		{Kernel: "w1", Session: "w", Image: "sleep"}, {Kernel: "w2", Session: "w2", Image: "sleep", Env: map[string]string{"LD_PRELOAD": "x"}}}})
+		{KernelSpec: domain.KernelSpec{Kernel: "w1", Session: "w", Image: "sleep"}},
+		{KernelSpec: domain.KernelSpec{Kernel: "w2", Session: "w2", Image: "sleep", Env: map[string]string{"LD_PRELOAD": "x"}}}}})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.Addr()+"/rpc/create_kernels", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer tok")
 	resp, err := http.DefaultClient.Do(req)
@@ -243,7 +247,8 @@ func TestCreateKernelsRefusesAnInvalidSessionWhole(t *testing.T) {
 
 	// A slot this agent's registry does not know is no verdict on the spec
 	// (another agent may know it): it stays a retryable failure.
-	failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k3", Session: "s3", Image: "sleep", Slots: map[string]string{"warp": "1"}}})
+	failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{
+		{KernelSpec: domain.KernelSpec{Kernel: "k3", Session: "s3", Image: "sleep"}, Slots: map[string]string{"warp": "1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +268,8 @@ func TestStoppedAgentSendsItsKernelsEnds(t *testing.T) {
 	defer srv.Close()
 	a, rt := simAgent(t, srv.URL)
 	ctx, mc, stop := runAgent(t, a, rt)
-	if failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "sleep"}}); err != nil || len(failed) > 0 {
+	if failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{
+		{KernelSpec: domain.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep"}}}); err != nil || len(failed) > 0 {
 		t.Fatal(err, failed)
 	}
 	got := func(kind domain.EventKind) bool {

@@ -77,8 +77,8 @@ func TestAgentDevices(t *testing.T) {
 	grant := []domain.DeviceGrant{{Device: "cuda:1", Index: 1, Slot: "cuda.device", Share: 1000, Memory: 16 << 30}}
 	slots := map[string]string{"cpu": "1"}
 	if failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{
-		{Kernel: "k1", Session: "s1", Image: "sleep", Slots: slots, Devices: grant},
-		{Kernel: "k2", Session: "s2", Image: "sleep", Slots: slots},
+		{KernelSpec: domain.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep", Devices: grant}, Slots: slots},
+		{KernelSpec: domain.KernelSpec{Kernel: "k2", Session: "s2", Image: "sleep"}, Slots: slots},
 	}); err != nil || len(failed) > 0 {
 		t.Fatal(err, failed)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/agent"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
-	"github.com/sokovan-go/sokovan/internal/agent/runtime/probe"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -41,19 +40,9 @@ func (r *reporting) Create(ctx context.Context, spec runtime.Spec) error {
 	return r.Runtime.Create(ctx, spec)
 }
 
-func (r *reporting) Live() []runtime.KernelState {
-	live := r.Runtime.Live()
-	for i := range live {
-		ready := false
-		live[i].Ready, live[i].Probes = &ready, []probe.State{{Status: probe.FailedThreshold, Failures: 3, Message: "503"}}
-	}
-	return live
-}
-
-// Heartbeats carry the runtime's current capacity, the kernels waiting to
-// start with why, and each running kernel's readiness; a create's probes
-// and time limit reach the runtime's spec.
-func TestHeartbeatCarriesCapacityWaitingAndReadiness(t *testing.T) {
+// Heartbeats carry the runtime's current capacity and the kernels waiting
+// to start with why; a create's time limit reaches the runtime's spec.
+func TestHeartbeatCarriesCapacityAndWaiting(t *testing.T) {
 	t.Parallel()
 	fm := &fakeManager{}
 	srv := httptest.NewServer(fm)
@@ -74,19 +63,16 @@ func TestHeartbeatCarriesCapacityWaitingAndReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := domain.DefaultRegistry()
-	failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{Kernel: "k1", Session: "s1", Image: "sleep", Slots: reg.FormatSlots(reg.NewVec()),
-		TimeLimitMS: 90_000, Readiness: []agentrpc.ProbeSpec{{HTTP: &agentrpc.HTTPProbe{Port: 8080, Path: "/healthz"}, PeriodMS: 500, SuccessThreshold: 2}}}})
+	failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{{KernelSpec: domain.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep"},
+		Slots: reg.FormatSlots(reg.NewVec()), TimeLimitMS: 90_000}})
 	if err != nil || len(failed) > 0 {
 		t.Fatal(err, failed)
 	}
 	rt.mu.Lock()
-	got, limit := rt.specs[0].Readiness, rt.specs[0].TimeLimit
+	limit := rt.specs[0].TimeLimit
 	rt.mu.Unlock()
 	if limit != 90*time.Second {
 		t.Errorf("runtime spec time limit %s, want the wire's 90s", limit)
-	}
-	if len(got) != 1 || got[0].HTTP == nil || got[0].HTTP.Port != 8080 || got[0].Period != 500*time.Millisecond || got[0].SuccessThreshold != 2 {
-		t.Errorf("runtime spec readiness %+v, want the wire's probe", got)
 	}
 
 	rt.mu.Lock()
@@ -101,13 +87,12 @@ func TestHeartbeatCarriesCapacityWaitingAndReadiness(t *testing.T) {
 		}
 		fm.mu.Unlock()
 		ok := hb.Capacity["cpu"] == "12" && len(hb.Waiting) == 1 && hb.Waiting[0].Note == "queued in SLURM: Resources" &&
-			len(hb.Kernels) == 1 && hb.Kernels[0].Ready != nil && !*hb.Kernels[0].Ready &&
-			len(hb.Kernels[0].Probes) == 1 && hb.Kernels[0].Probes[0].Status == "FAILED_THRESHOLD"
+			len(hb.Kernels) == 1
 		if ok {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("last heartbeat %+v, want capacity cpu 12, one waiting kernel and k1 not ready", hb)
+			t.Fatalf("last heartbeat %+v, want capacity cpu 12, one waiting kernel and k1", hb)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -140,9 +125,10 @@ func TestServingKernelsGetAPort(t *testing.T) {
 	reg := domain.DefaultRegistry()
 	none := reg.FormatSlots(reg.NewVec())
 	failed, err := mc.CreateKernels(ctx, "a1", []agentrpc.KernelSpec{
-		{Kernel: "plain", Session: "s1", Image: "sleep", Slots: none},
-		{Kernel: "serving", Session: "s2", Image: "sleep", Slots: none, Serves: true},
-		{Kernel: "named", Session: "s3", Image: "sleep", Slots: none, Serves: true, Env: map[string]string{"PORT": "9000"}},
+		{KernelSpec: domain.KernelSpec{Kernel: "plain", Session: "s1", Image: "sleep"}, Slots: none},
+		{KernelSpec: domain.KernelSpec{Kernel: "serving", Session: "s2", Image: "sleep", Serves: true}, Slots: none},
+		{KernelSpec: domain.KernelSpec{Kernel: "named", Session: "s3", Image: "sleep", Serves: true,
+			Env: map[string]string{"PORT": "9000"}}, Slots: none},
 	})
 	if err != nil || len(failed) > 0 {
 		t.Fatal(err, failed)

@@ -20,10 +20,15 @@ var (
 // wire owns its own, so neither imports the other; this is where they meet.
 type Agents struct {
 	client *agentrpc.AgentClient
+	// slots formats kernels' requested resources for the wire.
+	slots *domain.Registry
 }
 
-// NewAgents returns the port over client.
-func NewAgents(client *agentrpc.AgentClient) *Agents { return &Agents{client: client} }
+// NewAgents returns the port over client; slots is the manager's slot
+// registry.
+func NewAgents(client *agentrpc.AgentClient, slots *domain.Registry) *Agents {
+	return &Agents{client: client, slots: slots}
+}
 
 // CheckAndPull implements coordinator.Agents.
 func (a *Agents) CheckAndPull(ctx context.Context, agent domain.AgentID, images []string) (map[string]coordinator.PullState, error) {
@@ -43,10 +48,8 @@ func (a *Agents) CreateKernels(ctx context.Context, agent domain.AgentID, specs 
 	wire := make([]agentrpc.KernelSpec, len(specs))
 	hosts := map[domain.AgentID]string{}
 	for i, s := range specs {
-		wire[i] = agentrpc.KernelSpec{Kernel: s.Kernel, Session: s.Session, Image: s.Image, Slots: s.Slots,
-			ClusterRole: s.ClusterRole, ClusterIdx: s.ClusterIdx, ClusterSize: s.ClusterSize,
-			ClusterHosts: s.ClusterHosts, Command: s.Command, Env: s.Env, TimeLimitMS: s.TimeLimit.Milliseconds(),
-			Devices: s.Devices, Serves: s.Serves}
+		wire[i] = agentrpc.KernelSpec{KernelSpec: s.KernelSpec, Slots: a.slots.FormatSlots(s.Slots),
+			TimeLimitMS: s.TimeLimit.Milliseconds()}
 		addrs, err := a.clusterAddrs(ctx, s.ClusterAgents, hosts)
 		if err != nil {
 			return err

@@ -7,6 +7,9 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/sokovan-go/sokovan/internal/agentgw"
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
@@ -34,9 +37,10 @@ func TestCreateKernelsSaysWherePeersAre(t *testing.T) {
 	}))
 	defer a1.Close()
 	// a3 is only named, never called: its kernel is another agent's to start.
-	ags := agentgw.NewAgents(agentrpc.NewAgentClient(lookup{"a1": a1.URL, "a3": "10.77.0.23:6001"}, token))
-	spec := coordinator.KernelSpec{Kernel: "k0", Session: "s", Image: "sleep", ClusterRole: "main", ClusterSize: 2,
-		ClusterHosts: []string{"main0", "sub1"}, ClusterAgents: []domain.AgentID{"a1", "a3"}}
+	reg := domain.DefaultRegistry()
+	ags := agentgw.NewAgents(agentrpc.NewAgentClient(lookup{"a1": a1.URL, "a3": "10.77.0.23:6001"}, token), reg)
+	spec := coordinator.KernelSpec{KernelSpec: domain.KernelSpec{Kernel: "k0", Session: "s", Image: "sleep", ClusterRole: "main",
+		ClusterSize: 2, ClusterHosts: []string{"main0", "sub1"}}, ClusterAgents: []domain.AgentID{"a1", "a3"}}
 	if err := ags.CreateKernels(context.Background(), "a1", []coordinator.KernelSpec{spec}); err != nil {
 		t.Fatal(err)
 	}
@@ -46,12 +50,52 @@ func TestCreateKernelsSaysWherePeersAre(t *testing.T) {
 	}
 
 	// A kernel alone needs no peers' addresses.
-	spec = coordinator.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep", ClusterHosts: []string{"main0"},
-		ClusterAgents: []domain.AgentID{"a1"}}
+	spec = coordinator.KernelSpec{KernelSpec: domain.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep",
+		ClusterHosts: []string{"main0"}}, ClusterAgents: []domain.AgentID{"a1"}}
 	if err := ags.CreateKernels(context.Background(), "a1", []coordinator.KernelSpec{spec}); err != nil {
 		t.Fatal(err)
 	}
 	if in := <-got; in.Kernels[0].ClusterAddrs != nil {
 		t.Errorf("single kernel sent cluster addresses %v", in.Kernels[0].ClusterAddrs)
+	}
+}
+
+// The coordinator hands over a kernel's request as a Vec; the wire carries
+// it as slot names and quantities, formatted here with the manager's
+// registry, and the rest of the spec and the time limit as they were.
+func TestCreateKernelsFormatsSlotsAtTheWire(t *testing.T) {
+	t.Parallel()
+	got := make(chan agentrpc.CreateKernels, 1)
+	a1 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in agentrpc.CreateKernels
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		got <- in
+		agentrpc.WriteJSON(w, http.StatusOK, agentrpc.Created{})
+	}))
+	defer a1.Close()
+	reg := domain.DefaultRegistry()
+	want := map[string]string{"cpu": "2", "mem": "1g"}
+	req, err := reg.ParseSlots(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ags := agentgw.NewAgents(agentrpc.NewAgentClient(lookup{"a1": a1.URL}, token), reg)
+	ks := domain.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep", Command: []string{"sleep", "9"},
+		Env: map[string]string{"A": "b"}, Serves: true}
+	spec := coordinator.KernelSpec{KernelSpec: ks, Slots: req, TimeLimit: 90 * time.Second}
+	if err := ags.CreateKernels(context.Background(), "a1", []coordinator.KernelSpec{spec}); err != nil {
+		t.Fatal(err)
+	}
+	in := <-got
+	if len(in.Kernels) != 1 {
+		t.Fatalf("sent %+v, want one kernel", in.Kernels)
+	}
+	sent := in.Kernels[0]
+	back, err := reg.ParseSlots(sent.Slots)
+	if err != nil || !slices.Equal(back, req) {
+		t.Errorf("slots sent %v (%v), want %v", sent.Slots, err, want)
+	}
+	if diff := cmp.Diff(ks, sent.KernelSpec); diff != "" || sent.TimeLimitMS != 90_000 {
+		t.Errorf("spec sent (-want +got):\n%s; time limit %d ms, want 90000", diff, sent.TimeLimitMS)
 	}
 }

@@ -4,7 +4,8 @@
 // and the coordinator, or to the event bus when managers share one. Agents
 // adapts an agentrpc.AgentClient to the coordinator's port, so the
 // coordinator and the wire keep their own types and never import each
-// other.
+// other; a kernel spec is domain.KernelSpec on both, and Agents converts
+// only what each side holds its own way (slots, time limit, peers).
 //
 // It may import internal/agentrpc, internal/coordinator, internal/store
 // (for its errors), internal/domain and the standard library. Only the

@@ -56,8 +56,8 @@ func newManager(t *testing.T) *manager {
 		t.Fatal(err)
 	}
 	clock := clock.NewManual(time.Now())
-	co := coordinator.New(coordinator.Deps{Store: st, Agents: agentgw.NewAgents(agentrpc.NewAgentClient(st, token)),
-		Scheduler: scheduler.New(scheduler.NewRegistry()), Slots: reg, Clock: clock},
+	co := coordinator.New(coordinator.Deps{Store: st, Agents: agentgw.NewAgents(agentrpc.NewAgentClient(st, token), reg),
+		Scheduler: scheduler.New(scheduler.NewRegistry()), Clock: clock},
 		coordinator.Config{CallTimeout: 5 * time.Second})
 	srv := httptest.NewServer(agentgw.New(st, co, reg, token, clock.Now, nil))
 	t.Cleanup(srv.Close)

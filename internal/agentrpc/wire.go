@@ -78,20 +78,8 @@ type KernelReport struct {
 	// ServicePorts are what a running kernel serves (as on its
 	// kernel_started event), for a manager that missed that event.
 	ServicePorts []domain.ServicePort `json:"service_ports,omitempty"`
-	// Ready is set for a running kernel by runtimes that evaluate
-	// readiness probes; absent means unknown, not false. The manager does
-	// not act on it yet.
-	Ready  *bool         `json:"ready,omitempty"`
-	Probes []ProbeReport `json:"probes,omitempty"`
-}
-
-// ProbeReport is one readiness probe's standing, named as seed 002 names
-// it: SUCCESS, FAILURE, FAILED_THRESHOLD or UNKNOWN.
-type ProbeReport struct {
-	Status    string `json:"status"`
-	Successes int    `json:"successes,omitempty"`
-	Failures  int    `json:"failures,omitempty"`
-	Message   string `json:"message,omitempty"`
+	// Agents of earlier releases may add "ready" and "probes" (readiness
+	// probes nobody sent them); the decoder ignores both.
 }
 
 // Events carries agent events in the order they happened. The agent and
@@ -152,59 +140,22 @@ type KernelFailure struct {
 	Code   string          `json:"code,omitempty"`
 }
 
-// KernelSpec is one kernel to start.
+// KernelSpec is one kernel to start: the coordinator's domain.KernelSpec
+// with what the wire holds in a form of its own. Embedded, its fields
+// encode at the top level, as they did when this type listed them.
 type KernelSpec struct {
-	Kernel       domain.KernelID   `json:"kernel"`
-	Session      domain.SessionID  `json:"session"`
-	Image        string            `json:"image"`
-	Slots        map[string]string `json:"slots"`
-	ClusterRole  string            `json:"cluster_role"`
-	ClusterIdx   int               `json:"cluster_idx"`
-	ClusterSize  int               `json:"cluster_size"`
-	ClusterHosts []string          `json:"cluster_hosts"`
+	domain.KernelSpec
+	// Slots are the kernel's requested resources by slot name, formatted
+	// with the manager's registry and parsed with the agent's.
+	Slots map[string]string `json:"slots"`
 	// ClusterAddrs are where the kernels named in ClusterHosts are
 	// reached, in the same order: the host of each one's agent, so kernels
 	// on different hosts find each other. An older manager leaves it out.
-	ClusterAddrs []string          `json:"cluster_addrs,omitempty"`
-	Command      []string          `json:"command,omitempty"`
-	Env          map[string]string `json:"env,omitempty"`
+	ClusterAddrs []string `json:"cluster_addrs,omitempty"`
 	// TimeLimitMS is the session's time limit in milliseconds (0: none).
 	// The manager enforces it; a runtime with a scheduler of its own
 	// (SLURM) hands it on so the job is also bounded there.
 	TimeLimitMS int64 `json:"time_limit_ms,omitempty"`
-	// Devices are the devices placement granted the kernel; the runtime
-	// exposes exactly these. The manager's record is the source of truth:
-	// they are sent again with every create, so a restarted agent needs no
-	// memory of its own.
-	Devices []domain.DeviceGrant `json:"devices,omitempty"`
-	// Readiness are the kernel's readiness probes. The manager sends none
-	// yet: deployments check their routes' health from the manager
-	// (internal/deploy), not through the agent.
-	Readiness []ProbeSpec `json:"readiness,omitempty"`
-	// Serves says the kernel serves HTTP (an inference session's, a
-	// deployment's route): the agent gives it a free port of its host
-	// unless its environment names one in PORT. An older manager never
-	// sets it; its agents then give ports only to http-* images, as before.
-	Serves bool `json:"serves,omitempty"`
-}
-
-// ProbeSpec is one readiness probe: an HTTP GET or a command. Durations
-// are in milliseconds; zero takes the runtime's default.
-type ProbeSpec struct {
-	HTTP             *HTTPProbe `json:"http,omitempty"`
-	Exec             []string   `json:"exec,omitempty"`
-	PeriodMS         int64      `json:"period_ms,omitempty"`
-	TimeoutMS        int64      `json:"timeout_ms,omitempty"`
-	InitialDelayMS   int64      `json:"initial_delay_ms,omitempty"`
-	SuccessThreshold int        `json:"success_threshold,omitempty"`
-	FailureThreshold int        `json:"failure_threshold,omitempty"`
-}
-
-// HTTPProbe is a GET of URL, or of Path on Port of the kernel's host.
-type HTTPProbe struct {
-	URL  string `json:"url,omitempty"`
-	Port int    `json:"port,omitempty"`
-	Path string `json:"path,omitempty"`
 }
 
 // DestroyKernel asks an agent to stop a kernel and answers once it has.

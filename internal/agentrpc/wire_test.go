@@ -87,11 +87,9 @@ func TestKernelStartedCarriesServicePorts(t *testing.T) {
 // agent whose runtime reports nothing more must still write these bytes.
 const heartbeatJSON = `{"id":"a1","epoch":2,"kernels":[{"id":"k1","running":true}]}`
 
-// heartbeatNewJSON adds what later agents may send: capacity, waiting
-// kernels and readiness, all omitted when empty so older managers see the
-// bytes above.
-const heartbeatNewJSON = `{"id":"a1","epoch":2,"kernels":[{"id":"k1","running":true,"ready":false,` +
-	`"probes":[{"status":"FAILED_THRESHOLD","failures":3,"message":"GET /healthz: 503"}]}],` +
+// heartbeatNewJSON adds what later agents may send: capacity and waiting
+// kernels, both omitted when empty so older managers see the bytes above.
+const heartbeatNewJSON = `{"id":"a1","epoch":2,"kernels":[{"id":"k1","running":true}],` +
 	`"capacity":{"cpu":"12"},"waiting":[{"id":"k2","note":"queued in SLURM: Resources"}]}`
 
 func TestHeartbeatWireIsAdditive(t *testing.T) {
@@ -104,10 +102,7 @@ func TestHeartbeatWireIsAdditive(t *testing.T) {
 	if diff := cmp.Diff(heartbeatJSON, string(got)); diff != "" {
 		t.Errorf("encoded heartbeat (-want +got):\n%s", diff)
 	}
-	notReady := false
 	hb := old
-	hb.Kernels = []agentrpc.KernelReport{{ID: "k1", Running: true, Ready: &notReady,
-		Probes: []agentrpc.ProbeReport{{Status: "FAILED_THRESHOLD", Failures: 3, Message: "GET /healthz: 503"}}}}
 	hb.Capacity = map[string]string{"cpu": "12"}
 	hb.Waiting = []agentrpc.WaitingKernel{{ID: "k2", Note: "queued in SLURM: Resources"}}
 	got, err = json.Marshal(hb)
@@ -119,27 +114,67 @@ func TestHeartbeatWireIsAdditive(t *testing.T) {
 	}
 }
 
-// A kernel spec without probes encodes as before; probes are additive.
-func TestKernelSpecReadinessIsAdditive(t *testing.T) {
+// kernelSpecJSON is a kernel spec as managers of earlier releases wrote
+// it, every field set, when the wire type listed its fields itself.
+const kernelSpecJSON = `{"kernel":"k1","session":"s1","image":"sleep","slots":{"cpu":"2"},"cluster_role":"sub",` +
+	`"cluster_idx":1,"cluster_size":2,"cluster_hosts":["main0","sub1"],"cluster_addrs":["10.0.0.1","10.0.0.2"],` +
+	`"command":["sleep","9"],"env":{"A":"b"},"time_limit_ms":90000,` +
+	`"devices":[{"device":"cuda0","index":0,"slot":"cuda.device","share":1000}],"serves":true}`
+
+// A kernel spec keeps its wire names: one of an earlier release reads
+// whole and encodes to the same object, and an empty one to the fields
+// it always had. JSON objects are unordered, so they compare decoded.
+func TestKernelSpecWire(t *testing.T) {
 	t.Parallel()
-	spec := agentrpc.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep"}
+	object := func(b []byte) map[string]any {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	var spec agentrpc.KernelSpec
+	if err := json.Unmarshal([]byte(kernelSpecJSON), &spec); err != nil {
+		t.Fatal(err)
+	}
+	if spec.Kernel != "k1" || spec.Slots["cpu"] != "2" || spec.ClusterIdx != 1 || len(spec.ClusterAddrs) != 2 ||
+		spec.TimeLimitMS != 90000 || len(spec.Devices) != 1 || !spec.Serves || spec.Env["A"] != "b" {
+		t.Errorf("read %+v", spec)
+	}
 	got, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"kernel":"k1","session":"s1","image":"sleep","slots":null,"cluster_role":"","cluster_idx":0,"cluster_size":0,"cluster_hosts":null}`
-	if diff := cmp.Diff(want, string(got)); diff != "" {
-		t.Errorf("encoded spec (-want +got):\n%s", diff)
+	if diff := cmp.Diff(object([]byte(kernelSpecJSON)), object(got)); diff != "" {
+		t.Errorf("re-encoded spec (-earlier release +now):\n%s", diff)
 	}
-	spec.Readiness = []agentrpc.ProbeSpec{{Exec: []string{"test", "-f", "ready"}, PeriodMS: 500, FailureThreshold: 2}}
-	got, err = json.Marshal(spec)
+	got, err = json.Marshal(agentrpc.KernelSpec{KernelSpec: domain.KernelSpec{Kernel: "k1", Session: "s1", Image: "sleep"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const withProbe = `{"kernel":"k1","session":"s1","image":"sleep","slots":null,"cluster_role":"","cluster_idx":0,"cluster_size":0,"cluster_hosts":null,` +
-		`"readiness":[{"exec":["test","-f","ready"],"period_ms":500,"failure_threshold":2}]}`
-	if diff := cmp.Diff(withProbe, string(got)); diff != "" {
-		t.Errorf("encoded spec with a probe (-want +got):\n%s", diff)
+	const empty = `{"kernel":"k1","session":"s1","image":"sleep","slots":null,"cluster_role":"","cluster_idx":0,"cluster_size":0,"cluster_hosts":null}`
+	if diff := cmp.Diff(object([]byte(empty)), object(got)); diff != "" {
+		t.Errorf("encoded spec (-earlier release +now):\n%s", diff)
+	}
+}
+
+// Agents of the release before this one report readiness ("ready",
+// "probes") in their heartbeats; this manager reads the rest of such a
+// heartbeat as before.
+func TestHeartbeatOfAnAgentWithProbesReads(t *testing.T) {
+	t.Parallel()
+	body := `{"id":"a1","epoch":2,"kernels":[{"id":"k1","running":true,"ready":false,` +
+		`"probes":[{"status":"FAILED_THRESHOLD","failures":3,"message":"GET /healthz: 503"}]}]}`
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/v1/agent/heartbeat", strings.NewReader(body))
+	var hb agentrpc.Heartbeat
+	if !agentrpc.ReadJSON(rec, req, &hb) {
+		t.Fatalf("refused: %d %s", rec.Code, rec.Body)
+	}
+	want := agentrpc.Heartbeat{ID: "a1", Epoch: 2, Kernels: []agentrpc.KernelReport{{ID: "k1", Running: true}}}
+	if diff := cmp.Diff(want, hb); diff != "" {
+		t.Errorf("read (-want +got):\n%s", diff)
 	}
 }
 

@@ -331,12 +331,11 @@ func (c *Coordinator) kernelSpecs(t store.SessionWithKernels, spec store.Session
 		if k.Status != domain.KernelPrepared || k.Agent == "" {
 			continue
 		}
-		byAgent[k.Agent] = append(byAgent[k.Agent], KernelSpec{
-			Kernel: k.ID, Session: t.Session.ID, Image: k.Image, Slots: c.slots.FormatSlots(k.Requested),
+		byAgent[k.Agent] = append(byAgent[k.Agent], KernelSpec{KernelSpec: domain.KernelSpec{
+			Kernel: k.ID, Session: t.Session.ID, Image: k.Image,
 			ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx, ClusterSize: len(t.Kernels), ClusterHosts: hosts,
-			ClusterAgents: agents,
-			Command:       spec.Command, Env: spec.Env, TimeLimit: start.TimeLimit, Devices: k.Devices, Serves: start.Serves,
-		})
+			Command: spec.Command, Env: spec.Env, Devices: k.Devices, Serves: start.Serves,
+		}, Slots: k.Requested, ClusterAgents: agents, TimeLimit: start.TimeLimit})
 	}
 	return byAgent
 }

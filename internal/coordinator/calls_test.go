@@ -151,8 +151,8 @@ func TestDueTimesFireAtTheirInstant(t *testing.T) {
 		if err := h.st.DrainAgent(h.ctx, "agent-1", time.Now(), time.Now().Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		live := coordinator.New(coordinator.Deps{Store: h.st, Agents: h.agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
-			Slots: h.reg}, coordinator.Config{ShortInterval: time.Hour, LongInterval: time.Hour})
+		live := coordinator.New(coordinator.Deps{Store: h.st, Agents: h.agents, Scheduler: scheduler.New(scheduler.NewRegistry())},
+			coordinator.Config{ShortInterval: time.Hour, LongInterval: time.Hour})
 		ctx, cancel := context.WithCancel(h.ctx)
 		done := make(chan error, 1)
 		go func() { done <- live.Run(ctx) }()

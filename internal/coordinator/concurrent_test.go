@@ -23,7 +23,7 @@ func TestConcurrentEventsAndCycles(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		agents := &instantAgents{epochs: h.agents.epochs, ctx: ctx}
 		c := coordinator.New(coordinator.Deps{Store: h.st, Agents: agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
-			Slots: h.reg, Clock: clock.Wall}, coordinator.Config{ShortInterval: 20 * time.Millisecond, LongInterval: time.Hour})
+			Clock: clock.Wall}, coordinator.Config{ShortInterval: 20 * time.Millisecond, LongInterval: time.Hour})
 		agents.c = c
 		h.c = c
 		// The harness registered agents on its fake clock; with the system

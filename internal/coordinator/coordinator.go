@@ -73,7 +73,6 @@ type Coordinator struct {
 	store  Store
 	agents Agents
 	sched  *scheduler.Scheduler
-	slots  *domain.Registry
 	clock  Clock
 	// cfg and defaults change live (Configure); handlers read them through
 	// conf and groups.
@@ -100,7 +99,6 @@ type Deps struct {
 	Store     Store
 	Agents    Agents
 	Scheduler *scheduler.Scheduler
-	Slots     *domain.Registry
 	Clock     Clock
 	Metrics   *Metrics
 	Log       *slog.Logger
@@ -125,7 +123,7 @@ func New(d Deps, cfg Config) *Coordinator {
 	if d.Hooks == nil {
 		d.Hooks = hook.Standard()
 	}
-	c := &Coordinator{store: d.Store, agents: d.Agents, sched: d.Scheduler, slots: d.Slots, clock: d.Clock,
+	c := &Coordinator{store: d.Store, agents: d.Agents, sched: d.Scheduler, clock: d.Clock,
 		log: d.Log, metrics: d.Metrics, marks: make(chan struct{}, 1), lease: d.Lease, reconf: make(chan struct{}, 1),
 		hooks: d.Hooks, calls: newAgentCalls()}
 	full := cfg.withDefaults()

@@ -81,7 +81,7 @@ func newHarness(t testing.TB, engine string, agents int, group func(*domain.Reso
 		h.agents.epochs[a.ID] = a.Epoch
 	}
 	h.c = coordinator.New(coordinator.Deps{Store: h.st, Agents: h.agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
-		Slots: reg, Clock: clock}, coordinator.Config{CallTimeout: time.Second})
+		Clock: clock}, coordinator.Config{CallTimeout: time.Second})
 	// Agent calls a cycle left running end before the store closes.
 	ctx, cancel := context.WithCancel(h.ctx)
 	h.ctx = ctx

@@ -34,7 +34,7 @@ func TestIdleRoundsAreSkipped(t *testing.T) {
 			h := newHarness(t, engine, 1, func(g *domain.ResourceGroup) { g.Timeouts.Pending = time.Hour })
 			cs := &countingStore{Store: h.st}
 			h.c = coordinator.New(coordinator.Deps{Store: cs, Agents: h.agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
-				Slots: h.reg, Clock: h.clock}, coordinator.Config{CallTimeout: time.Second})
+				Clock: h.clock}, coordinator.Config{CallTimeout: time.Second})
 			rounds := func(what string, cycles int, want int64) {
 				t.Helper()
 				before := cs.snapshots.Load()

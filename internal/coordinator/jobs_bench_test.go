@@ -26,7 +26,7 @@ func BenchmarkReconcileJobs(b *testing.B) {
 			}
 			rows := &memberRows{Store: h.st}
 			c := coordinator.New(coordinator.Deps{Store: rows, Agents: h.agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
-				Slots: h.reg, Clock: h.clock}, coordinator.Config{})
+				Clock: h.clock}, coordinator.Config{})
 			ctx := context.Background()
 			if err := c.ReconcileJobs(ctx); err != nil { // NEW → ACCEPTED
 				b.Fatal(err)

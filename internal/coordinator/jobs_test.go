@@ -269,7 +269,7 @@ func TestJobMetrics(t *testing.T) {
 	h := newHarness(t, "sqlite", 2, nil)
 	reg := prometheus.NewRegistry()
 	h.c = coordinator.New(coordinator.Deps{Store: h.st, Agents: h.agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
-		Slots: h.reg, Clock: h.clock, Metrics: coordinator.NewMetrics(reg)}, coordinator.Config{CallTimeout: time.Second})
+		Clock: h.clock, Metrics: coordinator.NewMetrics(reg)}, coordinator.Config{CallTimeout: time.Second})
 	j := h.newJob("ps", 3, time.Minute, domain.FailureWait)
 	a := h.member(j, "sleep")
 	h.member(j, "sleep")

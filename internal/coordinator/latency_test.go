@@ -79,8 +79,8 @@ func BenchmarkSubmitToRunning(b *testing.B) {
 		}
 		agents.epochs[a.ID] = a.Epoch
 	}
-	c := coordinator.New(coordinator.Deps{Store: st, Agents: agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
-		Slots: reg}, coordinator.Config{ShortInterval: time.Second})
+	c := coordinator.New(coordinator.Deps{Store: st, Agents: agents, Scheduler: scheduler.New(scheduler.NewRegistry())},
+		coordinator.Config{ShortInterval: time.Second})
 	agents.c = c
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()

@@ -57,31 +57,20 @@ type PullState struct {
 	Failed string
 }
 
-// KernelSpec is what an agent needs to start one kernel.
+// KernelSpec is what an agent needs to start one kernel: the spec the
+// wire carries as it is, and what the port turns into the wire's form.
 type KernelSpec struct {
-	Kernel      domain.KernelID
-	Session     domain.SessionID
-	Image       string
-	Slots       map[string]string
-	ClusterRole string
-	ClusterIdx  int
-	ClusterSize int
-	// ClusterHosts names every kernel of the session, by cluster index;
-	// ClusterAgents are the agents they are placed on, same order, so the
-	// port can tell each kernel where the others are reached.
-	ClusterHosts  []string
+	domain.KernelSpec
+	// Slots are the kernel's requested resources; the port formats them.
+	Slots domain.Vec
+	// ClusterAgents are the agents the kernels named in ClusterHosts are
+	// placed on, same order, so the port can tell each kernel where the
+	// others are reached.
 	ClusterAgents []domain.AgentID
-	Command       []string
-	Env           map[string]string
 	// TimeLimit is the session's, from its type's OnStart hook (0: none);
 	// a runtime with its own enforcement (SLURM's --time) uses it as a
 	// backstop behind the coordinator's.
 	TimeLimit time.Duration
-	// Devices are the kernel's device grants on its agent.
-	Devices []domain.DeviceGrant
-	// Serves is the session type's word (hook.Start) that the kernel
-	// serves HTTP: the agent gives it a port.
-	Serves bool
 }
 
 // Clock tells the time (package clock's); tests inject one they move by

@@ -60,7 +60,7 @@ func TestPromotionsCheckOnlyChangedSessions(t *testing.T) {
 			h := newHarness(t, engine, 2, nil)
 			ms := &matchingStore{Store: h.st}
 			h.c = coordinator.New(coordinator.Deps{Store: ms, Agents: h.agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
-				Slots: h.reg, Clock: h.clock}, coordinator.Config{CallTimeout: time.Second})
+				Clock: h.clock}, coordinator.Config{CallTimeout: time.Second})
 			endKernel := func(id domain.SessionID) {
 				t.Helper()
 				k := h.session(id).Kernels[0]

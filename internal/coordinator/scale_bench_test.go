@@ -38,7 +38,7 @@ func BenchmarkScheduleNewSessionsScale(b *testing.B) {
 }
 
 func benchScheduleScale(b *testing.B, cpu int) {
-	st, reg := storetest.BenchScaleStore(b, pgtest.Engine(), pgtest.BenchSeed, cpu)
+	st, _ := storetest.BenchScaleStore(b, pgtest.Engine(), pgtest.BenchSeed, cpu)
 	ts := &timedStore{Store: st}
 	ids := make([]domain.SessionID, storetest.BenchScaleSessions)
 	for i := range ids {
@@ -53,7 +53,7 @@ func benchScheduleScale(b *testing.B, cpu int) {
 			time.Now()); err != nil {
 			b.Fatal(err)
 		}
-		c := coordinator.New(coordinator.Deps{Store: ts, Scheduler: scheduler.New(scheduler.NewRegistry()), Slots: reg},
+		c := coordinator.New(coordinator.Deps{Store: ts, Scheduler: scheduler.New(scheduler.NewRegistry())},
 			coordinator.Config{})
 		before := ts.placed
 		b.StartTimer()

@@ -121,7 +121,7 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	hooks := hook.Standard()
 	agents := agentrpc.NewAgentClient(st, cfg.AgentToken)
 	var lease *loggedLease
-	deps := coordinator.Deps{Store: st, Agents: agentgw.NewAgents(agents), Scheduler: scheduler.New(plugins), Slots: slots,
+	deps := coordinator.Deps{Store: st, Agents: agentgw.NewAgents(agents, slots), Scheduler: scheduler.New(plugins),
 		Metrics: coordinator.NewMetrics(reg), Log: cfg.Log, Hooks: hooks}
 	source, etcd, err := openSource(cfg.Config, cfg.Log)
 	if err != nil {

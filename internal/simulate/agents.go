@@ -165,21 +165,15 @@ func (f *fleet) CheckAndPull(ctx context.Context, id domain.AgentID, images []st
 	return out, nil
 }
 
-// CreateKernels starts kernels as the agent daemon does: slots parsed with
-// the registry, the spec passed on whole.
+// CreateKernels starts kernels as the agent daemon does, the spec passed
+// on whole; the slots need no trip through the wire's text.
 func (f *fleet) CreateKernels(ctx context.Context, id domain.AgentID, specs []coordinator.KernelSpec) error {
 	a, err := f.agent(id)
 	if err != nil {
 		return err
 	}
 	for _, k := range specs {
-		slots, err := f.reg.ParseSlots(k.Slots)
-		if err != nil {
-			return fmt.Errorf("kernel %s: %w", k.Kernel, err)
-		}
-		spec := runtime.Spec{Kernel: k.Kernel, Session: k.Session, Image: k.Image, Slots: slots, Registry: f.reg,
-			Command: k.Command, Env: k.Env, ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx,
-			ClusterSize: k.ClusterSize, ClusterHosts: k.ClusterHosts}
+		spec := runtime.Spec{KernelSpec: k.KernelSpec, Slots: k.Slots, Registry: f.reg}
 		if k.ClusterIdx < len(k.ClusterHosts) {
 			spec.Hostname = k.ClusterHosts[k.ClusterIdx]
 		}

@@ -179,7 +179,7 @@ func (r *runner) setUp(ctx context.Context, cl Cluster) error {
 func (r *runner) start() {
 	hooks := hook.Standard()
 	r.c = coordinator.New(coordinator.Deps{Store: r.st, Agents: r.fleet, Scheduler: scheduler.New(scheduler.NewRegistry()),
-		Slots: r.reg, Clock: r.clock, Hooks: hooks}, coordinator.Config{HeartbeatTimeout: heartbeatNever,
+		Clock: r.clock, Hooks: hooks}, coordinator.Config{HeartbeatTimeout: heartbeatNever,
 		// Simulated agents answer at once; calls made in turn keep a run
 		// repeatable.
 		CallWait: -1})

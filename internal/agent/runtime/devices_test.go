@@ -13,10 +13,10 @@ import (
 // device ordering can confuse; fakes by index; a spec without Devices
 // (an agent that hands out none) sets no device variable at all.
 func TestKernelEnvDevices(t *testing.T) {
-	env := runtime.KernelEnv(runtime.Spec{Kernel: "k", Devices: []domain.DeviceGrant{
+	env := runtime.KernelEnv(runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: "k", Devices: []domain.DeviceGrant{
 		{Device: "GPU-2", Index: 2, Slot: "cuda.device", Share: 1000, Memory: 80 << 30},
 		{Device: "GPU-0", Index: 0, Slot: "cuda.device", Share: 1000, Memory: 80 << 30},
-	}})
+	}}})
 	want := map[string]string{
 		"CUDA_VISIBLE_DEVICES": "GPU-0,GPU-2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
 		"SOKOVAN_DEVICES": "GPU-0,GPU-2", "SOKOVAN_DEVICE_MEM": "85899345920,85899345920",
@@ -28,7 +28,8 @@ func TestKernelEnvDevices(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("device env (-want +got):\n%s", diff)
 	}
-	env = runtime.KernelEnv(runtime.Spec{Kernel: "k", Env: map[string]string{"CUDA_VISIBLE_DEVICES": "0"}})
+	env = runtime.KernelEnv(runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: "k",
+		Env: map[string]string{"CUDA_VISIBLE_DEVICES": "0"}}})
 	if env["CUDA_VISIBLE_DEVICES"] != "0" || env["SOKOVAN_DEVICES"] != "" {
 		t.Errorf("without devices the env is the session's own: %v", env)
 	}

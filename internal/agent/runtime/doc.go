@@ -20,13 +20,12 @@
 // (containers on a Docker engine) and sim (timers only, for benchmarks and
 // simulations); runtimetest holds the conformance suite each of them runs.
 //
-// It may import internal/domain, runtime/probe (the readiness probes a
-// Spec carries) and the standard library. Runtime packages
+// It may import internal/domain and the standard library. Runtime packages
 // may also import well-kept libraries (golang.org/x/sys), but nothing from
 // the scheduler, the store or the coordinator: a runtime knows kernels, not
 // sessions' lifecycles.
 //
-// Imports: internal/domain, internal/agent/runtime/probe.
+// Imports: internal/domain.
 // Never links: internal/coordinator/..., internal/scheduler/...,
 // internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package runtime

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sokovan-go/sokovan/internal/agent/runtime/probe"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -123,13 +122,6 @@ type KernelState struct {
 	FinishedAt time.Time
 	// Ports are what the kernel serves, as its kernel_started event said.
 	Ports []domain.ServicePort
-	// Ready is set, for a running kernel, by a runtime that evaluates
-	// readiness probes: true when every probe of the kernel is SUCCESS
-	// (or it has none). Nil means the runtime does not evaluate them, so
-	// readiness is unknown rather than false.
-	Ready *bool
-	// Probes is each readiness probe's standing, in spec order.
-	Probes []probe.State
 }
 
 // CapacityReporter is a runtime that can say what it offers now, when its
@@ -164,30 +156,24 @@ type Waiting struct {
 // not call the runtime's Close.
 type Sink func(domain.KernelEvent)
 
-// Spec is everything a runtime needs to start one kernel.
+// Spec is everything a runtime needs to start one kernel: the manager's
+// domain.KernelSpec as the wire brought it, and what the agent adds. Of
+// the manager's: Command, when not empty, replaces the image's own command
+// line; Env is added to the kernel's environment, the SOKOVAN_* facts
+// below winning over an entry of the same name; ClusterRole empty means
+// main and ClusterSize zero a single kernel; Devices are nil where the
+// agent hands out no devices, and empty (not nil) where it does and the
+// kernel got none, so it is shown none. Serves is the agent's to act on
+// (it picks Port); runtimes read Port.
 type Spec struct {
-	Kernel  domain.KernelID
-	Session domain.SessionID
-	Image   string
+	domain.KernelSpec
 	// Slots is the kernel's requested resources, read through Registry for
 	// slot names and kinds. The process runtime turns "mem", "cpu" and
 	// "pids" into limits where it can enforce them.
 	Slots    domain.Vec
 	Registry *domain.Registry
-	// Command, when not empty, replaces the image's own command line.
-	Command []string
-	// Env is added to the kernel's environment; the SOKOVAN_* facts below
-	// win over an entry of the same name.
-	Env map[string]string
-	// ClusterRole is "main" or "sub"; empty means main. ClusterSize zero
-	// means a single kernel.
-	ClusterRole string
-	ClusterIdx  int
-	ClusterSize int
-	// ClusterHosts are the hostnames of the session's kernels in index
-	// order; Hostname is this kernel's own.
-	ClusterHosts []string
-	Hostname     string
+	// Hostname is this kernel's own of ClusterHosts.
+	Hostname string
 	// ClusterAddrs are where each of ClusterHosts is reached (its
 	// agent's host), same order; empty when the manager did not say.
 	ClusterAddrs []string
@@ -200,16 +186,6 @@ type Spec struct {
 	// is not reachable from other hosts unless the agent asks for it.
 	Port     int
 	BindHost string
-	// Readiness are the kernel's readiness probes, checked while it runs;
-	// none means ready once running. The manager sends none yet:
-	// deployments check their routes' health from the manager instead
-	// (internal/deploy), so only a spec given to the agent directly has
-	// them.
-	Readiness []probe.Spec
-	// Devices are the devices the manager granted the kernel. Nil where
-	// the agent hands out no devices; empty (not nil) where it does and
-	// the kernel got none, so it is shown none.
-	Devices []domain.DeviceGrant
 }
 
 // Environment variables every kernel gets.
@@ -289,11 +265,6 @@ func (s Spec) Validate() error {
 		}
 		if strings.ContainsRune(v, 0) {
 			return fmt.Errorf("%w: kernel %s: environment %s holds a NUL byte", ErrInvalidSpec, s.Kernel, k)
-		}
-	}
-	for i, p := range s.Readiness {
-		if err := p.Validate(); err != nil {
-			return fmt.Errorf("%w: kernel %s: readiness probe %d: %v", ErrInvalidSpec, s.Kernel, i, err)
 		}
 	}
 	for _, a := range s.Command {

@@ -100,7 +100,7 @@ func TestOutboxNilSink(t *testing.T) {
 
 func TestSpecValidate(t *testing.T) {
 	t.Parallel()
-	ok := runtime.Spec{Kernel: "k-1.a_B", Image: "sleep"}
+	ok := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: "k-1.a_B", Image: "sleep"}}
 	tests := []struct {
 		name   string
 		mutate func(*runtime.Spec)
@@ -141,10 +141,8 @@ func TestSpecValidate(t *testing.T) {
 
 func TestKernelEnv(t *testing.T) {
 	t.Parallel()
-	got := runtime.KernelEnv(runtime.Spec{
-		Kernel: "k", Session: "s", Image: "img",
-		Env: map[string]string{"A": "1", runtime.EnvSessionID: "spoofed"},
-	})
+	got := runtime.KernelEnv(runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: "k", Session: "s", Image: "img",
+		Env: map[string]string{"A": "1", runtime.EnvSessionID: "spoofed"}}})
 	want := map[string]string{
 		"A":                     "1",
 		"SOKOVAN_SESSION_ID":    "s", // the fact wins

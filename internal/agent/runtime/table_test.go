@@ -70,7 +70,7 @@ func TestTableRecordsOnce(t *testing.T) {
 func TestTableCreateWaitsForTheFirst(t *testing.T) {
 	t.Parallel()
 	tab := runtime.NewTable[struct{}](runtime.NewOutbox(nil), fixedNow)
-	spec := runtime.Spec{Kernel: "k", Session: "s", Image: "img"}
+	spec := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: "k", Session: "s", Image: "img"}}
 	release := make(chan struct{})
 	var starts atomic.Int32
 	start := func(_ context.Context, k *runtime.Kernel[struct{}]) error {
@@ -97,7 +97,7 @@ func TestTableCreateWaitsForTheFirst(t *testing.T) {
 			t.Errorf("Create: %v", err)
 		}
 	}
-	failing := runtime.Spec{Kernel: "f", Image: "img"}
+	failing := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: "f", Image: "img"}}
 	err := tab.Create(context.Background(), failing, nil, func(context.Context, *runtime.Kernel[struct{}]) error {
 		return runtime.ErrCreateFailed
 	})

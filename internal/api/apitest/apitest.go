@@ -144,7 +144,7 @@ func New(t testing.TB, opts Options) *Manager {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(coordinator.NewCollector(st, reg, nil))
 	co := coordinator.New(coordinator.Deps{Store: st, Agents: agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
-		Slots: reg, Metrics: coordinator.NewMetrics(metrics)},
+		Metrics: coordinator.NewMetrics(metrics)},
 		coordinator.Config{ShortInterval: 20 * time.Millisecond, CallTimeout: 5 * time.Second})
 	deps := api.Deps{Store: st, Sessions: co, Slots: reg, Plugins: scheduler.NewRegistry(),
 		AgentToken: AgentToken, Gatherer: metrics, Registerer: metrics, Logs: opts.Logs,

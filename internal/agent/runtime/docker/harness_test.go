@@ -104,7 +104,7 @@ func (h *harness) spec(tag string) runtime.Spec {
 	defer h.mu.Unlock()
 	h.n++
 	id := domain.KernelID(fmt.Sprintf("k%d-%s", h.n, runtimetest.RandomHex(h.t, 3)))
-	return runtime.Spec{Kernel: id, Session: "sess-" + domain.SessionID(id), Image: image(tag)}
+	return runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: id, Session: "sess-" + domain.SessionID(id), Image: image(tag)}}
 }
 
 func readLogs(t *testing.T, rt *docker.Runtime, id domain.KernelID) string {

@@ -172,7 +172,7 @@ func benchRuntime(b *testing.B, root bool, opt func(*process.Config)) *process.R
 }
 
 func benchCreate(b *testing.B, rt *process.Runtime, id domain.KernelID) {
-	spec := runtime.Spec{Kernel: id, Session: domain.SessionID("s-" + id), Image: "sleep"}
+	spec := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: id, Session: domain.SessionID("s-" + id), Image: "sleep"}}
 	if err := rt.Create(context.Background(), spec); err != nil {
 		b.Error(err)
 	}

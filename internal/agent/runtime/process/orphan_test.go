@@ -16,6 +16,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/process"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // agentArg makes the test binary a stand-in agent for the orphan test: it
@@ -38,8 +39,8 @@ func runStandInAgent(dir, cgroups string) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	spec := runtime.Spec{Kernel: "orphan-k0", Session: "orphan", Image: "exit:0",
-		Env: map[string]string{"SOKOVAN_EXIT_AFTER": "600"}}
+	spec := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: "orphan-k0", Session: "orphan", Image: "exit:0",
+		Env: map[string]string{"SOKOVAN_EXIT_AFTER": "600"}}}
 	if err := rt.Create(ctx, spec); err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)

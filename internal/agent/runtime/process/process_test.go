@@ -146,7 +146,8 @@ func (h *harness) spec(image string) runtime.Spec {
 	}, h.t.Name())
 	id := domain.KernelID(fmt.Sprintf("%s-%s-%d", name, h.prefix, h.n))
 	h.ids = append(h.ids, id)
-	return runtime.Spec{Kernel: id, Session: "sess-" + domain.SessionID(id), Image: image, Env: map[string]string{"SOKOVAN_EXIT_AFTER": "0"}}
+	return runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: id, Session: "sess-" + domain.SessionID(id),
+		Image: image, Env: map[string]string{"SOKOVAN_EXIT_AFTER": "0"}}}
 }
 
 // kernelProcs finds live processes whose environment names one of ids: the

@@ -102,7 +102,8 @@ func (s *subject) spec(name, image string) runtime.Spec {
 	defer s.mu.Unlock()
 	s.n++
 	id := domain.KernelID(fmt.Sprintf("%s-%s-%d", name, s.prefix, s.n))
-	return runtime.Spec{Kernel: id, Session: "sess-" + domain.SessionID(id), Image: image, Env: maps.Clone(s.kit.Env)}
+	return runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: id, Session: "sess-" + domain.SessionID(id),
+		Image: image, Env: maps.Clone(s.kit.Env)}}
 }
 
 // close closes the runtime, which delivers every event: counts taken after

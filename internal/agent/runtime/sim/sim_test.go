@@ -97,7 +97,8 @@ func pending(ch <-chan error) bool {
 }
 
 func spec(id string, image string) runtime.Spec {
-	return runtime.Spec{Kernel: domain.KernelID(id), Session: domain.SessionID("s-" + id), Image: image}
+	return runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: domain.KernelID(id),
+		Session: domain.SessionID("s-" + id), Image: image}}
 }
 
 // TestConformance runs the suite every runtime passes, on the real clock

@@ -13,12 +13,9 @@
 //
 // A kernel whose job is queued is still being created: Live leaves it out
 // and kernel_started is reported only once SLURM runs the job; Queued says
-// why it waits, and Waiting hands that to the agent's heartbeats. A
-// running kernel (R or CG) is ready once every readiness probe of its spec
-// is SUCCESS (package probe); probes run on the agent's host, exec probes
-// in the job's shared work directory. Capacity reads sinfo afresh, so each
-// heartbeat carries the partition as it is now. A slurmctld outage never
-// by itself ends a running kernel.
+// why it waits, and Waiting hands that to the agent's heartbeats. Capacity
+// reads sinfo afresh, so each heartbeat carries the partition as it is
+// now. A slurmctld outage never by itself ends a running kernel.
 //
 // A job's --time is its session's time limit (runtime.Spec.TimeLimit),
 // rounded up to whole minutes, or Config.TimeLimit (--slurm-time) when the
@@ -34,11 +31,10 @@
 // it is charged for. Capacity never advertises cuda.shares, so only a
 // hand-set capacity could send one here.
 //
-// It may import internal/agent/runtime (and its probe), internal/domain and the standard
+// It may import internal/agent/runtime, internal/domain and the standard
 // library; nothing from the coordinator, the scheduler or the store.
 //
-// Imports: internal/agent/runtime, internal/agent/runtime/probe,
-// internal/domain.
+// Imports: internal/agent/runtime, internal/domain.
 // Never links: internal/coordinator/..., internal/scheduler/...,
 // internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package slurm

@@ -68,7 +68,7 @@ func (f *fakeSlurm) set(state, exitStatus string) {
 // running starts a sleep kernel whose job SLURM runs.
 func (f *fakeSlurm) running() runtime.Spec {
 	f.t.Helper()
-	spec := runtime.Spec{Kernel: "k-fake", Session: "s-fake", Image: "sleep"}
+	spec := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: "k-fake", Session: "s-fake", Image: "sleep"}}
 	f.set("RUNNING", "0")
 	f.d.Start(spec)
 	f.rec.WaitFor(f.t, "start", runtimetest.IsStart(spec.Kernel))

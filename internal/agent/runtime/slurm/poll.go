@@ -148,7 +148,6 @@ func (r *Runtime) start(t tracked) {
 	if !r.kernels.Start(t.k, at) {
 		return
 	}
-	r.startProbes(t.k)
 	if st, err := readState(t.dir); err == nil {
 		st.StartedAt = at
 		if err := writeState(t.dir, st); err != nil {
@@ -181,7 +180,6 @@ func (r *Runtime) end(t tracked, code int, ran bool, state, msg string) {
 			return
 		}
 	}
-	r.stopProbes(t.k)
 	reason := domain.ReasonExited
 	if state == "OUT_OF_MEMORY" {
 		reason = domain.ReasonOOMKilled
@@ -305,7 +303,7 @@ func (r *Runtime) adopt(st state, dir string, rows map[string]jobRow, listed boo
 	submitted := make(chan struct{})
 	close(submitted)
 	r.ids[st.Kernel] = struct{}{}
-	k.Own = &job{dir: dir, submitted: submitted, id: st.JobID, note: "queued in SLURM: recovered", readiness: st.Readiness}
+	k.Own = &job{dir: dir, submitted: submitted, id: st.JobID, note: "queued in SLURM: recovered"}
 	k.Image = st.Image
 	r.mu.Unlock()
 	r.images.Add(st.Image)
@@ -329,11 +327,6 @@ func (r *Runtime) adopt(st state, dir string, rows map[string]jobRow, listed boo
 	case !ok && !st.StartedAt.IsZero():
 		// Purged after MinJobAge: the poller's missing path decides.
 		r.kernels.Adopt(k, running)
-	}
-	if _, st, ok := r.kernels.Lookup(k.ID); ok && st.Running {
-		// A re-adopted running job is probed as before the restart; the
-		// poller's start path, which starts probes, never runs for it.
-		r.startProbes(k)
 	}
 	r.log.Info("slurm runtime: recovered a job", "kernel", st.Kernel, "job", st.JobID)
 }

@@ -29,7 +29,8 @@ func TestSbatchTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			spec := runtime.Spec{Kernel: "k", Registry: domain.DefaultRegistry(), TimeLimit: tc.limit}
+			spec := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: "k"}, Registry: domain.DefaultRegistry(),
+				TimeLimit: tc.limit}
 			args := sbatchArgs(Config{Partition: "p", TimeLimit: tc.agent}, spec, "n", "o", "d")
 			i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--time=") })
 			got := ""
@@ -65,7 +66,7 @@ func TestSbatchGPUs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			spec := runtime.Spec{Kernel: "k", Registry: reg, Slots: slots}
+			spec := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: "k"}, Registry: reg, Slots: slots}
 			err = checkGPUs(spec)
 			if got := errors.Is(err, runtime.ErrInvalidSpec); got != tc.invalid {
 				t.Fatalf("checkGPUs = %v, want invalid %t", err, tc.invalid)

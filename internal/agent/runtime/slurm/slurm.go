@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
-	"github.com/sokovan-go/sokovan/internal/agent/runtime/probe"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -109,10 +108,6 @@ type job struct {
 	note string
 	// missingSince is when the job was first found unknown to SLURM.
 	missingSince time.Time
-	// readiness are the kernel's probes; probes runs them while SLURM
-	// runs the job (R or CG) and is nil otherwise.
-	readiness []probe.Spec
-	probes    *probe.Set
 }
 
 type kernel = runtime.Kernel[*job]
@@ -125,8 +120,6 @@ type state struct {
 	Name      string           `json:"name"`
 	JobID     string           `json:"job_id,omitempty"`
 	StartedAt time.Time        `json:"started_at,omitzero"`
-	// Readiness is kept so a re-adopted job is probed as before.
-	Readiness []probe.Spec `json:"readiness,omitempty"`
 }
 
 // New returns a runtime and starts its poller; Close stops it.
@@ -228,7 +221,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) error {
 			return ctx.Err()
 		}
 	}
-	j := &job{dir: r.kernelDir(spec.Kernel), submitted: make(chan struct{}), readiness: spec.Readiness}
+	j := &job{dir: r.kernelDir(spec.Kernel), submitted: make(chan struct{})}
 	k.Own = j
 	r.ids[spec.Kernel] = struct{}{}
 	r.mu.Unlock()
@@ -271,8 +264,7 @@ func (r *Runtime) submit(ctx context.Context, spec runtime.Spec, cmdline, dir st
 	if err := os.WriteFile(sc, []byte(body), 0o700); err != nil {
 		return "", err
 	}
-	st := state{Kernel: spec.Kernel, Session: spec.Session, Image: spec.Image, Name: r.jobName(spec.Kernel),
-		Readiness: spec.Readiness}
+	st := state{Kernel: spec.Kernel, Session: spec.Session, Image: spec.Image, Name: r.jobName(spec.Kernel)}
 	if err := writeState(dir, st); err != nil {
 		return "", err
 	}
@@ -373,7 +365,6 @@ func (r *Runtime) Destroy(ctx context.Context, id domain.KernelID, grace time.Du
 	}
 	err := r.kernels.Destroy(ctx, k, func(ctx context.Context, k *kernel) error { return r.stop(ctx, k, j.id, grace) })
 	if err == nil && r.kernels.Get(id) == nil {
-		r.stopProbes(k)
 		_ = os.RemoveAll(j.dir)
 	}
 	return err
@@ -413,64 +404,8 @@ func (r *Runtime) stop(ctx context.Context, k *kernel, jobID string, grace time.
 }
 
 // Live lists started kernels, running or exited; queued ones are left out
-// (see Queued). A running kernel carries its readiness: ready once every
-// probe is SUCCESS, at once when it has none.
-func (r *Runtime) Live() []runtime.KernelState {
-	live := r.kernels.Live()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := range live {
-		if !live[i].Running {
-			continue
-		}
-		var states []probe.State
-		if k := r.kernels.Get(live[i].ID); k != nil && k.Own != nil {
-			if len(k.Own.readiness) > 0 && k.Own.probes == nil {
-				// Probes that did not start are not SUCCESS: fail safe.
-				states = make([]probe.State, len(k.Own.readiness))
-				for i := range states {
-					states[i] = probe.State{Status: probe.Unknown, Message: "not started"}
-				}
-			} else {
-				states = k.Own.probes.States()
-			}
-		}
-		ready := probe.Ready(states)
-		live[i].Ready, live[i].Probes = &ready, states
-	}
-	return live
-}
-
-// startProbes runs the kernel's probes, once, from the job's first
-// R or CG on.
-func (r *Runtime) startProbes(k *kernel) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	j := k.Own
-	if j == nil || j.probes != nil || len(j.readiness) == 0 {
-		return
-	}
-	// Exec probes run on the agent's host in the job's work directory,
-	// which the compute nodes share; HTTP probes by port reach the agent's
-	// host too, so on a cluster of several nodes a probe names its URL.
-	set, err := probe.Start(j.readiness, probe.Target{Dir: filepath.Join(j.dir, workSubdir)}, r.now)
-	if err != nil {
-		r.log.Warn("slurm runtime: readiness probes not started; the kernel stays not ready", "kernel", k.ID, "err", err)
-		return
-	}
-	j.probes = set
-}
-
-// stopProbes ends the kernel's probes once its job has ended.
-func (r *Runtime) stopProbes(k *kernel) {
-	r.mu.Lock()
-	var set *probe.Set
-	if k.Own != nil {
-		set, k.Own.probes = k.Own.probes, nil
-	}
-	r.mu.Unlock()
-	set.Stop()
-}
+// (see Queued).
+func (r *Runtime) Live() []runtime.KernelState { return r.kernels.Live() }
 
 // QueuedKernel is a kernel whose job SLURM has not run yet.
 type QueuedKernel struct {

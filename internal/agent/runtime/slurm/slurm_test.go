@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/agent/runtime"
-	"github.com/sokovan-go/sokovan/internal/agent/runtime/probe"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/runtimetest"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/slurm"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -77,7 +76,7 @@ func newEnv(t *testing.T, edit func(*slurm.Config)) *env {
 
 func (e *env) spec(image string, env map[string]string) runtime.Spec {
 	id := domain.KernelID("k-" + runtimetest.RandomHex(e.t, 4))
-	return runtime.Spec{Kernel: id, Session: "s-" + domain.SessionID(id), Image: image, Env: env}
+	return runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: id, Session: "s-" + domain.SessionID(id), Image: image, Env: env}}
 }
 
 // jobOf is the kernel's job id, from its state file.
@@ -285,11 +284,10 @@ func TestRecoverReadoptsRunningJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	d1 := runtimetest.Driver{T: t, Runtime: rt1, Wait: slurmWait}
-	// Probed before and after: a re-adopted job must be probed again.
-	run := runtime.Spec{Kernel: domain.KernelID("rec-" + runtimetest.RandomHex(t, 4)), Session: "s", Image: "sleep",
-		Readiness: []probe.Spec{{Exec: []string{"true"}, Period: 100 * time.Millisecond}}}
-	done := runtime.Spec{Kernel: domain.KernelID("recx-" + runtimetest.RandomHex(t, 4)), Session: "s", Image: "exit:5",
-		Env: map[string]string{"SOKOVAN_EXIT_AFTER": "2"}}
+	run := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: domain.KernelID("rec-" + runtimetest.RandomHex(t, 4)),
+		Session: "s", Image: "sleep"}}
+	done := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: domain.KernelID("recx-" + runtimetest.RandomHex(t, 4)),
+		Session: "s", Image: "exit:5", Env: map[string]string{"SOKOVAN_EXIT_AFTER": "2"}}}
 	d1.Start(run)
 	d1.Start(done)
 	rec1.WaitFor(t, "start", runtimetest.IsStart(run.Kernel))
@@ -306,10 +304,6 @@ func TestRecoverReadoptsRunningJobs(t *testing.T) {
 	if !ok || !st.Running || !st.StartedAt.Equal(before.StartedAt) {
 		t.Fatalf("after Recover Live has %+v (listed %v), want running since %v", st, ok, before.StartedAt)
 	}
-	wait(t, "the re-adopted job ready", func() bool {
-		st, ok := e.d.Live(run.Kernel)
-		return ok && st.Ready != nil && *st.Ready
-	})
 	ev := e.rec.Exit(t, done.Kernel)
 	if runtimetest.Code(ev) != 5 {
 		t.Errorf("the job that ended while the agent was away: %+v, want code 5", ev)
@@ -470,7 +464,8 @@ func TestSharesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := runtime.Spec{Kernel: "k-shares", Session: "s-shares", Image: "sleep", Registry: reg, Slots: slots}
+	spec := runtime.Spec{KernelSpec: domain.KernelSpec{Kernel: "k-shares", Session: "s-shares", Image: "sleep"},
+		Registry: reg, Slots: slots}
 	err = rt.Create(context.Background(), spec)
 	if !errors.Is(err, runtime.ErrInvalidSpec) || !strings.Contains(err.Error(), "cuda.shares") {
 		t.Fatalf("Create = %v, want an invalid spec naming cuda.shares", err)
