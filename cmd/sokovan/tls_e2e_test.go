@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -130,6 +131,23 @@ func TestServerTLSEndToEnd(t *testing.T) {
 		}
 	}
 	user := append(base, "SOKOVAN_ADDR="+url, "SOKOVAN_TOKEN=admin-secret-0123456789")
+	// The dashboard is served over the same TLS.
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := hc.Get(url + "/")
+	if err != nil {
+		t.Fatalf("dashboard over https: %v", err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "<html") {
+		t.Fatalf("dashboard over https: %d\n%.200s", resp.StatusCode, page)
+	}
 
 	out, code := runBinary(t, user, "agent", "ls")
 	if code == 0 || !strings.Contains(out, "unknown authority") || !strings.Contains(out, "--ca") {
