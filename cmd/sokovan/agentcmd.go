@@ -72,8 +72,13 @@ func newAgentDaemonCmd() *cobra.Command {
 		Use:   "run",
 		Short: "Run an agent daemon that registers with a manager",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if err := settleAgentConfig(&cfg, id, kind, sl.AllowCommand); err != nil {
+				return err
+			}
+			// A manager behind a certificate of a private CA is trusted
+			// the way the CLI trusts it: --ca (inherited) or SOKOVAN_CA.
+			if cfg.ManagerCAs, err = caPool(caFile(cmd, "")); err != nil {
 				return err
 			}
 			cfg.Runtime = kind

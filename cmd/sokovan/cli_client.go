@@ -27,8 +27,12 @@ import (
 // the manager through SOKOVAN_ADDR and SOKOVAN_TOKEN, else the file
 // `sokovan login` writes.
 func addClientCommands(root *cobra.Command) {
-	root.AddCommand(newSessionCmd(), newJobCmd(), newAgentCmd(), newRGCmd(), newUserCmd(), newPolicyCmd(), newLoginCmd(),
-		newQueueCmd(), newUsageCmd(), newDeployCmd(), newRunCmd())
+	for _, c := range []*cobra.Command{newSessionCmd(), newJobCmd(), newAgentCmd(), newRGCmd(), newUserCmd(), newPolicyCmd(),
+		newLoginCmd(), newQueueCmd(), newUsageCmd(), newDeployCmd()} {
+		registerCA(c)
+		root.AddCommand(c)
+	}
+	root.AddCommand(newRunCmd())
 }
 
 // defaultAddr is where dev mode listens.
@@ -38,6 +42,8 @@ const defaultAddr = "http://127.0.0.1:8470"
 type clientConfig struct {
 	Addr  string `json:"addr"`
 	Token string `json:"token"`
+	// CA is the CA file `login --ca` trusted, kept for later commands.
+	CA string `json:"ca,omitempty"`
 }
 
 func configPath() (string, error) {
@@ -95,11 +101,14 @@ type client struct {
 	addr, token string
 	http        *http.Client // for requests with an answer
 	stream      *http.Client // for event streams and logs: no timeout
+	// transport carries both, and port-forward's proxy: one trust.
+	transport http.RoundTripper
 }
 
 // newClient resolves the manager: the environment first, then the saved
-// config, then dev mode's address.
-func newClient() (*client, error) {
+// config, then dev mode's address. cmd, when not nil, may name a CA
+// (--ca) to trust.
+func newClient(cmd *cobra.Command) (*client, error) {
 	cfg, err := loadConfig()
 	if err != nil {
 		return nil, err
@@ -120,8 +129,19 @@ func newClient() (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{addr: addr, token: cfg.Token,
-		http: &http.Client{Timeout: 30 * time.Second}, stream: &http.Client{}}, nil
+	return dial(addr, cfg.Token, caFile(cmd, cfg.CA))
+}
+
+// dial is a client of the manager at addr, trusting the CA in ca (none:
+// the system's authorities) for an https:// address.
+func dial(addr, token, ca string) (*client, error) {
+	pool, err := caPool(ca)
+	if err != nil {
+		return nil, err
+	}
+	rt := transport(pool)
+	return &client{addr: addr, token: token, transport: rt,
+		http: &http.Client{Timeout: 30 * time.Second, Transport: rt}, stream: &http.Client{Transport: rt}}, nil
 }
 
 // managerAddr reads the manager's address as people write it: a URL, or
@@ -176,7 +196,7 @@ func (c *client) send(hc *http.Client, req *http.Request) (*http.Response, error
 		if req.Context().Err() != nil {
 			return nil, req.Context().Err()
 		}
-		return nil, fmt.Errorf("cannot reach the manager at %s: %w", c.addr, err)
+		return nil, fmt.Errorf("cannot reach the manager at %s: %w", c.addr, tlsHint(err))
 	}
 	if resp.StatusCode < 400 {
 		return resp, nil
@@ -366,7 +386,7 @@ func keyValues(flag string, pairs []string) (map[string]string, error) {
 // offering nothing when it cannot be reached.
 func completeFrom(list func(ctx context.Context, c *client) ([]string, error)) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-		c, err := newClient()
+		c, err := newClient(cmd)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -383,7 +403,7 @@ func completeFrom(list func(ctx context.Context, c *client) ([]string, error)) c
 // call makes one API request and prints the answer: the API's own JSON
 // with -o json, otherwise what render writes from the decoded value.
 func call[T any](cmd *cobra.Command, o *output, method, path string, body any, render func(w io.Writer, v T) error) error {
-	c, err := newClient()
+	c, err := newClient(cmd)
 	if err != nil {
 		return err
 	}

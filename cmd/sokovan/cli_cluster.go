@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -346,7 +344,7 @@ func newUserCmd() *cobra.Command {
 		Short: "Create a user and print its token (shown once)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := newClient()
+			c, err := newClient(cmd)
 			if err != nil {
 				return err
 			}
@@ -431,7 +429,7 @@ func newPolicyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := newClient()
+			c, err := newClient(cmd)
 			if err != nil {
 				return err
 			}
@@ -474,7 +472,7 @@ func newLoginCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "login [--addr URL] [--token TOKEN]",
 		Short: "Check a token against a manager and save both for later commands",
-		Long: "Saves the address and token in a file only you can read (" + "<config dir>/sokovan/config.json" + ").\n" +
+		Long: "Saves the address, the token and the CA (--ca) in a file only you can read (" + "<config dir>/sokovan/config.json" + ").\n" +
 			"Without --token, the token is read from SOKOVAN_TOKEN or, failing that, from standard input.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -509,13 +507,18 @@ func newLoginCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c := &client{addr: addr, token: token, http: &http.Client{Timeout: 30 * time.Second}}
+			cfg, _ := loadConfig()
+			ca := absPath(caFile(cmd, cfg.CA))
+			c, err := dial(addr, token, ca)
+			if err != nil {
+				return err
+			}
 			var me v1.User
 			raw, err := c.do(cmd.Context(), "GET", "/v1/me", nil, &me)
 			if err != nil {
 				return err
 			}
-			path, err := saveConfig(clientConfig{Addr: c.addr, Token: token})
+			path, err := saveConfig(clientConfig{Addr: c.addr, Token: token, CA: ca})
 			if err != nil {
 				return fmt.Errorf("save login: %w", err)
 			}

@@ -155,7 +155,7 @@ func newDeployCreateCmd(o *output) *cobra.Command {
 			if hc != (v1.HealthCheck{}) {
 				body.HealthCheck = &hc
 			}
-			c, err := newClient()
+			c, err := newClient(cmd)
 			if err != nil {
 				return err
 			}

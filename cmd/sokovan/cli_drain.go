@@ -39,7 +39,7 @@ func newAgentDrainCmd(o *output) *cobra.Command {
 					return nil
 				})
 			}
-			c, err := newClient()
+			c, err := newClient(cmd)
 			if err != nil {
 				return err
 			}

@@ -40,7 +40,7 @@ at /v1/sessions/ID/proxy/NAME/, with your token. Ctrl-C stops it.`,
 			if err != nil {
 				return err
 			}
-			c, err := newClient()
+			c, err := newClient(cmd)
 			if err != nil {
 				return err
 			}
@@ -105,6 +105,7 @@ func forward(ctx context.Context, ln net.Listener, c *client, proxyPath string) 
 			pr.Out.Host = base.Host
 			pr.Out.Header.Set("Authorization", "Bearer "+c.token)
 		},
+		Transport:     c.transport,
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			http.Error(w, "sokovan port-forward: "+err.Error(), http.StatusBadGateway)

@@ -25,6 +25,7 @@ func newRunCmd() *cobra.Command {
 	// On its own flags, which run parses itself: persistent flags are
 	// merged in only when cobra runs a command.
 	create.Flags().StringVarP(&o.format, "output", "o", "table", "output format: table or json (the API's JSON)")
+	create.Flags().String(caFlag, "", "PEM file of a CA to trust, beside the system's, for an https:// manager (or SOKOVAN_CA)")
 	cmd := &cobra.Command{
 		Use:   "run SCRIPT [flags] [-- ARGS...]",
 		Short: "Submit a script as a batch session, with flags from its #SOKOVAN lines",

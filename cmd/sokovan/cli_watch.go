@@ -23,7 +23,7 @@ func newSessionWatchCmd(o *output) *cobra.Command {
 			"With -o json each change is printed as the API sends it, one JSON object a line.",
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := newClient()
+			c, err := newClient(cmd)
 			if err != nil {
 				return err
 			}

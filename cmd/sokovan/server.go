@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,9 @@ func newServerCmd() *cobra.Command {
 			if cfg.AgentToken == "" {
 				return errors.New("--agent-token (or SOKOVAN_AGENT_TOKEN) is required")
 			}
+			if err := checkKeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
+				return err
+			}
 			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			admin := os.Getenv("SOKOVAN_ADMIN_TOKEN")
 			if metricsToken == "" {
@@ -54,6 +58,9 @@ func newServerCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.DB, "db", "", "postgres://… or a SQLite file (or SOKOVAN_DB)")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:8470", "API address")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with, API, dashboard and agents alike; "+
+		"read again when it changes, so it rotates without a restart (with --tls-key)")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.StringVar(&cfg.AgentToken, "agent-token", "", "token agents present (or SOKOVAN_AGENT_TOKEN)")
 	f.DurationVar(&cfg.Coordinator.ShortInterval, "cycle-interval", time.Second, "how often every handler runs")
 	f.DurationVar(&cfg.Coordinator.LongInterval, "sweep-interval", 30*time.Second, "how often agent loss is checked")
@@ -65,4 +72,29 @@ func newServerCmd() *cobra.Command {
 	f.StringVar(&metricsToken, "metrics-token", "", "bearer token that lets a scraper see the per-user and per-deployment "+
 		"series of /metrics, which anonymous scrapes leave out (or SOKOVAN_METRICS_TOKEN; an admin's token also sees them)")
 	return cmd
+}
+
+// checkKeyPair refuses, before anything is opened, a TLS certificate and
+// key that cannot serve, naming the flag at fault.
+func checkKeyPair(certFile, keyFile string) error {
+	switch {
+	case certFile == "" && keyFile == "":
+		return nil
+	case certFile == "":
+		return errors.New("--tls-key needs --tls-cert")
+	case keyFile == "":
+		return errors.New("--tls-cert needs --tls-key")
+	}
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return fmt.Errorf("--tls-cert: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return fmt.Errorf("--tls-key: %w", err)
+	}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return fmt.Errorf("--tls-cert %s and --tls-key %s: %w", certFile, keyFile, err)
+	}
+	return nil
 }

@@ -22,7 +22,7 @@ import (
 // session's estimated start: the replay the manager's why runs, made
 // here, so a site can try it without a manager that has it.
 func estimateFrom(ctx context.Context, w io.Writer, addr string, reg *domain.Registry) error {
-	c, err := newClient()
+	c, err := newClient(nil)
 	if err != nil {
 		return err
 	}

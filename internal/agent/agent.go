@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,9 @@ type Config struct {
 	// fail over between; Token the agent token.
 	Manager string
 	Token   string
+	// ManagerCAs, when set, are the authorities an https:// manager's
+	// certificate must be signed by; nil trusts the system's.
+	ManagerCAs *x509.CertPool
 	// Listen is where the RPC server listens ("127.0.0.1:0" picks a port);
 	// Advertise is the address given to the manager, the listener's when
 	// empty.
@@ -133,6 +137,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	mc := agentrpc.NewManagerClient(cfg.Manager, cfg.Token)
 	mc.CallTimeout = cfg.ManagerTimeout
+	if cfg.ManagerCAs != nil {
+		mc.TrustRoots(cfg.ManagerCAs)
+	}
 	return &Agent{cfg: cfg, mc: mc, pulls: map[string]*pull{},
 		wake: make(chan struct{}, 1), started: make(chan struct{}), starts: make(chan struct{}, createsAtOnce)}, nil
 }

@@ -2,6 +2,8 @@ package agentrpc
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -203,6 +205,14 @@ func NewManagerClient(bases, token string) *ManagerClient {
 		}
 	}
 	return m
+}
+
+// TrustRoots makes the client accept an https:// manager's certificate
+// only when one of roots signed it. Set it before the first call.
+func (m *ManagerClient) TrustRoots(roots *x509.CertPool) {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+	m.hc.Transport = t
 }
 
 func (m *ManagerClient) post(ctx context.Context, path string, in, out any) error {

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,10 @@ type Config struct {
 	DB string
 	// Listen is the HTTP address ("127.0.0.1:8470"; port 0 picks one).
 	Listen string
+	// TLSCert and TLSKey, when set (both or neither), are PEM files the
+	// manager serves HTTPS with — the API, the dashboard, the proxies and
+	// the agent endpoints alike. They are read again when they change.
+	TLSCert, TLSKey string
 	// Events, when set ("redis://…"), carries agent events between
 	// managers on Redis Streams; otherwise the receiving manager applies
 	// them.
@@ -88,6 +93,7 @@ type Manager struct {
 	source config.Source
 	etcd   *config.Etcd
 	addr   string
+	tls    bool
 	srv    *http.Server
 	ln     net.Listener
 	log    *slog.Logger
@@ -175,18 +181,45 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 		handler = mux
 	}
-	m.ln, err = net.Listen("tcp", cfg.Listen)
-	if err != nil {
+	if m.ln, err = listen(cfg); err != nil {
 		st.Close()
-		return nil, fmt.Errorf("manager: listen on %s: %w", cfg.Listen, err)
+		return nil, err
 	}
-	m.addr = m.ln.Addr().String()
+	m.addr, m.tls = m.ln.Addr().String(), cfg.TLSCert != ""
 	m.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	return m, nil
 }
 
-// URL is the manager's base URL.
-func (m *Manager) URL() string { return "http://" + m.addr }
+// URL is the manager's base URL: https:// when it serves TLS.
+func (m *Manager) URL() string {
+	if m.tls {
+		return "https://" + m.addr
+	}
+	return "http://" + m.addr
+}
+
+// listen opens the manager's listener, a TLS one when cfg names a
+// certificate.
+func listen(cfg Config) (net.Listener, error) {
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, errors.New("manager: a TLS certificate and key go together: give both or neither")
+	}
+	var kp *keyPairFiles
+	if cfg.TLSCert != "" {
+		var err error
+		if kp, err = openKeyPair(cfg.TLSCert, cfg.TLSKey, cfg.Log); err != nil {
+			return nil, err
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("manager: listen on %s: %w", cfg.Listen, err)
+	}
+	if kp != nil {
+		ln = tls.NewListener(ln, kp.tlsConfig())
+	}
+	return ln, nil
+}
 
 // Run serves and coordinates until ctx ends or one of its parts fails,
 // then stops every part and shuts down in order; it returns the first
