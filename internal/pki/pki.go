@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -106,15 +107,34 @@ func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
 	return &CA{Cert: cert, CertPEM: certPEM, key: key, pool: pool}, nil
 }
 
+// CACert is the CA as its certificate alone: it verifies, and cannot sign
+// (an agent's view of the cluster CA).
+func CACert(certPEM []byte) (*CA, error) {
+	cert, err := ParseCert(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("ca certificate: %w", err)
+	}
+	if !cert.IsCA {
+		return nil, errors.New("ca certificate: not a CA")
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &CA{Cert: cert, CertPEM: certPEM, pool: pool}, nil
+}
+
 // Pool is the set of roots that holds only this CA.
 func (ca *CA) Pool() *x509.CertPool { return ca.pool }
 
 // Sign issues a certificate naming id for the key of csrPEM, valid from
-// now for ttl. Whatever names the request asks for are ignored: the
+// now for ttl, and (for a server reached by name) hosts: DNS names and IP
+// addresses. Whatever names the request asks for are ignored: the
 // identity is the signer's decision, never the requester's.
-func (ca *CA) Sign(csrPEM []byte, id Identity, ttl time.Duration, now time.Time) ([]byte, error) {
+func (ca *CA) Sign(csrPEM []byte, id Identity, ttl time.Duration, now time.Time, hosts ...string) ([]byte, error) {
 	if _, err := ParseIdentity(id.String()); err != nil {
 		return nil, err
+	}
+	if ca.key == nil {
+		return nil, errors.New("this CA holds no key to sign with")
 	}
 	if ttl <= 0 {
 		return nil, errors.New("ttl must be positive")
@@ -151,11 +171,36 @@ func (ca *CA) Sign(csrPEM []byte, id Identity, ttl time.Duration, now time.Time)
 		// does a manager the other way round.
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
 	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else if h != "" {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, csr.PublicKey, ca.key)
 	if err != nil {
 		return nil, err
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// Issue makes a key and a certificate for it naming id: what a manager,
+// which holds the CA, gives itself.
+func (ca *CA) Issue(id Identity, ttl time.Duration, now time.Time, hosts ...string) (certPEM, keyPEM []byte, err error) {
+	key, err := NewKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	csr, err := NewCSR(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if certPEM, err = ca.Sign(csr, id, ttl, now, hosts...); err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err = EncodeKey(key)
+	return certPEM, keyPEM, err
 }
 
 // ErrRevoked is a certificate whose serial was revoked.

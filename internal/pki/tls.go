@@ -37,6 +37,9 @@ func (k *Keypair) Set(certPEM, keyPEM []byte) error {
 	return nil
 }
 
+// TLSCertificate is the certificate and key presented now.
+func (k *Keypair) TLSCertificate() *tls.Certificate { return k.cur.Load() }
+
 // Leaf is the certificate presented now.
 func (k *Keypair) Leaf() *x509.Certificate { return k.cur.Load().Leaf }
 
