@@ -231,7 +231,7 @@ func (s *Server) table() []route {
 		{path: "/v1/agent/", docPath: "/v1/agent/{rpc}", access: agent, summary: "Agent RPC (agent token only)",
 			desc:   "Served by the agent RPC handler, which sees the full path; user tokens are refused with 403.",
 			status: http.StatusOK, handle: s.agentRPCRoute},
-	}, slices.Concat(s.jobRoutes(), s.deployRoutes())...)
+	}, slices.Concat(s.jobRoutes(), s.deployRoutes(), s.agentTokenRoutes())...)
 }
 
 // jobRoutes are the routes of jobs, gangs of separately submitted

@@ -33,6 +33,8 @@ type Store interface {
 	store.Users
 	store.Policies
 	store.Deployments
+	CreateJoinToken(ctx context.Context, t store.JoinToken, hash []byte) error
+	RevokeAgentCertificates(ctx context.Context, agent domain.AgentID, at time.Time) (int, error)
 	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel, limits ...store.PendingLimit) error
 	GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error)
 	ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error)
