@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +20,7 @@ func newAgentTokenCmd(o *output) *cobra.Command {
 			"and receives a certificate of the cluster CA naming its id, which it presents from then on. The token is\n" +
 			"shown once, when created; the manager keeps only its hash.",
 	}
-	var ttl string
+	var ttl, caOut string
 	var uses int
 	create := &cobra.Command{
 		Use:     "create",
@@ -32,6 +34,14 @@ func newAgentTokenCmd(o *output) *cobra.Command {
 			body := v1.CreateAgentTokenRequest{TTL: ttl, Uses: uses}
 			return call(cmd, o, "POST", "/v1/agent-tokens", body, func(w io.Writer, t v1.AgentToken) error {
 				fmt.Fprintf(w, "id:       %s\ntoken:    %s\nexpires:  %s\n", t.ID, t.Token, when(&t.ExpiresAt))
+				if caOut != "" {
+					if t.CA == "" {
+						return errors.New("--ca-out: the manager gives agents no identities (sokovan server --agent-identity)")
+					}
+					if err := os.WriteFile(caOut, []byte(t.CA), 0o644); err != nil {
+						return fmt.Errorf("--ca-out: %w", err)
+					}
+				}
 				// On stderr, so that stdout is only what a script keeps.
 				fmt.Fprintln(cmd.ErrOrStderr(), "Keep the token now: it is not shown again. Start agents with "+
 					"`sokovan agent run --join-token TOKEN …`.")
@@ -40,6 +50,7 @@ func newAgentTokenCmd(o *output) *cobra.Command {
 		},
 	}
 	create.Flags().StringVar(&ttl, "ttl", "1h", "how long agents may join with it (at most 720h)")
+	create.Flags().StringVar(&caOut, "ca-out", "", "write the cluster CA's certificate here, for agents' --manager-ca")
 	create.Flags().IntVar(&uses, "uses", 0, "how many agents may join with it (0: any number until it expires)")
 	cmd.AddCommand(create)
 	return cmd

@@ -134,11 +134,13 @@ func (i *Identity) serverTLS() *tls.Config {
 func (i *Identity) renewals(ctx context.Context, mc *agentrpc.ManagerClient, now func() time.Time,
 	retry time.Duration, log *slog.Logger) {
 	for {
+		// At least a second apart: a manager whose clock runs behind
+		// hands out certificates already due, which must not spin.
 		wait := pki.RenewAt(i.pair.Leaf()).Sub(now())
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(max(wait, 0)):
+		case <-time.After(max(wait, time.Second)):
 		}
 		if err := i.renew(ctx, mc); err != nil {
 			log.Warn("certificate not renewed; retrying", "err", err, "expires", i.pair.Leaf().NotAfter)

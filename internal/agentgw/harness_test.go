@@ -48,6 +48,9 @@ type manager struct {
 	joinTLS   *tls.Config
 	joinToken string
 	gw        *agentgw.Gateway
+	// mgrPair is the manager's certificate; certTTL agents' lifetime.
+	mgrPair *pki.Keypair
+	certTTL time.Duration
 }
 
 func newManager(t *testing.T) *manager {
@@ -63,7 +66,7 @@ func newIdentityManager(t *testing.T) *manager {
 	return newManagerWith(t, true)
 }
 
-func newManagerWith(t *testing.T, identity bool) *manager {
+func newManagerWith(t *testing.T, identity bool, certTTL ...time.Duration) *manager {
 	t.Helper()
 	ctx := context.Background()
 	reg := domain.DefaultRegistry()
@@ -89,6 +92,10 @@ func newManagerWith(t *testing.T, identity bool) *manager {
 		t.Cleanup(srv.Close)
 		m.url = srv.URL
 		return m
+	}
+	m.certTTL = time.Hour
+	if len(certTTL) > 0 {
+		m.certTTL = certTTL[0]
 	}
 	m.withIdentity(agents)
 	return m
@@ -116,8 +123,9 @@ func (m *manager) withIdentity(agents *agentrpc.AgentClient) {
 	if err != nil {
 		m.t.Fatal(err)
 	}
+	m.mgrPair = pair
 	agents.UseTLS(pki.ClientConfig(m.ca, pair, pki.Peer{Role: pki.RoleAgent}))
-	m.gw.UseIdentity(agentgw.Identity{CA: m.ca, Store: m.st, TTL: time.Hour})
+	m.gw.UseIdentity(agentgw.Identity{CA: m.ca, Store: m.st, TTL: m.certTTL})
 	srv := httptest.NewUnstartedServer(m.gw)
 	srv.Listener = tls.NewListener(srv.Listener, pki.OptionalClientConfig(m.ca, pair))
 	srv.Start()

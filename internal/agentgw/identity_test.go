@@ -2,6 +2,7 @@ package agentgw_test
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/tls"
 	"encoding/json"
 	"net/http"
@@ -190,4 +191,80 @@ const (
 
 func storeToken(id string, now time.Time, uses, ttlSeconds int) store.JoinToken {
 	return store.JoinToken{ID: id, CreatedAt: now, ExpiresAt: now.Add(time.Duration(ttlSeconds) * time.Second), Uses: uses}
+}
+
+// TestRevokedCertificateRefused: once an agent's certificates are revoked
+// (agent rm), its calls are refused within the gateway's refresh of the
+// revoked list, on every manager.
+func TestRevokedCertificateRefused(t *testing.T) {
+	t.Parallel()
+	m := newIdentityManager(t)
+	code, msg, cert := m.join("gone", m.joinToken)
+	if code != http.StatusOK {
+		t.Fatalf("join: %d %q", code, msg)
+	}
+	reg := agentrpc.Register{ID: "gone", ResourceGroup: "default", Address: "https://203.0.113.9:6001",
+		Architecture: "x86_64", Runtime: "sim", Capacity: map[string]string{"cpu": "1", "mem": "1g"}}
+	if code, msg = m.postWith(m.client(cert), false, "/v1/agent/register", reg, nil); code != http.StatusOK {
+		t.Fatalf("register: %d %q", code, msg)
+	}
+	if _, err := m.st.RevokeAgentCertificates(m.ctx, "gone", m.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	m.clock.Advance(6 * time1s)
+	hb := agentrpc.Heartbeat{ID: "gone", Epoch: 1}
+	if code, msg = m.postWith(m.client(cert), false, "/v1/agent/heartbeat", hb, nil); code != http.StatusUnauthorized ||
+		!strings.Contains(msg, "revoked") {
+		t.Errorf("heartbeat with a revoked certificate: %d %q, want 401 revoked", code, msg)
+	}
+}
+
+// TestRenewKeepsTheIdentity: an agent renews with its current certificate
+// for a new key, and the new certificate names it again; without a
+// certificate there is nothing to renew.
+func TestRenewKeepsTheIdentity(t *testing.T) {
+	t.Parallel()
+	m := newIdentityManager(t)
+	code, msg, cert := m.join("r", m.joinToken)
+	if code != http.StatusOK {
+		t.Fatalf("join: %d %q", code, msg)
+	}
+	key, _ := pki.NewKey()
+	csr, _ := pki.NewCSR(key)
+	var got agentrpc.Certificate
+	if code, msg = m.postWith(m.client(cert), false, "/v1/agent/renew", agentrpc.Renew{CSR: string(csr)}, &got); code != http.StatusOK {
+		t.Fatalf("renew: %d %q", code, msg)
+	}
+	leaf, err := pki.ParseCert([]byte(got.Certificate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := m.ca.Verify(leaf, m.clock.Now(), nil); err != nil || id.ID != "r" || pki.Serial(leaf) == pki.Serial(cert.Leaf) {
+		t.Errorf("renewed certificate names %v (%v), serial %s; want r under a new serial", id, err, pki.Serial(leaf))
+	}
+	if !leaf.PublicKey.(interface{ Equal(crypto.PublicKey) bool }).Equal(key.Public()) {
+		t.Error("the renewed certificate is not for the new key")
+	}
+	if code, _ = m.postWith(m.client(nil), false, "/v1/agent/renew", agentrpc.Renew{CSR: string(csr)}, nil); code != http.StatusUnauthorized {
+		t.Errorf("renew without a certificate: %d, want 401", code)
+	}
+}
+
+// TestAgentRotatesItsCertificate: a running agent renews its certificate
+// at 2/3 of its lifetime and serves with the new one without a restart.
+func TestAgentRotatesItsCertificate(t *testing.T) {
+	t.Parallel()
+	m := newManagerWith(t, true, 3*time1s)
+	a := m.startAgent("x", sim.Config{})
+	serving := func() string {
+		cfg := pki.ClientConfig(m.ca, m.mgrPair, pki.Peer{Role: pki.RoleAgent})
+		conn, err := tls.Dial("tcp", a.Addr(), cfg)
+		if err != nil {
+			m.t.Fatalf("dial agent: %v", err)
+		}
+		defer conn.Close()
+		return pki.Serial(conn.ConnectionState().PeerCertificates[0])
+	}
+	first := serving()
+	m.eventually("a renewed certificate", func() bool { return serving() != first })
 }

@@ -21,7 +21,8 @@ func (s *Server) agentTokenRoutes() []route {
 		{method: "POST", path: "/v1/agent-tokens", access: admin, summary: "Create a join token for agents",
 			desc: "An agent joins the cluster with it once (sokovan agent run --join-token): it sends a certificate " +
 				"request and receives a certificate of the cluster CA naming its id. The token is shown once, in this " +
-				"answer; only its hash is stored. It expires after ttl and, with uses, after that many joins.",
+				"answer; only its hash is stored. It expires after ttl and, with uses, after that many joins. ca is the cluster " +
+				"CA's certificate when agents have identities: the agent trusts the managers with it (--manager-ca).",
 			body: v1.CreateAgentTokenRequest{}, status: http.StatusCreated, resp: v1.AgentToken{}, handle: s.createAgentToken},
 	}
 }
@@ -48,6 +49,6 @@ func (s *Server) createAgentToken(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	writeJSON(w, http.StatusCreated, v1.AgentToken{ID: t.ID, Token: token, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
-		Uses: t.Uses})
+		Uses: t.Uses, CA: string(s.clusterCA)})
 	return nil
 }

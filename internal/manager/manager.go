@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,9 +49,21 @@ type Config struct {
 	// them runs the handlers) or "file:///path" (polled). Changes apply
 	// without a restart.
 	Config string
-	// AgentToken authenticates agents both ways.
-	AgentToken  string
-	Coordinator coordinator.Config
+	// AgentToken authenticates agents both ways, unless AgentIdentity.
+	// Anyone holding it may speak for any agent: it is the insecure mode,
+	// for dev and trusted networks.
+	AgentToken string
+	// AgentIdentity gives every agent an identity: a certificate of the
+	// cluster CA (kept in the store, made by the first manager) that it
+	// gets by joining with a join token; managers serve TLS and agents'
+	// calls are known by their certificates. AgentCertTTL is an agent
+	// certificate's lifetime (agentgw.DefaultCertTTL when zero);
+	// AgentTokenAllowed keeps agents without a certificate working with
+	// the agent token, while they are moved over.
+	AgentIdentity     bool
+	AgentCertTTL      time.Duration
+	AgentTokenAllowed bool
+	Coordinator       coordinator.Config
 	// Deploy tunes the deployment controller; zero fields take defaults.
 	Deploy deploy.Config
 	Log    *slog.Logger
@@ -72,6 +85,9 @@ type Parts struct {
 	Gatherer   prometheus.Gatherer
 	Registerer prometheus.Registerer
 	AgentToken string
+	// ClusterCA is the cluster CA's certificate (PEM) when agents have
+	// identities (Config.AgentIdentity).
+	ClusterCA []byte
 	// Admit admits sessions; the user API and the deployments' routes
 	// share it.
 	Admit *admit.Admitter
@@ -93,6 +109,8 @@ type Manager struct {
 	ln     net.Listener
 	log    *slog.Logger
 	cfg    Config
+	// identity is the manager's certificate when AgentIdentity is on.
+	identity *identity
 
 	// sampler records utilisation under the coordinator's lease.
 	sampler *Sampler
@@ -150,6 +168,17 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		Registerer: reg}, cfg.Deploy)
 	m := &Manager{Parts: Parts{Store: st, Coordinator: coord, Slots: slots, Plugins: plugins, Hooks: hooks, Agents: agents,
 		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken, Admit: admitter, Deploy: deployer}, gw: gw, lease: lease, source: source, etcd: etcd, leader: leader, log: cfg.Log, cfg: cfg, sampler: sampler}
+	if cfg.AgentIdentity {
+		if m.identity, err = openIdentity(ctx, st, cfg.Listen, cfg.Log); err != nil {
+			st.Close()
+			return nil, err
+		}
+		m.identity.wire(gw, agents, st, cfg.AgentCertTTL, cfg.AgentTokenAllowed)
+		m.ClusterCA = m.identity.ca.CertPEM
+	} else {
+		cfg.Log.Warn("agents are authenticated by the shared agent token: anyone holding it may speak for any agent " +
+			"(insecure; see Agent identity in docs/OPERATIONS.md)")
+	}
 	if cfg.Events != "" {
 		host, _ := os.Hostname()
 		m.bus, err = events.OpenRedis(ctx, events.RedisConfig{URL: cfg.Events, Stream: cfg.EventsStream,
@@ -182,12 +211,20 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("manager: listen on %s: %w", cfg.Listen, err)
 	}
 	m.addr = m.ln.Addr().String()
+	if m.identity != nil {
+		m.ln = tls.NewListener(m.ln, m.identity.serverTLS())
+	}
 	m.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	return m, nil
 }
 
 // URL is the manager's base URL.
-func (m *Manager) URL() string { return "http://" + m.addr }
+func (m *Manager) URL() string {
+	if m.identity != nil {
+		return "https://" + m.addr
+	}
+	return "http://" + m.addr
+}
 
 // Run serves and coordinates until ctx ends or one of its parts fails,
 // then stops every part and shuts down in order; it returns the first
@@ -221,6 +258,12 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	if m.bus != nil {
 		part(func(ctx context.Context) error { return m.bus.Run(ctx, m.gw.ApplyBatch) })
+	}
+	if m.identity != nil {
+		part(func(ctx context.Context) error {
+			m.identity.renewals(ctx)
+			return nil
+		})
 	}
 	part(func(ctx context.Context) error {
 		_ = m.sampler.Run(ctx) // logs its own failures; ends with ctx

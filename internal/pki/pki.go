@@ -24,6 +24,10 @@ const (
 	RoleManager = "manager"
 )
 
+// backdate is how far before issuance a certificate is valid from, so a
+// peer whose clock runs a little behind accepts it at once.
+const backdate = time.Minute
+
 // CALifetime is how long a cluster CA is valid: long enough that no
 // cluster rotates it by surprise.
 const CALifetime = 10 * 365 * 24 * time.Hour
@@ -164,7 +168,7 @@ func (ca *CA) Sign(csrPEM []byte, id Identity, ttl time.Duration, now time.Time,
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: id.String()},
 		URIs:         []*url.URL{{Scheme: id.Role, Opaque: id.ID}},
-		NotBefore:    now.Add(-time.Minute),
+		NotBefore:    now.Add(-backdate),
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		// Both: an agent calls managers and serves their calls, and so

@@ -187,4 +187,9 @@ func TestRenewAtTwoThirds(t *testing.T) {
 	if at.Before(now.Add(119*time.Minute)) || at.After(now.Add(121*time.Minute)) {
 		t.Fatalf("renew at %s, want about 2h after %s", at, now)
 	}
+	c, _ = issue(t, ca, Identity{RoleAgent, "a"}, 3*time.Second, now)
+	cert, _ = ParseCert(c)
+	if at := RenewAt(cert); at.Before(now.Add(time.Second)) || at.After(now.Add(3*time.Second)) {
+		t.Fatalf("renew at %s, want about 2h after %s", at, now)
+	}
 }

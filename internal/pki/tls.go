@@ -45,9 +45,11 @@ func (k *Keypair) Leaf() *x509.Certificate { return k.cur.Load().Leaf }
 
 // RenewAt is when a certificate should be renewed: at two thirds of its
 // lifetime, so a renewal that fails has a third left to be retried.
+// The lifetime counts from issuance, not from the backdated NotBefore, so
+// a short-lived certificate is not renewed the moment it arrives.
 func RenewAt(cert *x509.Certificate) time.Time {
-	life := cert.NotAfter.Sub(cert.NotBefore)
-	return cert.NotBefore.Add(life * 2 / 3)
+	issued := cert.NotBefore.Add(backdate)
+	return issued.Add(cert.NotAfter.Sub(issued) * 2 / 3)
 }
 
 // Peer says who may be on the other end: a role, and (when not nil) a

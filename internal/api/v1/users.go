@@ -69,4 +69,7 @@ type AgentToken struct {
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
 	Uses      int       `json:"uses,omitempty"`
+	// CA is the cluster CA's certificate (PEM), which agents trust the
+	// managers with; empty where agents have no identities.
+	CA string `json:"ca,omitempty"`
 }
