@@ -45,3 +45,25 @@ func TestManagerClientFailsOverFromASilentManager(t *testing.T) {
 		t.Errorf("second heartbeat: %v after %v, want the answering manager at once", err, time.Since(start))
 	}
 }
+
+// TestNoTokenNoAuthorization: an agent without the agent token (joining,
+// or known by its certificate) sends no Authorization header, which the
+// manager's API would otherwise take for a wrong token and refuse.
+func TestNoTokenNoAuthorization(t *testing.T) {
+	t.Parallel()
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Authorization"))
+		agentrpc.WriteJSON(w, http.StatusOK, agentrpc.Certificate{})
+	}))
+	defer srv.Close()
+	if _, err := agentrpc.NewManagerClient(srv.URL, "").Join(context.Background(), agentrpc.Join{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agentrpc.NewManagerClient(srv.URL, "tok").Join(context.Background(), agentrpc.Join{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != "" || got[1] != "Bearer tok" {
+		t.Fatalf("Authorization headers %q, want none without a token and Bearer tok with one", got)
+	}
+}
