@@ -177,6 +177,7 @@ func (i *Identity) renew(ctx context.Context, mc *agentrpc.ManagerClient) error 
 	if err := i.pair.Set([]byte(got.Certificate), keyPEM); err != nil {
 		return err
 	}
+	mc.CloseIdle()
 	return save(i.dir, keyPEM, []byte(got.Certificate), []byte(got.CA))
 }
 

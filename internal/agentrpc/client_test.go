@@ -2,8 +2,10 @@ package agentrpc_test
 
 import (
 	"context"
+	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,5 +67,40 @@ func TestNoTokenNoAuthorization(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != "" || got[1] != "Bearer tok" {
 		t.Fatalf("Authorization headers %q, want none without a token and Bearer tok with one", got)
+	}
+}
+
+// TestCloseIdleMakesANewHandshake: after CloseIdle the next call shakes
+// hands again, which is how a renewed certificate reaches a manager that
+// checks the certificate of every call.
+func TestCloseIdleMakesANewHandshake(t *testing.T) {
+	t.Parallel()
+	var handshakes atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agentrpc.WriteJSON(w, http.StatusOK, agentrpc.HeartbeatReply{})
+	}))
+	srv.TLS = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		handshakes.Add(1)
+		return nil, nil
+	}}
+	srv.StartTLS()
+	defer srv.Close()
+	mc := agentrpc.NewManagerClient(srv.URL, "")
+	mc.UseTLS(srv.Client().Transport.(*http.Transport).TLSClientConfig)
+	ctx := context.Background()
+	for range 2 {
+		if _, err := mc.Heartbeat(ctx, agentrpc.Heartbeat{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := handshakes.Load(); n != 1 {
+		t.Fatalf("%d handshakes for two calls, want 1 (the connection kept)", n)
+	}
+	mc.CloseIdle()
+	if _, err := mc.Heartbeat(ctx, agentrpc.Heartbeat{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := handshakes.Load(); n != 2 {
+		t.Fatalf("%d handshakes after CloseIdle, want 2", n)
 	}
 }

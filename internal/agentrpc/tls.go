@@ -38,3 +38,10 @@ func (m *ManagerClient) Renew(ctx context.Context, in Renew) (Certificate, error
 	err := m.post(ctx, "/v1/agent/renew", in, &out)
 	return out, err
 }
+
+// CloseIdle closes the connections kept open to managers, so the next
+// call makes a new handshake: after a renewal, one that presents the new
+// certificate. (The gateway checks the certificate of every call, so a
+// connection kept from before would go on presenting the old one until it
+// expired.)
+func (m *ManagerClient) CloseIdle() { m.hc.CloseIdleConnections() }

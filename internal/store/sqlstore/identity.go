@@ -17,9 +17,11 @@ ON CONFLICT (id) DO NOTHING`
 	spendJoinToken  = `UPDATE join_tokens SET uses_left = uses_left - 1
 WHERE token_hash = $1 AND expires_at > $2 AND (uses_left IS NULL OR uses_left > 0)`
 	existsJoinToken = `SELECT COUNT(*) FROM join_tokens WHERE token_hash = $1`
-	// Locked so that two joins of one id cannot both see it free.
+	// Joins take the CA's row lock: an id's first certificate has no row
+	// to lock, and two joins of one id must not both see it free.
+	lockJoins      = `SELECT id FROM cluster_ca WHERE id = 1 {lock}`
 	liveAgentCerts = `SELECT serial FROM agent_certificates
-WHERE agent_id = $1 AND revoked_at IS NULL AND not_after > $2 ORDER BY serial {lock}`
+WHERE agent_id = $1 AND revoked_at IS NULL AND not_after > $2 ORDER BY serial`
 	liveAgentCert = `SELECT COUNT(*) FROM agent_certificates
 WHERE serial = $1 AND agent_id = $2 AND revoked_at IS NULL AND not_after > $3`
 	insertAgentCert  = `INSERT INTO agent_certificates (serial, agent_id, not_after) VALUES ($1, $2, $3)`
@@ -58,6 +60,9 @@ func (s *Store) CreateJoinToken(ctx context.Context, t store.JoinToken, hash []b
 // JoinAgent spends a token's use and records the agent's certificate.
 func (s *Store) JoinAgent(ctx context.Context, hash []byte, c store.AgentCertificate, now time.Time) error {
 	return s.write(ctx, "join agent "+string(c.Agent), func(tx txn) error {
+		if err := tx.lock(ctx, lockJoins); err != nil {
+			return err
+		}
 		n, err := tx.exec(ctx, spendJoinToken, hash, now.UTC())
 		if err != nil {
 			return err

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -108,4 +110,43 @@ func testAgentCertificates(t *testing.T, e Engine) {
 	wantErr(t, f.s.RenewAgentCertificate(f.ctx, "s3", c("s5", "victim", 3000), at(700)), store.ErrIdentityTaken,
 		"renewal with a revoked certificate")
 	f.must(f.s.JoinAgent(f.ctx, []byte("h"), c("s5", "victim", 3000), at(700)), "join again after revocation")
+}
+
+// testConcurrentJoins: joins of one id racing through two store instances,
+// each with a token of its own, leave exactly one certificate.
+func testConcurrentJoins(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	other := f.open(Options{Registry: f.reg})
+	_, _, err := f.s.InitClusterCA(f.ctx, []byte("c"), []byte("k"), at(0))
+	f.must(err, "init CA")
+	const n = 32
+	for i := range n {
+		f.must(f.s.CreateJoinToken(f.ctx, store.JoinToken{ID: fmt.Sprint("t", i), CreatedAt: at(0), ExpiresAt: at(3600)},
+			[]byte(fmt.Sprint("h", i))), "token %d", i)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		s := f.s
+		if i%2 == 1 {
+			s = other
+		}
+		wg.Go(func() {
+			errs[i] = s.JoinAgent(f.ctx, []byte(fmt.Sprint("h", i)),
+				store.AgentCertificate{Serial: fmt.Sprint("s", i), Agent: "same", NotAfter: at(1000)}, at(1))
+		})
+	}
+	wg.Wait()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, store.ErrIdentityTaken):
+			t.Errorf("join %d: %v", i, err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d concurrent joins of one id succeeded, want 1", won)
+	}
 }

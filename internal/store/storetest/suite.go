@@ -108,6 +108,7 @@ func Run(t *testing.T, e Engine) {
 		{"ClusterCA", testClusterCA},
 		{"JoinTokens", testJoinTokens},
 		{"AgentCertificates", testAgentCertificates},
+		{"ConcurrentJoins", testConcurrentJoins},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
