@@ -77,9 +77,20 @@ func ServerConfig(ca *CA, k *Keypair, p Peer) *tls.Config {
 // callers without a certificate (users of the API): a certificate, when
 // given, must verify, and the handler reads who it names.
 func OptionalClientConfig(ca *CA, k *Keypair) *tls.Config {
-	c := ServerConfig(ca, k, Peer{})
+	return AcceptClientCerts(&tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return k.cur.Load(), nil },
+	}, ca)
+}
+
+// AcceptClientCerts makes a server configuration (one presenting an
+// operator's certificate, say) also take client certificates of ca, when
+// given: users without one are served as before, and the agent gateway
+// reads who a certificate names.
+func AcceptClientCerts(c *tls.Config, ca *CA) *tls.Config {
+	c = c.Clone()
 	c.ClientAuth = tls.VerifyClientCertIfGiven
-	c.VerifyConnection = nil
+	c.ClientCAs = ca.Pool()
 	return c
 }
 
