@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,12 +31,12 @@ import (
 // environment and the network: the token, the id (the host name), the
 // addresses (agent.ResolveAddresses) and whether its runtime runs a
 // session's own command.
-func settleAgentConfig(cfg *agent.Config, id, kind string, slurmAllow bool) error {
+func settleAgentConfig(cfg *agent.Config, id, kind string, slurmAllow, withIdentity bool) error {
 	if cfg.Token == "" {
 		cfg.Token = os.Getenv("SOKOVAN_AGENT_TOKEN")
 	}
-	if cfg.Token == "" {
-		return errors.New("--token (or SOKOVAN_AGENT_TOKEN) is required")
+	if cfg.Token == "" && !withIdentity {
+		return errors.New("--token (or SOKOVAN_AGENT_TOKEN) is required, or --join-token to join with a certificate")
 	}
 	if id == "" {
 		host, err := os.Hostname()
@@ -49,6 +52,10 @@ func settleAgentConfig(cfg *agent.Config, id, kind string, slurmAllow bool) erro
 		return err
 	}
 	cfg.Listen, cfg.Advertise, cfg.KernelAddress = addrs.Listen, addrs.Advertise, addrs.Kernel
+	if withIdentity {
+		// The RPC server serves TLS to managers' certificates only.
+		cfg.Advertise = strings.Replace(cfg.Advertise, "http://", "https://", 1)
+	}
 	switch kind {
 	case "docker", "sim":
 		// A container's command runs inside the container, and the
@@ -63,22 +70,62 @@ func settleAgentConfig(cfg *agent.Config, id, kind string, slurmAllow bool) erro
 	return nil
 }
 
+// joinCluster loads the agent's identity, joining the cluster for one
+// when it has none.
+func joinCluster(ctx context.Context, cfg agent.Config, caFile, token, dir string) (*agent.Identity, error) {
+	var base *tls.Config
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--manager-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--manager-ca %s: no PEM certificate in it", caFile)
+		}
+		base = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	}
+	return agent.JoinCluster(ctx, cfg.Manager, base, cfg.ID, token, dir)
+}
+
+// agentTrust sets up how the agent trusts its managers and proves who it
+// is: a manager behind a certificate of a private CA is trusted the way
+// the CLI trusts it (--ca, inherited, or SOKOVAN_CA); with an identity the
+// agent joins the cluster, or loads what it joined with before.
+func agentTrust(cmd *cobra.Command, cfg *agent.Config, withIdentity bool, managerCA, joinToken, identityDir string) (err error) {
+	if cfg.ManagerCAs, err = caPool(caFile(cmd, "")); err != nil {
+		return err
+	}
+	if withIdentity {
+		if cfg.Identity, err = joinCluster(cmd.Context(), *cfg, managerCA, joinToken, identityDir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func newAgentDaemonCmd() *cobra.Command {
 	var cfg agent.Config
 	var id, kind, dataDir, cpu, mem, dockerHost, dockerNetwork, kernelUIDs, devSpec string
 	var asAgentUser bool
+	var joinToken, identityDir, managerCA string
 	var sl slurm.Config
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run an agent daemon that registers with a manager",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			if err := settleAgentConfig(&cfg, id, kind, sl.AllowCommand); err != nil {
+			if joinToken == "" {
+				joinToken = os.Getenv("SOKOVAN_JOIN_TOKEN")
+			}
+			if identityDir == "" {
+				identityDir = filepath.Join(dataDir, "identity")
+			}
+			withIdentity := joinToken != "" || agent.Joined(identityDir)
+			if err := settleAgentConfig(&cfg, id, kind, sl.AllowCommand, withIdentity); err != nil {
 				return err
 			}
-			// A manager behind a certificate of a private CA is trusted
-			// the way the CLI trusts it: --ca (inherited) or SOKOVAN_CA.
-			if cfg.ManagerCAs, err = caPool(caFile(cmd, "")); err != nil {
+			if err := agentTrust(cmd, &cfg, withIdentity, managerCA, joinToken, identityDir); err != nil {
 				return err
 			}
 			cfg.Runtime = kind
@@ -174,7 +221,10 @@ func newAgentDaemonCmd() *cobra.Command {
 	f.StringVar(&cfg.Manager, "manager", "http://127.0.0.1:8470", "manager URL (several, comma-separated, to fail over)")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", 5*time.Second, "heartbeat interval")
 	f.DurationVar(&cfg.ManagerTimeout, "manager-timeout", agentrpc.DefaultCallTimeout, "how long one call waits for a manager before the next is tried; keep it times the number of managers under their --heartbeat-timeout")
-	f.StringVar(&cfg.Token, "token", "", "agent token (or SOKOVAN_AGENT_TOKEN)")
+	f.StringVar(&cfg.Token, "token", "", "agent token (or SOKOVAN_AGENT_TOKEN): the insecure dev mode, in which anyone holding it may speak for any agent")
+	f.StringVar(&joinToken, "join-token", "", "join token (sokovan agent token create; or SOKOVAN_JOIN_TOKEN): join once for a certificate naming --id, kept in --identity-dir and used from then on")
+	f.StringVar(&identityDir, "identity-dir", "", "where the agent's key and certificate live (default: DATA-DIR/identity)")
+	f.StringVar(&managerCA, "manager-ca", "", "PEM file of the CA the managers' TLS certificates are checked with when joining (the cluster CA: agent token create --ca-out); default: the system's roots")
 	f.StringVar(&cfg.ResourceGroup, "resource-group", "default", "resource group to join")
 	f.StringVar(&kind, "runtime", "process", "runtime: process, docker, slurm or sim")
 	f.StringVar(&dockerHost, "docker-host", "", "Docker engine address (default: DOCKER_HOST or the local socket)")

@@ -57,7 +57,7 @@ func newAgentCmd() *cobra.Command {
 		},
 	}
 	ls.Flags().BoolVar(&all, "all", false, "also list TERMINATED agents (removed with agent rm)")
-	cmd.AddCommand(ls, newAgentShowCmd(&o))
+	cmd.AddCommand(ls, newAgentShowCmd(&o), newAgentTokenCmd(&o))
 	cmd.AddCommand(&cobra.Command{
 		Use:     "rm ID",
 		Aliases: []string{"remove", "purge"},

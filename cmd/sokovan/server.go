@@ -16,7 +16,7 @@ import (
 
 func newServerCmd() *cobra.Command {
 	var cfg manager.Config
-	var metricsToken string
+	var metricsToken, caOut string
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run a manager (SQLite file or PostgreSQL)",
@@ -51,6 +51,14 @@ func newServerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if caOut != "" {
+				if len(m.ClusterCA) == 0 {
+					return errors.New("--cluster-ca-out needs --agent-identity")
+				}
+				if err := os.WriteFile(caOut, m.ClusterCA, 0o644); err != nil {
+					return fmt.Errorf("--cluster-ca-out: %w", err)
+				}
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Sokovan-Go manager on %s\n", m.URL())
 			return m.Run(cmd.Context())
 		},
@@ -61,7 +69,11 @@ func newServerCmd() *cobra.Command {
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with, API, dashboard and agents alike; "+
 		"read again when it changes, so it rotates without a restart (with --tls-key)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
-	f.StringVar(&cfg.AgentToken, "agent-token", "", "token agents present (or SOKOVAN_AGENT_TOKEN)")
+	f.StringVar(&cfg.AgentToken, "agent-token", "", "token agents present (or SOKOVAN_AGENT_TOKEN); without --agent-identity anyone holding it may speak for any agent (insecure, for dev)")
+	f.BoolVar(&cfg.AgentIdentity, "agent-identity", false, "give every agent a certificate of the cluster CA (agents join with a token from: sokovan agent token create); the manager serves TLS and knows agents by their certificates")
+	f.DurationVar(&cfg.AgentCertTTL, "agent-cert-ttl", 0, "lifetime of an agent certificate with --agent-identity (default 168h; agents renew at 2/3)")
+	f.StringVar(&caOut, "cluster-ca-out", "", "with --agent-identity, write the cluster CA's certificate (PEM) here at start: what agents (--manager-ca) and clients trust the manager's TLS with")
+	f.BoolVar(&cfg.AgentTokenAllowed, "agent-token-allowed", false, "with --agent-identity, still let agents without a certificate in with the agent token (insecure; while moving agents over)")
 	f.DurationVar(&cfg.Coordinator.ShortInterval, "cycle-interval", time.Second, "how often every handler runs")
 	f.DurationVar(&cfg.Coordinator.LongInterval, "sweep-interval", 30*time.Second, "how often agent loss is checked")
 	f.DurationVar(&cfg.Coordinator.HeartbeatTimeout, "heartbeat-timeout", 30*time.Second, "silence after which an agent is LOST")

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -71,6 +72,11 @@ type Config struct {
 	DestroyGrace   time.Duration
 	PullWait       time.Duration
 	Log            *slog.Logger
+	// Identity, when set, is the agent's certificate: it calls managers
+	// with it and serves its RPC over TLS to managers' certificates only.
+	// Without it the agent token authenticates both ways, the insecure dev
+	// mode in which any holder of the token may speak for any agent.
+	Identity *Identity
 }
 
 // Agent is a running agent daemon.
@@ -140,6 +146,15 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.ManagerCAs != nil {
 		mc.TrustRoots(cfg.ManagerCAs)
 	}
+	if cfg.Identity != nil {
+		// With an identity the manager is known by its cluster-CA
+		// certificate alone, whatever --ca trusts.
+		id, err := cfg.Identity.ID()
+		if err != nil || id != cfg.ID {
+			return nil, fmt.Errorf("agent: the certificate names %q, not agent %s (%v)", id, cfg.ID, err)
+		}
+		mc.UseTLS(cfg.Identity.clientTLS())
+	}
 	return &Agent{cfg: cfg, mc: mc, pulls: map[string]*pull{},
 		wake: make(chan struct{}, 1), started: make(chan struct{}), starts: make(chan struct{}, createsAtOnce)}, nil
 }
@@ -191,6 +206,11 @@ func (a *Agent) Run(ctx context.Context, rt runtime.Runtime) error {
 	close(a.started)
 	srv := &http.Server{Handler: a.handler(ctx), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
+	if id := a.cfg.Identity; id != nil {
+		ln = tls.NewListener(ln, id.serverTLS())
+		wg.Add(1)
+		go func() { defer wg.Done(); id.renewals(ctx, a.mc, time.Now, time.Minute, a.cfg.Log) }()
+	}
 	wg.Add(3)
 	go func() { defer wg.Done(); _ = srv.Serve(ln) }()
 	go func() { defer wg.Done(); a.heartbeats(ctx) }()
@@ -214,6 +234,9 @@ func (a *Agent) Run(ctx context.Context, rt runtime.Runtime) error {
 func (a *Agent) advertise() string {
 	if a.cfg.Advertise != "" {
 		return a.cfg.Advertise
+	}
+	if a.cfg.Identity != nil {
+		return "https://" + a.addr
 	}
 	return "http://" + a.addr
 }
@@ -496,6 +519,9 @@ func (a *Agent) handler(ctx context.Context) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.Copy(w, rc)
 	})
+	if a.cfg.Identity != nil {
+		return mux // the TLS listener admits managers' certificates only
+	}
 	return agentrpc.RequireToken(a.cfg.Token, mux)
 }
 

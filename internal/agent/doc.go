@@ -14,7 +14,7 @@
 // the daemon and on each of its subpackages, holds them to that through
 // every package they link (internal/archtest checks it with go list).
 //
-// Imports: internal/domain, internal/agentrpc, internal/agent/runtime.
+// Imports: internal/domain, internal/agentrpc, internal/pki, internal/agent/runtime.
 // Never links: internal/coordinator/..., internal/scheduler/...,
 // internal/store/..., internal/kernelstate/..., internal/agentgw/....
 package agent

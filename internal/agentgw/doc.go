@@ -12,6 +12,6 @@
 // manager wiring (internal/manager) and tests import it; the agent daemon
 // never does.
 //
-// Imports: internal/agentrpc, internal/coordinator, internal/store,
+// Imports: internal/agentrpc, internal/coordinator, internal/store, internal/pki,
 // internal/domain.
 package agentgw

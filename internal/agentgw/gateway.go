@@ -50,6 +50,9 @@ type Gateway struct {
 	now   func() time.Time
 	log   *slog.Logger
 	mux   *http.ServeMux
+	// identity, when set, authenticates agents by their certificates.
+	identity *Identity
+	revoked  *revokedCache
 }
 
 // New returns the handler; token is the agent token.
@@ -69,12 +72,15 @@ func New(st Store, coord Coordinator, slots *domain.Registry, token string,
 }
 
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	agentrpc.RequireToken(g.token, g.mux).ServeHTTP(w, r)
+	r, ok := g.authenticate(w, r)
+	if ok {
+		g.mux.ServeHTTP(w, r)
+	}
 }
 
 func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 	var in agentrpc.Register
-	if !agentrpc.ReadJSON(w, r, &in) {
+	if !agentrpc.ReadJSON(w, r, &in) || !sameAgent(w, r, in.ID) {
 		return
 	}
 	capacity, err := g.slots.ParseSlots(in.Capacity)
@@ -182,7 +188,7 @@ func (g *Gateway) mayRegister(ctx context.Context, in agentrpc.Register) (store.
 
 func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 	var in agentrpc.Heartbeat
-	if !agentrpc.ReadJSON(w, r, &in) {
+	if !agentrpc.ReadJSON(w, r, &in) || !sameAgent(w, r, in.ID) {
 		return
 	}
 	err := g.store.Heartbeat(r.Context(), in.ID, in.Epoch, g.now())
@@ -267,7 +273,7 @@ func (g *Gateway) UseBus(p Publisher) { g.bus = p }
 
 func (g *Gateway) events(w http.ResponseWriter, r *http.Request) {
 	var in agentrpc.Events
-	if !agentrpc.ReadJSON(w, r, &in) {
+	if !agentrpc.ReadJSON(w, r, &in) || !sameAgent(w, r, in.ID) {
 		return
 	}
 	if g.bus != nil {

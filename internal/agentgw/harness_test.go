@@ -3,11 +3,13 @@ package agentgw_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/clock"
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/pki"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
 	"github.com/sokovan-go/sokovan/internal/store"
 	"github.com/sokovan-go/sokovan/internal/store/sqlite"
@@ -39,9 +42,31 @@ type manager struct {
 	co    *coordinator.Coordinator
 	url   string
 	n     int
+	// With identities: the cluster CA, the TLS config agents call the
+	// manager with before they have a certificate, and a join token.
+	ca        *pki.CA
+	joinTLS   *tls.Config
+	joinToken string
+	gw        *agentgw.Gateway
+	// mgrPair is the manager's certificate; certTTL agents' lifetime.
+	mgrPair *pki.Keypair
+	certTTL time.Duration
 }
 
 func newManager(t *testing.T) *manager {
+	t.Helper()
+	return newManagerWith(t, false)
+}
+
+// newIdentityManager is newManager with agents' identities on: the manager
+// serves TLS with its own certificate of the cluster CA, agents must
+// present theirs, and the shared token is refused.
+func newIdentityManager(t *testing.T) *manager {
+	t.Helper()
+	return newManagerWith(t, true)
+}
+
+func newManagerWith(t *testing.T, identity bool, certTTL ...time.Duration) *manager {
 	t.Helper()
 	ctx := context.Background()
 	reg := domain.DefaultRegistry()
@@ -56,12 +81,62 @@ func newManager(t *testing.T) *manager {
 		t.Fatal(err)
 	}
 	clock := clock.NewManual(time.Now())
-	co := coordinator.New(coordinator.Deps{Store: st, Agents: agentgw.NewAgents(agentrpc.NewAgentClient(st, token), reg),
+	agents := agentrpc.NewAgentClient(st, token)
+	co := coordinator.New(coordinator.Deps{Store: st, Agents: agentgw.NewAgents(agents, reg),
 		Scheduler: scheduler.New(scheduler.NewRegistry()), Clock: clock},
 		coordinator.Config{CallTimeout: 5 * time.Second})
-	srv := httptest.NewServer(agentgw.New(st, co, reg, token, clock.Now, nil))
-	t.Cleanup(srv.Close)
-	return &manager{t: t, ctx: ctx, st: st, reg: reg, clock: clock, co: co, url: srv.URL}
+	gw := agentgw.New(st, co, reg, token, clock.Now, nil)
+	m := &manager{t: t, ctx: ctx, st: st, reg: reg, clock: clock, co: co, gw: gw}
+	if !identity {
+		srv := httptest.NewServer(gw)
+		t.Cleanup(srv.Close)
+		m.url = srv.URL
+		return m
+	}
+	m.certTTL = time.Hour
+	if len(certTTL) > 0 {
+		m.certTTL = certTTL[0]
+	}
+	m.withIdentity(agents)
+	return m
+}
+
+// withIdentity makes the cluster CA, the manager's certificate and a join
+// token, and serves the gateway over TLS.
+func (m *manager) withIdentity(agents *agentrpc.AgentClient) {
+	m.t.Helper()
+	certPEM, keyPEM, err := pki.NewCA("test cluster", time.Now())
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if certPEM, keyPEM, err = m.st.InitClusterCA(m.ctx, certPEM, keyPEM, time.Now()); err != nil {
+		m.t.Fatal(err)
+	}
+	if m.ca, err = pki.LoadCA(certPEM, keyPEM); err != nil {
+		m.t.Fatal(err)
+	}
+	mc, mk, err := m.ca.Issue(pki.Identity{Role: pki.RoleManager, ID: "m1"}, time.Hour, time.Now(), "127.0.0.1")
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	pair, err := pki.NewKeypair(mc, mk)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.mgrPair = pair
+	agents.UseTLS(pki.ClientConfig(m.ca, pair, pki.Peer{Role: pki.RoleAgent}))
+	m.gw.UseIdentity(agentgw.Identity{CA: m.ca, Store: m.st, TTL: m.certTTL})
+	srv := httptest.NewUnstartedServer(m.gw)
+	srv.Listener = tls.NewListener(srv.Listener, pki.OptionalClientConfig(m.ca, pair))
+	srv.Start()
+	m.t.Cleanup(srv.Close)
+	m.url = strings.Replace(srv.URL, "http://", "https://", 1)
+	m.joinTLS = &tls.Config{RootCAs: m.ca.Pool()}
+	m.joinToken = pki.NewJoinToken()
+	if err := m.st.CreateJoinToken(m.ctx, store.JoinToken{ID: "t1", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)},
+		pki.HashJoinToken(m.joinToken)); err != nil {
+		m.t.Fatal(err)
+	}
 }
 
 // startAgent runs an agent daemon with the sim runtime until the test
@@ -69,9 +144,18 @@ func newManager(t *testing.T) *manager {
 // hour, so the test alone decides when the agent falls silent.
 func (m *manager) startAgent(id domain.AgentID, simCfg sim.Config) *agent.Agent {
 	m.t.Helper()
-	a, err := agent.New(agent.Config{ID: id, ResourceGroup: "default", Manager: m.url, Token: token,
+	cfg := agent.Config{ID: id, ResourceGroup: "default", Manager: m.url, Token: token,
 		Listen: "127.0.0.1:0", Architecture: "x86_64", Capacity: map[string]string{"cpu": "4", "mem": "8g"},
-		HeartbeatInterval: time.Hour})
+		HeartbeatInterval: time.Hour}
+	scheme := "http://"
+	if m.ca != nil {
+		ident, err := agent.JoinCluster(m.ctx, m.url, m.joinTLS, id, m.joinToken, m.t.TempDir())
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		cfg.Token, cfg.Identity, scheme = "", ident, "https://"
+	}
+	a, err := agent.New(cfg)
 	if err != nil {
 		m.t.Fatal(err)
 	}
@@ -91,7 +175,7 @@ func (m *manager) startAgent(id domain.AgentID, simCfg sim.Config) *agent.Agent 
 	})
 	m.eventually("agent "+string(id)+" registered", func() bool {
 		got, err := m.st.GetAgent(m.ctx, id)
-		return err == nil && got.Address == "http://"+a.Addr()
+		return err == nil && got.Address == scheme+a.Addr()
 	})
 	return a
 }

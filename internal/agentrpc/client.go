@@ -155,7 +155,9 @@ func (c *AgentClient) Logs(ctx context.Context, agent domain.AgentID, kernel dom
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err

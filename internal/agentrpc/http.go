@@ -26,7 +26,11 @@ func call(ctx context.Context, hc *http.Client, url, token string, in, out any) 
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
+	if token != "" {
+		// An agent with a certificate, or joining, has no token: an empty
+		// Bearer would read as a wrong one.
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err

@@ -175,3 +175,25 @@ type Error struct {
 // CodeInvalidSpec: the agent refused kernels it can never start as
 // specified (create_kernels, answered 400).
 const CodeInvalidSpec = "invalid_spec"
+
+// Join asks the manager for a certificate naming ID for the key of CSR
+// (PEM), with a bootstrap token an admin created; it is the one agent
+// call that needs neither the agent token nor a certificate.
+type Join struct {
+	Token string         `json:"token"`
+	ID    domain.AgentID `json:"id"`
+	CSR   string         `json:"csr"`
+}
+
+// Renew asks for a new certificate for the key of CSR, naming whoever
+// the client certificate of the call names.
+type Renew struct {
+	CSR string `json:"csr"`
+}
+
+// Certificate answers Join and Renew: the agent's certificate and the
+// cluster CA's, in PEM.
+type Certificate struct {
+	Certificate string `json:"certificate"`
+	CA          string `json:"ca"`
+}

@@ -148,6 +148,13 @@ func (s *Server) isAgentToken(token string) bool {
 	return subtle.ConstantTimeCompare(HashToken(token), s.agentTokenHash) == 1
 }
 
+// agentCredential reports whether an agent call brings a credential
+// other than the agent token: a client certificate, or a join token in
+// the body of a join.
+func agentCredential(r *http.Request) bool {
+	return (r.TLS != nil && len(r.TLS.PeerCertificates) > 0) || r.URL.Path == "/v1/agent/join"
+}
+
 // authorize wraps a route's handler with its access rule:
 //
 //   - no or malformed token: 401;
@@ -160,6 +167,11 @@ func (s *Server) authorize(level access, next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if level == agent && r.Header.Get("Authorization") == "" && agentCredential(r) {
+			// The gateway authenticates these itself.
+			next.ServeHTTP(w, r)
+			return
+		}
 		token, ok := bearer(r)
 		if !ok {
 			s.fail(w, r, unauthenticated("missing or malformed bearer token"))

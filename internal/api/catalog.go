@@ -142,6 +142,10 @@ func (s *Server) retireAgent(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("no agent %q", r.PathValue("id"))
 	case errors.As(err, &re) && re.Status == domain.AgentTerminated:
+		// Revoked again, in case the first removal failed to.
+		if err := s.revokeAgent(r, a.ID); err != nil {
+			return err
+		}
 		return conflict("agent %s is already TERMINATED", re.Agent)
 	case errors.As(err, &re) && re.Status != domain.AgentLost:
 		return conflict("agent %s is %s: only a LOST agent can be removed (stop the agent first)", re.Agent, re.Status)
@@ -151,7 +155,21 @@ func (s *Server) retireAgent(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
+	if err := s.revokeAgent(r, a.ID); err != nil {
+		return err
+	}
 	return s.writeAgent(w, r, a)
+}
+
+// revokeAgent revokes a removed agent's certificates, so that neither it
+// nor whoever holds its key can speak for it again; a new agent of that id
+// must join afresh.
+func (s *Server) revokeAgent(r *http.Request, id domain.AgentID) error {
+	n, err := s.store.RevokeAgentCertificates(r.Context(), id, s.clock.Now())
+	if n > 0 {
+		s.log.Info("agent certificates revoked", "agent", id, "count", n)
+	}
+	return err
 }
 
 func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {

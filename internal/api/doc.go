@@ -34,7 +34,7 @@
 // handler, and its data model to leave private series out of an anonymous
 // scrape), and the standard library.
 //
-// Imports: internal/clock, internal/api/v1, internal/admit, internal/domain, internal/hook,
+// Imports: internal/clock, internal/api/v1, internal/admit, internal/domain, internal/hook, internal/pki,
 // internal/store, internal/scheduler, internal/scheduler/framework,
 // github.com/prometheus/client_golang/prometheus,
 // github.com/prometheus/client_golang/prometheus/promhttp,

@@ -228,10 +228,12 @@ func (s *Server) table() []route {
 				{name: "after", typ: "integer", desc: "start after this position (as Last-Event-ID)"}},
 			status: http.StatusOK, resp: v1.Change{}, media: "text/event-stream", stream: true, handle: s.events},
 
-		{path: "/v1/agent/", docPath: "/v1/agent/{rpc}", access: agent, summary: "Agent RPC (agent token only)",
-			desc:   "Served by the agent RPC handler, which sees the full path; user tokens are refused with 403.",
+		{path: "/v1/agent/", docPath: "/v1/agent/{rpc}", access: agent, summary: "Agent RPC (agent token or agent certificate)",
+			desc: "Served by the agent RPC handler, which sees the full path; user tokens are refused with 403. With agent " +
+				"identities (server --agent-identity) an agent presents its client certificate instead of a token, and " +
+				"join (a join token in the body) needs neither.",
 			status: http.StatusOK, handle: s.agentRPCRoute},
-	}, slices.Concat(s.jobRoutes(), s.deployRoutes())...)
+	}, slices.Concat(s.jobRoutes(), s.deployRoutes(), s.agentTokenRoutes())...)
 }
 
 // jobRoutes are the routes of jobs, gangs of separately submitted

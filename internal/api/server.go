@@ -33,6 +33,8 @@ type Store interface {
 	store.Users
 	store.Policies
 	store.Deployments
+	CreateJoinToken(ctx context.Context, t store.JoinToken, hash []byte) error
+	RevokeAgentCertificates(ctx context.Context, agent domain.AgentID, at time.Time) (int, error)
 	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel, limits ...store.PendingLimit) error
 	GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error)
 	ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error)
@@ -80,10 +82,14 @@ type LogsFunc func(ctx context.Context, agent domain.AgentID, kernel domain.Kern
 // are required; the rest may be nil (AgentRPC, Logs and Gatherer then
 // answer 501, Ready always succeeds, Clock is the wall clock, Log discards).
 type Deps struct {
-	Store    Store
-	Sessions Sessions
-	Slots    *domain.Registry
-	Plugins  *scheduler.Registry
+	Store Store
+	// ClusterCA is the cluster CA's certificate (PEM) when agents have
+	// identities: a join token's answer carries it, for agents to trust
+	// the managers with when they join.
+	ClusterCA []byte
+	Sessions  Sessions
+	Slots     *domain.Registry
+	Plugins   *scheduler.Registry
 	// AgentRPC serves agents under /v1/agent/; it sees the full request
 	// path. Only AgentToken opens it.
 	AgentRPC   http.Handler
@@ -183,6 +189,7 @@ type Server struct {
 	sched          *scheduler.Scheduler
 	agentRPC       http.Handler
 	agentTokenHash []byte
+	clusterCA      []byte
 	logs           LogsFunc
 	gatherer       prometheus.Gatherer
 	requests       *prometheus.CounterVec
@@ -244,6 +251,7 @@ func New(cfg Config, d Deps) *Server {
 	if d.AgentToken != "" {
 		s.agentTokenHash = HashToken(d.AgentToken)
 	}
+	s.clusterCA = d.ClusterCA
 	if d.Registerer != nil {
 		// Labelled by route pattern, not path, so ids do not make series.
 		s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_api_requests_total",

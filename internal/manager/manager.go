@@ -53,9 +53,21 @@ type Config struct {
 	// them runs the handlers) or "file:///path" (polled). Changes apply
 	// without a restart.
 	Config string
-	// AgentToken authenticates agents both ways.
-	AgentToken  string
-	Coordinator coordinator.Config
+	// AgentToken authenticates agents both ways, unless AgentIdentity.
+	// Anyone holding it may speak for any agent: it is the insecure mode,
+	// for dev and trusted networks.
+	AgentToken string
+	// AgentIdentity gives every agent an identity: a certificate of the
+	// cluster CA (kept in the store, made by the first manager) that it
+	// gets by joining with a join token; managers serve TLS and agents'
+	// calls are known by their certificates. AgentCertTTL is an agent
+	// certificate's lifetime (agentgw.DefaultCertTTL when zero);
+	// AgentTokenAllowed keeps agents without a certificate working with
+	// the agent token, while they are moved over.
+	AgentIdentity     bool
+	AgentCertTTL      time.Duration
+	AgentTokenAllowed bool
+	Coordinator       coordinator.Config
 	// Deploy tunes the deployment controller; zero fields take defaults.
 	Deploy deploy.Config
 	Log    *slog.Logger
@@ -77,6 +89,9 @@ type Parts struct {
 	Gatherer   prometheus.Gatherer
 	Registerer prometheus.Registerer
 	AgentToken string
+	// ClusterCA is the cluster CA's certificate (PEM) when agents have
+	// identities (Config.AgentIdentity).
+	ClusterCA []byte
 	// Admit admits sessions; the user API and the deployments' routes
 	// share it.
 	Admit *admit.Admitter
@@ -98,6 +113,8 @@ type Manager struct {
 	ln     net.Listener
 	log    *slog.Logger
 	cfg    Config
+	// identity is the manager's certificate when AgentIdentity is on.
+	identity *identity
 
 	// sampler records utilisation under the coordinator's lease.
 	sampler *Sampler
@@ -155,6 +172,22 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		Registerer: reg}, cfg.Deploy)
 	m := &Manager{Parts: Parts{Store: st, Coordinator: coord, Slots: slots, Plugins: plugins, Hooks: hooks, Agents: agents,
 		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken, Admit: admitter, Deploy: deployer}, gw: gw, lease: lease, source: source, etcd: etcd, log: cfg.Log, cfg: cfg, sampler: sampler}
+	if cfg.AgentIdentity && cfg.TLSCert != "" {
+		st.Close()
+		return nil, errors.New("manager: --tls-cert and --agent-identity do not combine yet: with agent identities " +
+			"the manager serves its cluster-CA certificate, which clients trust with --ca")
+	}
+	if cfg.AgentIdentity {
+		if m.identity, err = openIdentity(ctx, st, cfg.Listen, cfg.Log); err != nil {
+			st.Close()
+			return nil, err
+		}
+		m.identity.wire(gw, agents, st, cfg.AgentCertTTL, cfg.AgentTokenAllowed)
+		m.ClusterCA = m.identity.ca.CertPEM
+	} else {
+		cfg.Log.Warn("agents are authenticated by the shared agent token: anyone holding it may speak for any agent " +
+			"(insecure; see Agent identity in docs/OPERATIONS.md)")
+	}
 	if cfg.Events != "" {
 		host, _ := os.Hostname()
 		m.bus, err = events.OpenRedis(ctx, events.RedisConfig{URL: cfg.Events, Stream: cfg.EventsStream,
@@ -186,6 +219,11 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m.addr, m.tls = m.ln.Addr().String(), cfg.TLSCert != ""
+	if m.identity != nil {
+		// Agents and managers know each other by cluster-CA
+		// certificates (Open refuses --tls-cert beside identities).
+		m.ln, m.tls = tls.NewListener(m.ln, m.identity.serverTLS()), true
+	}
 	m.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	return m, nil
 }
@@ -253,6 +291,12 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	if m.bus != nil {
 		part(func(ctx context.Context) error { return m.bus.Run(ctx, m.gw.ApplyBatch) })
+	}
+	if m.identity != nil {
+		part(func(ctx context.Context) error {
+			m.identity.renewals(ctx)
+			return nil
+		})
 	}
 	part(func(ctx context.Context) error {
 		_ = m.sampler.Run(ctx) // logs its own failures; ends with ctx

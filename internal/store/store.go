@@ -30,6 +30,7 @@ type Store interface {
 	Policies
 	Usage
 	Deployments
+	Identities
 
 	Close() error
 }

@@ -51,3 +51,25 @@ type Policy struct {
 	MaxConcurrentSessions int               `json:"max_concurrent_sessions"`
 	MaxPendingSessions    int               `json:"max_pending_sessions"`
 }
+
+// CreateAgentTokenRequest is the body of POST /v1/agent-tokens.
+type CreateAgentTokenRequest struct {
+	// TTL is how long the token lets agents join, as "1h" (default 1h, at
+	// most 720h).
+	TTL string `json:"ttl,omitempty"`
+	// Uses caps how many agents may join with it; 0 or absent: any number
+	// until it expires.
+	Uses int `json:"uses,omitempty"`
+}
+
+// AgentToken is a join token; Token is shown once, when it is created.
+type AgentToken struct {
+	ID        string    `json:"id"`
+	Token     string    `json:"token,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Uses      int       `json:"uses,omitempty"`
+	// CA is the cluster CA's certificate (PEM), which agents trust the
+	// managers with; empty where agents have no identities.
+	CA string `json:"ca,omitempty"`
+}

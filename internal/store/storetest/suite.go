@@ -105,6 +105,10 @@ func Run(t *testing.T, e Engine) {
 		{"HeldByUser", testHeldByUser},
 		{"AgentDrains", testAgentDrains},
 		{"Jobs", testJobs},
+		{"ClusterCA", testClusterCA},
+		{"JoinTokens", testJoinTokens},
+		{"AgentCertificates", testAgentCertificates},
+		{"ConcurrentJoins", testConcurrentJoins},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

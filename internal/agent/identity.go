@@ -1,0 +1,205 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/agentrpc"
+	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/pki"
+)
+
+// Files of an agent's identity in its directory.
+const (
+	keyFile  = "agent-key.pem"
+	certFile = "agent-cert.pem"
+	caFile   = "cluster-ca.pem"
+)
+
+// Identity is the agent's certificate from the cluster CA: it presents it
+// to managers, whose calls it accepts only with a manager certificate of
+// the same CA, and renews it before it expires.
+type Identity struct {
+	dir  string
+	ca   *pki.CA
+	pair *pki.Keypair
+	// roots verify the managers' server certificates: the cluster CA
+	// (managers that present their own certificate) and the base roots
+	// (an operator's certificate on the managers' API).
+	roots *x509.CertPool
+}
+
+// Joined reports whether dir holds an identity already.
+func Joined(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, certFile))
+	return err == nil
+}
+
+// JoinCluster gives the agent id its identity: the one kept in dir if
+// there is one, or a new one joined with token through the managers at
+// managers (calls over base, nil for the system's roots). The key never
+// leaves the agent; only its certificate request does.
+func JoinCluster(ctx context.Context, managers string, base *tls.Config, id domain.AgentID, token, dir string) (*Identity, error) {
+	if Joined(dir) {
+		return LoadIdentity(dir, base)
+	}
+	if token == "" {
+		return nil, fmt.Errorf("agent %s holds no certificate in %s: give a join token (sokovan agent token create)", id, dir)
+	}
+	key, err := pki.NewKey()
+	if err != nil {
+		return nil, err
+	}
+	csr, err := pki.NewCSR(key)
+	if err != nil {
+		return nil, err
+	}
+	mc := agentrpc.NewManagerClient(managers, "")
+	if base != nil {
+		mc.UseTLS(base)
+	}
+	got, err := mc.Join(ctx, agentrpc.Join{Token: token, ID: id, CSR: string(csr)})
+	if err != nil {
+		return nil, fmt.Errorf("join: %w", err)
+	}
+	keyPEM, err := pki.EncodeKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := save(dir, keyPEM, []byte(got.Certificate), []byte(got.CA)); err != nil {
+		return nil, err
+	}
+	return LoadIdentity(dir, base)
+}
+
+// LoadIdentity reads the identity kept in dir.
+func LoadIdentity(dir string, base *tls.Config) (*Identity, error) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	keyPEM, certPEM, caPEM := read(keyFile), read(certFile), read(caFile)
+	if keyPEM == nil || certPEM == nil || caPEM == nil {
+		return nil, fmt.Errorf("identity in %s: want %s, %s and %s", dir, keyFile, certFile, caFile)
+	}
+	ca, err := pki.CACert(caPEM)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := pki.NewKeypair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("identity in %s: %w", dir, err)
+	}
+	var roots *x509.CertPool
+	if base != nil && base.RootCAs != nil {
+		roots = base.RootCAs.Clone()
+	} else if roots, err = x509.SystemCertPool(); err != nil {
+		roots = x509.NewCertPool()
+	}
+	roots.AddCert(ca.Cert)
+	return &Identity{dir: dir, ca: ca, pair: pair, roots: roots}, nil
+}
+
+// ID is the agent id the certificate names.
+func (i *Identity) ID() (domain.AgentID, error) {
+	id, err := pki.IdentityOf(i.pair.Leaf())
+	return domain.AgentID(id.ID), err
+}
+
+// clientTLS presents the agent's certificate to managers.
+func (i *Identity) clientTLS() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: i.roots,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return i.pair.TLSCertificate(), nil
+		}}
+}
+
+// serverTLS serves the agent's RPC to managers only.
+func (i *Identity) serverTLS() *tls.Config {
+	return pki.ServerConfig(i.ca, i.pair, pki.Peer{Role: pki.RoleManager})
+}
+
+// renewals renews the certificate at 2/3 of its lifetime until ctx ends;
+// a failed renewal is retried every retry while the certificate lasts.
+func (i *Identity) renewals(ctx context.Context, mc *agentrpc.ManagerClient, now func() time.Time,
+	retry time.Duration, log *slog.Logger) {
+	for {
+		// At least a second apart: a manager whose clock runs behind
+		// hands out certificates already due, which must not spin.
+		wait := pki.RenewAt(i.pair.Leaf()).Sub(now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(max(wait, time.Second)):
+		}
+		if err := i.renew(ctx, mc); err != nil {
+			log.Warn("certificate not renewed; retrying", "err", err, "expires", i.pair.Leaf().NotAfter)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(retry):
+			}
+			continue
+		}
+		log.Info("certificate renewed", "expires", i.pair.Leaf().NotAfter)
+	}
+}
+
+// renew asks for a certificate for a new key and uses it from the next
+// connection on; it is kept on disk first, so a restart finds it.
+func (i *Identity) renew(ctx context.Context, mc *agentrpc.ManagerClient) error {
+	key, err := pki.NewKey()
+	if err != nil {
+		return err
+	}
+	csr, err := pki.NewCSR(key)
+	if err != nil {
+		return err
+	}
+	got, err := mc.Renew(ctx, agentrpc.Renew{CSR: string(csr)})
+	if err != nil {
+		return err
+	}
+	keyPEM, err := pki.EncodeKey(key)
+	if err != nil {
+		return err
+	}
+	if err := i.pair.Set([]byte(got.Certificate), keyPEM); err != nil {
+		return err
+	}
+	mc.CloseIdle()
+	return save(i.dir, keyPEM, []byte(got.Certificate), []byte(got.CA))
+}
+
+// save writes the identity's files, each whole or not at all.
+func save(dir string, keyPEM, certPEM, caPEM []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{caFile, caPEM}, {keyFile, keyPEM}, {certFile, certPEM}} {
+		if len(f.data) == 0 {
+			return errors.New("identity: empty " + f.name)
+		}
+		tmp := filepath.Join(dir, f.name+".tmp")
+		if err := os.WriteFile(tmp, f.data, 0o600); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, f.name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
