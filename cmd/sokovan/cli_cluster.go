@@ -381,8 +381,47 @@ func newUserCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(create, list)
+	cmd.AddCommand(create, list, newUserTokenCmd(&o))
 	return cmd
+}
+
+// newUserTokenCmd is `sokovan user token [NAME]`: a new token replaces
+// every token of the caller, or as an admin of NAME. Rotating one's own
+// saved login updates the saved token too.
+func newUserTokenCmd(o *output) *cobra.Command {
+	return &cobra.Command{
+		Use:   "token [NAME]",
+		Short: "Replace your tokens (an admin: NAME's) with a new one, printed once; the old ones stop working",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newClient(cmd)
+			if err != nil {
+				return err
+			}
+			path := "/v1/me/token"
+			if len(args) == 1 {
+				path = "/v1/users/" + url.PathEscape(args[0]) + "/token"
+			}
+			var u v1.NewUser
+			raw, err := c.do(cmd.Context(), "POST", path, nil, &u)
+			if err != nil {
+				return err
+			}
+			saved := ""
+			if cfg, err := loadConfig(); err == nil && len(args) == 0 && os.Getenv("SOKOVAN_TOKEN") == "" && cfg.Token != "" {
+				cfg.Token = u.Token
+				if where, err := saveConfig(cfg); err == nil {
+					saved = " (saved to " + where + ")"
+				}
+			}
+			if o.json() {
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "new token for %s, shown only now%s; every older one has stopped working:\n%s\n",
+				u.Name, saved, u.Token)
+			return nil
+		},
+	}
 }
 
 func newPolicyCmd() *cobra.Command {

@@ -432,6 +432,29 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// rotateToken replaces the tokens of the user the path names (an
+// admin's call) or of the caller with one new token.
+func (s *Server) rotateToken(w http.ResponseWriter, r *http.Request) error {
+	u := caller(r.Context())
+	if name := r.PathValue("name"); name != "" {
+		users, err := s.store.ListUsers(r.Context())
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(users, func(x store.User) bool { return x.Name == name })
+		if i < 0 {
+			return notFound("no user %q", name)
+		}
+		u = users[i]
+	}
+	token := NewToken()
+	if err := s.store.ReplaceTokens(r.Context(), u.ID, HashToken(token), s.clock.Now().UTC()); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v1.NewUser{User: userOut(u), Token: token})
+	return nil
+}
+
 func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, userOut(caller(r.Context())))
 	return nil

@@ -205,6 +205,14 @@ func (s *Server) table() []route {
 			status: http.StatusOK, resp: v1.List[v1.User]{}, handle: s.listUsers},
 		{method: "GET", path: "/v1/me", access: user, summary: "The caller",
 			status: http.StatusOK, resp: v1.User{}, handle: s.me},
+		{method: "POST", path: "/v1/me/token", access: user, summary: "Replace the caller's tokens with a new one",
+			desc: "The new token is shown once, in this answer; every token the caller had, the one of this request " +
+				"included, stops working at once.",
+			status: http.StatusOK, resp: v1.NewUser{}, handle: s.rotateToken},
+		{method: "POST", path: "/v1/users/{name}/token", access: admin, summary: "Replace a user's tokens with a new one",
+			desc: "For a token that leaked or a user who left: every token the user had stops working at once; the new " +
+				"one is shown once, in this answer.",
+			status: http.StatusOK, resp: v1.NewUser{}, handle: s.rotateToken},
 		{method: "GET", path: "/v1/me/usage", access: user, summary: "What the caller's sessions hold and ask for, against its quotas",
 			desc: "occupied sums the requests of the caller's sessions that hold resources (SCHEDULED to TERMINATING), all " +
 				"kernels together; pending those of its PENDING sessions. limits has each user, project and domain policy " +

@@ -266,6 +266,10 @@ type Users interface {
 	// ListUsers returns every user by name.
 	ListUsers(ctx context.Context) ([]User, error)
 	UserByTokenHash(ctx context.Context, tokenHash []byte) (User, error)
+	// ReplaceTokens makes tokenHash the user's only token: every token it
+	// had stops working in the same transaction. ErrNotFound for no such
+	// user.
+	ReplaceTokens(ctx context.Context, userID string, tokenHash []byte, at time.Time) error
 }
 
 // Policies stores the policies of users, projects and domains. Each

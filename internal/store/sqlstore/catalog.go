@@ -280,6 +280,19 @@ func (s *Store) CreateUser(ctx context.Context, u store.User, tokenHash []byte) 
 	})
 }
 
+// ReplaceTokens implements store.Users.
+func (s *Store) ReplaceTokens(ctx context.Context, userID string, tokenHash []byte, at time.Time) error {
+	return s.write(ctx, "replace tokens of "+userID, func(tx txn) error {
+		// The user's row, locked: a missing user is ErrNotFound, and
+		// two replacements of one user's tokens take turns.
+		if err := tx.execOne(ctx, lockUser, userID); err != nil {
+			return err
+		}
+		return tx.batch(ctx, Stmt{SQL: deleteTokens, Args: []any{userID}},
+			Stmt{SQL: insertToken, Args: []any{tokenHash, userID, ts(at)}})
+	})
+}
+
 // ListUsers returns every user by name.
 func (s *Store) ListUsers(ctx context.Context) ([]store.User, error) {
 	return readAll(ctx, s, "list users", selectUsers, nil, codec.ScanUser)

@@ -264,6 +264,23 @@ func testUsers(t *testing.T, e Engine) {
 	if diff := cmp.Diff([]store.User{alice, bob}, users); diff != "" {
 		t.Errorf("users by name (-want +got):\n%s", diff)
 	}
+
+	// A new token replaces every one the user had; others' stay.
+	fresh := []byte(strings.Repeat("e", 32))
+	f.must(f.s.ReplaceTokens(f.ctx, "u1", fresh, at(3)), "replace alice's tokens")
+	_, err = f.s.UserByTokenHash(f.ctx, hash)
+	wantErr(t, err, store.ErrNotFound, "alice's replaced token")
+	if got, err := f.s.UserByTokenHash(f.ctx, fresh); err != nil || got.ID != "u1" {
+		t.Errorf("alice's new token: %+v, %v", got, err)
+	}
+	if got, err := f.s.UserByTokenHash(f.ctx, []byte(strings.Repeat("d", 32))); err != nil || got.ID != "u2" {
+		t.Errorf("bob's token after alice's replacement: %+v, %v", got, err)
+	}
+	wantErr(t, f.s.ReplaceTokens(f.ctx, "nobody", []byte(strings.Repeat("f", 32)), at(3)), store.ErrNotFound, "tokens of no user")
+	wantErr(t, f.s.ReplaceTokens(f.ctx, "u2", fresh, at(3)), store.ErrConflict, "another user's token hash")
+	if got, err := f.s.UserByTokenHash(f.ctx, []byte(strings.Repeat("d", 32))); err != nil || got.ID != "u2" {
+		t.Errorf("bob's token after a refused replacement: %+v, %v", got, err)
+	}
 	f.invariant()
 }
 
