@@ -198,26 +198,6 @@ func (s *Server) table() []route {
 				"of its name creates a new group; its ended sessions keep naming it.",
 			status: http.StatusOK, resp: v1.Group{}, handle: s.deleteGroup},
 
-		{method: "POST", path: "/v1/users", access: admin, summary: "Create a user and its token",
-			desc: "The token is shown once, in this answer; only its hash is stored.",
-			body: v1.CreateUserRequest{}, status: http.StatusCreated, resp: v1.NewUser{}, handle: s.createUser},
-		{method: "GET", path: "/v1/users", access: admin, summary: "List users by name",
-			status: http.StatusOK, resp: v1.List[v1.User]{}, handle: s.listUsers},
-		{method: "GET", path: "/v1/me", access: user, summary: "The caller",
-			status: http.StatusOK, resp: v1.User{}, handle: s.me},
-		{method: "POST", path: "/v1/me/token", access: user, summary: "Replace the caller's tokens with a new one",
-			desc: "The new token is shown once, in this answer; every token the caller had, the one of this request " +
-				"included, stops working at once.",
-			status: http.StatusOK, resp: v1.NewUser{}, handle: s.rotateToken},
-		{method: "POST", path: "/v1/users/{name}/token", access: admin, summary: "Replace a user's tokens with a new one",
-			desc: "For a token that leaked or a user who left: every token the user had stops working at once; the new " +
-				"one is shown once, in this answer.",
-			status: http.StatusOK, resp: v1.NewUser{}, handle: s.rotateToken},
-		{method: "GET", path: "/v1/me/usage", access: user, summary: "What the caller's sessions hold and ask for, against its quotas",
-			desc: "occupied sums the requests of the caller's sessions that hold resources (SCHEDULED to TERMINATING), all " +
-				"kernels together; pending those of its PENDING sessions. limits has each user, project and domain policy " +
-				"over the caller with what that whole scope holds.",
-			status: http.StatusOK, resp: v1.Usage{}, handle: s.usage},
 		{method: "PUT", path: "/v1/policies/{scope}/{name}", access: admin, summary: "Set the resource policy of a user, project or domain",
 			desc: "scope is user, project or domain; name is the user's name, or the project or domain. Slots " +
 				"left out of max_slots are unlimited; a zero count is no limit.",
@@ -241,7 +221,33 @@ func (s *Server) table() []route {
 				"identities (server --agent-identity) an agent presents its client certificate instead of a token, and " +
 				"join (a join token in the body) needs neither.",
 			status: http.StatusOK, handle: s.agentRPCRoute},
-	}, slices.Concat(s.jobRoutes(), s.deployRoutes(), s.agentTokenRoutes())...)
+	}, slices.Concat(s.userRoutes(), s.jobRoutes(), s.deployRoutes(), s.agentTokenRoutes())...)
+}
+
+// userRoutes are the routes of users, their tokens and their usage.
+func (s *Server) userRoutes() []route {
+	return []route{
+		{method: "POST", path: "/v1/users", access: admin, summary: "Create a user and its token",
+			desc: "The token is shown once, in this answer; only its hash is stored.",
+			body: v1.CreateUserRequest{}, status: http.StatusCreated, resp: v1.NewUser{}, handle: s.createUser},
+		{method: "GET", path: "/v1/users", access: admin, summary: "List users by name",
+			status: http.StatusOK, resp: v1.List[v1.User]{}, handle: s.listUsers},
+		{method: "GET", path: "/v1/me", access: user, summary: "The caller",
+			status: http.StatusOK, resp: v1.User{}, handle: s.me},
+		{method: "POST", path: "/v1/me/token", access: user, summary: "Replace the caller's tokens with a new one",
+			desc: "The new token is shown once, in this answer; every token the caller had, the one of this request " +
+				"included, stops working at once.",
+			status: http.StatusOK, resp: v1.NewUser{}, handle: s.rotateToken},
+		{method: "POST", path: "/v1/users/{name}/token", access: admin, summary: "Replace a user's tokens with a new one",
+			desc: "For a token that leaked or a user who left: every token the user had stops working at once; the new " +
+				"one is shown once, in this answer.",
+			status: http.StatusOK, resp: v1.NewUser{}, handle: s.rotateToken},
+		{method: "GET", path: "/v1/me/usage", access: user, summary: "What the caller's sessions hold and ask for, against its quotas",
+			desc: "occupied sums the requests of the caller's sessions that hold resources (SCHEDULED to TERMINATING), all " +
+				"kernels together; pending those of its PENDING sessions. limits has each user, project and domain policy " +
+				"over the caller with what that whole scope holds.",
+			status: http.StatusOK, resp: v1.Usage{}, handle: s.usage},
+	}
 }
 
 // jobRoutes are the routes of jobs, gangs of separately submitted
