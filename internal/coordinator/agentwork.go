@@ -97,12 +97,16 @@ type planned[T any] struct {
 
 // plan sorts targets for a handler whose calls are of kind: work says
 // what a target needs from which agents, or false when the handler does
-// not attempt it. A target whose agents have no call free is left out:
-// a call already running covers its agent, and the next run takes it.
+// not attempt it. A target whose agents have no call free is left out,
+// and so is one a call under way already carries: the next run takes it
+// once that call's result is recorded.
 func plan[T any](c *Coordinator, kind callKind, targets []store.SessionWithKernels,
 	work func(store.SessionWithKernels) (map[domain.AgentID][]T, bool)) planned[T] {
 	p := planned[T]{pack: newPacker[T](c, kind), fan: newFanOut()}
 	for _, t := range targets {
+		if c.calls.inCall(kind, t.Session.ID) {
+			continue // its call under way reports it
+		}
 		items, attempt := work(t)
 		if !attempt {
 			p.now = append(p.now, t)

@@ -106,7 +106,12 @@ type agentCalls struct {
 	mu       sync.Mutex
 	isolated map[domain.AgentID]*isolation
 	inflight map[callKey]int
-	sem      chan struct{}
+	// busy counts, per kind, the calls under way for each session, from
+	// their start until their results are recorded: a session in one is
+	// left out of the next runs, since a second call could only repeat
+	// the first (a create twice, a destroy twice).
+	busy map[callKind]map[domain.SessionID]int
+	sem  chan struct{}
 	// bg counts work left running past the handler that started it.
 	bg sync.WaitGroup
 }
@@ -126,7 +131,7 @@ type isolation struct {
 
 func newAgentCalls() *agentCalls {
 	return &agentCalls{isolated: map[domain.AgentID]*isolation{}, inflight: map[callKey]int{},
-		sem: make(chan struct{}, maxCalls)}
+		busy: map[callKind]map[domain.SessionID]int{}, sem: make(chan struct{}, maxCalls)}
 }
 
 // note is why calls to agent are not made now: a note for its sessions'
@@ -158,19 +163,55 @@ func (a *agentCalls) free(kind callKind, agent domain.AgentID) int {
 	return callShapes[kind].inFlight - a.inflight[callKey{kind, agent}]
 }
 
-func (a *agentCalls) take(kind callKind, agent domain.AgentID) {
+func (a *agentCalls) take(kind callKind, agent domain.AgentID, sessions []domain.SessionID) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.inflight[callKey{kind, agent}]++
-	a.mu.Unlock()
+	a.hold(kind, sessions, 1)
 }
 
-func (a *agentCalls) release(kind callKind, agent domain.AgentID) {
+func (a *agentCalls) release(kind callKind, agent domain.AgentID, sessions []domain.SessionID) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	k := callKey{kind, agent}
 	if a.inflight[k]--; a.inflight[k] <= 0 {
 		delete(a.inflight, k)
 	}
+	a.hold(kind, sessions, -1)
+}
+
+// hold counts sessions into (+1) or out of (-1) calls of kind; a.mu is
+// held.
+func (a *agentCalls) hold(kind callKind, sessions []domain.SessionID, d int) {
+	if a.busy[kind] == nil {
+		a.busy[kind] = map[domain.SessionID]int{}
+	}
+	for _, id := range sessions {
+		if a.busy[kind][id] += d; a.busy[kind][id] <= 0 {
+			delete(a.busy[kind], id)
+		}
+	}
+}
+
+// holding runs fn with sessions counted as in a call of kind, for calls
+// made outside dispatch (a forced destroy), so the handlers leave them be.
+func (a *agentCalls) holding(kind callKind, sessions []domain.SessionID, fn func()) {
+	a.mu.Lock()
+	a.hold(kind, sessions, 1)
 	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.hold(kind, sessions, -1)
+		a.mu.Unlock()
+	}()
+	fn()
+}
+
+// inCall reports whether a call of kind for the session is under way.
+func (a *agentCalls) inCall(kind callKind, id domain.SessionID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.busy[kind][id] > 0
 }
 
 // isIsolated reports whether calls to agent are being skipped.
@@ -337,11 +378,11 @@ func (c *Coordinator) dispatch(ctx context.Context, kind callKind, calls []*agen
 		return nil
 	}
 	for _, cl := range calls {
-		c.calls.take(kind, cl.agent)
+		c.calls.take(kind, cl.agent, cl.sessions)
 	}
 	release := func(done []*agentCall) {
 		for _, cl := range done {
-			c.calls.release(kind, cl.agent)
+			c.calls.release(kind, cl.agent, cl.sessions)
 		}
 	}
 	if c.serial() {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
 )
 
 // TestPackerBoundsCalls: a session's kernels for an agent go into one call;
@@ -13,7 +14,7 @@ import (
 // every agent it needs is left out whole.
 func TestPackerBoundsCalls(t *testing.T) {
 	c := &Coordinator{calls: newAgentCalls()}
-	c.calls.take(callCreate, "busy") // one of its two in flight
+	c.calls.take(callCreate, "busy", nil) // one of its two in flight
 	p := newPacker[int](c, callCreate)
 	kernels := func(n int, agents ...domain.AgentID) map[domain.AgentID][]int {
 		m := map[domain.AgentID][]int{}
@@ -48,5 +49,33 @@ func TestPackerBoundsCalls(t *testing.T) {
 	}
 	if fmt.Sprint(sizes) != "[32 32 20]" {
 		t.Errorf("call sizes %v, want [32 32 20]", sizes)
+	}
+}
+
+// TestPlanLeavesOutSessionsInACall: a session a call under way carries
+// (one past CallWait, its result not yet recorded) is not packed again,
+// even when its agent has a call free: a second create or destroy of the
+// same kernels could only repeat the first.
+func TestPlanLeavesOutSessionsInACall(t *testing.T) {
+	c := &Coordinator{calls: newAgentCalls()}
+	c.calls.take(callCreate, "a1", []domain.SessionID{"s1"})
+	targets := []store.SessionWithKernels{{Session: domain.Session{ID: "s1"}}, {Session: domain.Session{ID: "s2"}}}
+	work := func(store.SessionWithKernels) (map[domain.AgentID][]int, bool) {
+		return map[domain.AgentID][]int{"a1": {1}}, true
+	}
+	var packed []domain.SessionID
+	for _, cl := range plan(c, callCreate, targets, work).pack.each() {
+		packed = append(packed, cl.sessions...)
+	}
+	if fmt.Sprint(packed) != "[s2]" {
+		t.Fatalf("packed %v while s1's create is under way, want [s2]", packed)
+	}
+	c.calls.release(callCreate, "a1", []domain.SessionID{"s1"})
+	packed = nil
+	for _, cl := range plan(c, callCreate, targets, work).pack.each() {
+		packed = append(packed, cl.sessions...)
+	}
+	if fmt.Sprint(packed) != "[s1 s2]" {
+		t.Fatalf("packed %v once s1's call is recorded, want [s1 s2]", packed)
 	}
 }

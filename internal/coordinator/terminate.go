@@ -32,9 +32,13 @@ func (c *Coordinator) forceLater(ctx context.Context, s store.SessionWithKernels
 	// ctx is the loop's: it outlives this sweep and ends with the
 	// coordinator, which waits for the destroy (WaitCalls).
 	c.calls.bg.Go(func() {
-		if _, err := c.forceDestroy(ctx, s, now); err != nil {
-			c.log.Warn("forced destroy", "session", s.Session.ID, "err", err)
-		}
+		// Counted as a destroy under way, so TerminateSessions does not
+		// send its own for the same kernels meanwhile.
+		c.calls.holding(callDestroy, []domain.SessionID{s.Session.ID}, func() {
+			if _, err := c.forceDestroy(ctx, s, now); err != nil {
+				c.log.Warn("forced destroy", "session", s.Session.ID, "err", err)
+			}
+		})
 	})
 	return s, nil
 }
@@ -104,6 +108,13 @@ func (c *Coordinator) forceDestroy(ctx context.Context, s store.SessionWithKerne
 			continue // left to TerminateSessions, as an agent that does not answer is
 		}
 		wg.Go(func() {
+			// Within the calls' shared bound, as every agent call is.
+			select {
+			case c.calls.sem <- struct{}{}:
+				defer func() { <-c.calls.sem }()
+			case <-ctx.Done():
+				return
+			}
 			err := c.call(ctx, k.Agent, func(ctx context.Context) error {
 				return c.agents.DestroyKernel(ctx, k.Agent, k.ID, true)
 			})
