@@ -258,8 +258,12 @@ func decideJob(j domain.Job, members []domain.Session, now time.Time, b jobBound
 // setStatus moves the named members in the plan's copy, so the next look
 // counts them where the step leaves them.
 func setStatus(ms []domain.Session, ids []domain.SessionID, to domain.SessionStatus, now time.Time) {
+	moved := make(map[domain.SessionID]bool, len(ids))
+	for _, id := range ids {
+		moved[id] = true
+	}
 	for i := range ms {
-		if slices.Contains(ids, ms[i].ID) {
+		if moved[ms[i].ID] {
 			ms[i].Status, ms[i].StatusChangedAt = to, now
 		}
 	}
