@@ -9,15 +9,7 @@ import (
 )
 
 // holdingKernels are the kernel statuses whose grants hold devices.
-var holdingKernels = func() []domain.KernelStatus {
-	var out []domain.KernelStatus
-	for _, st := range domain.KernelStatuses() {
-		if st.HoldsResources() {
-			out = append(out, st)
-		}
-	}
-	return out
-}()
+var holdingKernels = domain.HoldingKernelStatuses()
 
 // addDevices fills in the devices of the agents that report any, with
 // who holds each: one kernel listing for all of them, by agent.

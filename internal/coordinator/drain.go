@@ -16,7 +16,7 @@ import (
 // sessions may end on their own. A session already TERMINATING is left to
 // its own bound rather than forced again every sweep.
 func (c *Coordinator) DrainDue(ctx context.Context) error {
-	holding := holdingKernelStatuses()
+	holding := domain.HoldingKernelStatuses()
 	drains, err := c.store.ListAgentDrains(ctx)
 	if err != nil {
 		return fmt.Errorf("drain: list drains: %w", err)
@@ -51,16 +51,4 @@ func (c *Coordinator) DrainDue(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// holdingKernelStatuses are the kernel statuses that hold slots, for
-// store filters that read only kernels which can still be released.
-func holdingKernelStatuses() []domain.KernelStatus {
-	var out []domain.KernelStatus
-	for _, s := range domain.KernelStatuses() {
-		if s.HoldsResources() {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -152,7 +152,7 @@ func (c *Coordinator) devicesGone(ctx context.Context, agent domain.Agent, now t
 	}
 	// Only kernels that hold something can hold a device; the agent's
 	// ended kernels, which grow with its history, are not read.
-	kernels, err := c.store.ListKernels(ctx, store.KernelFilter{Agents: []domain.AgentID{agent.ID}, Statuses: holdingKernelStatuses()})
+	kernels, err := c.store.ListKernels(ctx, store.KernelFilter{Agents: []domain.AgentID{agent.ID}, Statuses: domain.HoldingKernelStatuses()})
 	if err != nil {
 		return fmt.Errorf("agent %s restarted: %w", agent.ID, err)
 	}

@@ -22,13 +22,7 @@ func (c *Controller) drainingSessions(ctx context.Context) (map[domain.SessionID
 	for i, d := range drains {
 		agents[i] = d.Agent
 	}
-	var holding []domain.KernelStatus
-	for _, s := range domain.KernelStatuses() {
-		if s.HoldsResources() {
-			holding = append(holding, s)
-		}
-	}
-	ks, err := c.store.ListKernels(ctx, store.KernelFilter{Agents: agents, Statuses: holding})
+	ks, err := c.store.ListKernels(ctx, store.KernelFilter{Agents: agents, Statuses: domain.HoldingKernelStatuses()})
 	if err != nil {
 		return nil, err
 	}

@@ -288,3 +288,16 @@ const (
 	ResultGiveUp    Result = "GIVE_UP"
 	ResultSkipped   Result = "SKIPPED"
 )
+
+// HoldingKernelStatuses lists the kernel statuses that hold slots (and
+// device grants), for store filters that read only kernels which can
+// still be released.
+func HoldingKernelStatuses() []KernelStatus {
+	var out []KernelStatus
+	for _, s := range KernelStatuses() {
+		if s.HoldsResources() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
