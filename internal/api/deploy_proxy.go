@@ -230,15 +230,6 @@ func (t retryOnce) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(out)
 }
 
-// proxyTransport dials routes; kept apart from the default transport so
-// the proxy's idle connections are its own.
-var proxyTransport = &http.Transport{
-	Proxy:               nil,
-	MaxIdleConnsPerHost: 64,
-	IdleConnTimeout:     90 * time.Second,
-	ForceAttemptHTTP2:   false,
-}
-
 func (s *Server) deploymentProxy(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	d, err := s.cachedProxyDeployment(ctx, r.PathValue("id"))
@@ -280,7 +271,7 @@ func (s *Server) deploymentProxy(w http.ResponseWriter, r *http.Request) error {
 			pr.SetXForwarded()
 			pr.Out.Header.Set("X-Forwarded-Prefix", prefix)
 		},
-		Transport:     retryOnce{base: proxyTransport, again: func(skip string) (string, func()) { return s.traffic.pick(tab, skip) }},
+		Transport:     retryOnce{base: s.proxies.transport, again: func(skip string) (string, func()) { return s.traffic.pick(tab, skip) }},
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			s.log.WarnContext(r.Context(), "deployment proxy", "deployment", d.ID, "route", ep, "err", err)

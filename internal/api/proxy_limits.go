@@ -56,8 +56,11 @@ func newProxyLimits(c Config) *proxyLimits {
 		l.idle = time.Hour
 	}
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	// One transport for both proxies, kept apart from the default one so
+	// their idle connections are their own; a deployment's routes take
+	// many requests each.
 	l.transport = &http.Transport{
-		MaxIdleConnsPerHost: 8,
+		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := d.DialContext(ctx, network, addr)
