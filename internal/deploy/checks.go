@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/store"
 )
 
 // checkAll is HealthCheckRoute over every due route: STALE first for those
@@ -73,21 +74,15 @@ func (c *Controller) applyCheck(ctx context.Context, d *domain.Deployment, r *do
 	hc := d.Health.Complete()
 	next := *r
 	next.CheckedAt = now
-	if !p.ok && r.Status == domain.RouteProvisioning && now.Sub(r.StatusChangedAt) < hc.InitialDelay {
-		// A server still coming up: the failure is recorded, not
-		// counted (Kubernetes' startup probe).
+	// A PROVISIONING route's failure within the initial delay is a server
+	// still coming up: recorded, not counted (Kubernetes' startup probe).
+	forgiven := !p.ok && r.Status == domain.RouteProvisioning && now.Sub(r.StatusChangedAt) < hc.InitialDelay
+	switch {
+	case forgiven:
 		next.Successes, next.Failures = 0, 0
-		if err := c.store.UpdateRoute(ctx, next, []domain.RouteStatus{r.Status}); err != nil {
-			return nil // moved meanwhile
-		}
-		*r = next
-		return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, Route: r.ID, At: now,
-			Handler: domain.HandlerHealthCheckRoute, Result: domain.RouteFailure, From: r.Status.String(), To: r.Status.String(),
-			Message: fmt.Sprintf("check failed within the initial delay of %s, not counted: %s", hc.InitialDelay, p.message)}})
-	}
-	if p.ok {
+	case p.ok:
 		next.Successes, next.Failures = next.Successes+1, 0
-	} else {
+	default:
 		next.Successes, next.Failures = 0, next.Failures+1
 	}
 	switch {
@@ -110,9 +105,17 @@ func (c *Controller) applyCheck(ctx context.Context, d *domain.Deployment, r *do
 	}
 	from := r.Status
 	if err := c.store.UpdateRoute(ctx, next, []domain.RouteStatus{from}); err != nil {
-		return nil // moved meanwhile; the next pass counts again
+		if errors.Is(err, store.ErrGuardFailed) {
+			return nil // moved meanwhile; the next pass counts again
+		}
+		return fmt.Errorf("route %s: %w", r.ID, err)
 	}
 	*r = next
+	if forgiven {
+		return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, Route: r.ID, At: now,
+			Handler: domain.HandlerHealthCheckRoute, Result: domain.RouteFailure, From: from.String(), To: from.String(),
+			Message: fmt.Sprintf("check failed within the initial delay of %s, not counted: %s", hc.InitialDelay, p.message)}})
+	}
 	if !p.ok {
 		// Below the threshold: recorded so `history` shows the route
 		// wavering; repeats merge into one entry.

@@ -389,18 +389,11 @@ func (c *Controller) endSession(ctx context.Context, r *domain.Route, reason str
 // endRoute ends a route's session as a user's DELETE does; one already
 // gone or ended is no error.
 func (c *Controller) endRoute(ctx context.Context, id domain.SessionID, reason string) error {
-	sk, err := c.store.GetSession(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+	// Terminate reads the session itself and leaves an ended one be.
+	if _, err := c.sessions.Terminate(ctx, id, reason, false); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	if sk.Session.Status.Terminal() {
-		return nil
-	}
-	_, err = c.sessions.Terminate(ctx, id, reason, false)
-	return err
+	return nil
 }
 
 // moveRoute applies handler's outcome to r, guarded by r's status, and
