@@ -2,7 +2,6 @@ package simulate
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -51,7 +50,7 @@ type LiveStore interface {
 	LoadSnapshot(ctx context.Context, group string, now time.Time) (framework.Snapshot, error)
 	ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error)
 	ListKernels(ctx context.Context, f store.KernelFilter) ([]domain.Kernel, error)
-	GetJob(ctx context.Context, id domain.JobID) (domain.Job, error)
+	ListJobs(ctx context.Context, f store.JobFilter) ([]domain.Job, error)
 }
 
 // LoadLive reads a group as Estimate wants it: the scheduler's snapshot
@@ -101,22 +100,24 @@ func LoadLive(ctx context.Context, st LiveStore, reg *domain.Registry, group str
 		live.Running = append(live.Running, LiveSession{Session: r, Kernels: byS[r.ID], End: ExpectedEnd(r, now)})
 	}
 	// The jobs of those sessions, so that the replay's members join them
-	// (and wait for their gangs) as the real ones do.
-	seen := map[domain.JobID]bool{}
+	// (and wait for their gangs) as the real ones do: the live jobs in one
+	// read, kept where a session of the group belongs to one.
+	want := map[domain.JobID]bool{}
 	for _, ls := range slices.Concat(live.Running, live.Pending) {
-		id := ls.Session.Job
-		if id == "" || seen[id] {
-			continue
+		if ls.Session.Job != "" {
+			want[ls.Session.Job] = true
 		}
-		seen[id] = true
-		j, err := st.GetJob(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
+	}
+	if len(want) > 0 {
+		jobs, err := st.ListJobs(ctx, store.JobFilter{Live: true})
 		if err != nil {
 			return Live{}, err
 		}
-		live.Jobs = append(live.Jobs, j)
+		for _, j := range jobs {
+			if want[j.ID] {
+				live.Jobs = append(live.Jobs, j)
+			}
+		}
 	}
 	return live, nil
 }
