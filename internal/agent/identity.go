@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,8 +19,10 @@ import (
 
 // Files of an agent's identity in its directory.
 const (
-	keyFile  = "agent-key.pem"
-	certFile = "agent-cert.pem"
+	// pairFile holds the certificate and its key together, so a renewal
+	// replaces both in one rename: a crash between two files would leave
+	// a key that matches no certificate, and an agent locked out.
+	pairFile = "agent.pem"
 	caFile   = "cluster-ca.pem"
 )
 
@@ -38,7 +41,7 @@ type Identity struct {
 
 // Joined reports whether dir holds an identity already.
 func Joined(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, certFile))
+	_, err := os.Stat(filepath.Join(dir, pairFile))
 	return err == nil
 }
 
@@ -88,9 +91,10 @@ func LoadIdentity(dir string, base *tls.Config) (*Identity, error) {
 		}
 		return b
 	}
-	keyPEM, certPEM, caPEM := read(keyFile), read(certFile), read(caFile)
+	certPEM, keyPEM := splitPair(read(pairFile))
+	caPEM := read(caFile)
 	if keyPEM == nil || certPEM == nil || caPEM == nil {
-		return nil, fmt.Errorf("identity in %s: want %s, %s and %s", dir, keyFile, certFile, caFile)
+		return nil, fmt.Errorf("identity in %s: want %s (certificate and key) and %s", dir, pairFile, caFile)
 	}
 	ca, err := pki.CACert(caPEM)
 	if err != nil {
@@ -181,15 +185,36 @@ func (i *Identity) renew(ctx context.Context, mc *agentrpc.ManagerClient) error 
 	return save(i.dir, keyPEM, []byte(got.Certificate), []byte(got.CA))
 }
 
-// save writes the identity's files, each whole or not at all.
+// splitPair parts pairFile's contents into the certificate blocks and
+// the key block.
+func splitPair(raw []byte) (certPEM, keyPEM []byte) {
+	for len(raw) > 0 {
+		var b *pem.Block
+		if b, raw = pem.Decode(raw); b == nil {
+			break
+		}
+		if b.Type == "CERTIFICATE" {
+			certPEM = append(certPEM, pem.EncodeToMemory(b)...)
+		} else {
+			keyPEM = pem.EncodeToMemory(b)
+		}
+	}
+	return certPEM, keyPEM
+}
+
+// save writes the identity's files, each whole or not at all: the CA,
+// then the certificate with its key in one file.
 func save(dir string, keyPEM, certPEM, caPEM []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	if len(keyPEM) == 0 || len(certPEM) == 0 {
+		return errors.New("identity: empty certificate or key")
+	}
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{caFile, caPEM}, {keyFile, keyPEM}, {certFile, certPEM}} {
+	}{{caFile, caPEM}, {pairFile, append(append([]byte{}, certPEM...), keyPEM...)}} {
 		if len(f.data) == 0 {
 			return errors.New("identity: empty " + f.name)
 		}
