@@ -66,6 +66,11 @@ func script(spec runtime.Spec, cmdline, path, workDir, statusFile string) string
 	// SLURM picks the GPUs for --gres and sets CUDA_VISIBLE_DEVICES
 	// itself; the manager's count-based request is all it is told.
 	delete(env, runtime.EnvCUDAVisible)
+	// The job runs on a compute node SLURM picks, not on the agent's host:
+	// the agent's address is neither where the kernel can bind nor where
+	// its peers reach it.
+	delete(env, runtime.EnvBindHost)
+	delete(env, runtime.EnvClusterAddrs)
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		fmt.Fprintf(&b, "export %s=%s\n", k, quote(env[k]))
 	}
