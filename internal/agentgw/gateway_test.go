@@ -109,9 +109,9 @@ func TestInvalidSpecCancelsAtOnce(t *testing.T) {
 	var starts []string
 	for _, e := range m.history(id) {
 		if e.Result == domain.ResultNeedRetry || e.Result == domain.ResultExpired {
-			t.Errorf("history has %s %s: %s", e.Handler, e.Result, e.Message)
+			t.Errorf("history has %s %s: %s", e.Cause, e.Result, e.Message)
 		}
-		if e.Handler == domain.HandlerStartSessions {
+		if e.Cause == domain.HandlerStartSessions {
 			starts = append(starts, fmt.Sprintf("%s %v→%v", e.Result, e.From, e.To))
 		}
 	}

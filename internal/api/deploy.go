@@ -491,8 +491,8 @@ func (s *Server) patchDeployment(w http.ResponseWriter, r *http.Request) error {
 				d.Autoscale.Min, d.Autoscale.Max, d.Autoscale.Target))
 		}
 	}
-	_ = s.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, At: now,
-		Handler: domain.HandlerUserUpdate, Result: domain.RouteSuccess, From: from.String(), To: d.Status.String(),
+	_ = s.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Subject: d.ID, At: now,
+		Cause: domain.HandlerUserUpdate, Result: domain.RouteSuccess, From: from.String(), To: d.Status.String(),
 		Message: fmt.Sprintf("%s set %s", u.Name, strings.Join(what, ", "))}})
 	s.kickDeploy()
 	routes, err := s.liveRoutes(ctx, d.ID)
@@ -525,8 +525,8 @@ func (s *Server) deleteDeployment(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	_ = s.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, At: now,
-		Handler: domain.HandlerUserDestroy, Result: domain.RouteSuccess, From: from.String(), To: d.Status.String(),
+	_ = s.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Subject: d.ID, At: now,
+		Cause: domain.HandlerUserDestroy, Result: domain.RouteSuccess, From: from.String(), To: d.Status.String(),
 		Message: "destroyed by " + caller(ctx).Name}})
 	s.kickDeploy()
 	routes, err := s.liveRoutes(ctx, d.ID)
@@ -549,7 +549,7 @@ func (s *Server) deploymentHistory(w http.ResponseWriter, r *http.Request) error
 	}
 	out := v1.List[v1.DeploymentHistory]{Items: make([]v1.DeploymentHistory, 0, len(hs))}
 	for _, h := range hs {
-		out.Items = append(out.Items, v1.DeploymentHistory{At: h.At.UTC(), Route: string(h.Route), Handler: string(h.Handler),
+		out.Items = append(out.Items, v1.DeploymentHistory{At: h.At.UTC(), Route: string(h.Route), Handler: string(h.Cause),
 			Result: string(h.Result), From: h.From, To: h.To, Message: h.Message, Attempt: h.Attempt})
 	}
 	writeJSON(w, http.StatusOK, out)

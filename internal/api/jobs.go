@@ -113,7 +113,7 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) error {
 			return conflict("job %s is %s and can no longer be cancelled", j.ID, j.State)
 		}
 		why := "cancelled by " + u.Name
-		e := domain.JobHistoryEntry{JobID: j.ID, At: s.clock.Now(), Event: domain.JobFail, From: j.State, To: to, Message: why}
+		e := domain.JobHistoryEntry{Subject: j.ID, At: s.clock.Now(), Cause: domain.JobFail, From: j.State, To: to, Message: why}
 		if err := s.store.MoveJob(ctx, e); err != nil {
 			if errors.Is(err, store.ErrGuardFailed) {
 				return conflict("job %s changed state meanwhile; try again", j.ID)
@@ -222,7 +222,7 @@ func (s *Server) rejectJob(ctx context.Context, j domain.Job, refusal error) err
 		ae.Status == http.StatusTooManyRequests {
 		return refusal
 	}
-	e := domain.JobHistoryEntry{JobID: j.ID, At: s.clock.Now(), Event: domain.JobReject, From: domain.JobNew,
+	e := domain.JobHistoryEntry{Subject: j.ID, At: s.clock.Now(), Cause: domain.JobReject, From: domain.JobNew,
 		To: domain.JobRejected, Message: "first member refused: " + ae.Message}
 	if err := s.store.MoveJob(ctx, e); err != nil && !errors.Is(err, store.ErrGuardFailed) {
 		s.log.Warn("reject job", "job", j.ID, "err", err)
@@ -253,7 +253,7 @@ func (s *Server) jobOut(ctx context.Context, j domain.Job) (v1.Job, error) {
 		}
 	}
 	for _, e := range hist {
-		out.History = append(out.History, v1.JobHistory{At: e.At.UTC(), Event: string(e.Event), From: e.From.String(),
+		out.History = append(out.History, v1.JobHistory{At: e.At.UTC(), Event: string(e.Cause), From: e.From.String(),
 			To: e.To.String(), Message: e.Message})
 	}
 	return out, nil

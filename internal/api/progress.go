@@ -67,7 +67,7 @@ func (s *Server) progress(ctx context.Context, sk store.SessionWithKernels) (*v1
 		switch e := hist[n-1]; {
 		case e.From != st:
 		case e.Result == domain.ResultNeedRetry:
-			p.LastFailure = fmt.Sprintf("%s at %s: %s", e.Handler, e.At.UTC().Format(time.RFC3339), e.Message)
+			p.LastFailure = fmt.Sprintf("%s at %s: %s", e.Cause, e.At.UTC().Format(time.RFC3339), e.Message)
 		case e.Result == domain.ResultSkipped && e.Message != "":
 			// Not attempted, for a reason the handler gave: an agent that
 			// does not answer holds its sessions until it does.

@@ -75,7 +75,7 @@ func historyOut(h domain.HistoryEntry) v1.History {
 		}
 		return s.String()
 	}
-	return v1.History{At: h.At.UTC(), Handler: string(h.Handler), Result: string(h.Result), From: name(h.From),
+	return v1.History{At: h.At.UTC(), Handler: string(h.Cause), Result: string(h.Result), From: name(h.From),
 		To: name(h.To), Message: h.Message, Attempt: h.Attempt}
 }
 

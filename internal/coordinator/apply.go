@@ -79,13 +79,13 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 		if to == 0 {
 			to = from
 		}
-		hist = append(hist, domain.HistoryEntry{SessionID: id, At: now, Handler: h.Name, Result: d.Result,
+		hist = append(hist, domain.HistoryEntry{Subject: id, At: now, Cause: h.Name, Result: d.Result,
 			From: from, To: to, Message: d.Message, Attempt: 1})
 		c.metrics.outcome(h.Name, d.Result)
 	}
 	recordAs := func(e domain.HistoryEntry) {
 		hist = append(hist, e)
-		c.metrics.outcome(e.Handler, e.Result)
+		c.metrics.outcome(e.Cause, e.Result)
 	}
 	// leaveFor makes a give-up's or an expiry's move; history names the
 	// status the session reached, which leave may have changed.
@@ -332,9 +332,9 @@ func (c *Coordinator) leave(ctx context.Context, h domain.LifecycleHandler, t *s
 				return 0, fmt.Errorf("%s: cancel %s: %w", h.Name, t.Session.ID, err)
 			}
 			if len(gone) == 1 {
-				record(domain.HistoryEntry{SessionID: t.Session.ID, At: now, Handler: h.Name, Result: r,
+				record(domain.HistoryEntry{Subject: t.Session.ID, At: now, Cause: h.Name, Result: r,
 					From: t.Session.Status, To: domain.SessionPending, Message: reason, Attempt: 1})
-				record(domain.HistoryEntry{SessionID: t.Session.ID, At: now, Handler: domain.HandlerScheduleNewSessions,
+				record(domain.HistoryEntry{Subject: t.Session.ID, At: now, Cause: domain.HandlerScheduleNewSessions,
 					Result: domain.ResultGiveUp, From: domain.SessionPending, To: domain.SessionCancelled, Message: msg, Attempt: 1})
 				return 0, nil
 			}

@@ -48,7 +48,7 @@ func (c *Coordinator) EndDue(ctx context.Context) error {
 			return fmt.Errorf("end due sessions (%s): %w", why, err)
 		}
 		for _, id := range moved {
-			hist = append(hist, domain.HistoryEntry{SessionID: id, At: now, Handler: domain.HandlerEndDue,
+			hist = append(hist, domain.HistoryEntry{Subject: id, At: now, Cause: domain.HandlerEndDue,
 				Result: domain.ResultSuccess, From: domain.SessionRunning, To: domain.SessionTerminating,
 				Message: why, Attempt: 1})
 			c.metrics.outcome(domain.HandlerEndDue, domain.ResultSuccess)

@@ -151,7 +151,7 @@ func (c *Coordinator) waitNotes(h domain.LifecycleHandler, snap *framework.Snaps
 		if d.Result != domain.ResultSkipped {
 			continue
 		}
-		hist = append(hist, domain.HistoryEntry{SessionID: s.ID, At: now, Handler: h.Name, Result: d.Result,
+		hist = append(hist, domain.HistoryEntry{Subject: s.ID, At: now, Cause: h.Name, Result: d.Result,
 			From: s.Status, To: s.Status, Message: d.Message, Attempt: 1})
 		c.metrics.outcome(h.Name, d.Result)
 		recorded[s.ID] = true
@@ -270,7 +270,7 @@ func (c *Coordinator) cancelImpossible(ctx context.Context, h domain.LifecycleHa
 			return fmt.Errorf("cancel %s: %w", d.Session, err)
 		}
 		if len(moved) == 1 {
-			hist = append(hist, domain.HistoryEntry{SessionID: d.Session, At: now, Handler: h.Name,
+			hist = append(hist, domain.HistoryEntry{Subject: d.Session, At: now, Cause: h.Name,
 				Result: domain.ResultGiveUp, From: domain.SessionPending, To: domain.SessionCancelled, Message: msg, Attempt: 1})
 			c.metrics.outcome(h.Name, domain.ResultGiveUp)
 		}
@@ -367,7 +367,7 @@ func (c *Coordinator) Promote(ctx context.Context, p domain.PromotionHandler) (e
 	hist := make([]domain.HistoryEntry, 0, len(moved))
 	for _, id := range moved {
 		s := from[id]
-		hist = append(hist, domain.HistoryEntry{SessionID: id, At: now, Handler: p.Name, Result: domain.ResultSuccess,
+		hist = append(hist, domain.HistoryEntry{Subject: id, At: now, Cause: p.Name, Result: domain.ResultSuccess,
 			From: s.Status, To: p.Success, Message: why[id], Attempt: 1})
 		c.metrics.outcome(p.Name, domain.ResultSuccess)
 		if p.Success == domain.SessionRunning && !s.CreatedAt.IsZero() {

@@ -224,7 +224,7 @@ func (h *harness) history(id domain.SessionID) string {
 	}
 	var out string
 	for _, e := range entries {
-		out += fmt.Sprintf("  %s %s %v→%v ×%d %s\n", e.Handler, e.Result, e.From, e.To, e.Attempt, e.Message)
+		out += fmt.Sprintf("  %s %s %v→%v ×%d %s\n", e.Cause, e.Result, e.From, e.To, e.Attempt, e.Message)
 	}
 	return out
 }
@@ -236,7 +236,7 @@ func (h *harness) results(id domain.SessionID) []string {
 	}
 	var out []string
 	for _, e := range entries {
-		out = append(out, string(e.Handler)+":"+string(e.Result))
+		out = append(out, string(e.Cause)+":"+string(e.Result))
 	}
 	return out
 }

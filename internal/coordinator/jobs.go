@@ -246,7 +246,7 @@ func decideJob(j domain.Job, members []domain.Session, now time.Time, b jobBound
 			return plan, err
 		}
 		plan.Steps = append(plan.Steps, jobStep{Move: &domain.JobHistoryEntry{
-			JobID: j.ID, At: now, Event: ev, From: j.State, To: to, Message: why}})
+			Subject: j.ID, At: now, Cause: ev, From: j.State, To: to, Message: why}})
 		j.State, j.StateChangedAt, j.StateReason = to, now, why
 		if to.Final() {
 			return plan, nil
@@ -306,7 +306,7 @@ func (c *Coordinator) applyJob(ctx context.Context, plan jobPlan) error {
 				}
 				return err
 			}
-			c.log.Info("job moved", "job", j.ID, "event", e.Event, "from", e.From, "to", e.To, "why", e.Message)
+			c.log.Info("job moved", "job", j.ID, "event", e.Cause, "from", e.From, "to", e.To, "why", e.Message)
 		case len(st.Release) > 0:
 			if err := c.releaseReservations(ctx, j, st.Release, st.Reason); err != nil {
 				return err
@@ -333,7 +333,7 @@ func (c *Coordinator) releaseReservations(ctx context.Context, j domain.Job, ids
 	}
 	hist := make([]domain.HistoryEntry, len(moved))
 	for i, id := range moved {
-		hist[i] = domain.HistoryEntry{SessionID: id, At: now, Handler: HandlerJobPermit, Result: domain.ResultExpired,
+		hist[i] = domain.HistoryEntry{Subject: id, At: now, Cause: HandlerJobPermit, Result: domain.ResultExpired,
 			From: domain.SessionScheduled, To: domain.SessionPending, Message: reason, Attempt: 1}
 	}
 	if err := c.store.AppendHistory(ctx, hist); err != nil {

@@ -25,7 +25,7 @@ func steps(p jobPlan) []string {
 	for _, st := range p.Steps {
 		switch {
 		case st.Move != nil:
-			out = append(out, fmt.Sprintf("%s %s→%s", st.Move.Event, st.Move.From, st.Move.To))
+			out = append(out, fmt.Sprintf("%s %s→%s", st.Move.Cause, st.Move.From, st.Move.To))
 		case len(st.Release) > 0:
 			out = append(out, fmt.Sprintf("release %v", st.Release))
 		case len(st.End) > 0:
@@ -179,11 +179,11 @@ func TestDecideJobProperties(t *testing.T) {
 			switch {
 			case st.Move != nil:
 				moves++
-				to, err := domain.NextJobState(st.Move.Event, st.Move.From)
+				to, err := domain.NextJobState(st.Move.Cause, st.Move.From)
 				if st.Move.From != state || err != nil || to != st.Move.To {
-					t.Fatalf("step %d: %s %s→%s does not follow from %s by the table (%v)", i, st.Move.Event, st.Move.From, st.Move.To, state, err)
+					t.Fatalf("step %d: %s %s→%s does not follow from %s by the table (%v)", i, st.Move.Cause, st.Move.From, st.Move.To, state, err)
 				}
-				if st.Move.Event == domain.JobComplete && st.Move.From != domain.JobCompleting {
+				if st.Move.Cause == domain.JobComplete && st.Move.From != domain.JobCompleting {
 					for _, m := range members {
 						if !m.Status.Terminal() || released {
 							t.Fatalf("step %d completes the job with member %s %s", i, m.ID, m.Status)

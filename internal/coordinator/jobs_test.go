@@ -56,7 +56,7 @@ func (h *harness) jobHistory(id domain.JobID) string {
 	}
 	var parts []string
 	for _, e := range hist {
-		parts = append(parts, string(e.Event)+":"+e.From.String()+"→"+e.To.String())
+		parts = append(parts, string(e.Cause)+":"+e.From.String()+"→"+e.To.String())
 	}
 	return strings.Join(parts, " ")
 }
@@ -395,7 +395,7 @@ func TestJobEveryCoordinatorEdge(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range hist {
-			taken[[3]string{string(e.Event), e.From.String(), e.To.String()}] = true
+			taken[[3]string{string(e.Cause), e.From.String(), e.To.String()}] = true
 		}
 	}
 	apiRaised := map[[2]string]bool{{"Reject", "NEW"}: true, {"Fail", "NEW"}: true, {"Fail", "ACCEPTED"}: true,

@@ -50,13 +50,13 @@ func (c *Coordinator) preempted(ctx context.Context, group string, ps []store.Pr
 			msg += "; requeued as " + string(p.Requeued)
 		}
 		hist = append(hist,
-			domain.HistoryEntry{SessionID: p.Victim, At: now, Handler: domain.HandlerScheduleNewSessions,
+			domain.HistoryEntry{Subject: p.Victim, At: now, Cause: domain.HandlerScheduleNewSessions,
 				Result: domain.ResultSuccess, From: domain.SessionRunning, To: domain.SessionTerminating, Message: msg, Attempt: 1},
-			domain.HistoryEntry{SessionID: p.Preemptor, At: now, Handler: domain.HandlerScheduleNewSessions,
+			domain.HistoryEntry{Subject: p.Preemptor, At: now, Cause: domain.HandlerScheduleNewSessions,
 				Result: domain.ResultSkipped, From: domain.SessionPending, To: domain.SessionPending,
 				Message: "preempting " + string(p.Victim) + "; starts when its slots are released", Attempt: 1})
 		if p.Requeued != "" {
-			hist = append(hist, domain.HistoryEntry{SessionID: p.Requeued, At: now, Handler: domain.HandlerScheduleNewSessions,
+			hist = append(hist, domain.HistoryEntry{Subject: p.Requeued, At: now, Cause: domain.HandlerScheduleNewSessions,
 				Result: domain.ResultSuccess, From: domain.SessionPending, To: domain.SessionPending,
 				Message: "requeued: new attempt of " + string(p.Victim) + ", " + domain.PreemptedReason(p.Preemptor), Attempt: 1})
 		}

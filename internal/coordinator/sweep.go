@@ -176,7 +176,7 @@ func (c *Coordinator) abandon(ctx context.Context, ab abandonment, kernels []dom
 				return fmt.Errorf("sweep: requeue %s: %w", id, err)
 			}
 			if to != 0 {
-				hist = append(hist, domain.HistoryEntry{SessionID: id, At: now, Handler: lost.Name, Result: domain.ResultExpired,
+				hist = append(hist, domain.HistoryEntry{Subject: id, At: now, Cause: lost.Name, Result: domain.ResultExpired,
 					From: s.Session.Status, To: to, Message: msg, Attempt: 1})
 			}
 			// Requeued, cancelled, or moved under us (the next sweep looks

@@ -78,7 +78,7 @@ func (c *Coordinator) terminate(ctx context.Context, id domain.SessionID, reason
 		if len(moved) == 0 {
 			continue
 		}
-		if err := c.store.AppendHistory(ctx, []domain.HistoryEntry{{SessionID: id, At: now, Handler: handler,
+		if err := c.store.AppendHistory(ctx, []domain.HistoryEntry{{Subject: id, At: now, Cause: handler,
 			Result: domain.ResultSuccess, From: from, To: to.Session, Message: reason, Attempt: 1}}); err != nil {
 			return store.SessionWithKernels{}, err
 		}

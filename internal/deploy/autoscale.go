@@ -57,8 +57,8 @@ func (c *Controller) autoscaleAll(ctx context.Context, deps []domain.Deployment,
 		msg := fmt.Sprintf("%.2f requests in flight on %d HEALTHY routes, target %g per route: replicas %d → %d",
 			load[d.ID], healthy, a.Target, d.Replicas, want)
 		d.Replicas, d.ScaledAt = want, now
-		errs = append(errs, c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, At: now,
-			Handler: domain.HandlerAutoscaleDeployment, Result: domain.RouteSuccess, From: d.Status.String(),
+		errs = append(errs, c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Subject: d.ID, At: now,
+			Cause: domain.HandlerAutoscaleDeployment, Result: domain.RouteSuccess, From: d.Status.String(),
 			To: d.Status.String(), Message: msg}}))
 	}
 	return errors.Join(errs...)

@@ -112,15 +112,15 @@ func (c *Controller) applyCheck(ctx context.Context, d *domain.Deployment, r *do
 	}
 	*r = next
 	if forgiven {
-		return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, Route: r.ID, At: now,
-			Handler: domain.HandlerHealthCheckRoute, Result: domain.RouteFailure, From: from.String(), To: from.String(),
+		return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Subject: d.ID, Route: r.ID, At: now,
+			Cause: domain.HandlerHealthCheckRoute, Result: domain.RouteFailure, From: from.String(), To: from.String(),
 			Message: fmt.Sprintf("check failed within the initial delay of %s, not counted: %s", hc.InitialDelay, p.message)}})
 	}
 	if !p.ok {
 		// Below the threshold: recorded so `history` shows the route
 		// wavering; repeats merge into one entry.
-		return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, Route: r.ID, At: now,
-			Handler: domain.HandlerHealthCheckRoute, Result: domain.RouteFailure, From: from.String(), To: from.String(),
+		return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Subject: d.ID, Route: r.ID, At: now,
+			Cause: domain.HandlerHealthCheckRoute, Result: domain.RouteFailure, From: from.String(), To: from.String(),
 			Message: "check failed: " + p.message}})
 	}
 	return nil

@@ -417,8 +417,8 @@ func (c *Controller) moveRoute(ctx context.Context, d *domain.Deployment, r *dom
 		return fmt.Errorf("route %s: %w", r.ID, err)
 	}
 	*r = next
-	return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, Route: r.ID, At: now,
-		Handler: h, Result: res, From: from.String(), To: r.Status.String(), Message: msg}})
+	return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Subject: d.ID, Route: r.ID, At: now,
+		Cause: h, Result: res, From: from.String(), To: r.Status.String(), Message: msg}})
 }
 
 // moveDeployment applies handler's outcome to d and records it.
@@ -446,8 +446,8 @@ func (c *Controller) recordMove(ctx context.Context, d *domain.Deployment, h dom
 		}
 		d.Status, d.StatusChangedAt = to, now
 	}
-	return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, At: now,
-		Handler: h, Result: res, From: from.String(), To: d.Status.String(), Message: msg}})
+	return c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Subject: d.ID, At: now,
+		Cause: h, Result: res, From: from.String(), To: d.Status.String(), Message: msg}})
 }
 
 // deployment runs the deployment handlers on d, whose routes' moves of
@@ -523,8 +523,8 @@ func (c *Controller) moveRouteTo(ctx context.Context, d *domain.Deployment, r *d
 		return fmt.Errorf("route %s: %w", r.ID, err)
 	}
 	*r = next
-	if err := c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, Route: r.ID, At: now,
-		Handler: h, Result: domain.RouteSuccess, From: from.String(), To: r.Status.String(), Message: msg}}); err != nil {
+	if err := c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Subject: d.ID, Route: r.ID, At: now,
+		Cause: h, Result: domain.RouteSuccess, From: from.String(), To: r.Status.String(), Message: msg}}); err != nil {
 		return err
 	}
 	if from == domain.RouteProvisioning {
@@ -546,8 +546,8 @@ func (c *Controller) startRoute(ctx context.Context, d *domain.Deployment, now t
 	if err := c.store.CreateRoute(ctx, r); err != nil {
 		return fmt.Errorf("create route of %s: %w", d.ID, err)
 	}
-	if err := c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Deployment: d.ID, Route: r.ID, At: now,
-		Handler: domain.HandlerScalingDeployment, Result: domain.RouteSuccess, To: r.Status.String(),
+	if err := c.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Subject: d.ID, Route: r.ID, At: now,
+		Cause: domain.HandlerScalingDeployment, Result: domain.RouteSuccess, To: r.Status.String(),
 		Message: "route created with session " + string(r.Session)}}); err != nil {
 		return err
 	}

@@ -200,7 +200,7 @@ func (h *harness) history(route domain.RouteID, handler domain.HandlerName, res 
 		h.t.Fatal(err)
 	}
 	for _, e := range hs {
-		if e.Route == route && e.Handler == handler && e.Result == res {
+		if e.Route == route && e.Cause == handler && e.Result == res {
 			return true
 		}
 	}

@@ -492,16 +492,6 @@ type Route struct {
 }
 
 // DeploymentHistoryEntry is one handler outcome for a deployment (Route
-// empty) or one of its routes. From and To are status names.
-type DeploymentHistoryEntry struct {
-	Deployment DeploymentID
-	Route      RouteID
-	At         time.Time
-	Handler    HandlerName
-	Result     RouteResult
-	From       string
-	To         string
-	Message    string
-	// Attempt counts consecutive identical outcomes merged into this entry.
-	Attempt int
-}
+// empty) or one of its routes. From and To are status names, since a
+// deployment and its routes have statuses of different types.
+type DeploymentHistoryEntry = Record[DeploymentID, string, HandlerName, RouteResult]

@@ -176,12 +176,6 @@ type Job struct {
 	CreatedAt      time.Time
 }
 
-// JobHistoryEntry records one job state change and what raised it.
-type JobHistoryEntry struct {
-	JobID   JobID
-	At      time.Time
-	Event   JobEvent
-	From    JobState
-	To      JobState
-	Message string
-}
+// JobHistoryEntry records one job state change and the event that raised
+// it. A job's moves carry no result and are never merged.
+type JobHistoryEntry = Record[JobID, JobState, JobEvent, Result]

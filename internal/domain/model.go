@@ -365,14 +365,4 @@ func Unlimited(n int) Vec {
 }
 
 // HistoryEntry is one handler outcome for a session.
-type HistoryEntry struct {
-	SessionID SessionID
-	At        time.Time
-	Handler   HandlerName
-	Result    Result
-	From      SessionStatus
-	To        SessionStatus
-	Message   string
-	// Attempt counts consecutive identical outcomes merged into this entry.
-	Attempt int
-}
+type HistoryEntry = Record[SessionID, SessionStatus, HandlerName, Result]

@@ -52,8 +52,10 @@ WHERE id = $1 AND status {in $9}
   AND ($2 <> 'HEALTHY' OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = deployment_routes.session_id AND s.status = 'RUNNING' {share}))`
 	existsRoute = `SELECT COUNT(*) FROM deployment_routes WHERE id = $1`
 
+	// The latest entry of each deployment and route of a batch's deployments.
 	selectLastDeploymentHistory = `SELECT id, ` + codec.DeploymentHistoryColumns + ` FROM deployment_history
-WHERE deployment_id = $1 AND route_id = $2 ORDER BY id DESC LIMIT 1`
+WHERE id IN (SELECT MAX(id) FROM deployment_history WHERE deployment_id {in $1} AND route_id {in $2}
+GROUP BY deployment_id, route_id)`
 	mergeDeploymentHistory  = `UPDATE deployment_history SET attempt = $2, at = $3 WHERE id = $1`
 	insertDeploymentHistory = `INSERT INTO deployment_history (` + codec.DeploymentHistoryColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
@@ -248,40 +250,36 @@ func (s *Store) AppendDeploymentHistory(ctx context.Context, entries []domain.De
 	if len(entries) == 0 {
 		return nil
 	}
-	var deps []string
+	var deps, routes []string
 	for _, e := range entries {
-		deps = append(deps, string(e.Deployment))
+		deps, routes = append(deps, string(e.Subject)), append(routes, string(e.Route))
 	}
-	deps = uniqueSorted(deps)
+	deps, routes = uniqueSorted(deps), uniqueSorted(routes)
 	return s.write(ctx, "append deployment history", func(tx txn) error {
 		if err := tx.lock(ctx, lockDeployments, List(deps)); err != nil {
 			return err
 		}
-		for _, e := range entries {
-			var (
-				rowID int64
-				last  domain.DeploymentHistoryEntry
-				found bool
-			)
-			err := tx.query(ctx, selectLastDeploymentHistory, []any{string(e.Deployment), string(e.Route)}, func(sc codec.Scanner) error {
-				var err error
-				rowID, last, err = codec.ScanDeploymentHistory(sc)
-				found = true
-				return err
-			})
-			if err != nil {
+		type key struct {
+			dep   domain.DeploymentID
+			route domain.RouteID
+		}
+		last := map[key]codec.Row[domain.DeploymentHistoryEntry]{}
+		if err := tx.query(ctx, selectLastDeploymentHistory, []any{List(deps), List(routes)}, func(sc codec.Scanner) error {
+			id, h, err := codec.ScanDeploymentHistory(sc)
+			last[key{h.Subject, h.Route}] = codec.Row[domain.DeploymentHistoryEntry]{RowID: id, Entry: h}
+			return err
+		}); err != nil {
+			return err
+		}
+		updates, inserts := codec.MergeRepeats(last, entries, func(e domain.DeploymentHistoryEntry) key { return key{e.Subject, e.Route} })
+		for _, u := range updates {
+			if _, err := tx.exec(ctx, mergeDeploymentHistory, u.RowID, u.Entry.Attempt, u.Entry.At.UTC()); err != nil {
 				return err
 			}
-			if found && last.Handler == e.Handler && last.Result == e.Result && last.From == e.From &&
-				last.To == e.To && last.Message == e.Message {
-				if _, err := tx.exec(ctx, mergeDeploymentHistory, rowID, last.Attempt+1, e.At.UTC()); err != nil {
-					return err
-				}
-				continue
-			}
-			attempt := max(e.Attempt, 1)
-			if _, err := tx.exec(ctx, insertDeploymentHistory, string(e.Deployment), string(e.Route), e.At.UTC(),
-				string(e.Handler), string(e.Result), e.From, e.To, e.Message, attempt); err != nil {
+		}
+		for _, e := range inserts {
+			if _, err := tx.exec(ctx, insertDeploymentHistory, string(e.Subject), string(e.Route), e.At.UTC(),
+				string(e.Cause), string(e.Result), e.From, e.To, e.Message, e.Attempt); err != nil {
 				return err
 			}
 		}

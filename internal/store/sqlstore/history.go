@@ -20,7 +20,7 @@ func (s *Store) AppendHistory(ctx context.Context, entries []domain.HistoryEntry
 	}
 	ids := make([]string, len(entries))
 	for i, e := range entries {
-		ids[i] = string(e.SessionID)
+		ids[i] = string(e.Subject)
 	}
 	ids = uniqueSorted(ids)
 	return s.write(ctx, "append history", func(tx txn) error {
@@ -30,7 +30,7 @@ func (s *Store) AppendHistory(ctx context.Context, entries []domain.HistoryEntry
 		last := make(map[domain.SessionID]codec.HistoryRow, len(ids))
 		if err := tx.query(ctx, selectLastHistory, []any{List(ids)}, func(sc codec.Scanner) error {
 			id, h, err := codec.ScanHistory(sc)
-			last[h.SessionID] = codec.HistoryRow{RowID: id, Entry: h}
+			last[h.Subject] = codec.HistoryRow{RowID: id, Entry: h}
 			return err
 		}); err != nil {
 			return err
@@ -52,7 +52,7 @@ func (s *Store) AppendHistory(ctx context.Context, entries []domain.HistoryEntry
 		sessions, at, handlers, results := make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n)
 		from, to, messages, attempts := make([]string, n), make([]string, n), make([]string, n), make([]int32, n)
 		for i, h := range inserts {
-			sessions[i], at[i], handlers[i], results[i] = string(h.SessionID), h.At.UTC(), string(h.Handler), string(h.Result)
+			sessions[i], at[i], handlers[i], results[i] = string(h.Subject), h.At.UTC(), string(h.Cause), string(h.Result)
 			from[i], to[i], messages[i], attempts[i] = codec.StatusName(h.From), codec.StatusName(h.To), h.Message, int32(h.Attempt)
 		}
 		return tx.execN(ctx, n, insertHistory, Rows{sessions, at, handlers, results, from, to, messages, attempts})

@@ -136,18 +136,18 @@ func (s *Store) LiveJobs(ctx context.Context) ([]store.JobWithMembers, error) {
 
 // MoveJob implements store.Store.
 func (s *Store) MoveJob(ctx context.Context, e domain.JobHistoryEntry) error {
-	return s.write(ctx, "move job "+string(e.JobID), func(tx txn) error {
-		n, err := tx.exec(ctx, moveJob, e.To.String(), e.Message, unixNanos(e.At), string(e.JobID), e.From.String())
+	return s.write(ctx, "move job "+string(e.Subject), func(tx txn) error {
+		n, err := tx.exec(ctx, moveJob, e.To.String(), e.Message, unixNanos(e.At), string(e.Subject), e.From.String())
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			if _, err := s.getJobTx(ctx, tx, e.JobID); err != nil {
+			if _, err := s.getJobTx(ctx, tx, e.Subject); err != nil {
 				return err
 			}
-			return fmt.Errorf("%w: job %s is no longer %s", store.ErrGuardFailed, e.JobID, e.From)
+			return fmt.Errorf("%w: job %s is no longer %s", store.ErrGuardFailed, e.Subject, e.From)
 		}
-		_, err = tx.exec(ctx, insertJobHistory, string(e.JobID), unixNanos(e.At), string(e.Event), e.From.String(),
+		_, err = tx.exec(ctx, insertJobHistory, string(e.Subject), unixNanos(e.At), string(e.Cause), e.From.String(),
 			e.To.String(), e.Message)
 		return err
 	})
@@ -183,7 +183,7 @@ func scanJobHistory(sc codec.Scanner) (domain.JobHistoryEntry, error) {
 	if err := sc.Scan(&job, &at, &ev, &from, &to, &e.Message); err != nil {
 		return e, err
 	}
-	e.JobID, e.At, e.Event = domain.JobID(job), fromNanos(at), domain.JobEvent(ev)
+	e.Subject, e.At, e.Cause = domain.JobID(job), fromNanos(at), domain.JobEvent(ev)
 	var err error
 	if e.From, err = domain.ParseJobState(from); err != nil {
 		return e, codec.Corrupt("job_history", job, "from_state", err)

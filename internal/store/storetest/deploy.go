@@ -149,7 +149,7 @@ func testDeploymentRoutes(t *testing.T, e Engine) {
 	}
 	hist, err := f.s.DeploymentHistory(f.ctx, "d1")
 	f.must(err, "history")
-	want := domain.DeploymentHistoryEntry{Deployment: "d1", Route: "r1", At: at(7), Handler: domain.HandlerRunningRoute,
+	want := domain.DeploymentHistoryEntry{Subject: "d1", Route: "r1", At: at(7), Cause: domain.HandlerRunningRoute,
 		Result: domain.RouteFailure, From: "HEALTHY", To: "TERMINATING", Message: "its session is TERMINATING: ended", Attempt: 1}
 	if len(hist) != 1 || !cmp.Equal(hist[0], want) {
 		t.Errorf("history %+v, want %+v", hist, want)
@@ -165,10 +165,10 @@ func testDeploymentHistory(t *testing.T, e Engine) {
 	f := newFixture(t, e)
 	f.must(f.s.CreateDeployment(f.ctx, deployment("d1", "llm", "alice", 1)), "create d1")
 	check := func(sec int, route domain.RouteID, res domain.RouteResult, msg string) domain.DeploymentHistoryEntry {
-		return domain.DeploymentHistoryEntry{Deployment: "d1", Route: route, At: at(sec), Handler: domain.HandlerHealthCheckRoute,
+		return domain.DeploymentHistoryEntry{Subject: "d1", Route: route, At: at(sec), Cause: domain.HandlerHealthCheckRoute,
 			Result: res, From: "DEGRADED", To: "DEGRADED", Message: msg}
 	}
-	scaling := domain.DeploymentHistoryEntry{Deployment: "d1", At: at(1), Handler: domain.HandlerCheckPendingDeployment,
+	scaling := domain.DeploymentHistoryEntry{Subject: "d1", At: at(1), Cause: domain.HandlerCheckPendingDeployment,
 		Result: domain.RouteSuccess, From: "PENDING", To: "SCALING"}
 	f.must(f.s.AppendDeploymentHistory(f.ctx, []domain.DeploymentHistoryEntry{scaling}), "append scaling")
 	f.must(f.s.AppendDeploymentHistory(f.ctx, []domain.DeploymentHistoryEntry{
@@ -187,8 +187,8 @@ func testDeploymentHistory(t *testing.T, e Engine) {
 	}
 	bad := check(5, "r1", "MAYBE", "x")
 	wantErr(t, f.s.AppendDeploymentHistory(f.ctx, []domain.DeploymentHistoryEntry{bad}), store.ErrInvalid, "unknown result")
-	wantErr(t, f.s.AppendDeploymentHistory(f.ctx, []domain.DeploymentHistoryEntry{{Deployment: "ghost", At: at(1),
-		Handler: domain.HandlerScalingDeployment, Result: domain.RouteSuccess, From: "SCALING", To: "READY"}}), store.ErrNotFound, "unknown deployment")
+	wantErr(t, f.s.AppendDeploymentHistory(f.ctx, []domain.DeploymentHistoryEntry{{Subject: "ghost", At: at(1),
+		Cause: domain.HandlerScalingDeployment, Result: domain.RouteSuccess, From: "SCALING", To: "READY"}}), store.ErrNotFound, "unknown deployment")
 }
 
 func testDeploymentTokens(t *testing.T, e Engine) {

@@ -66,7 +66,7 @@ func testReopen(t *testing.T, e Engine) {
 	f.agent("a1", "g", []string{"cpu", "4"})
 	s := f.session("s1", "g", "alice", 2, []string{"cpu", "1"})
 	f.schedule("g", s, "a1")
-	f.must(f.s.AppendHistory(f.ctx, []domain.HistoryEntry{{SessionID: "s1", At: at(3), Handler: domain.HandlerScheduleNewSessions,
+	f.must(f.s.AppendHistory(f.ctx, []domain.HistoryEntry{{Subject: "s1", At: at(3), Cause: domain.HandlerScheduleNewSessions,
 		Result: domain.ResultSuccess, From: domain.SessionPending, To: domain.SessionScheduled}}), "history")
 	before := f.state("g")
 	f.s = f.open(Options{Registry: f.reg})

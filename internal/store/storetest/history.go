@@ -17,10 +17,10 @@ func testHistory(t *testing.T, e Engine) {
 	f.session("s1", "g", "alice", 1, []string{"cpu", "1"})
 	f.session("s2", "g", "alice", 1, []string{"cpu", "1"})
 	skipped := func(s domain.SessionID, sec int, msg string) domain.HistoryEntry {
-		return domain.HistoryEntry{SessionID: s, At: at(sec), Handler: domain.HandlerScheduleNewSessions,
+		return domain.HistoryEntry{Subject: s, At: at(sec), Cause: domain.HandlerScheduleNewSessions,
 			Result: domain.ResultSkipped, From: domain.SessionPending, To: domain.SessionPending, Message: msg}
 	}
-	scheduled := domain.HistoryEntry{SessionID: "s1", At: at(9), Handler: domain.HandlerScheduleNewSessions,
+	scheduled := domain.HistoryEntry{Subject: "s1", At: at(9), Cause: domain.HandlerScheduleNewSessions,
 		Result: domain.ResultSuccess, From: domain.SessionPending, To: domain.SessionScheduled}
 	steps := [][]domain.HistoryEntry{
 		{skipped("s1", 1, "no capacity")},

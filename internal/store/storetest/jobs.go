@@ -73,13 +73,13 @@ func testJobs(t *testing.T, e Engine) {
 	}
 
 	// Moves are guarded on the state they start from and recorded.
-	move := domain.JobHistoryEntry{JobID: "j1", At: at(7), Event: domain.JobRun, From: domain.JobNew, To: domain.JobAccepted, Message: "first member added"}
+	move := domain.JobHistoryEntry{Subject: "j1", At: at(7), Cause: domain.JobRun, From: domain.JobNew, To: domain.JobAccepted, Message: "first member added"}
 	f.must(f.s.MoveJob(f.ctx, move), "move job")
 	if err := f.s.MoveJob(f.ctx, move); !errors.Is(err, store.ErrGuardFailed) {
 		t.Fatalf("stale move: %v; want ErrGuardFailed", err)
 	}
 	missing := move
-	missing.JobID = "nope"
+	missing.Subject = "nope"
 	if err := f.s.MoveJob(f.ctx, missing); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("move of a missing job: %v; want ErrNotFound", err)
 	}

@@ -96,7 +96,7 @@ func TestDecodeSlotsRefusesWhatItCannotKeep(t *testing.T) {
 
 func TestMergeHistory(t *testing.T) {
 	e := func(s domain.SessionID, msg string, sec int) domain.HistoryEntry {
-		return domain.HistoryEntry{SessionID: s, Handler: domain.HandlerScheduleNewSessions, Result: domain.ResultSkipped,
+		return domain.HistoryEntry{Subject: s, Cause: domain.HandlerScheduleNewSessions, Result: domain.ResultSkipped,
 			From: domain.SessionPending, To: domain.SessionPending, Message: msg, At: base(sec)}
 	}
 	n := func(h domain.HistoryEntry, attempt int) domain.HistoryEntry { h.Attempt = attempt; return h }

@@ -130,8 +130,8 @@ func ScanDeploymentHistory(sc Scanner) (int64, domain.DeploymentHistoryEntry, er
 	if err := sc.Scan(&rowID, &dep, &route, &at, &handler, &result, &h.From, &h.To, &h.Message, &h.Attempt); err != nil {
 		return 0, h, err
 	}
-	h.Deployment, h.Route = domain.DeploymentID(dep), domain.RouteID(route)
-	h.Handler, h.Result = domain.HandlerName(handler), domain.RouteResult(result)
+	h.Subject, h.Route = domain.DeploymentID(dep), domain.RouteID(route)
+	h.Cause, h.Result = domain.HandlerName(handler), domain.RouteResult(result)
 	e := rowErr{table: "deployment_history", id: strconv.FormatInt(rowID, 10)}
 	h.At = e.time("at", at)
 	return rowID, h, e.err

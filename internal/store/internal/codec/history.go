@@ -8,37 +8,49 @@ import (
 )
 
 // HistoryRow is a stored history entry with its row id.
-type HistoryRow struct {
+type HistoryRow = Row[domain.HistoryEntry]
+
+// Row is a stored history record with its row id.
+type Row[E any] struct {
 	RowID int64
-	Entry domain.HistoryEntry
+	Entry E
 }
 
 // MergeHistory decides how new entries land, given each session's latest
-// stored entry: an entry identical to its session's latest (handler,
-// result, from, to, message) adds to that entry's attempts and moves its
-// time; anything else starts a new entry. Entries are taken in order, so a
-// repeat within one batch merges too. It returns the stored rows to update
-// and the entries to insert, in order.
+// stored entry; see MergeRepeats.
 func MergeHistory(last map[domain.SessionID]HistoryRow, entries []domain.HistoryEntry) (updates []HistoryRow, inserts []domain.HistoryEntry) {
+	return MergeRepeats(last, entries, func(e domain.HistoryEntry) domain.SessionID { return e.Subject })
+}
+
+// MergeRepeats decides how new history records land, given the latest
+// stored record of each key (a session; a deployment and route): a record
+// that repeats its key's latest (domain.Record.Repeats) adds to that
+// record's attempts and moves its time; anything else starts a new record.
+// Records are taken in order, so a repeat within one batch merges too. It
+// returns the stored rows to update and the records to insert, in order.
+func MergeRepeats[K comparable, ID ~string, S comparable, C ~string, R ~string](
+	last map[K]Row[domain.Record[ID, S, C, R]], entries []domain.Record[ID, S, C, R],
+	key func(domain.Record[ID, S, C, R]) K,
+) (updates []Row[domain.Record[ID, S, C, R]], inserts []domain.Record[ID, S, C, R]) {
 	type tail struct {
-		row     HistoryRow // RowID 0: the entry is inserts[insert]
+		row     Row[domain.Record[ID, S, C, R]] // RowID 0: the entry is inserts[insert]
 		insert  int
 		updated bool
 	}
-	tails := make(map[domain.SessionID]*tail, len(last))
-	for id, r := range last {
-		tails[id] = &tail{row: r}
+	tails := make(map[K]*tail, len(last))
+	for k, r := range last {
+		tails[k] = &tail{row: r}
 	}
 	var order []*tail // stored rows in the order they were first updated
 	for _, e := range entries {
 		n := max(e.Attempt, 1)
-		t := tails[e.SessionID]
-		if t != nil {
+		k := key(e)
+		if t := tails[k]; t != nil {
 			cur := &t.row.Entry
 			if t.row.RowID == 0 {
 				cur = &inserts[t.insert]
 			}
-			if sameOutcome(*cur, e) {
+			if e.Repeats(*cur) {
 				cur.Attempt += n
 				cur.At = e.At
 				if t.row.RowID != 0 && !t.updated {
@@ -50,16 +62,12 @@ func MergeHistory(last map[domain.SessionID]HistoryRow, entries []domain.History
 		}
 		e.Attempt = n
 		inserts = append(inserts, e)
-		tails[e.SessionID] = &tail{insert: len(inserts) - 1}
+		tails[k] = &tail{insert: len(inserts) - 1}
 	}
 	for _, t := range order {
 		updates = append(updates, t.row)
 	}
 	return updates, inserts
-}
-
-func sameOutcome(a, b domain.HistoryEntry) bool {
-	return a.Handler == b.Handler && a.Result == b.Result && a.From == b.From && a.To == b.To && a.Message == b.Message
 }
 
 // ChangeColumns are the change feed's columns after the position, in the

@@ -421,7 +421,7 @@ func ScanHistory(sc Scanner) (int64, domain.HistoryEntry, error) {
 	if err := sc.Scan(&rowID, &session, &at, &handler, &result, &from, &to, &h.Message, &h.Attempt); err != nil {
 		return 0, h, err
 	}
-	h.SessionID, h.Handler, h.Result = domain.SessionID(session), domain.HandlerName(handler), domain.Result(result)
+	h.Subject, h.Cause, h.Result = domain.SessionID(session), domain.HandlerName(handler), domain.Result(result)
 	e := rowErr{table: "scheduling_history", id: strconv.FormatInt(rowID, 10)}
 	h.At = e.time("at", at)
 	h.From = e.sessionStatus("from_status", from)
