@@ -1,0 +1,61 @@
+package storetest
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var (
+	sqlComment = regexp.MustCompile(`--.*`)
+	whiteSpace = regexp.MustCompile(`\s+`)
+)
+
+// FoldSQL is a statement as an engine stored it, without its comments and
+// with its white space folded: SQLite keeps a CREATE statement's text as
+// written, so the layout of a migration would otherwise read as a change
+// of schema.
+func FoldSQL(s string) string {
+	return strings.TrimSpace(whiteSpace.ReplaceAllString(sqlComment.ReplaceAllString(s, ""), " "))
+}
+
+// Golden compares got with the file at path, or writes it there when
+// update is set (go test -run Schema -update). A migration that changes
+// the schema shows as a diff of that file, reviewed with the change; a
+// rewrite of the migrations that must not change it (the schema's move to
+// one folder of templates) is proven by the file staying as it is.
+func Golden(t testing.TB, path, got string, update bool) {
+	t.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update writes it)", err)
+	}
+	if got == string(want) {
+		return
+	}
+	g, w := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+	for i := range max(len(g), len(w)) {
+		gl, wl := line(g, i), line(w, i)
+		if gl != wl {
+			t.Fatalf("%s differs from line %d:\ngot  %s\nwant %s", path, i+1, gl, wl)
+		}
+	}
+}
+
+func line(lines []string, i int) string {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return "(end of file)"
+}
