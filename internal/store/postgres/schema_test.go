@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -9,9 +10,11 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for goose
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store/postgres"
+	"github.com/sokovan-go/sokovan/internal/store/sqlstore"
 	"github.com/sokovan-go/sokovan/internal/store/storetest"
 )
 
@@ -84,4 +87,17 @@ func dumpSchema(t *testing.T, dsn string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestSchemaDown: every migration's Down undoes its Up, so that going
+// down to nothing and up again makes the same schema.
+func TestSchemaDown(t *testing.T) {
+	dsn := newSchema(t)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	storetest.DownAndUp(t, func() (storetest.Migrator, error) { return sqlstore.NewMigrator(db, sqlstore.Postgres) })
+	storetest.Golden(t, filepath.Join("testdata", "schema.golden"), dumpSchema(t, dsn), false)
 }

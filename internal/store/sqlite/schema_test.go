@@ -10,6 +10,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store/sqlite"
+	"github.com/sokovan-go/sokovan/internal/store/sqlstore"
 	"github.com/sokovan-go/sokovan/internal/store/storetest"
 )
 
@@ -54,4 +55,18 @@ func dumpSchema(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestSchemaDown: every migration's Down undoes its Up, so that going
+// down to nothing and up again makes the same schema.
+func TestSchemaDown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sokovan.db")
+	db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	storetest.DownAndUp(t, func() (storetest.Migrator, error) { return sqlstore.NewMigrator(db, sqlstore.SQLite) })
+	storetest.Golden(t, filepath.Join("testdata", "schema.golden"), dumpSchema(t, path), false)
 }

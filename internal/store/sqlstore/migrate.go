@@ -148,19 +148,13 @@ func renderSchema(f Flavor) (fs.FS, error) {
 	return out, nil
 }
 
-// Migrate brings db's schema up to date with the goose SQL files in the
-// folder "migrations" of fsys, each engine's own. opts add to the
-// provider's options, such as a lock that makes concurrent migrators take
-// turns.
-func Migrate(ctx context.Context, db *sql.DB, dialect goose.Dialect, fsys fs.FS, opts ...goose.ProviderOption) error {
-	sub, err := fs.Sub(fsys, "migrations")
+// Migrate brings db's schema up to date with the migrations rendered for
+// f. opts add to the provider's options, such as a lock that makes
+// concurrent migrators take turns.
+func Migrate(ctx context.Context, db *sql.DB, f Flavor, opts ...goose.ProviderOption) error {
+	p, err := NewMigrator(db, f, opts...)
 	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	opts = append([]goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithLogger(goose.NopLogger())}, opts...)
-	p, err := goose.NewProvider(dialect, db, sub, opts...)
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
+		return err
 	}
 	_, err = p.Up(ctx)
 	return err

@@ -1,11 +1,14 @@
 package storetest
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/pressly/goose/v3"
 )
 
 var (
@@ -58,4 +61,46 @@ func line(lines []string, i int) string {
 		return lines[i]
 	}
 	return "(end of file)"
+}
+
+// Migrator is the part of goose's Provider DownAndUp steps with.
+type Migrator interface {
+	Up(ctx context.Context) ([]*goose.MigrationResult, error)
+	Down(ctx context.Context) (*goose.MigrationResult, error)
+	DownTo(ctx context.Context, version int64) ([]*goose.MigrationResult, error)
+	GetDBVersion(ctx context.Context) (int64, error)
+}
+
+// DownAndUp migrates up, takes the last migration down and up again,
+// then every migration down to none and all up again; the caller then
+// checks the schema is the one Up alone makes.
+func DownAndUp(t testing.TB, newMigrator func() (Migrator, error)) {
+	t.Helper()
+	ctx := t.Context()
+	m, err := newMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Up(ctx); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	last, err := m.GetDBVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Down(ctx); err != nil {
+		t.Fatalf("down from %d: %v", last, err)
+	}
+	if v, err := m.GetDBVersion(ctx); err != nil || v >= last {
+		t.Fatalf("after down from %d: version %d, %v", last, v, err)
+	}
+	if _, err := m.Up(ctx); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if _, err := m.DownTo(ctx, 0); err != nil {
+		t.Fatalf("down to 0: %v", err)
+	}
+	if _, err := m.Up(ctx); err != nil {
+		t.Fatalf("up from 0: %v", err)
+	}
 }
