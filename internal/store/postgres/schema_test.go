@@ -5,15 +5,12 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for goose
 
-	"github.com/sokovan-go/sokovan/internal/domain"
-	"github.com/sokovan-go/sokovan/internal/store/postgres"
 	"github.com/sokovan-go/sokovan/internal/store/sqlstore"
 	"github.com/sokovan-go/sokovan/internal/store/storetest"
 )
@@ -21,15 +18,22 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/schema.golden from the migrations instead of comparing")
 
 // TestSchema: the migrations make, in an empty schema, the columns,
-// constraints, indexes, triggers and functions of testdata/schema.golden.
+// constraints, indexes, triggers and functions of testdata/schema.golden,
+// and each one's Down undoes it.
 func TestSchema(t *testing.T) {
-	dsn := newSchema(t)
-	st, err := postgres.Open(t.Context(), dsn, postgres.Options{Registry: domain.DefaultRegistry()})
+	requirePostgres(t)
+	storetest.RunSchema(t, engine(), *update)
+}
+
+// migrator is goose's Provider over the migrations, through a
+// database/sql handle of its own.
+func migrator(t testing.TB, dsn string) (storetest.Migrator, error) {
+	db, err := sql.Open("pgx", dsn)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	st.Close()
-	storetest.Golden(t, filepath.Join("testdata", "schema.golden"), dumpSchema(t, dsn), *update)
+	t.Cleanup(func() { db.Close() })
+	return sqlstore.NewMigrator(db, sqlstore.Postgres)
 }
 
 // schemaQueries read the catalog of the schema named by $1, each row's
@@ -53,7 +57,7 @@ var schemaQueries = []struct{ what, query string }{
 
 // dumpSchema writes what schemaQueries read of the schema dsn selects,
 // with the schema's name taken out (it is a new one each run).
-func dumpSchema(t *testing.T, dsn string) string {
+func dumpSchema(t testing.TB, dsn string) string {
 	t.Helper()
 	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -87,17 +91,4 @@ func dumpSchema(t *testing.T, dsn string) string {
 		}
 	}
 	return b.String()
-}
-
-// TestSchemaDown: every migration's Down undoes its Up, so that going
-// down to nothing and up again makes the same schema.
-func TestSchemaDown(t *testing.T) {
-	dsn := newSchema(t)
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	storetest.DownAndUp(t, func() (storetest.Migrator, error) { return sqlstore.NewMigrator(db, sqlstore.Postgres) })
-	storetest.Golden(t, filepath.Join("testdata", "schema.golden"), dumpSchema(t, dsn), false)
 }

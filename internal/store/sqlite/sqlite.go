@@ -94,8 +94,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	return &Store{sqlstore.New(opts.Registry, e, dialect, opts.Fault)}, nil
 }
 
-// migrate applies the migrations, rendered for SQLite. SQLite has no advisory locks;
-// two processes opening the same new file at once are not supported.
+// migrate applies the migrations, rendered for SQLite. SQLite has no
+// advisory locks; two processes opening the same new file at once are not
+// supported.
 func migrate(ctx context.Context, db *sql.DB) error {
 	if err := sqlstore.Migrate(ctx, db, sqlstore.SQLite); err != nil {
 		return fmt.Errorf("sqlite: migrate: %w: %v", store.ErrUnavailable, err)

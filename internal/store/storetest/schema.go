@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/pressly/goose/v3"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 var (
@@ -63,7 +65,31 @@ func line(lines []string, i int) string {
 	return "(end of file)"
 }
 
-// Migrator is the part of goose's Provider DownAndUp steps with.
+// RunSchema checks that the migrations make, in an empty database, the
+// schema of testdata/schema.golden (written there instead with update),
+// and that every migration's Down undoes its Up: the last one down and up
+// again, then all of them down to none and up, make that schema again.
+//
+// It needs e's Migrator and DumpSchema.
+func RunSchema(t *testing.T, e Engine, update bool) {
+	golden := filepath.Join("testdata", "schema.golden")
+	t.Run("Up", func(t *testing.T) {
+		db := e.NewDB(t)
+		st, err := e.Open(t.Context(), db, Options{Registry: domain.DefaultRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		Golden(t, golden, e.DumpSchema(t, db), update)
+	})
+	t.Run("Down", func(t *testing.T) {
+		db := e.NewDB(t)
+		downAndUp(t, func() (Migrator, error) { return e.Migrator(t, db) })
+		Golden(t, golden, e.DumpSchema(t, db), false)
+	})
+}
+
+// Migrator is the part of goose's Provider the Down test steps with.
 type Migrator interface {
 	Up(ctx context.Context) ([]*goose.MigrationResult, error)
 	Down(ctx context.Context) (*goose.MigrationResult, error)
@@ -71,10 +97,9 @@ type Migrator interface {
 	GetDBVersion(ctx context.Context) (int64, error)
 }
 
-// DownAndUp migrates up, takes the last migration down and up again,
-// then every migration down to none and all up again; the caller then
-// checks the schema is the one Up alone makes.
-func DownAndUp(t testing.TB, newMigrator func() (Migrator, error)) {
+// downAndUp migrates up, takes the last migration down and up again,
+// then every migration down to none and all up again.
+func downAndUp(t testing.TB, newMigrator func() (Migrator, error)) {
 	t.Helper()
 	ctx := t.Context()
 	m, err := newMigrator()
