@@ -16,9 +16,11 @@ import (
 	"github.com/pressly/goose/v3"
 )
 
-// Flavor is the engine a migration is rendered for.
+// Flavor is the engine a migration is rendered for; it also picks goose's
+// dialect.
 type Flavor int
 
+// The engines of store/postgres and store/sqlite.
 const (
 	Postgres Flavor = iota + 1
 	SQLite
@@ -67,11 +69,11 @@ func schemaFuncs(f Flavor) template.FuncMap {
 		"sqlTrue": pick("TRUE", "1"),
 		// {{bool "col"}} is a NOT NULL boolean column's type;
 		// {{bool "col" false}} gives it a default.
-		"bool": func(col string, def ...bool) string {
+		"bool": func(col string, def ...bool) (string, error) {
 			if len(def) > 1 {
-				panic("bool: one default at most")
+				return "", fmt.Errorf("bool %s: one default at most", col)
 			}
-			return boolColumn(pg, col, def)
+			return boolColumn(pg, col, def), nil
 		},
 		// {{strict}} ends a CREATE TABLE; {{strict "WITHOUT ROWID"}}
 		// adds SQLite's other table options.
@@ -84,6 +86,8 @@ func schemaFuncs(f Flavor) template.FuncMap {
 	}
 }
 
+// boolColumn: SQLite has no boolean type; 0 and 1 under a CHECK keep a
+// STRICT table's INTEGER to the two values the store writes.
 func boolColumn(pg bool, col string, def []bool) string {
 	if pg {
 		if len(def) == 0 {
@@ -128,24 +132,32 @@ func renderSchema(f Flavor) (fs.FS, error) {
 		return nil, err
 	}
 	out := fstest.MapFS{}
-	data := schemaData{Postgres: f == Postgres, SQLite: f == SQLite}
 	for _, name := range names {
 		text, err := schemaFiles.ReadFile(name)
 		if err != nil {
 			return nil, err
 		}
 		base := path.Base(name)
-		t, err := template.New(base).Option("missingkey=error").Funcs(schemaFuncs(f)).Parse(string(text))
+		b, err := renderMigration(base, string(text), f)
 		if err != nil {
-			return nil, fmt.Errorf("schema: %w", err)
+			return nil, err
 		}
-		var b bytes.Buffer
-		if err := t.Execute(&b, data); err != nil {
-			return nil, fmt.Errorf("schema: %s for %v: %w", base, f, err)
-		}
-		out[base] = &fstest.MapFile{Data: b.Bytes(), Mode: 0o444}
+		out[base] = &fstest.MapFile{Data: b, Mode: 0o444}
 	}
 	return out, nil
+}
+
+// renderMigration renders one migration's template for f.
+func renderMigration(name, text string, f Flavor) ([]byte, error) {
+	t, err := template.New(name).Option("missingkey=error").Funcs(schemaFuncs(f)).Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, schemaData{Postgres: f == Postgres, SQLite: f == SQLite}); err != nil {
+		return nil, fmt.Errorf("schema: %s for %v: %w", name, f, err)
+	}
+	return b.Bytes(), nil
 }
 
 // Migrate brings db's schema up to date with the migrations rendered for

@@ -65,3 +65,24 @@ func TestNoEngineMigrationFolders(t *testing.T) {
 		}
 	}
 }
+
+// Each function writes its engine's spelling, and a misused one fails the
+// render, naming the migration, rather than writing SQL an engine would
+// take some other way.
+func TestRenderMigration(t *testing.T) {
+	const text = `x {{bool "x"}}, y {{bool "y" false}}, {{if .Postgres}}p{{else}}s{{end}}){{strict "WITHOUT ROWID"}};`
+	for f, want := range map[Flavor]string{
+		Postgres: `x BOOLEAN NOT NULL, y BOOLEAN NOT NULL DEFAULT FALSE, p);`,
+		SQLite:   `x INTEGER NOT NULL CHECK (x IN (0, 1)), y INTEGER NOT NULL DEFAULT 0 CHECK (y IN (0, 1)), s) STRICT, WITHOUT ROWID;`,
+	} {
+		got, err := renderMigration("00001_t.sql", text, f)
+		if err != nil || string(got) != want {
+			t.Errorf("%v: %q, %v; want %q", f, got, err, want)
+		}
+	}
+	for _, bad := range []string{`{{bool "x" false true}}`, `{{jsonb}}`, `{{.Mysql}}`} {
+		if _, err := renderMigration("00002_bad.sql", bad, SQLite); err == nil || !strings.Contains(err.Error(), "00002_bad.sql") {
+			t.Errorf("%s: %v, want an error naming the file", bad, err)
+		}
+	}
+}
