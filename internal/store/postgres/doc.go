@@ -1,10 +1,11 @@
 // Package postgres is the store engine for several manager replicas
 // sharing one PostgreSQL database, over a pgx connection pool. The store
 // itself (every method, its SQL, the plan applier) is sqlstore's; this
-// package owns what is PostgreSQL's alone: the pool, the migrations
-// (embedded, applied at Open with goose through a database/sql handle that
-// pgx/v5/stdlib makes over the same pool, under an advisory lock scoped to
-// the schema), and the sqlstore Engine and Dialect.
+// package owns what is PostgreSQL's alone: the pool, applying the
+// migrations at Open (sqlstore's, rendered for PostgreSQL, run by goose
+// through a database/sql handle that pgx/v5/stdlib makes over the same
+// pool, under an advisory lock scoped to the schema), and the sqlstore
+// Engine and Dialect.
 //
 // Plans are applied like Nomad's plan applier: sqlstore locks the plan's
 // session rows and then its agent rows, each in id order, and the dialect

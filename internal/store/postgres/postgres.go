@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -84,9 +83,6 @@ type engine struct {
 	changesLock int64
 }
 
-//go:embed migrations/*.sql
-var migrations embed.FS
-
 // migrate brings the schema up to date and returns its name.
 func (e *engine) migrate(ctx context.Context) (string, error) {
 	var schema string
@@ -95,7 +91,7 @@ func (e *engine) migrate(ctx context.Context) (string, error) {
 	}
 	db := stdlib.OpenDBFromPool(e.pool)
 	defer db.Close()
-	err := sqlstore.Migrate(ctx, db, goose.DialectPostgres, migrations,
+	err := sqlstore.Migrate(ctx, db, sqlstore.Postgres,
 		goose.WithSessionLocker(advisoryLock{id: lockID("migrations", schema)}))
 	if err != nil {
 		return "", e.failed(ctx, "postgres: migrate", err)

@@ -136,6 +136,7 @@ func engine() storetest.Engine {
 	// test: the conformance suite opens hundreds.
 	e := pgtest.Engine()
 	e.NewDB = func(t testing.TB) string { return newSchema(t) }
+	e.Migrator, e.DumpSchema = migrator, dumpSchema
 	return e
 }
 

@@ -2,8 +2,8 @@
 // with modernc.org/sqlite (pure Go), in WAL mode so readers never wait for
 // the writer. The store itself (every method, its SQL, the plan applier)
 // is sqlstore's; this package owns what is SQLite's alone: opening the
-// file with its pragmas, the migrations (embedded, applied at Open), and
-// the sqlstore Engine and Dialect.
+// file with its pragmas, applying the migrations at Open (sqlstore's,
+// rendered for SQLite), and the sqlstore Engine and Dialect.
 //
 // Writes are serialized twice over: within a process through a single
 // writer connection, across processes by BEGIN IMMEDIATE with a busy
@@ -15,10 +15,9 @@
 // times are stored as microseconds since the Unix epoch.
 //
 // It may import internal/store (and its internal packages),
-// internal/store/sqlstore, internal/domain, the SQLite driver, goose and
-// the standard library.
+// internal/store/sqlstore, internal/domain, the SQLite driver and the
+// standard library.
 //
 // Imports: internal/store, internal/store/internal/...,
-// internal/store/sqlstore, internal/domain, modernc.org/sqlite/...,
-// github.com/pressly/goose/v3/....
+// internal/store/sqlstore, internal/domain, modernc.org/sqlite/....
 package sqlite

@@ -3,14 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
 	"time"
 
-	"github.com/pressly/goose/v3"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -96,13 +94,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	return &Store{sqlstore.New(opts.Registry, e, dialect, opts.Fault)}, nil
 }
 
-//go:embed migrations/*.sql
-var migrations embed.FS
-
-// migrate applies the embedded migrations. SQLite has no advisory locks;
-// two processes opening the same new file at once are not supported.
+// migrate applies the migrations, rendered for SQLite. SQLite has no
+// advisory locks; two processes opening the same new file at once are not
+// supported.
 func migrate(ctx context.Context, db *sql.DB) error {
-	if err := sqlstore.Migrate(ctx, db, goose.DialectSQLite3, migrations); err != nil {
+	if err := sqlstore.Migrate(ctx, db, sqlstore.SQLite); err != nil {
 		return fmt.Errorf("sqlite: migrate: %w: %v", store.ErrUnavailable, err)
 	}
 	return nil

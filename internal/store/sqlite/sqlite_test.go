@@ -31,6 +31,8 @@ func engine() storetest.Engine {
 				t.Fatalf("raw SQL %q: %v", query, err)
 			}
 		},
+		Migrator:   migrator,
+		DumpSchema: dumpSchema,
 	}
 }
 

@@ -37,6 +37,15 @@
 // into a form both accept (CAST instead of ::, MAX(id) instead of DISTINCT
 // ON, a guarded UPDATE before reading an agent's epoch).
 //
+// The schema is written once the same way: the goose migrations in
+// schema/ are text/template files, rendered per engine at Open (Schema,
+// Migrate) with a few functions for what each spells its own way
+// ({{json}}, {{time}}, {{bigint}}, {{bool "col"}}, {{serial}},
+// {{strict}}, …; see schemaFuncs) and {{if .Postgres}} … {{else}} … {{end}}
+// around the statements that differ whole (triggers). Each version keeps
+// the number and name it had when the engines had a folder each, so a
+// database migrated by either is already at its version.
+//
 // It may import internal/store (and its internal packages codec and
 // planguard), internal/domain, internal/scheduler/framework, goose and the
 // standard library; no driver.

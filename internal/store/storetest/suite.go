@@ -19,6 +19,13 @@ type Engine struct {
 	// Exec runs one raw SQL statement on db; tests use it to damage rows
 	// the way a bad migration or a hand edit would.
 	Exec func(t testing.TB, db string, query string)
+
+	// For RunSchema only. Migrator is goose's Provider over the engine's
+	// migrations on db; it closes what it opens with t.Cleanup.
+	Migrator func(t testing.TB, db string) (Migrator, error)
+	// DumpSchema writes the schema of db, one object after the other in
+	// a fixed order, without goose's own table.
+	DumpSchema func(t testing.TB, db string) string
 }
 
 // Options are what the suite varies when it opens a store.
