@@ -25,7 +25,6 @@ var longFuncs = map[string]int{
 	"internal/api/catalog.go:Server.putGroup":                        185,
 	"internal/admit/admit.go:Admitter.Build":                         176,
 	"internal/coordinator/apply.go:Coordinator.apply":                170,
-	"internal/api/routes.go:Server.table":                            162,
 	"internal/scheduler/framework/reserve.go:Backfill.Reserve":       160,
 	"cmd/sokovan/cli_session.go:newSessionCreateCmd":                 156,
 	"cmd/sokovan/agentcmd.go:newAgentDaemonCmd":                      151,
