@@ -26,7 +26,6 @@ var longFuncs = map[string]int{
 	"internal/admit/admit.go:Admitter.Build":                         176,
 	"internal/coordinator/apply.go:Coordinator.apply":                170,
 	"internal/scheduler/framework/reserve.go:Backfill.Reserve":       160,
-	"cmd/sokovan/cli_cluster.go:newRGCmd":                            142,
 	"internal/agent/runtime/process/process.go:Runtime.start":        139,
 	"internal/simulate/report.go:runner.timeSeries":                  138,
 	"internal/api/events.go:Server.events":                           135,
