@@ -27,7 +27,6 @@ var longFuncs = map[string]int{
 	"internal/scheduler/framework/reserve.go:Backfill.Reserve":       160,
 	"internal/agent/runtime/process/process.go:Runtime.start":        139,
 	"internal/simulate/report.go:runner.timeSeries":                  138,
-	"internal/api/events.go:Server.events":                           135,
 	"internal/store/storetest/preempt.go:testPreemption":             133,
 	"internal/store/storetest/limits.go:testTimeLimits":              128,
 	"internal/store/storetest/stress.go:testConcurrentAppliers":      127,
