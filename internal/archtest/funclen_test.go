@@ -22,7 +22,6 @@ const maxFuncLines = 120
 // should leave the list.
 var longFuncs = map[string]int{
 	"internal/store/storetest/snapcache.go:testSnapshotCacheIsExact": 262,
-	"internal/scheduler/framework/reserve.go:Backfill.Reserve":       160,
 	"internal/agent/runtime/process/process.go:Runtime.start":        139,
 	"internal/simulate/report.go:runner.timeSeries":                  138,
 	"internal/store/storetest/preempt.go:testPreemption":             133,
