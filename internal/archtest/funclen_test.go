@@ -22,7 +22,6 @@ const maxFuncLines = 120
 // should leave the list.
 var longFuncs = map[string]int{
 	"internal/store/storetest/snapcache.go:testSnapshotCacheIsExact": 262,
-	"internal/simulate/report.go:runner.timeSeries":                  138,
 	"internal/store/storetest/preempt.go:testPreemption":             133,
 	"internal/store/storetest/limits.go:testTimeLimits":              128,
 	"internal/store/storetest/stress.go:testConcurrentAppliers":      127,
