@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -209,13 +210,18 @@ func newRGCmd() *cobra.Command {
 		PersistentPreRunE: func(*cobra.Command, []string) error { return o.check() },
 	}
 	o.register(cmd)
-	ls := &cobra.Command{
+	cmd.AddCommand(newRGListCmd(&o), newRGShowCmd(&o), newRGSetCmd(&o), newRGRmCmd(&o))
+	return cmd
+}
+
+func newRGListCmd(o *output) *cobra.Command {
+	return &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List resource groups",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return call(cmd, &o, "GET", "/v1/resource-groups", nil, func(w io.Writer, list v1.List[v1.Group]) error {
+			return call(cmd, o, "GET", "/v1/resource-groups", nil, func(w io.Writer, list v1.List[v1.Group]) error {
 				rows := make([][]string, len(list.Items))
 				for i, g := range list.Items {
 					rows[i] = []string{g.Name, g.State, g.Sequencer, g.Selector, g.HeadOfLine, strconv.Itoa(g.MaxRetries)}
@@ -224,26 +230,35 @@ func newRGCmd() *cobra.Command {
 			})
 		},
 	}
-	show := &cobra.Command{
+}
+
+func newRGShowCmd(o *output) *cobra.Command {
+	return &cobra.Command{
 		Use:               "show NAME",
 		Short:             "Show a resource group",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listGroupNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(cmd, &o, "GET", "/v1/resource-groups/"+url.PathEscape(args[0]), nil, func(w io.Writer, g v1.Group) error {
+			return call(cmd, o, "GET", "/v1/resource-groups/"+url.PathEscape(args[0]), nil, func(w io.Writer, g v1.Group) error {
 				printGroup(w, g)
 				return nil
 			})
 		},
 	}
-	var (
-		state, seq, sel, hol string
-		retries, depth       int
-		timeouts, types      []string
-		defLimit, maxLimit   string
-		idle                 string
-		pre                  preemptFlags
-	)
+}
+
+// rgSetFlags are `rg set`'s flags; only those given are sent.
+type rgSetFlags struct {
+	state, seq, sel, hol string
+	retries, depth       int
+	timeouts, types      []string
+	defLimit, maxLimit   string
+	idle                 string
+	pre                  preemptFlags
+}
+
+func newRGSetCmd(o *output) *cobra.Command {
+	var rf rgSetFlags
 	set := &cobra.Command{
 		Use:   "set NAME [flags]",
 		Short: "Create a resource group or change some of its settings (admin)",
@@ -253,80 +268,91 @@ func newRGCmd() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listGroupNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var body v1.GroupRequest
-			f := cmd.Flags()
-			if f.Changed("state") {
-				up := strings.ToUpper(state)
-				if up == domain.GroupDraining.String() {
-					// DRAINING is seed 003's Remove, a one-way door: rm says
-					// what it does and asks first.
-					return fmt.Errorf("--state: DRAINING cannot be undone; drain and remove the group with `sokovan rg rm %s`", args[0])
-				}
-				body.State = &up
+			body, err := rf.request(cmd.Flags(), args[0])
+			if err != nil {
+				return err
 			}
-			if f.Changed("sequencer") {
-				body.Sequencer = &seq
-			}
-			if f.Changed("selector") {
-				body.Selector = &sel
-			}
-			if f.Changed("head-of-line") {
-				body.HeadOfLine = &hol
-			}
-			if f.Changed("reservation-depth") {
-				body.ReservationDepth = &depth
-			}
-			if f.Changed("max-retries") {
-				body.MaxRetries = &retries
-			}
-			if f.Changed("allowed-types") {
-				body.AllowedTypes = &types
-			}
-			if f.Changed("default-time-limit") {
-				body.DefaultTimeLimit = &defLimit
-			}
-			if f.Changed("max-time-limit") {
-				body.MaxTimeLimit = &maxLimit
-			}
-			if f.Changed("idle-timeout") {
-				body.IdleTimeout = &idle
-			}
-			body.Preemption = pre.request(f)
-			if len(timeouts) > 0 {
-				pairs, err := keyValues("timeout", timeouts)
-				if err != nil {
-					return err
-				}
-				if body.Timeouts, err = timeoutsRequest(pairs); err != nil {
-					return err
-				}
-			}
-			return call(cmd, &o, "PUT", "/v1/resource-groups/"+url.PathEscape(args[0]), body, func(w io.Writer, g v1.Group) error {
+			return call(cmd, o, "PUT", "/v1/resource-groups/"+url.PathEscape(args[0]), body, func(w io.Writer, g v1.Group) error {
 				printGroup(w, g)
 				return nil
 			})
 		},
 	}
+	rf.register(set)
+	return set
+}
+
+func (rf *rgSetFlags) register(set *cobra.Command) {
 	sf := set.Flags()
-	sf.StringVar(&state, "state", "", "ACTIVE or STOPPED (to drain a group, rg rm)")
-	sf.StringVar(&seq, "sequencer", "", "queue order: fifo, lifo or drf")
-	sf.StringVar(&sel, "selector", "", "agent choice: concentrated, dispersed or round-robin")
-	sf.StringVar(&hol, "head-of-line", "", "reserve (the first sessions that do not fit reserve slots; later ones "+
+	sf.StringVar(&rf.state, "state", "", "ACTIVE or STOPPED (to drain a group, rg rm)")
+	sf.StringVar(&rf.seq, "sequencer", "", "queue order: fifo, lifo or drf")
+	sf.StringVar(&rf.sel, "selector", "", "agent choice: concentrated, dispersed or round-robin")
+	sf.StringVar(&rf.hol, "head-of-line", "", "reserve (the first sessions that do not fit reserve slots; later ones "+
 		"backfill only where they cannot delay them), skip (later sessions may pass one that does not fit) or block")
-	sf.IntVar(&depth, "reservation-depth", 0, "how many waiting sessions hold reservations at once under reserve (0 to 100)")
-	sf.IntVar(&retries, "max-retries", 0, "failed attempts per phase before giving up")
-	sf.StringSliceVar(&types, "allowed-types", nil, "session types the group runs (comma-separated; empty: all)")
-	sf.StringVar(&defLimit, "default-time-limit", "", "time limit of sessions that ask for none, such as 4h (0s: none)")
-	sf.StringVar(&maxLimit, "max-time-limit", "", "the most time limit a session may ask for, such as 24h (0s: no cap)")
-	sf.StringVar(&idle, "idle-timeout", "", "end interactive sessions unused this long, such as 30m (0s: off)")
-	pre.register(sf)
-	sf.StringArrayVar(&timeouts, "timeout", nil, "PHASE=DURATION, such as pending=1h or creating=10m (0s: no bound; repeatable)")
+	sf.IntVar(&rf.depth, "reservation-depth", 0, "how many waiting sessions hold reservations at once under reserve (0 to 100)")
+	sf.IntVar(&rf.retries, "max-retries", 0, "failed attempts per phase before giving up")
+	sf.StringSliceVar(&rf.types, "allowed-types", nil, "session types the group runs (comma-separated; empty: all)")
+	sf.StringVar(&rf.defLimit, "default-time-limit", "", "time limit of sessions that ask for none, such as 4h (0s: none)")
+	sf.StringVar(&rf.maxLimit, "max-time-limit", "", "the most time limit a session may ask for, such as 24h (0s: no cap)")
+	sf.StringVar(&rf.idle, "idle-timeout", "", "end interactive sessions unused this long, such as 30m (0s: off)")
+	rf.pre.register(sf)
+	sf.StringArrayVar(&rf.timeouts, "timeout", nil, "PHASE=DURATION, such as pending=1h or creating=10m (0s: no bound; repeatable)")
 	_ = set.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]string{"ACTIVE", "STOPPED"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("sequencer", cobra.FixedCompletions([]string{"fifo", "lifo", "drf"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("selector", cobra.FixedCompletions([]string{"concentrated", "dispersed", "round-robin"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("head-of-line", cobra.FixedCompletions([]string{"reserve", "skip", "block"}, cobra.ShellCompDirectiveNoFileComp))
-	cmd.AddCommand(ls, show, set, newRGRmCmd(&o))
-	return cmd
+}
+
+// request is the change to group name that the given flags ask for.
+func (rf *rgSetFlags) request(f *pflag.FlagSet, name string) (v1.GroupRequest, error) {
+	var body v1.GroupRequest
+	if f.Changed("state") {
+		up := strings.ToUpper(rf.state)
+		if up == domain.GroupDraining.String() {
+			// DRAINING is seed 003's Remove, a one-way door: rm says
+			// what it does and asks first.
+			return body, fmt.Errorf("--state: DRAINING cannot be undone; drain and remove the group with `sokovan rg rm %s`", name)
+		}
+		body.State = &up
+	}
+	if f.Changed("sequencer") {
+		body.Sequencer = &rf.seq
+	}
+	if f.Changed("selector") {
+		body.Selector = &rf.sel
+	}
+	if f.Changed("head-of-line") {
+		body.HeadOfLine = &rf.hol
+	}
+	if f.Changed("reservation-depth") {
+		body.ReservationDepth = &rf.depth
+	}
+	if f.Changed("max-retries") {
+		body.MaxRetries = &rf.retries
+	}
+	if f.Changed("allowed-types") {
+		body.AllowedTypes = &rf.types
+	}
+	if f.Changed("default-time-limit") {
+		body.DefaultTimeLimit = &rf.defLimit
+	}
+	if f.Changed("max-time-limit") {
+		body.MaxTimeLimit = &rf.maxLimit
+	}
+	if f.Changed("idle-timeout") {
+		body.IdleTimeout = &rf.idle
+	}
+	body.Preemption = rf.pre.request(f)
+	if len(rf.timeouts) > 0 {
+		pairs, err := keyValues("timeout", rf.timeouts)
+		if err != nil {
+			return body, err
+		}
+		if body.Timeouts, err = timeoutsRequest(pairs); err != nil {
+			return body, err
+		}
+	}
+	return body, nil
 }
 
 func newUserCmd() *cobra.Command {

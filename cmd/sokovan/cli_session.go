@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
@@ -57,16 +58,19 @@ func sessionPath(id string, rest ...string) string {
 	return "/v1/sessions/" + url.PathEscape(id) + strings.Join(rest, "")
 }
 
+// sessionCreateFlags are `session create`'s flags.
+type sessionCreateFlags struct {
+	image, name, typ, cpu, mem, mode, group, startsAt, arch string
+	timeLimit, job                                          string
+	preemptible, requeue                                    bool
+	slots, deps, agents, env                                []string
+	size, priority                                          int
+	wait, waitEnd                                           bool
+	timeout                                                 time.Duration
+}
+
 func newSessionCreateCmd(o *output) *cobra.Command {
-	var (
-		image, name, typ, cpu, mem, mode, group, startsAt, arch string
-		timeLimit, job                                          string
-		preemptible, requeue                                    bool
-		slots, deps, agents, env                                []string
-		size, priority                                          int
-		wait, waitEnd                                           bool
-		timeout                                                 time.Duration
-	)
+	var sf sessionCreateFlags
 	cmd := &cobra.Command{
 		Use:   "create --image IMG [flags] [-- COMMAND...]",
 		Short: "Submit a session",
@@ -79,139 +83,164 @@ func newSessionCreateCmd(o *output) *cobra.Command {
 		Example: "  sokovan session create --image sleep --cpu 1 --mem 1g --wait\n" +
 			"  sokovan session create --image exit:0 --type batch --cluster-size 2 --cluster-mode multi-node",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if timeout < 0 || timeout > 0 && !wait && !waitEnd {
+			if sf.timeout < 0 || sf.timeout > 0 && !sf.wait && !sf.waitEnd {
 				return errors.New("--timeout is how long --wait or --wait-end waits: give one of them, and a positive duration")
 			}
-			resources, err := keyValues("slot", slots)
+			body, err := sf.request(cmd.Flags(), args)
 			if err != nil {
 				return err
 			}
-			for _, q := range []struct{ slot, v, flag string }{{"cpu", cpu, "cpu"}, {"mem", mem, "mem"}} {
-				if q.v == "" {
-					continue
-				}
-				if _, dup := resources[q.slot]; dup {
-					return fmt.Errorf("--%s and --slot %s=… both set %s", q.flag, q.slot, q.slot)
-				}
-				resources[q.slot] = q.v
-			}
-			envs, err := keyValues("env", env)
-			if err != nil {
-				return err
-			}
-			// Flags left at their defaults are not sent: the manager's
-			// defaults (and the group's) apply.
-			body := v1.CreateSessionRequest{Image: image, Resources: resources, Env: envs, Command: args}
-			f := cmd.Flags()
-			if f.Changed("name") {
-				body.Name = name
-			}
-			if f.Changed("type") {
-				body.Type = typ
-			}
-			if f.Changed("cluster-size") {
-				body.ClusterSize = &size
-			}
-			if f.Changed("cluster-mode") {
-				body.ClusterMode = mode
-			}
-			if f.Changed("priority") {
-				body.Priority = &priority
-			}
-			if f.Changed("group") {
-				body.ResourceGroup = group
-			}
-			if f.Changed("starts-at") {
-				body.StartsAt = startsAt
-			}
-			if f.Changed("time-limit") {
-				// Sent as typed: the server names time_limit when it is
-				// wrong or above the group's maximum.
-				body.TimeLimit = timeLimit
-			}
-			if f.Changed("preemptible") {
-				body.Preemptible = &preemptible
-			}
-			if f.Changed("no-preempt") {
-				no := false
-				body.Preemptible = &no
-			}
-			body.Requeue = requeue
-			if f.Changed("arch") {
-				body.Architecture = arch
-			}
-			if f.Changed("depends-on") {
-				body.DependsOn = deps
-			}
-			body.Job = job
-			if f.Changed("agent") {
-				body.DesignatedAgents = agents
-			}
-			c, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			var s v1.Session
-			raw, err := c.do(ctx, "POST", "/v1/sessions", body, &s)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if !wait && !waitEnd {
-				if o.json() {
-					return printJSON(out, raw)
-				}
-				fmt.Fprintf(out, "%s  %s\n", s.ID, s.Status)
-				return nil
-			}
-			// In JSON mode the progress goes to stderr and stdout gets
-			// the session as it ended up.
-			progress := out
-			if o.json() {
-				progress = cmd.ErrOrStderr()
-			}
-			waitErr := waitSession(ctx, c, s.ID, progress, waitEnd, timeout)
-			if o.json() {
-				if raw, err := c.do(ctx, "GET", sessionPath(s.ID), nil, nil); err == nil {
-					_ = printJSON(out, raw)
-				}
-			}
-			return waitErr
+			return sf.submit(cmd, o, body)
 		},
 	}
+	sf.register(cmd)
+	return cmd
+}
+
+func (sf *sessionCreateFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&image, "image", "", "image to run (required)")
-	f.StringVar(&name, "name", "", "session name, unique among your live sessions; every verb accepts it in place of the id")
-	f.StringVar(&typ, "type", "interactive", "interactive, batch or inference")
-	f.StringVar(&cpu, "cpu", "", "CPU cores per kernel, such as 2 or 0.5 (default: the group's, 1 unless set)")
-	f.StringVar(&mem, "mem", "", "memory per kernel, such as 4g, 512m or 4Gi (k/m/g/t are powers of 1024, as are Ki/Mi/Gi/Ti; default: the group's, 1g unless set)")
-	f.StringArrayVar(&slots, "slot", nil, "another slot per kernel, NAME=QUANTITY (repeatable), such as cuda.device=1; a slot not named gets the group's default")
-	f.IntVar(&size, "cluster-size", 1, "number of kernels (1 to 64)")
-	f.StringVar(&mode, "cluster-mode", "single-node", "single-node (all kernels on one agent) or multi-node")
-	f.IntVar(&priority, "priority", 10, "priority, 0 to 100; higher is scheduled first")
-	f.StringVar(&job, "job", "", "job (id or name) the session joins; it starts once the job's min-available members are placed together")
-	f.StringArrayVar(&deps, "depends-on", nil, "session (id, id prefix or name) that must end successfully first (repeatable)")
-	f.BoolVar(&wait, "wait", false, "follow the session until it is RUNNING or has ended")
-	f.BoolVar(&waitEnd, "wait-end", false, "follow the session until it has ended; succeed only if it succeeded")
-	f.DurationVar(&timeout, "timeout", 0, "with --wait or --wait-end: give up after this long (such as 10m), exiting 1 with the session's state")
-	f.StringVarP(&group, "group", "g", "", "resource group (default: the manager's default)")
-	f.StringVar(&startsAt, "starts-at", "", "earliest start, RFC 3339 (such as 2026-03-01T12:00:00Z)")
-	f.StringVar(&timeLimit, "time-limit", "", "end the session this long after it starts running, such as 2h (default: the group's)")
-	f.BoolVar(&preemptible, "preemptible", false, "let higher priority sessions evict this one where the group preempts (default: batch only)")
+	f.StringVar(&sf.image, "image", "", "image to run (required)")
+	f.StringVar(&sf.name, "name", "", "session name, unique among your live sessions; every verb accepts it in place of the id")
+	f.StringVar(&sf.typ, "type", "interactive", "interactive, batch or inference")
+	f.StringVar(&sf.cpu, "cpu", "", "CPU cores per kernel, such as 2 or 0.5 (default: the group's, 1 unless set)")
+	f.StringVar(&sf.mem, "mem", "", "memory per kernel, such as 4g, 512m or 4Gi (k/m/g/t are powers of 1024, as are Ki/Mi/Gi/Ti; default: the group's, 1g unless set)")
+	f.StringArrayVar(&sf.slots, "slot", nil, "another slot per kernel, NAME=QUANTITY (repeatable), such as cuda.device=1; a slot not named gets the group's default")
+	f.IntVar(&sf.size, "cluster-size", 1, "number of kernels (1 to 64)")
+	f.StringVar(&sf.mode, "cluster-mode", "single-node", "single-node (all kernels on one agent) or multi-node")
+	f.IntVar(&sf.priority, "priority", 10, "priority, 0 to 100; higher is scheduled first")
+	f.StringVar(&sf.job, "job", "", "job (id or name) the session joins; it starts once the job's min-available members are placed together")
+	f.StringArrayVar(&sf.deps, "depends-on", nil, "session (id, id prefix or name) that must end successfully first (repeatable)")
+	f.BoolVar(&sf.wait, "wait", false, "follow the session until it is RUNNING or has ended")
+	f.BoolVar(&sf.waitEnd, "wait-end", false, "follow the session until it has ended; succeed only if it succeeded")
+	f.DurationVar(&sf.timeout, "timeout", 0, "with --wait or --wait-end: give up after this long (such as 10m), exiting 1 with the session's state")
+	f.StringVarP(&sf.group, "group", "g", "", "resource group (default: the manager's default)")
+	f.StringVar(&sf.startsAt, "starts-at", "", "earliest start, RFC 3339 (such as 2026-03-01T12:00:00Z)")
+	f.StringVar(&sf.timeLimit, "time-limit", "", "end the session this long after it starts running, such as 2h (default: the group's)")
+	f.BoolVar(&sf.preemptible, "preemptible", false, "let higher priority sessions evict this one where the group preempts (default: batch only)")
 	f.Bool("no-preempt", false, "never let a higher priority session evict this one")
-	f.BoolVar(&requeue, "requeue", false, "when preempted, submit a new attempt of this session")
+	f.BoolVar(&sf.requeue, "requeue", false, "when preempted, submit a new attempt of this session")
 	cmd.MarkFlagsMutuallyExclusive("preemptible", "no-preempt")
-	f.StringVar(&arch, "arch", "", "CPU architecture of the kernels (default x86_64)")
-	f.StringArrayVar(&agents, "agent", nil, "run only on this agent (repeatable)")
-	f.StringArrayVar(&env, "env", nil, "environment variable NAME=VALUE (repeatable)")
+	f.StringVar(&sf.arch, "arch", "", "CPU architecture of the kernels (default x86_64)")
+	f.StringArrayVar(&sf.agents, "agent", nil, "run only on this agent (repeatable)")
+	f.StringArrayVar(&sf.env, "env", nil, "environment variable NAME=VALUE (repeatable)")
 	_ = cmd.MarkFlagRequired("image")
 	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"interactive", "batch", "inference"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("cluster-mode", cobra.FixedCompletions([]string{"single-node", "multi-node"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("depends-on", completeFrom(listSessionIDs))
 	_ = cmd.RegisterFlagCompletionFunc("group", completeFrom(listGroupNames))
 	_ = cmd.RegisterFlagCompletionFunc("agent", completeFrom(listAgentIDs))
-	return cmd
+}
+
+// resources are the per-kernel slots of --slot, --cpu and --mem; a slot
+// named twice is an error rather than a silent choice.
+func (sf *sessionCreateFlags) resources() (map[string]string, error) {
+	resources, err := keyValues("slot", sf.slots)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range []struct{ slot, v, flag string }{{"cpu", sf.cpu, "cpu"}, {"mem", sf.mem, "mem"}} {
+		if q.v == "" {
+			continue
+		}
+		if _, dup := resources[q.slot]; dup {
+			return nil, fmt.Errorf("--%s and --slot %s=… both set %s", q.flag, q.slot, q.slot)
+		}
+		resources[q.slot] = q.v
+	}
+	return resources, nil
+}
+
+// request is the session to submit. Flags left at their defaults are not
+// sent: the manager's defaults (and the group's) apply.
+func (sf *sessionCreateFlags) request(f *pflag.FlagSet, args []string) (v1.CreateSessionRequest, error) {
+	resources, err := sf.resources()
+	if err != nil {
+		return v1.CreateSessionRequest{}, err
+	}
+	envs, err := keyValues("env", sf.env)
+	if err != nil {
+		return v1.CreateSessionRequest{}, err
+	}
+	body := v1.CreateSessionRequest{Image: sf.image, Resources: resources, Env: envs, Command: args,
+		Requeue: sf.requeue, Job: sf.job}
+	if f.Changed("name") {
+		body.Name = sf.name
+	}
+	if f.Changed("type") {
+		body.Type = sf.typ
+	}
+	if f.Changed("cluster-size") {
+		body.ClusterSize = &sf.size
+	}
+	if f.Changed("cluster-mode") {
+		body.ClusterMode = sf.mode
+	}
+	if f.Changed("priority") {
+		body.Priority = &sf.priority
+	}
+	if f.Changed("group") {
+		body.ResourceGroup = sf.group
+	}
+	if f.Changed("starts-at") {
+		body.StartsAt = sf.startsAt
+	}
+	if f.Changed("time-limit") {
+		// Sent as typed: the server names time_limit when it is
+		// wrong or above the group's maximum.
+		body.TimeLimit = sf.timeLimit
+	}
+	if f.Changed("preemptible") {
+		body.Preemptible = &sf.preemptible
+	}
+	if f.Changed("no-preempt") {
+		no := false
+		body.Preemptible = &no
+	}
+	if f.Changed("arch") {
+		body.Architecture = sf.arch
+	}
+	if f.Changed("depends-on") {
+		body.DependsOn = sf.deps
+	}
+	if f.Changed("agent") {
+		body.DesignatedAgents = sf.agents
+	}
+	return body, nil
+}
+
+// submit posts the session and, with --wait or --wait-end, follows it.
+func (sf *sessionCreateFlags) submit(cmd *cobra.Command, o *output, body v1.CreateSessionRequest) error {
+	c, err := newClient(cmd)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	var s v1.Session
+	raw, err := c.do(ctx, "POST", "/v1/sessions", body, &s)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if !sf.wait && !sf.waitEnd {
+		if o.json() {
+			return printJSON(out, raw)
+		}
+		fmt.Fprintf(out, "%s  %s\n", s.ID, s.Status)
+		return nil
+	}
+	// In JSON mode the progress goes to stderr and stdout gets
+	// the session as it ended up.
+	progress := out
+	if o.json() {
+		progress = cmd.ErrOrStderr()
+	}
+	waitErr := waitSession(ctx, c, s.ID, progress, sf.waitEnd, sf.timeout)
+	if o.json() {
+		if raw, err := c.do(ctx, "GET", sessionPath(s.ID), nil, nil); err == nil {
+			_ = printJSON(out, raw)
+		}
+	}
+	return waitErr
 }
 
 // errWaitEnded reports a session that ended other than successfully.

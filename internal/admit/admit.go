@@ -189,157 +189,22 @@ func (a *Admitter) Build(ctx context.Context, req Request) (domain.Session, []do
 	}
 	now := a.clock.Now().UTC().Truncate(time.Microsecond) // the precision both stores keep
 	sess := domain.Session{ID: req.ID, Owner: req.Owner, Status: domain.SessionPending, CreatedAt: now, StatusChangedAt: now}
-	fail := func(e *Error) (domain.Session, []domain.Kernel, error) { return domain.Session{}, nil, e }
-
-	if e := CleanText("name", req.Name, maxNameLen); e != nil {
-		return fail(e)
-	}
-	sess.Name = req.Name
-	sess.Type = domain.TypeInteractive
-	if req.Type != "" {
-		t, err := domain.ParseSessionType(req.Type)
-		if err != nil {
-			return fail(invalid("type", "%v", err))
-		}
-		sess.Type = t
-	}
-	if strings.TrimSpace(req.Image) == "" {
-		return fail(invalid("image", "an image is required"))
-	}
-	if e := CleanText("image", req.Image, maxImageLen); e != nil {
-		return fail(e)
-	}
-	if strings.ContainsAny(req.Image, " \t") {
-		return fail(invalid("image", "must not contain spaces"))
-	}
-	sess.Image = req.Image
-	sess.Architecture = a.cfg.DefaultArchitecture
-	if req.Architecture != "" {
-		if len(req.Architecture) > maxArchLen || !archPattern.MatchString(req.Architecture) {
-			return fail(invalid("architecture", "must be 1 to %d of a-z, 0-9 and _ (such as x86_64 or aarch64)", maxArchLen))
-		}
-		sess.Architecture = req.Architecture
-	}
-	requested, e := ParseSlots(a.slots, "resources", req.Resources, false)
-	if e != nil {
-		return fail(e)
-	}
-	sess.Requested = requested
-
-	sess.ClusterMode = domain.SingleNode
-	if req.ClusterMode != "" {
-		m, err := domain.ParseClusterMode(req.ClusterMode)
-		if err != nil {
-			return fail(invalid("cluster_mode", "%v", err))
-		}
-		sess.ClusterMode = m
-	}
-	sess.ClusterSize = 1
-	if req.ClusterSize != nil {
-		if n := *req.ClusterSize; n < 1 || n > MaxClusterSize {
-			return fail(invalid("cluster_size", "must be 1 to %d, not %d", MaxClusterSize, n))
-		}
-		sess.ClusterSize = *req.ClusterSize
-	}
-	sess.Priority = DefaultPriority
-	if req.Priority != nil {
-		if p := *req.Priority; p < MinPriority || p > MaxPriority {
-			return fail(invalid("priority", "must be %d to %d, not %d", MinPriority, MaxPriority, p))
-		}
-		sess.Priority = *req.Priority
-	}
-	if req.StartsAt != "" {
-		at, err := time.Parse(time.RFC3339, req.StartsAt)
-		if err != nil {
-			return fail(invalid("starts_at", "must be an RFC 3339 time such as 2026-03-01T12:00:00Z"))
-		}
-		sess.StartsAt = at.UTC().Truncate(time.Microsecond)
-	}
-	if req.TimeLimit != "" {
-		d, err := time.ParseDuration(req.TimeLimit)
-		if err != nil || d <= 0 {
-			return fail(invalid("time_limit", "must be a positive duration such as \"2h\" or \"90m\", not %q", req.TimeLimit))
-		}
-		sess.TimeLimit = d
-	}
-	sess.Preemptible, sess.Requeue = domain.DefaultPreemptible(sess.Type), req.Requeue
-	if req.Preemptible != nil {
-		sess.Preemptible = *req.Preemptible
-	}
-	if e := checkCommand(req.Command); e != nil {
-		return fail(e)
-	}
-	sess.Command = req.Command
-	if e := checkEnv(req.Env); e != nil {
-		return fail(e)
-	}
-	sess.Env = req.Env
-
 	// Checks that read the store come last: a request that is wrong on
 	// its face costs no query.
-	group := a.cfg.DefaultGroup
-	if req.ResourceGroup != "" {
-		group = req.ResourceGroup
+	if err := a.admitContent(req, &sess); err != nil {
+		return domain.Session{}, nil, err
 	}
-	if !ValidID(group) {
-		return fail(invalid("resource_group", "no such resource group %q", group))
+	if err := admitShape(req, &sess); err != nil {
+		return domain.Session{}, nil, err
 	}
-	g, err := a.store.GetResourceGroup(ctx, group)
-	if errors.Is(err, store.ErrNotFound) {
-		return fail(invalid("resource_group", "no such resource group %q", group))
-	}
+	g, err := a.admitGroup(ctx, req, &sess)
 	if err != nil {
 		return domain.Session{}, nil, err
 	}
-	if !g.State.Admits() {
-		// Seed 003: a DRAINING group takes no additions; it only finishes
-		// what it holds so it can be removed. This read refuses early; the
-		// store's CreateSession decides exactly.
-		return fail(groupClosed(g.Name, g.State))
-	}
-	if !g.Allows(sess.Type) {
-		types := make([]string, len(g.AllowedTypes))
-		for i, t := range g.AllowedTypes {
-			types[i] = string(t)
-		}
-		return fail(invalid("type", "resource group %s does not run %s sessions (it runs %s)", g.Name, sess.Type,
-			strings.Join(types, ", ")))
-	}
-	sess.ResourceGroup = g.Name
-	// The type's hook fills in the group's default time limit and holds
-	// the request to the group's maximum.
-	if err := a.hooks.For(sess.Type).OnSchedule(&sess, g); err != nil {
-		var fe *hook.FieldError
-		if errors.As(err, &fe) {
-			return fail(invalid(fe.Field, "%s", fe.Message))
-		}
-		return domain.Session{}, nil, err
-	}
-	// The group's agents, read once for the checks of what they could run.
-	groupAgents, err := a.store.ListAgents(ctx, store.AgentFilter{Group: g.Name})
+	groupAgents, err := a.fitGroup(ctx, req, &sess, g)
 	if err != nil {
 		return domain.Session{}, nil, err
 	}
-	if e := checkImage(groupAgents, g.Name, sess.Image); e != nil {
-		return fail(e)
-	}
-	// The group fills what the request leaves out, so every kernel carries
-	// a cpu and mem request: it is what the runtime turns into limits and
-	// what quotas are charged.
-	full, below := g.CompleteRequest(a.slots, sess.Requested, func(id domain.SlotID) bool {
-		_, named := req.Resources[a.slots.Type(id).Name]
-		return named
-	})
-	if below != nil {
-		t := a.slots.Type(below.Slot)
-		return fail(invalid("resources."+t.Name, "must be at least %s in resource group %s, not %s",
-			domain.FormatQuantity(t.Kind, below.Minimum), g.Name, domain.FormatQuantity(t.Kind, below.Requested)))
-	}
-	sess.Requested = full
-	if e := fitsGroup(a.slots, groupAgents, g.Name, sess); e != nil {
-		return fail(e)
-	}
-
 	deps, err := dependencies(ctx, req)
 	if err != nil {
 		return domain.Session{}, nil, err
@@ -352,9 +217,177 @@ func (a *Admitter) Build(ctx context.Context, req Request) (domain.Session, []do
 	sess.DesignatedAgents = agents
 	sess.DesignatedStrict = len(agents) > 0 && (req.DesignatedStrict == nil || *req.DesignatedStrict)
 	if e := checkCommandRunnable(groupAgents, g.Name, sess.Command); e != nil {
-		return fail(e)
+		return domain.Session{}, nil, e
 	}
 	return sess, Kernels(sess, now), nil
+}
+
+// admitContent sets what the session runs: its name, type, image,
+// architecture and per-kernel resources.
+func (a *Admitter) admitContent(req Request, sess *domain.Session) error {
+	if e := CleanText("name", req.Name, maxNameLen); e != nil {
+		return e
+	}
+	sess.Name = req.Name
+	sess.Type = domain.TypeInteractive
+	if req.Type != "" {
+		t, err := domain.ParseSessionType(req.Type)
+		if err != nil {
+			return invalid("type", "%v", err)
+		}
+		sess.Type = t
+	}
+	if strings.TrimSpace(req.Image) == "" {
+		return invalid("image", "an image is required")
+	}
+	if e := CleanText("image", req.Image, maxImageLen); e != nil {
+		return e
+	}
+	if strings.ContainsAny(req.Image, " \t") {
+		return invalid("image", "must not contain spaces")
+	}
+	sess.Image = req.Image
+	sess.Architecture = a.cfg.DefaultArchitecture
+	if req.Architecture != "" {
+		if len(req.Architecture) > maxArchLen || !archPattern.MatchString(req.Architecture) {
+			return invalid("architecture", "must be 1 to %d of a-z, 0-9 and _ (such as x86_64 or aarch64)", maxArchLen)
+		}
+		sess.Architecture = req.Architecture
+	}
+	requested, e := ParseSlots(a.slots, "resources", req.Resources, false)
+	if e != nil {
+		return e
+	}
+	sess.Requested = requested
+	return nil
+}
+
+// admitShape sets how the session runs: its cluster, priority, start,
+// time limit, preemption, command and environment.
+func admitShape(req Request, sess *domain.Session) error {
+	sess.ClusterMode = domain.SingleNode
+	if req.ClusterMode != "" {
+		m, err := domain.ParseClusterMode(req.ClusterMode)
+		if err != nil {
+			return invalid("cluster_mode", "%v", err)
+		}
+		sess.ClusterMode = m
+	}
+	sess.ClusterSize = 1
+	if req.ClusterSize != nil {
+		if n := *req.ClusterSize; n < 1 || n > MaxClusterSize {
+			return invalid("cluster_size", "must be 1 to %d, not %d", MaxClusterSize, n)
+		}
+		sess.ClusterSize = *req.ClusterSize
+	}
+	sess.Priority = DefaultPriority
+	if req.Priority != nil {
+		if p := *req.Priority; p < MinPriority || p > MaxPriority {
+			return invalid("priority", "must be %d to %d, not %d", MinPriority, MaxPriority, p)
+		}
+		sess.Priority = *req.Priority
+	}
+	if req.StartsAt != "" {
+		at, err := time.Parse(time.RFC3339, req.StartsAt)
+		if err != nil {
+			return invalid("starts_at", "must be an RFC 3339 time such as 2026-03-01T12:00:00Z")
+		}
+		sess.StartsAt = at.UTC().Truncate(time.Microsecond)
+	}
+	if req.TimeLimit != "" {
+		d, err := time.ParseDuration(req.TimeLimit)
+		if err != nil || d <= 0 {
+			return invalid("time_limit", "must be a positive duration such as \"2h\" or \"90m\", not %q", req.TimeLimit)
+		}
+		sess.TimeLimit = d
+	}
+	sess.Preemptible, sess.Requeue = domain.DefaultPreemptible(sess.Type), req.Requeue
+	if req.Preemptible != nil {
+		sess.Preemptible = *req.Preemptible
+	}
+	if e := checkCommand(req.Command); e != nil {
+		return e
+	}
+	sess.Command = req.Command
+	if e := checkEnv(req.Env); e != nil {
+		return e
+	}
+	sess.Env = req.Env
+	return nil
+}
+
+// admitGroup reads the session's resource group and checks that it takes
+// the session; the type's hook then applies the group's time limits.
+func (a *Admitter) admitGroup(ctx context.Context, req Request, sess *domain.Session) (domain.ResourceGroup, error) {
+	group := a.cfg.DefaultGroup
+	if req.ResourceGroup != "" {
+		group = req.ResourceGroup
+	}
+	if !ValidID(group) {
+		return domain.ResourceGroup{}, invalid("resource_group", "no such resource group %q", group)
+	}
+	g, err := a.store.GetResourceGroup(ctx, group)
+	if errors.Is(err, store.ErrNotFound) {
+		return domain.ResourceGroup{}, invalid("resource_group", "no such resource group %q", group)
+	}
+	if err != nil {
+		return domain.ResourceGroup{}, err
+	}
+	if !g.State.Admits() {
+		// Seed 003: a DRAINING group takes no additions; it only finishes
+		// what it holds so it can be removed. This read refuses early; the
+		// store's CreateSession decides exactly.
+		return domain.ResourceGroup{}, groupClosed(g.Name, g.State)
+	}
+	if !g.Allows(sess.Type) {
+		types := make([]string, len(g.AllowedTypes))
+		for i, t := range g.AllowedTypes {
+			types[i] = string(t)
+		}
+		return domain.ResourceGroup{}, invalid("type", "resource group %s does not run %s sessions (it runs %s)", g.Name, sess.Type,
+			strings.Join(types, ", "))
+	}
+	sess.ResourceGroup = g.Name
+	// The type's hook fills in the group's default time limit and holds
+	// the request to the group's maximum.
+	if err := a.hooks.For(sess.Type).OnSchedule(sess, g); err != nil {
+		var fe *hook.FieldError
+		if errors.As(err, &fe) {
+			return domain.ResourceGroup{}, invalid(fe.Field, "%s", fe.Message)
+		}
+		return domain.ResourceGroup{}, err
+	}
+	return g, nil
+}
+
+// fitGroup completes the session's request with the group's defaults and
+// checks that some agent of the group could run it; it answers the
+// group's agents, read once for these checks and the later ones.
+func (a *Admitter) fitGroup(ctx context.Context, req Request, sess *domain.Session, g domain.ResourceGroup) ([]domain.Agent, error) {
+	groupAgents, err := a.store.ListAgents(ctx, store.AgentFilter{Group: g.Name})
+	if err != nil {
+		return nil, err
+	}
+	if e := checkImage(groupAgents, g.Name, sess.Image); e != nil {
+		return nil, e
+	}
+	// The group fills what the request leaves out, so every kernel carries
+	// a cpu and mem request: it is what the runtime turns into limits and
+	// what quotas are charged.
+	full, below := g.CompleteRequest(a.slots, sess.Requested, func(id domain.SlotID) bool {
+		_, named := req.Resources[a.slots.Type(id).Name]
+		return named
+	})
+	if below != nil {
+		t := a.slots.Type(below.Slot)
+		return nil, invalid("resources."+t.Name, "must be at least %s in resource group %s, not %s",
+			domain.FormatQuantity(t.Kind, below.Minimum), g.Name, domain.FormatQuantity(t.Kind, below.Requested))
+	}
+	sess.Requested = full
+	if e := fitsGroup(a.slots, groupAgents, g.Name, *sess); e != nil {
+		return nil, e
+	}
+	return groupAgents, nil
 }
 
 // Kernels are a session's kernels as it is created: one per cluster

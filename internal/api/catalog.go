@@ -228,29 +228,83 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
+	if err := s.applyGroupRequest(&g, req, created); err != nil {
+		return err
+	}
+	if err := s.checkGroup(g); err != nil {
+		return err
+	}
+	if err := s.store.PutResourceGroup(ctx, g); err != nil {
+		return err
+	}
+	s.sessions.Mark()
+	stored, err := s.store.GetResourceGroup(ctx, name)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, groupOut(s.slots, stored))
+	return nil
+}
+
+// applyGroupRequest sets on g the fields req gives, each checked on its
+// own; the first bad one is the answer and g is not stored.
+func (s *Server) applyGroupRequest(g *domain.ResourceGroup, req v1.GroupRequest, created bool) error {
 	if req.State != nil {
-		st, err := domain.ParseGroupState(strings.ToUpper(*req.State))
+		if err := applyGroupState(g, *req.State, created); err != nil {
+			return err
+		}
+	}
+	if err := s.applyGroupScheduling(g, req); err != nil {
+		return err
+	}
+	if err := applyGroupTimeouts(g, req.Timeouts); err != nil {
+		return err
+	}
+	if err := s.applyGroupSlots(g, req); err != nil {
+		return err
+	}
+	if err := applyGroupTimeLimits(g, req); err != nil {
+		return err
+	}
+	if e := applyPreemption(req.Preemption, &g.Preemption); e != nil {
+		return e
+	}
+	return nil
+}
+
+// applyGroupState moves g to the state named want.
+func applyGroupState(g *domain.ResourceGroup, want string, created bool) error {
+	st, err := domain.ParseGroupState(strings.ToUpper(want))
+	if err != nil {
+		return invalid("state", "%v", err)
+	}
+	if st == domain.GroupRemoved {
+		return invalid("state", "REMOVED is reached only by DELETE /v1/resource-groups/%s", g.Name)
+	}
+	if !created {
+		// The wanted state is reached only through seed 003's table, so
+		// a DRAINING group cannot be brought back.
+		ev, err := domain.GroupEventTo(st)
 		if err != nil {
 			return invalid("state", "%v", err)
 		}
-		if st == domain.GroupRemoved {
-			return invalid("state", "REMOVED is reached only by DELETE /v1/resource-groups/%s", name)
+		if st, err = domain.NextGroupState(ev, g.State); err != nil {
+			e := conflict("resource group %s is %s: %s to %s is not allowed (%v)", g.Name, g.State, ev, want, err)
+			e.Field = "state"
+			return e
 		}
-		if !created {
-			// The wanted state is reached only through seed 003's table, so
-			// a DRAINING group cannot be brought back.
-			ev, err := domain.GroupEventTo(st)
-			if err != nil {
-				return invalid("state", "%v", err)
-			}
-			if st, err = domain.NextGroupState(ev, g.State); err != nil {
-				e := conflict("resource group %s is %s: %s to %s is not allowed (%v)", g.Name, g.State, ev, *req.State, err)
-				e.Field = "state"
-				return e
-			}
-		}
-		g.State = st
 	}
+	g.State = st
+	return nil
+}
+
+// applyGroupScheduling sets how the group's rounds order and place
+// sessions and how often a failed one is retried.
+func (s *Server) applyGroupScheduling(g *domain.ResourceGroup, req v1.GroupRequest) error {
 	if req.Sequencer != nil {
 		if !slices.Contains(s.plugins.SequencerNames(), *req.Sequencer) {
 			return invalid("sequencer", "unknown sequencer %q (known: %s)", *req.Sequencer,
@@ -297,26 +351,42 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		}
 		g.AllowedTypes = types
 	}
-	if t := req.Timeouts; t != nil {
-		for _, f := range []struct {
-			name string
-			v    *string
-			dst  *time.Duration
-		}{
-			{"pending", t.Pending, &g.Timeouts.Pending}, {"scheduled", t.Scheduled, &g.Timeouts.Scheduled},
-			{"preparing", t.Preparing, &g.Timeouts.Preparing}, {"prepared", t.Prepared, &g.Timeouts.Prepared},
-			{"creating", t.Creating, &g.Timeouts.Creating}, {"terminating", t.Terminating, &g.Timeouts.Terminating},
-		} {
-			if f.v == nil {
-				continue
-			}
-			d, err := time.ParseDuration(*f.v)
-			if err != nil || d < 0 {
-				return invalid("timeouts."+f.name, "must be a duration such as \"90s\" or \"15m\" (\"0s\": no bound)")
-			}
-			*f.dst = d
-		}
+	return nil
+}
+
+// durationField is a duration of a request, where it goes, and the name
+// a bad one is refused with.
+type durationField struct {
+	name string
+	v    *string
+	dst  *time.Duration
+}
+
+// applyGroupTimeouts sets the bounds of the phases t names.
+func applyGroupTimeouts(g *domain.ResourceGroup, t *v1.TimeoutsRequest) error {
+	if t == nil {
+		return nil
 	}
+	for _, f := range []durationField{
+		{"pending", t.Pending, &g.Timeouts.Pending}, {"scheduled", t.Scheduled, &g.Timeouts.Scheduled},
+		{"preparing", t.Preparing, &g.Timeouts.Preparing}, {"prepared", t.Prepared, &g.Timeouts.Prepared},
+		{"creating", t.Creating, &g.Timeouts.Creating}, {"terminating", t.Terminating, &g.Timeouts.Terminating},
+	} {
+		if f.v == nil {
+			continue
+		}
+		d, err := time.ParseDuration(*f.v)
+		if err != nil || d < 0 {
+			return invalid("timeouts."+f.name, "must be a duration such as \"90s\" or \"15m\" (\"0s\": no bound)")
+		}
+		*f.dst = d
+	}
+	return nil
+}
+
+// applyGroupSlots sets the slots a session gets when it names none, and
+// the least it may ask for.
+func (s *Server) applyGroupSlots(g *domain.ResourceGroup, req v1.GroupRequest) error {
 	if req.DefaultSlots != nil {
 		v, e := s.parseSlots("default_slots", *req.DefaultSlots, false)
 		if e != nil {
@@ -331,11 +401,13 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		}
 		g.MinSlots = v
 	}
-	for _, f := range []struct {
-		name string
-		v    *string
-		dst  *time.Duration
-	}{
+	return nil
+}
+
+// applyGroupTimeLimits sets the sessions' default and longest time
+// limits and the interactive idle timeout.
+func applyGroupTimeLimits(g *domain.ResourceGroup, req v1.GroupRequest) error {
+	for _, f := range []durationField{
 		{"default_time_limit", req.DefaultTimeLimit, &g.DefaultTimeLimit},
 		{"max_time_limit", req.MaxTimeLimit, &g.MaxTimeLimit},
 		{"idle_timeout", req.IdleTimeout, &g.IdleTimeout},
@@ -349,9 +421,12 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		}
 		*f.dst = d
 	}
-	if e := applyPreemption(req.Preemption, &g.Preemption); e != nil {
-		return e
-	}
+	return nil
+}
+
+// checkGroup refuses a group whose fields, each valid alone, do not fit
+// together, or that the scheduler cannot run.
+func (s *Server) checkGroup(g domain.ResourceGroup) error {
 	// A default above the maximum would refuse every session that asks
 	// for no limit.
 	if g.MaxTimeLimit > 0 && g.DefaultTimeLimit > g.MaxTimeLimit {
@@ -373,19 +448,6 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := s.plugins.CheckGroup(g); err != nil {
 		return invalid("", "%v", err)
 	}
-	if err := s.store.PutResourceGroup(ctx, g); err != nil {
-		return err
-	}
-	s.sessions.Mark()
-	stored, err := s.store.GetResourceGroup(ctx, name)
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	writeJSON(w, status, groupOut(s.slots, stored))
 	return nil
 }
 

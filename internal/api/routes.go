@@ -77,10 +77,18 @@ const sessionRefDesc = "{id} is the session's id, a unique prefix of it (6 chara
 	"(unique among the owner's live sessions; a name only ended sessions have names the one of them, if only one). " +
 	"409 when a prefix or name matches several sessions, listing them. Another user's session is 404, as a missing one."
 
+// table is every route of the API, in the order the OpenAPI document
+// lists them.
 func (s *Server) table() []route {
-	statusParam := param{name: "status", typ: "string", repeat: true,
-		desc: "only sessions in these statuses (repeat the parameter or separate with commas)"}
-	return append([]route{
+	return slices.Concat(s.systemRoutes(), s.sessionRoutes(), s.agentRoutes(), s.groupRoutes(),
+		s.policyRoutes(), s.eventRoutes(), s.agentRPCRoutes(),
+		s.userRoutes(), s.jobRoutes(), s.deployRoutes(), s.agentTokenRoutes())
+}
+
+// systemRoutes are the unauthenticated routes of probes, metrics and the
+// API document.
+func (s *Server) systemRoutes() []route {
+	return []route{
 		{method: "GET", path: "/healthz", access: public, summary: "Liveness", status: http.StatusOK,
 			resp: v1.Status{}, handle: s.healthz},
 		{method: "GET", path: "/readyz", access: public, summary: "Readiness: the store answers and the manager is ready",
@@ -89,7 +97,15 @@ func (s *Server) table() []route {
 			media: "text/plain", handle: s.metrics},
 		{method: "GET", path: "/v1/openapi.json", access: public, summary: "This document", status: http.StatusOK,
 			media: "application/json", handle: s.openAPI},
+	}
+}
 
+// sessionRoutes are the routes of sessions: submit, list, read, follow,
+// reach and end.
+func (s *Server) sessionRoutes() []route {
+	statusParam := param{name: "status", typ: "string", repeat: true,
+		desc: "only sessions in these statuses (repeat the parameter or separate with commas)"}
+	return []route{
 		{method: "POST", path: "/v1/sessions", access: user, summary: "Submit a session",
 			desc: "Validates the whole request before writing anything. resources are per kernel. " +
 				"429 when the caller's user, project or domain already has max_pending_sessions PENDING sessions.",
@@ -146,7 +162,13 @@ func (s *Server) table() []route {
 				"destroyed. 409 when the session has already ended.",
 			query:  []param{{name: "force", typ: "boolean", desc: "kill the kernels at once, without the grace period (also for a session already terminating); recorded in the reason"}},
 			status: http.StatusAccepted, resp: v1.Session{}, handle: s.deleteSession},
+	}
+}
 
+// agentRoutes are the routes that list agents and that admins use to
+// cordon, drain and retire them.
+func (s *Server) agentRoutes() []route {
+	return []route{
 		{method: "GET", path: "/v1/agents", access: user, summary: "List agents",
 			desc: "available_slots is the agent's total capacity (Backend.AI's meaning); free_slots is what is not occupied.",
 			query: []param{{name: "resource_group", typ: "string", desc: "only agents of this resource group"},
@@ -172,7 +194,12 @@ func (s *Server) table() []route {
 				"again replaces the deadline; uncordon ends the drain.",
 			query:  []param{{name: "deadline", typ: "string", desc: "Go duration after which what remains is terminated (\"0s\": at once; left out: no deadline)"}},
 			status: http.StatusOK, resp: v1.Agent{}, handle: s.drain},
+	}
+}
 
+// groupRoutes are the routes of resource groups and their queues.
+func (s *Server) groupRoutes() []route {
+	return []route{
 		{method: "GET", path: "/v1/resource-groups", access: user, summary: "List resource groups",
 			status: http.StatusOK, resp: v1.List[v1.Group]{}, handle: s.listGroups},
 		{method: "GET", path: "/v1/resource-groups/{name}", access: user, summary: "One resource group",
@@ -197,14 +224,25 @@ func (s *Server) table() []route {
 				"more with state REMOVED, then is absent from every read and refuses sessions and agents, until a PUT " +
 				"of its name creates a new group; its ended sessions keep naming it.",
 			status: http.StatusOK, resp: v1.Group{}, handle: s.deleteGroup},
+	}
+}
 
+// policyRoutes are the routes of the resource policies of users,
+// projects and domains.
+func (s *Server) policyRoutes() []route {
+	return []route{
 		{method: "PUT", path: "/v1/policies/{scope}/{name}", access: admin, summary: "Set the resource policy of a user, project or domain",
 			desc: "scope is user, project or domain; name is the user's name, or the project or domain. Slots " +
 				"left out of max_slots are unlimited; a zero count is no limit.",
 			body: v1.PolicyRequest{}, status: http.StatusOK, resp: v1.Policy{}, handle: s.putPolicy},
 		{method: "GET", path: "/v1/policies/{scope}/{name}", access: admin, summary: "A resource policy",
 			status: http.StatusOK, resp: v1.Policy{}, handle: s.getPolicy},
+	}
+}
 
+// eventRoutes is the server-sent stream of status changes.
+func (s *Server) eventRoutes() []route {
+	return []route{
 		{method: "GET", path: "/v1/events", access: user, summary: "Server-sent events: session and kernel status changes",
 			desc: "Each change is `id: <position>`, `event: session` or `event: kernel`, `data: <change JSON>`. " +
 				"Resume with the Last-Event-ID header (or ?after=). Without either the stream starts now; with " +
@@ -215,13 +253,18 @@ func (s *Server) table() []route {
 			query: []param{{name: "session", typ: "string", repeat: true, desc: "only these sessions"},
 				{name: "after", typ: "integer", desc: "start after this position (as Last-Event-ID)"}},
 			status: http.StatusOK, resp: v1.Change{}, media: "text/event-stream", stream: true, handle: s.events},
+	}
+}
 
+// agentRPCRoutes is the subtree the agents call.
+func (s *Server) agentRPCRoutes() []route {
+	return []route{
 		{path: "/v1/agent/", docPath: "/v1/agent/{rpc}", access: agent, summary: "Agent RPC (agent token or agent certificate)",
 			desc: "Served by the agent RPC handler, which sees the full path; user tokens are refused with 403. With agent " +
 				"identities (server --agent-identity) an agent presents its client certificate instead of a token, and " +
 				"join (a join token in the body) needs neither.",
 			status: http.StatusOK, handle: s.agentRPCRoute},
-	}, slices.Concat(s.userRoutes(), s.jobRoutes(), s.deployRoutes(), s.agentTokenRoutes())...)
+	}
 }
 
 // userRoutes are the routes of users, their tokens and their usage.

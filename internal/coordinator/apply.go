@@ -57,147 +57,203 @@ type handlerPolicy struct {
 // batched and history keeps that order.
 func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol handlerPolicy,
 	targets []store.SessionWithKernels, res Result, gs groups) error {
-	now := c.clock.Now()
-	byID := make(map[domain.SessionID]*store.SessionWithKernels, len(targets))
+	a := &applier{c: c, h: h, pol: pol, targets: targets, res: res, gs: gs, now: c.clock.Now(),
+		byID:     make(map[domain.SessionID]*store.SessionWithKernels, len(targets)),
+		done:     make(map[domain.SessionID]bool),
+		expiring: make(map[domain.SessionID]decision),
+	}
 	for i := range targets {
-		byID[targets[i].Session.ID] = &targets[i]
+		a.byID[targets[i].Session.ID] = &targets[i]
 	}
-	factsOf := func(id domain.SessionID, r report, msg string) facts {
-		var s *domain.Session
-		if t, ok := byID[id]; ok {
-			s = &t.Session
-		}
-		return factsAbout(h, pol, res.successApplied, s, gs, r, msg, now)
+	if err := a.successes(ctx); err != nil {
+		return err
 	}
-	var hist []domain.HistoryEntry
-	record := func(id domain.SessionID, d decision) {
-		from := domain.SessionStatus(0)
-		if t, ok := byID[id]; ok {
-			from = t.Session.Status
-		}
-		to := d.status()
-		if to == 0 {
-			to = from
-		}
-		hist = append(hist, domain.HistoryEntry{Subject: id, At: now, Cause: h.Name, Result: d.Result,
-			From: from, To: to, Message: d.Message, Attempt: 1})
-		c.metrics.outcome(h.Name, d.Result)
+	if err := a.failures(ctx); err != nil {
+		return err
 	}
-	recordAs := func(e domain.HistoryEntry) {
-		hist = append(hist, e)
-		c.metrics.outcome(e.Cause, e.Result)
+	if err := a.expiries(ctx); err != nil {
+		return err
 	}
-	// leaveFor makes a give-up's or an expiry's move; history names the
-	// status the session reached, which leave may have changed.
-	leaveFor := func(t *store.SessionWithKernels, d decision) error {
-		to, err := c.leave(ctx, h, t, d.Result, *d.To, d.Message, now, gs, recordAs)
-		if err != nil {
-			return err
-		}
-		if to != 0 {
-			d.To = &domain.Transition{Session: to}
-			record(t.Session.ID, d)
-		}
+	a.skips()
+	if len(a.hist) == 0 {
 		return nil
 	}
-	done := make(map[domain.SessionID]bool)
+	if err := c.store.AppendHistory(ctx, a.hist); err != nil {
+		return fmt.Errorf("%s: history: %w", h.Name, err)
+	}
+	return nil
+}
+
+// applier is one apply under way: its inputs, and what its passes have
+// done so far.
+type applier struct {
+	c       *Coordinator
+	h       domain.LifecycleHandler
+	pol     handlerPolicy
+	targets []store.SessionWithKernels
+	res     Result
+	gs      groups
+	now     time.Time
+	byID    map[domain.SessionID]*store.SessionWithKernels
+	hist    []domain.HistoryEntry
+	// done marks sessions whose outcome is settled, which the expiry
+	// pass leaves alone.
+	done map[domain.SessionID]bool
 	// expiring holds failed attempts past their bound: they expire with
 	// the other overstayed targets, in target order.
-	expiring := make(map[domain.SessionID]decision)
+	expiring map[domain.SessionID]decision
+}
 
-	if len(res.Successes) > 0 {
-		decided := make(map[domain.SessionID]decision, len(res.Successes))
-		var change, stay, kernelsOnly []domain.SessionID
-		for _, id := range res.Successes {
-			d := decide(factsOf(id, succeeded, ""))
-			decided[id] = d
-			if !d.InPlace {
-				change = append(change, id)
-				continue
-			}
-			stay = append(stay, id)
-			if d.To != nil {
-				kernelsOnly = append(kernelsOnly, id)
-			}
-		}
-		// A success with no transition in the table, or one the handler
-		// already moved, needs no write.
-		moved := change
-		if tr := h.Transitions.Success; tr != nil && !res.successApplied {
-			var err error
-			moved, err = c.store.TransitionSessions(ctx, change, h.TargetSession, *tr, "", now)
-			if err != nil {
-				return fmt.Errorf("%s: apply successes: %w", h.Name, err)
-			}
-			if len(kernelsOnly) > 0 {
-				if _, err := c.store.TransitionSessions(ctx, kernelsOnly, []domain.SessionStatus{tr.Session},
-					domain.Transition{Kernel: tr.Kernel}, "", now); err != nil {
-					return fmt.Errorf("%s: apply successes: %w", h.Name, err)
-				}
-			}
-		}
-		// Not done: a success in place is still held to the bound below.
-		for _, id := range stay {
-			record(id, decided[id])
-		}
-		if err := c.store.ResetTries(ctx, h.Name, res.Successes); err != nil {
-			return fmt.Errorf("%s: reset tries: %w", h.Name, err)
-		}
-		// A success the guard refused (the session moved under us) is not
-		// done either: the bound judges it as it was read.
-		for _, id := range moved {
-			done[id] = true
-			record(id, decided[id])
-		}
+func (a *applier) factsOf(id domain.SessionID, r report, msg string) facts {
+	var s *domain.Session
+	if t, ok := a.byID[id]; ok {
+		s = &t.Session
 	}
+	return factsAbout(a.h, a.pol, a.res.successApplied, s, a.gs, r, msg, a.now)
+}
 
-	if len(res.Failures) > 0 {
-		ids := make([]domain.SessionID, len(res.Failures))
-		for i, f := range res.Failures {
-			ids[i] = f.Session
-			done[f.Session] = true
-		}
-		counts, err := c.store.IncrementTries(ctx, h.Name, ids)
-		if err != nil {
-			return fmt.Errorf("%s: count tries: %w", h.Name, err)
-		}
-		for _, f := range res.Failures {
-			t, ok := byID[f.Session]
-			if !ok {
-				continue // counted, but there is no status to judge it by
-			}
-			in := factsOf(f.Session, failed, f.Message)
-			in.Tries = counts[f.Session]
-			in.Impossible = f.Impossible
-			switch d := decide(in); d.Result {
-			case domain.ResultExpired:
-				done[f.Session] = false
-				expiring[f.Session] = d
-			case domain.ResultGiveUp:
-				if err := leaveFor(t, d); err != nil {
-					return err
-				}
-			default:
-				record(f.Session, d)
-			}
-		}
+// record adds d's history row for session id.
+func (a *applier) record(id domain.SessionID, d decision) {
+	from := domain.SessionStatus(0)
+	if t, ok := a.byID[id]; ok {
+		from = t.Session.Status
 	}
+	to := d.status()
+	if to == 0 {
+		to = from
+	}
+	a.hist = append(a.hist, domain.HistoryEntry{Subject: id, At: a.now, Cause: a.h.Name, Result: d.Result,
+		From: from, To: to, Message: d.Message, Attempt: 1})
+	a.c.metrics.outcome(a.h.Name, d.Result)
+}
 
-	// Every target not done yet answers to its bound: unreported, skipped,
-	// a success in place or refused, a failure past its bound.
-	skippedSaid := make(map[domain.SessionID]string, len(res.Skipped))
-	for _, s := range res.Skipped {
-		skippedSaid[s.Session] = s.Message
+func (a *applier) recordAs(e domain.HistoryEntry) {
+	a.hist = append(a.hist, e)
+	a.c.metrics.outcome(e.Cause, e.Result)
+}
+
+// leaveFor makes a give-up's or an expiry's move; history names the
+// status the session reached, which leave may have changed.
+func (a *applier) leaveFor(ctx context.Context, t *store.SessionWithKernels, d decision) error {
+	to, err := a.c.leave(ctx, a.h, t, d.Result, *d.To, d.Message, a.now, a.gs, a.recordAs)
+	if err != nil {
+		return err
 	}
-	for i := range targets {
-		t := &targets[i]
-		id := t.Session.ID
-		if done[id] {
+	if to != 0 {
+		d.To = &domain.Transition{Session: to}
+		a.record(t.Session.ID, d)
+	}
+	return nil
+}
+
+// successes moves the sessions that succeeded, in one batch, and resets
+// their try counts.
+func (a *applier) successes(ctx context.Context) error {
+	res, h := a.res, a.h
+	if len(res.Successes) == 0 {
+		return nil
+	}
+	decided := make(map[domain.SessionID]decision, len(res.Successes))
+	var change, stay, kernelsOnly []domain.SessionID
+	for _, id := range res.Successes {
+		d := decide(a.factsOf(id, succeeded, ""))
+		decided[id] = d
+		if !d.InPlace {
+			change = append(change, id)
 			continue
 		}
-		d, ok := expiring[id]
+		stay = append(stay, id)
+		if d.To != nil {
+			kernelsOnly = append(kernelsOnly, id)
+		}
+	}
+	// A success with no transition in the table, or one the handler
+	// already moved, needs no write.
+	moved := change
+	if tr := h.Transitions.Success; tr != nil && !res.successApplied {
+		var err error
+		moved, err = a.c.store.TransitionSessions(ctx, change, h.TargetSession, *tr, "", a.now)
+		if err != nil {
+			return fmt.Errorf("%s: apply successes: %w", h.Name, err)
+		}
+		if len(kernelsOnly) > 0 {
+			if _, err := a.c.store.TransitionSessions(ctx, kernelsOnly, []domain.SessionStatus{tr.Session},
+				domain.Transition{Kernel: tr.Kernel}, "", a.now); err != nil {
+				return fmt.Errorf("%s: apply successes: %w", h.Name, err)
+			}
+		}
+	}
+	// Not done: a success in place is still held to the bound below.
+	for _, id := range stay {
+		a.record(id, decided[id])
+	}
+	if err := a.c.store.ResetTries(ctx, h.Name, res.Successes); err != nil {
+		return fmt.Errorf("%s: reset tries: %w", h.Name, err)
+	}
+	// A success the guard refused (the session moved under us) is not
+	// done either: the bound judges it as it was read.
+	for _, id := range moved {
+		a.done[id] = true
+		a.record(id, decided[id])
+	}
+	return nil
+}
+
+// failures counts the failed tries and gives up on the sessions out of
+// them; a failure past its bound waits for the expiry pass.
+func (a *applier) failures(ctx context.Context) error {
+	res, h := a.res, a.h
+	if len(res.Failures) == 0 {
+		return nil
+	}
+	ids := make([]domain.SessionID, len(res.Failures))
+	for i, f := range res.Failures {
+		ids[i] = f.Session
+		a.done[f.Session] = true
+	}
+	counts, err := a.c.store.IncrementTries(ctx, h.Name, ids)
+	if err != nil {
+		return fmt.Errorf("%s: count tries: %w", h.Name, err)
+	}
+	for _, f := range res.Failures {
+		t, ok := a.byID[f.Session]
 		if !ok {
-			in := factsOf(id, unreported, "")
+			continue // counted, but there is no status to judge it by
+		}
+		in := a.factsOf(f.Session, failed, f.Message)
+		in.Tries = counts[f.Session]
+		in.Impossible = f.Impossible
+		switch d := decide(in); d.Result {
+		case domain.ResultExpired:
+			a.done[f.Session] = false
+			a.expiring[f.Session] = d
+		case domain.ResultGiveUp:
+			if err := a.leaveFor(ctx, t, d); err != nil {
+				return err
+			}
+		default:
+			a.record(f.Session, d)
+		}
+	}
+	return nil
+}
+
+// expiries holds every target not done yet to its bound: unreported,
+// skipped, a success in place or refused, a failure past its bound.
+func (a *applier) expiries(ctx context.Context) error {
+	skippedSaid := make(map[domain.SessionID]string, len(a.res.Skipped))
+	for _, s := range a.res.Skipped {
+		skippedSaid[s.Session] = s.Message
+	}
+	for i := range a.targets {
+		t := &a.targets[i]
+		id := t.Session.ID
+		if a.done[id] {
+			continue
+		}
+		d, ok := a.expiring[id]
+		if !ok {
+			in := a.factsOf(id, unreported, "")
 			if msg, ok := skippedSaid[id]; ok {
 				in.Report, in.Message = skipped, msg
 			}
@@ -206,24 +262,21 @@ func (c *Coordinator) apply(ctx context.Context, h domain.LifecycleHandler, pol 
 		if d.Result != domain.ResultExpired {
 			continue
 		}
-		done[id] = true
-		if err := leaveFor(t, d); err != nil {
+		a.done[id] = true
+		if err := a.leaveFor(ctx, t, d); err != nil {
 			return err
 		}
 	}
+	return nil
+}
 
-	for _, s := range res.Skipped {
-		if !done[s.Session] {
-			record(s.Session, decide(factsOf(s.Session, skipped, s.Message)))
+// skips records the skipped sessions that did not expire.
+func (a *applier) skips() {
+	for _, s := range a.res.Skipped {
+		if !a.done[s.Session] {
+			a.record(s.Session, decide(a.factsOf(s.Session, skipped, s.Message)))
 		}
 	}
-	if len(hist) == 0 {
-		return nil
-	}
-	if err := c.store.AppendHistory(ctx, hist); err != nil {
-		return fmt.Errorf("%s: history: %w", h.Name, err)
-	}
-	return nil
 }
 
 // factsAbout is what decide needs to judge a report on s under handler h;

@@ -336,142 +336,184 @@ func classOf(sizes []waitClass, gpus float64) int {
 // timeSeries integrates the kernels' holdings over time: utilisation per
 // interval, and the fairness indexes.
 func (r *runner) timeSeries(capacity domain.Vec, end time.Duration) (Utilisation, Fairness) {
+	if end <= 0 {
+		end = time.Second
+	}
+	ts := r.newHoldSweep(capacity, end)
+	for _, h := range r.tr.holds {
+		ts.advance(h.at)
+		s := r.w.Sessions[h.sess]
+		u := ts.userIdx[s.User]
+		req := r.tr.recs[h.sess].req
+		for k := range ts.nslots {
+			q := units(r.reg, domain.SlotID(k), req.At(domain.SlotID(k))) * float64(h.delta)
+			ts.held[k] += q
+			ts.userHeld[u][k] += q
+		}
+	}
+	ts.advance(end)
+	return ts.utilisation(), ts.fairness()
+}
+
+// holdSweep is timeSeries under way: the area each slot and each user has
+// held per interval, swept in time order.
+type holdSweep struct {
+	r        *runner
+	capacity domain.Vec
+	samples  int
+	width    time.Duration
+	nslots   int
+	area     [][]float64 // slot, interval
+	held     []float64   // slot, now
+	userIdx  map[string]int
+	users    []string
+	userHeld [][]float64 // user, slot, now
+	userArea [][]float64 // user, slot, over the whole run
+	// lives are when each user's sessions go live and end, in time
+	// order; live counts each user's live sessions up to lives[li].
+	lives []liveChange
+	live  []int
+	li    int
+	// jainSum and jainN add up the fairness index of every sample.
+	jainSum    float64
+	jainN      int
+	t          time.Duration
+	nextSample time.Duration
+}
+
+// liveChange is a user's session going live (delta 1) or ending (-1).
+type liveChange struct {
+	at    time.Duration
+	user  int
+	delta int
+}
+
+func (r *runner) newHoldSweep(capacity domain.Vec, end time.Duration) *holdSweep {
 	samples := r.opt.Samples
 	if samples <= 0 {
 		samples = 200
-	}
-	if end <= 0 {
-		end = time.Second
 	}
 	width := end / time.Duration(samples)
 	if width <= 0 {
 		width = 1
 	}
-	nslots := r.reg.Len()
-	area := make([][]float64, nslots)
-	for i := range area {
-		area[i] = make([]float64, samples+1)
+	ts := &holdSweep{r: r, capacity: capacity, samples: samples, width: width, nslots: r.reg.Len(),
+		userIdx:    map[string]int{},
+		nextSample: width / 2, // the middle of each interval
 	}
-	held := make([]float64, nslots)
-
-	userIdx := map[string]int{}
-	var users []string
+	ts.area = make([][]float64, ts.nslots)
+	for i := range ts.area {
+		ts.area[i] = make([]float64, samples+1)
+	}
+	ts.held = make([]float64, ts.nslots)
 	for _, s := range r.w.Sessions {
-		if _, ok := userIdx[s.User]; !ok {
-			userIdx[s.User] = len(users)
-			users = append(users, s.User)
+		if _, ok := ts.userIdx[s.User]; !ok {
+			ts.userIdx[s.User] = len(ts.users)
+			ts.users = append(ts.users, s.User)
 		}
 	}
-	userHeld := make([][]float64, len(users))
-	userArea := make([][]float64, len(users))
-	for i := range users {
-		userHeld[i] = make([]float64, nslots)
-		userArea[i] = make([]float64, nslots)
+	ts.userHeld = make([][]float64, len(ts.users))
+	ts.userArea = make([][]float64, len(ts.users))
+	for i := range ts.users {
+		ts.userHeld[i] = make([]float64, ts.nslots)
+		ts.userArea[i] = make([]float64, ts.nslots)
 	}
 	// Live sessions per user, from submission to end, for OverTime.
-	type liveChange struct {
-		at    time.Duration
-		user  int
-		delta int
-	}
-	var lives []liveChange
 	for i, rec := range r.tr.recs {
 		if !rec.submitted || rec.rejected != "" {
 			continue
 		}
-		u := userIdx[r.w.Sessions[i].User]
-		lives = append(lives, liveChange{at: seconds(r.w.Sessions[i].Submit), user: u, delta: 1})
+		u := ts.userIdx[r.w.Sessions[i].User]
+		ts.lives = append(ts.lives, liveChange{at: seconds(r.w.Sessions[i].Submit), user: u, delta: 1})
 		if rec.end >= 0 {
-			lives = append(lives, liveChange{at: rec.end, user: u, delta: -1})
+			ts.lives = append(ts.lives, liveChange{at: rec.end, user: u, delta: -1})
 		}
 	}
-	slices.SortStableFunc(lives, func(a, b liveChange) int { return cmpDur(a.at, b.at) })
-	live := make([]int, len(users))
-	li := 0
+	slices.SortStableFunc(ts.lives, func(a, b liveChange) int { return cmpDur(a.at, b.at) })
+	ts.live = make([]int, len(ts.users))
+	return ts
+}
 
-	var jainSum float64
-	var jainN int
-	sample := func(at time.Duration) {
-		for li < len(lives) && lives[li].at <= at {
-			live[lives[li].user] += lives[li].delta
-			li++
-		}
-		var xs []float64
-		for u := range users {
-			if live[u] > 0 {
-				xs = append(xs, dominant(userHeld[u], capacity, r.reg))
-			}
-		}
-		if j, ok := jain(xs); ok {
-			jainSum += j
-			jainN++
+// sample adds the fairness index among the users live at time at.
+func (ts *holdSweep) sample(at time.Duration) {
+	for ts.li < len(ts.lives) && ts.lives[ts.li].at <= at {
+		ts.live[ts.lives[ts.li].user] += ts.lives[ts.li].delta
+		ts.li++
+	}
+	var xs []float64
+	for u := range ts.users {
+		if ts.live[u] > 0 {
+			xs = append(xs, dominant(ts.userHeld[u], ts.capacity, ts.r.reg))
 		}
 	}
+	if j, ok := jain(xs); ok {
+		ts.jainSum += j
+		ts.jainN++
+	}
+}
 
-	t := time.Duration(0)
-	nextSample := width / 2 // the middle of each interval
-	advance := func(to time.Duration) {
-		for t < to {
-			if nextSample <= to && nextSample >= t {
-				r.integrate(area, held, userArea, userHeld, t, nextSample, width, samples)
-				t = nextSample
-				sample(t)
-				nextSample += width
-				continue
-			}
-			r.integrate(area, held, userArea, userHeld, t, to, width, samples)
-			t = to
+// advance integrates what is held up to time to, sampling at the middle
+// of each interval on the way.
+func (ts *holdSweep) advance(to time.Duration) {
+	for ts.t < to {
+		if ts.nextSample <= to && ts.nextSample >= ts.t {
+			ts.r.integrate(ts.area, ts.held, ts.userArea, ts.userHeld, ts.t, ts.nextSample, ts.width, ts.samples)
+			ts.t = ts.nextSample
+			ts.sample(ts.t)
+			ts.nextSample += ts.width
+			continue
 		}
+		ts.r.integrate(ts.area, ts.held, ts.userArea, ts.userHeld, ts.t, to, ts.width, ts.samples)
+		ts.t = to
 	}
-	for _, h := range r.tr.holds {
-		advance(h.at)
-		s := r.w.Sessions[h.sess]
-		u := userIdx[s.User]
-		req := r.tr.recs[h.sess].req
-		for k := range nslots {
-			q := units(r.reg, domain.SlotID(k), req.At(domain.SlotID(k))) * float64(h.delta)
-			held[k] += q
-			userHeld[u][k] += q
-		}
-	}
-	advance(end)
+}
 
+// utilisation is each slot's share of its capacity held per interval.
+func (ts *holdSweep) utilisation() Utilisation {
+	reg, capacity, width := ts.r.reg, ts.capacity, ts.width
 	var util Utilisation
 	util.IntervalS = round3(width.Seconds())
-	for k := range nslots {
-		c := units(r.reg, domain.SlotID(k), capacity.At(domain.SlotID(k)))
+	for k := range ts.nslots {
+		c := units(reg, domain.SlotID(k), capacity.At(domain.SlotID(k)))
 		if c <= 0 {
 			continue
 		}
-		ser := SlotSeries{Slot: r.reg.Type(domain.SlotID(k)).Name, Capacity: r.reg.Format(domain.SlotID(k), capacity.At(domain.SlotID(k)))}
+		ser := SlotSeries{Slot: reg.Type(domain.SlotID(k)).Name, Capacity: reg.Format(domain.SlotID(k), capacity.At(domain.SlotID(k)))}
 		total := 0.0
-		for b := range samples {
-			x := area[k][b] / (width.Seconds() * c)
+		for b := range ts.samples {
+			x := ts.area[k][b] / (width.Seconds() * c)
 			ser.Series = append(ser.Series, round4(x))
-			total += area[k][b]
+			total += ts.area[k][b]
 		}
-		ser.Mean = round4(total / (float64(samples) * width.Seconds() * c))
+		ser.Mean = round4(total / (float64(ts.samples) * width.Seconds() * c))
 		util.Slots = append(util.Slots, ser)
 	}
+	return util
+}
+
+// fairness is Jain's index over the users' dominant shares of the whole
+// run, and its mean over the samples.
+func (ts *holdSweep) fairness() Fairness {
+	reg, capacity := ts.r.reg, ts.capacity
 	var xs []float64
-	span := float64(samples) * width.Seconds()
-	for u := range users {
+	span := float64(ts.samples) * ts.width.Seconds()
+	for u := range ts.users {
 		d := 0.0
-		for k := range nslots {
-			if c := units(r.reg, domain.SlotID(k), capacity.At(domain.SlotID(k))); c > 0 {
-				d = max(d, userArea[u][k]/(c*span))
+		for k := range ts.nslots {
+			if c := units(reg, domain.SlotID(k), capacity.At(domain.SlotID(k))); c > 0 {
+				d = max(d, ts.userArea[u][k]/(c*span))
 			}
 		}
 		xs = append(xs, d)
 	}
-	f := Fairness{Users: len(users)}
+	f := Fairness{Users: len(ts.users)}
 	if j, ok := jain(xs); ok {
 		f.Overall = round4(j)
 	}
-	if jainN > 0 {
-		f.OverTime = round4(jainSum / float64(jainN))
+	if ts.jainN > 0 {
+		f.OverTime = round4(ts.jainSum / float64(ts.jainN))
 	}
-	return util, f
+	return f
 }
 
 // integrate adds holdings × time over [from, to) to the interval areas.

@@ -135,130 +135,189 @@ func (b *Backfill) Track(s *Session, kernels []KernelPlacement) bool {
 // agents, which keeps the choice deterministic and independent of the
 // selector's view of load, which by then will have changed.
 func (b *Backfill) Reserve(s *Session) (Reservation, bool) {
-	st := b.st
 	if s.eligible == nil || len(s.eligible.idx) == 0 || b.Full() {
 		return Reservation{}, false
 	}
 	// The shadow time is worked out on the agents as they are, and the
 	// holds change with the new reservation anyway.
 	b.lift()
-	if !b.sorted {
-		slices.SortStableFunc(b.releases, func(x, y release) int {
-			if c := x.at.Compare(y.at); c != 0 {
-				return c
-			}
-			return int(x.agent) - int(y.agent)
-		})
-		b.sorted = true
+	b.sortReleases()
+	w := b.newShadow(s)
+	at, found := w.earliest(b.releases)
+	if !found {
+		return Reservation{}, false
 	}
-	elig := s.eligible.idx
-	pos := make(map[int32]int, len(elig))
-	n := st.N
-	work := make([]int64, len(elig)*n)
-	workK := make([]int64, len(elig))
-	for i, a := range elig {
-		pos[a] = i
-		for sl := range n {
-			work[i*n+sl] = int64(st.Free[int(a)*n+sl])
+	res := w.reservation(at)
+	b.res = append(b.res, res)
+	return res.plan, true
+}
+
+// sortReleases orders the releases by time, then agent, once per round.
+func (b *Backfill) sortReleases() {
+	if b.sorted {
+		return
+	}
+	slices.SortStableFunc(b.releases, func(x, y release) int {
+		if c := x.at.Compare(y.at); c != 0 {
+			return c
 		}
-		workK[i] = int64(st.Kernels[a])
+		return int(x.agent) - int(y.agent)
+	})
+	b.sorted = true
+}
+
+// shadow is the search for one session's shadow time: the free slots
+// and kernels of its eligible agents, in elig order, as the releases
+// come in.
+type shadow struct {
+	b    *Backfill
+	s    *Session
+	elig []int32
+	pos  map[int32]int // agent index to its position in elig
+	n    int           // slots per agent
+	// work and workK are each eligible agent's free slots and kernels
+	// at the time under test, less earlier reservations.
+	work, workK []int64
+	// scratch and scratchK are work and workK as a multi-node fit
+	// takes from them.
+	scratch, scratchK []int64
+	chosen            []int32 // the agent of each kernel of the last fit
+	// touched are the positions in elig whose agents the last group of
+	// releases gave slots back to. A single-node session that fitted no
+	// agent before can only fit one of those now: the rest are unchanged.
+	touched []int
+}
+
+func (b *Backfill) newShadow(s *Session) *shadow {
+	st := b.st
+	elig := s.eligible.idx
+	n := st.N
+	w := &shadow{b: b, s: s, elig: elig, pos: make(map[int32]int, len(elig)), n: n,
+		work: make([]int64, len(elig)*n), workK: make([]int64, len(elig)),
+		chosen: make([]int32, len(s.PerKernel))}
+	for i, a := range elig {
+		w.pos[a] = i
+		for sl := range n {
+			w.work[i*n+sl] = int64(st.Free[int(a)*n+sl])
+		}
+		w.workK[i] = int64(st.Kernels[a])
 	}
 	// Earlier reservations hold their slots from their own start; taking
 	// them away from now on is the conservative reading, and keeps every
 	// earlier reservation whole whatever this one's time.
 	for _, r := range b.res {
 		for _, nd := range r.need {
-			if i, ok := pos[nd.agent]; ok {
+			if i, ok := w.pos[nd.agent]; ok {
 				for sl := range n {
-					work[i*n+sl] -= nd.slots[sl]
+					w.work[i*n+sl] -= nd.slots[sl]
 				}
-				workK[i] += nd.kernels
+				w.workK[i] += nd.kernels
 			}
 		}
 	}
-	scratch := make([]int64, len(work))
-	scratchK := make([]int64, len(workK))
-	chosen := make([]int32, len(s.PerKernel))
-	// touched are the positions in elig whose agents the last group of
-	// releases gave slots back to. A single-node session that fitted no
-	// agent before can only fit one of those now: the rest are unchanged.
-	var touched []int
-	fit := func(all bool) bool {
-		if !s.MultiNode {
-			check := func(i int) bool {
-				if !b.fits(work[i*n:(i+1)*n], workK[i], elig[i], &s.Total) {
-					return false
-				}
-				for k := range chosen {
-					chosen[k] = elig[i]
-				}
-				return true
-			}
-			if all {
-				for i := range elig {
-					if check(i) {
-						return true
-					}
-				}
-				return false
-			}
-			for _, i := range touched {
-				if check(i) {
-					return true
-				}
-			}
-			return false
-		}
-		copy(scratch, work)
-		copy(scratchK, workK)
-		for k := range s.PerKernel {
-			req := &s.PerKernel[k]
-			chosen[k] = -1
-			for i, a := range elig {
-				if b.fits(scratch[i*n:(i+1)*n], scratchK[i], a, req) {
-					for _, am := range req.Amounts {
-						scratch[i*n+int(am.Slot)] -= int64(am.Q)
-					}
-					scratchK[i]++
-					chosen[k] = a
-					break
-				}
-			}
-			if chosen[k] < 0 {
-				return false
-			}
-		}
-		return true
-	}
-	at := st.Snap.Now
-	found := fit(true)
-	for i := 0; !found && i < len(b.releases); {
-		at = b.releases[i].at
-		touched = touched[:0]
-		for ; i < len(b.releases) && b.releases[i].at.Equal(at); i++ {
-			r := &b.releases[i]
-			j, ok := pos[r.agent]
+	w.scratch = make([]int64, len(w.work))
+	w.scratchK = make([]int64, len(w.workK))
+	return w
+}
+
+// earliest is the first time, now or a release's, at which the session
+// fits, adding each group of same-time releases in turn.
+func (w *shadow) earliest(releases []release) (time.Time, bool) {
+	n := w.n
+	at := w.b.st.Snap.Now
+	found := w.fit(true)
+	for i := 0; !found && i < len(releases); {
+		at = releases[i].at
+		w.touched = w.touched[:0]
+		for ; i < len(releases) && releases[i].at.Equal(at); i++ {
+			r := &releases[i]
+			j, ok := w.pos[r.agent]
 			if !ok {
 				continue
 			}
-			touched = append(touched, j)
+			w.touched = append(w.touched, j)
 			for sl := range n {
-				work[j*n+sl] += int64(r.slots[sl])
+				w.work[j*n+sl] += int64(r.slots[sl])
 			}
-			workK[j] -= int64(r.kernels)
+			w.workK[j] -= int64(r.kernels)
 		}
-		if len(touched) > 0 {
-			slices.Sort(touched)
-			touched = slices.Compact(touched)
-			found = fit(false)
+		if len(w.touched) > 0 {
+			slices.Sort(w.touched)
+			w.touched = slices.Compact(w.touched)
+			found = w.fit(false)
 		}
 	}
-	if !found {
-		return Reservation{}, false
+	return at, found
+}
+
+// fit reports whether the session fits work, setting chosen; all tries
+// every agent of a single-node session, else only the touched ones.
+func (w *shadow) fit(all bool) bool {
+	if w.s.MultiNode {
+		return w.fitMulti()
 	}
-	res := reservation{plan: Reservation{Session: s.Pending.Session.ID, Start: at}}
-	for k, a := range chosen {
-		req := &s.PerKernel[k]
+	if all {
+		for i := range w.elig {
+			if w.fitOn(i) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, i := range w.touched {
+		if w.fitOn(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// fitOn reports whether the whole single-node session fits the agent at
+// position i.
+func (w *shadow) fitOn(i int) bool {
+	n := w.n
+	if !w.b.fits(w.work[i*n:(i+1)*n], w.workK[i], w.elig[i], &w.s.Total) {
+		return false
+	}
+	for k := range w.chosen {
+		w.chosen[k] = w.elig[i]
+	}
+	return true
+}
+
+// fitMulti places the kernels one by one, each on the first agent that
+// still has room.
+func (w *shadow) fitMulti() bool {
+	n := w.n
+	copy(w.scratch, w.work)
+	copy(w.scratchK, w.workK)
+	for k := range w.s.PerKernel {
+		req := &w.s.PerKernel[k]
+		w.chosen[k] = -1
+		for i, a := range w.elig {
+			if w.b.fits(w.scratch[i*n:(i+1)*n], w.scratchK[i], a, req) {
+				for _, am := range req.Amounts {
+					w.scratch[i*n+int(am.Slot)] -= int64(am.Q)
+				}
+				w.scratchK[i]++
+				w.chosen[k] = a
+				break
+			}
+		}
+		if w.chosen[k] < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// reservation is the session's reservation at time at, with each agent's
+// need and hold, from the last fit.
+func (w *shadow) reservation(at time.Time) reservation {
+	st, n := w.b.st, w.n
+	res := reservation{plan: Reservation{Session: w.s.Pending.Session.ID, Start: at}}
+	for k, a := range w.chosen {
+		req := &w.s.PerKernel[k]
 		var nd *agentNeed
 		for j := range res.need {
 			if res.need[j].agent == a {
@@ -277,22 +336,21 @@ func (b *Backfill) Reserve(s *Session) (Reservation, bool) {
 	slices.SortFunc(res.need, func(x, y agentNeed) int { return int(x.agent) - int(y.agent) })
 	for j := range res.need {
 		nd := &res.need[j]
-		i := pos[nd.agent]
+		i := w.pos[nd.agent]
 		// work is the agent's free slots at the shadow time less earlier
 		// reservations; what a long session may take now is that less this
 		// need, so it must leave the rest of today's free slots alone.
 		nd.hold = make([]int64, n)
 		slots := make(domain.Vec, n)
 		for sl := range n {
-			nd.hold[sl] = int64(st.Free[int(nd.agent)*n+sl]) - (work[i*n+sl] - nd.slots[sl])
+			nd.hold[sl] = int64(st.Free[int(nd.agent)*n+sl]) - (w.work[i*n+sl] - nd.slots[sl])
 			slots[sl] = domain.Quantity(nd.slots[sl])
 		}
-		nd.holdK = workK[i] + nd.kernels - int64(st.Kernels[nd.agent])
+		nd.holdK = w.workK[i] + nd.kernels - int64(st.Kernels[nd.agent])
 		res.plan.Agents = append(res.plan.Agents, ReservedSlots{Agent: st.Agents[nd.agent].ID, Slots: slots,
 			Kernels: int32(nd.kernels)})
 	}
-	b.res = append(b.res, res)
-	return res.plan, true
+	return res
 }
 
 // fits is Fits over a working copy of one agent's free slots and kernels.

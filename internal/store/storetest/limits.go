@@ -30,26 +30,14 @@ func testTimeLimits(t *testing.T, e Engine) {
 	f.agent("a1", "g", []string{"cpu", "64"})
 	f.agent("a2", "quiet", []string{"cpu", "64"})
 
-	run := func(id, group string, typ domain.SessionType, limit time.Duration) {
-		t.Helper()
-		s := f.session(id, group, "alice", 1, []string{"cpu", "1"}, func(s *domain.Session) {
-			s.Type, s.TimeLimit = typ, limit
-		})
-		agent := domain.AgentID("a1")
-		if group == "quiet" {
-			agent = "a2"
-		}
-		f.schedule(group, s, agent)
-		f.advance(s.Session.ID, domain.SessionRunning)
-	}
-	run("limited", "quiet", domain.TypeBatch, time.Hour) // due at at(20)+1h
-	run("unlimited", "quiet", domain.TypeBatch, 0)       // never due
-	run("idle", "g", domain.TypeInteractive, 0)          // due at at(20)+10m
-	run("busy", "g", domain.TypeInteractive, 0)          // touched at at(20)+9m: due at +19m
-	run("batch-in-idle-group", "g", domain.TypeBatch, 0) // idleness does not apply to batch
+	runLimited(t, f, "limited", "quiet", domain.TypeBatch, time.Hour) // due at at(20)+1h
+	runLimited(t, f, "unlimited", "quiet", domain.TypeBatch, 0)       // never due
+	runLimited(t, f, "idle", "g", domain.TypeInteractive, 0)          // due at at(20)+10m
+	runLimited(t, f, "busy", "g", domain.TypeInteractive, 0)          // touched at at(20)+9m: due at +19m
+	runLimited(t, f, "batch-in-idle-group", "g", domain.TypeBatch, 0) // idleness does not apply to batch
 	// Its kernel already ended: its own end is on its way, and a time
 	// limit must not turn a clean finish into a failure.
-	run("finished", "quiet", domain.TypeBatch, time.Hour)
+	runLimited(t, f, "finished", "quiet", domain.TypeBatch, time.Hour)
 	zero := 0
 	f.kernel(f.get("finished").Kernels[0].ID, domain.KernelRunning, domain.KernelTerminated,
 		func(u *store.KernelUpdate) { u.ExitCode = &zero })
@@ -59,6 +47,36 @@ func testTimeLimits(t *testing.T, e Engine) {
 	f.must(f.s.TouchSession(f.ctx, "busy", at(20).Add(9*time.Minute)), "touch")
 	f.must(f.s.TouchSession(f.ctx, "busy", at(20).Add(time.Minute)), "touch back") // ignored: earlier
 
+	checkDueSessions(t, f)
+	checkNextDue(t, f)
+	ds, err := f.s.DueSessions(f.ctx, at(20).Add(time.Hour), nil)
+	f.must(err, "due sessions")
+	want := []store.DueSession{{ID: "limited", Type: domain.TypeBatch, ResourceGroup: "quiet", Started: at(20), TimeLimit: time.Hour}}
+	if diff := cmp.Diff(want, ds); diff != "" {
+		t.Errorf("due without idle types (-want +got):\n%s", diff)
+	}
+	checkFailedOutcome(t, f)
+	f.invariant()
+}
+
+// runLimited makes a session of alice's of type typ and time limit limit
+// RUNNING in group, from at(20).
+func runLimited(t *testing.T, f *fixture, id, group string, typ domain.SessionType, limit time.Duration) {
+	t.Helper()
+	s := f.session(id, group, "alice", 1, []string{"cpu", "1"}, func(s *domain.Session) {
+		s.Type, s.TimeLimit = typ, limit
+	})
+	agent := domain.AgentID("a1")
+	if group == "quiet" {
+		agent = "a2"
+	}
+	f.schedule(group, s, agent)
+	f.advance(s.Session.ID, domain.SessionRunning)
+}
+
+// checkDueSessions: the due list grows as the idle timeout, the busy
+// session's later idle timeout and the time limit pass.
+func checkDueSessions(t *testing.T, f *fixture) {
 	due := func(now time.Time) []domain.SessionID {
 		t.Helper()
 		ds, err := f.s.DueSessions(f.ctx, now, []domain.SessionType{domain.TypeInteractive})
@@ -82,8 +100,13 @@ func testTimeLimits(t *testing.T, e Engine) {
 			}
 		})
 	}
-	// NextDue is when the first of those lists grows, and a drain's
-	// deadline counts too, rounded up to the microsecond: never before it.
+}
+
+// checkNextDue: NextDue is when the first of those lists grows, and a
+// drain's deadline counts too, rounded up to the microsecond: never
+// before it.
+func checkNextDue(t *testing.T, f *fixture) {
+	t.Helper()
 	f.must(f.s.DrainAgent(f.ctx, "a2", at(20), at(20).Add(30*time.Minute+500)), "drain")
 	for _, tc := range []struct {
 		after, want time.Duration // since the sessions started running; -1: none
@@ -104,14 +127,13 @@ func testTimeLimits(t *testing.T, e Engine) {
 	if next, err := f.s.NextDue(f.ctx, at(20).Add(19*time.Minute), nil); err != nil || !next.Equal(at(20).Add(30*time.Minute+time.Microsecond)) {
 		t.Errorf("next due without idle types after +19m: %v (%v), want the drain's deadline", next, err)
 	}
+}
 
-	ds, err := f.s.DueSessions(f.ctx, at(20).Add(time.Hour), nil)
-	f.must(err, "due sessions")
-	want := []store.DueSession{{ID: "limited", Type: domain.TypeBatch, ResourceGroup: "quiet", Started: at(20), TimeLimit: time.Hour}}
-	if diff := cmp.Diff(want, ds); diff != "" {
-		t.Errorf("due without idle types (-want +got):\n%s", diff)
-	}
-
+// checkFailedOutcome: failing sessions at their limit moves only the
+// RUNNING ones, once, and the outcome stays failure though every kernel
+// exits 0.
+func checkFailedOutcome(t *testing.T, f *fixture) {
+	t.Helper()
 	now := at(20).Add(time.Hour)
 	fail := func(ids ...domain.SessionID) ([]domain.SessionID, error) {
 		return f.s.TransitionSessions(f.ctx, ids, []domain.SessionStatus{domain.SessionRunning},
@@ -138,5 +160,4 @@ func testTimeLimits(t *testing.T, e Engine) {
 	if got := f.get("limited").Session.Outcome; got != domain.OutcomeFailure {
 		t.Errorf("outcome %q after exit 0, want failure", got)
 	}
-	f.invariant()
 }

@@ -32,16 +32,8 @@ func testPreemption(t *testing.T, e Engine) {
 	if g.Preemption != pol {
 		t.Errorf("group preemption %+v, want %+v", g.Preemption, pol)
 	}
-	run := func(id string, requeue bool) {
-		t.Helper()
-		s := f.session(id, "p", "bob", 1, []string{"cpu", "2"}, func(s *domain.Session) {
-			s.Preemptible, s.Requeue = true, requeue
-		})
-		f.schedule("p", s, "a1")
-		f.advance(s.Session.ID, domain.SessionRunning)
-	}
-	run("lo", true)
-	run("lo2", false)
+	runPreemptible(t, f, "lo", true)
+	runPreemptible(t, f, "lo2", false)
 	starting := f.session("starting", "p", "bob", 1, []string{"cpu", "2"}, func(s *domain.Session) { s.Preemptible = true })
 	f.schedule("p", starting, "a1")
 	f.session("hi", "p", "alice", 1, []string{"cpu", "6"}, func(s *domain.Session) { s.Priority = 10 })
@@ -49,13 +41,55 @@ func testPreemption(t *testing.T, e Engine) {
 		t.Errorf("lo preemptible %v requeue %v, want both", got.Preemptible, got.Requeue)
 	}
 
-	pre := func(victim, by string) framework.Preemption {
-		return framework.Preemption{Victim: domain.SessionID(victim), Preemptor: domain.SessionID(by),
-			Reason: domain.PreemptedReason(domain.SessionID(by)), WorkLost: 80 * time.Second}
-	}
-	plan := framework.Plan{Group: "p", Preemptions: []framework.Preemption{pre("lo", "hi"), pre("lo2", "hi"), pre("starting", "hi")}}
+	plan := framework.Plan{Group: "p", Preemptions: []framework.Preemption{
+		preemption("lo", "hi"), preemption("lo2", "hi"), preemption("starting", "hi")}}
 	res, err := f.s.ApplyPlan(f.ctx, plan, at(100))
 	f.must(err, "apply preemptions")
+	checkPreempted(t, f, res)
+	f.invariant()
+
+	again, err := f.s.ApplyPlan(f.ctx, plan, at(101))
+	f.must(err, "apply again")
+	if len(again.Preempted) != 0 {
+		t.Errorf("second application preempted %+v", again.Preempted)
+	}
+	checkPreemptionRecords(t, f)
+
+	// Pruning keeps what is at or after its bound.
+	if n, err := f.s.PrunePreemptions(f.ctx, at(100)); err != nil || n != 0 {
+		t.Errorf("prune before +100s: %d, %v; want 0 pruned", n, err)
+	}
+	defer func() {
+		if n, err := f.s.PrunePreemptions(f.ctx, at(101)); err != nil || n != 2 {
+			t.Errorf("prune before +101s: %d, %v; want 2 pruned", n, err)
+		}
+		if snap, err := f.s.LoadSnapshot(f.ctx, "p", at(200)); err != nil || len(snap.Preemptions) != 0 {
+			t.Errorf("after pruning: %+v, %v", snap.Preemptions, err)
+		}
+	}()
+	checkPreemptedEnds(t, f)
+	f.invariant()
+}
+
+// runPreemptible makes a preemptible session of bob's RUNNING on a1.
+func runPreemptible(t *testing.T, f *fixture, id string, requeue bool) {
+	t.Helper()
+	s := f.session(id, "p", "bob", 1, []string{"cpu", "2"}, func(s *domain.Session) {
+		s.Preemptible, s.Requeue = true, requeue
+	})
+	f.schedule("p", s, "a1")
+	f.advance(s.Session.ID, domain.SessionRunning)
+}
+
+func preemption(victim, by string) framework.Preemption {
+	return framework.Preemption{Victim: domain.SessionID(victim), Preemptor: domain.SessionID(by),
+		Reason: domain.PreemptedReason(domain.SessionID(by)), WorkLost: 80 * time.Second}
+}
+
+// checkPreempted: hi's plan preempted the RUNNING lo and lo2, not the
+// starting session; lo, which asked, is requeued as an attempt of its own.
+func checkPreempted(t *testing.T, f *fixture, res store.ApplyResult) {
+	t.Helper()
 	var requeued domain.SessionID
 	if len(res.Preempted) > 0 {
 		requeued = res.Preempted[0].Requeued
@@ -94,14 +128,13 @@ func testPreemption(t *testing.T, e Engine) {
 	if occ := f.getAgent("a1").Occupied; !cmp.Equal(occ, f.slots("cpu", "6")) {
 		t.Errorf("a1 occupied %v, want 6 cpu until the victims' kernels end", occ)
 	}
-	f.invariant()
+}
 
-	again, err := f.s.ApplyPlan(f.ctx, plan, at(101))
-	f.must(err, "apply again")
-	if len(again.Preempted) != 0 {
-		t.Errorf("second application preempted %+v", again.Preempted)
-	}
-
+// checkPreemptionRecords: the group's snapshot has the preemptions made at
+// +100s within its window, and none after it; the holdings name their
+// preemptor.
+func checkPreemptionRecords(t *testing.T, f *fixture) {
+	t.Helper()
 	snap, err := f.s.LoadSnapshot(f.ctx, "p", at(200))
 	f.must(err, "snapshot")
 	if len(snap.Preemptions) != 2 || snap.Preemptions[0].Preemptor != "hi" || !snap.Preemptions[0].At.Equal(at(100)) {
@@ -122,36 +155,25 @@ func testPreemption(t *testing.T, e Engine) {
 	if len(snap.Preemptions) != 0 {
 		t.Errorf("preemptions outside the window: %+v", snap.Preemptions)
 	}
+}
 
-	// Pruning keeps what is at or after its bound.
-	if n, err := f.s.PrunePreemptions(f.ctx, at(100)); err != nil || n != 0 {
-		t.Errorf("prune before +100s: %d, %v; want 0 pruned", n, err)
-	}
-	defer func() {
-		if n, err := f.s.PrunePreemptions(f.ctx, at(101)); err != nil || n != 2 {
-			t.Errorf("prune before +101s: %d, %v; want 2 pruned", n, err)
-		}
-		if snap, err := f.s.LoadSnapshot(f.ctx, "p", at(200)); err != nil || len(snap.Preemptions) != 0 {
-			t.Errorf("after pruning: %+v, %v", snap.Preemptions, err)
-		}
-	}()
-
-	// Ended, lo's outcome is preempted.
-	_, err = f.s.TransitionSessions(f.ctx, []domain.SessionID{"lo"}, []domain.SessionStatus{domain.SessionTerminating},
+// checkPreemptedEnds: lo, once ended, reads preempted; hi, once
+// cancelled, preempts nobody.
+func checkPreemptedEnds(t *testing.T, f *fixture) {
+	t.Helper()
+	_, err := f.s.TransitionSessions(f.ctx, []domain.SessionID{"lo"}, []domain.SessionStatus{domain.SessionTerminating},
 		domain.Transition{Session: domain.SessionTerminated, Kernel: domain.KernelTerminated}, "", at(120))
 	f.must(err, "end lo")
 	if got := f.get("lo").Session.Outcome; got != domain.OutcomePreempted {
 		t.Errorf("lo outcome %s, want preempted", got)
 	}
-	// A preemptor no longer PENDING preempts nobody.
-	run("lo3", false)
+	runPreemptible(t, f, "lo3", false)
 	_, err = f.s.TransitionSessions(f.ctx, []domain.SessionID{"hi"}, []domain.SessionStatus{domain.SessionPending},
 		domain.Transition{Session: domain.SessionCancelled}, "", at(130))
 	f.must(err, "cancel hi")
-	res, err = f.s.ApplyPlan(f.ctx, framework.Plan{Group: "p", Preemptions: []framework.Preemption{pre("lo3", "hi")}}, at(140))
+	res, err := f.s.ApplyPlan(f.ctx, framework.Plan{Group: "p", Preemptions: []framework.Preemption{preemption("lo3", "hi")}}, at(140))
 	f.must(err, "apply for a cancelled preemptor")
 	if len(res.Preempted) != 0 || f.get("lo3").Session.Status != domain.SessionRunning {
 		t.Errorf("a cancelled preemptor evicted %+v", res.Preempted)
 	}
-	f.invariant()
 }

@@ -23,6 +23,24 @@ import (
 // and a session may be applied only once per time it was PENDING.
 func testConcurrentAppliers(t *testing.T, e Engine) {
 	f := newFixture(t, e)
+	agents, pool := raceSetup(f)
+	stores := []store.Store{f.s, f.open(Options{Registry: f.reg})}
+	tally := &raceTally{applied: map[domain.SessionID]int{}, repended: map[domain.SessionID]int{}}
+	const total = 1000
+	var wg sync.WaitGroup
+	for w, st := range stores {
+		wg.Go(func() {
+			raceWriter(t, f, w, st, total/len(stores), agents, pool, tally)
+		})
+	}
+	wg.Wait()
+	f.invariant()
+	checkRaceBooks(t, f, pool, tally)
+}
+
+// raceSetup makes group race with six agents, two of them capped at
+// three kernels, and 120 sessions, some of them two-kernel gangs.
+func raceSetup(f *fixture) ([]domain.AgentID, []store.SessionWithKernels) {
 	f.group("race")
 	var agents []domain.AgentID
 	for i := range 6 {
@@ -45,88 +63,99 @@ func testConcurrentAppliers(t *testing.T, e Engine) {
 		}
 		pool = append(pool, f.session(fmt.Sprintf("r-s%03d", i), "race", fmt.Sprintf("u%d", i%5), n, []string{"cpu", cpu, "mem", "1g"}))
 	}
-	stores := []store.Store{f.s, f.open(Options{Registry: f.reg})}
+	return agents, pool
+}
 
-	var (
-		mu       sync.Mutex
-		applied  = map[domain.SessionID]int{}
-		repended = map[domain.SessionID]int{}
-	)
-	const total = 1000
-	var wg sync.WaitGroup
-	for w, st := range stores {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w)+1, 42))
-			var mine []domain.SessionID
-			for i := range total / len(stores) {
-				plan := framework.Plan{Group: "race", Cursor: agents[rng.IntN(len(agents))]}
-				for range 1 + rng.IntN(3) {
-					s := pool[rng.IntN(len(pool))]
-					var on []domain.AgentID
-					for range s.Kernels {
-						on = append(on, agents[rng.IntN(len(agents))])
-					}
-					plan.Placements = append(plan.Placements, placement(s, on...))
-				}
-				res, err := st.ApplyPlan(f.ctx, plan, at(100))
-				if err != nil {
-					t.Errorf("writer %d: apply: %v", w, err)
-					return
-				}
-				mu.Lock()
-				for _, id := range res.Applied {
-					applied[id]++
-				}
-				mu.Unlock()
-				mine = append(mine, res.Applied...)
-				if len(mine) > 0 {
-					// Make room and keep the pool cycling: most rounds send a
-					// session back to PENDING, a few end one for good.
-					back := mine[rng.IntN(len(mine))]
-					got, err := st.TransitionSessions(f.ctx, []domain.SessionID{back}, []domain.SessionStatus{domain.SessionScheduled},
-						domain.Transition{Session: domain.SessionPending, Kernel: domain.KernelPending}, "", at(101))
-					if err != nil {
-						t.Errorf("writer %d: re-pend: %v", w, err)
-						return
-					}
-					mu.Lock()
-					for _, id := range got {
-						repended[id]++
-					}
-					mu.Unlock()
-				}
-				if i%20 == 19 && len(mine) > 0 {
-					end := mine[rng.IntN(len(mine))]
-					if _, err := st.TransitionSessions(f.ctx, []domain.SessionID{end}, []domain.SessionStatus{domain.SessionScheduled},
-						domain.Transition{Session: domain.SessionTerminated, Kernel: domain.KernelTerminated}, "", at(102)); err != nil {
-						t.Errorf("writer %d: end: %v", w, err)
-						return
-					}
-				}
-				if i%10 == 0 {
-					// What another replica can read must never be over-committed.
-					list, err := st.ListAgents(f.ctx, store.AgentFilter{Group: "race"})
-					if err != nil {
-						t.Errorf("writer %d: list agents: %v", w, err)
-						return
-					}
-					for _, a := range list {
-						if _, fits := domain.Fits(a.Occupied, a.Capacity); !fits || (a.MaxKernels > 0 && a.KernelCount > a.MaxKernels) {
-							t.Errorf("writer %d: agent %s over-committed: %v of %v, %d kernels", w, a.ID, a.Occupied, a.Capacity, a.KernelCount)
-						}
-					}
-				}
-			}
-		})
+// raceTally counts, across writers, how often each session was applied
+// and sent back to PENDING.
+type raceTally struct {
+	mu                sync.Mutex
+	applied, repended map[domain.SessionID]int
+}
+
+func (r *raceTally) add(m map[domain.SessionID]int, ids []domain.SessionID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		m[id]++
 	}
-	wg.Wait()
-	f.invariant()
+}
 
+// raceWriter is one replica: rounds random plans through st, sends one
+// of its sessions back to PENDING after each, ends one every 20th round,
+// and every 10th checks that no agent it reads is over-committed.
+func raceWriter(t *testing.T, f *fixture, w int, st store.Store, rounds int, agents []domain.AgentID,
+	pool []store.SessionWithKernels, tally *raceTally) {
+	rng := rand.New(rand.NewPCG(uint64(w)+1, 42))
+	var mine []domain.SessionID
+	for i := range rounds {
+		plan := framework.Plan{Group: "race", Cursor: agents[rng.IntN(len(agents))]}
+		for range 1 + rng.IntN(3) {
+			s := pool[rng.IntN(len(pool))]
+			var on []domain.AgentID
+			for range s.Kernels {
+				on = append(on, agents[rng.IntN(len(agents))])
+			}
+			plan.Placements = append(plan.Placements, placement(s, on...))
+		}
+		res, err := st.ApplyPlan(f.ctx, plan, at(100))
+		if err != nil {
+			t.Errorf("writer %d: apply: %v", w, err)
+			return
+		}
+		tally.add(tally.applied, res.Applied)
+		mine = append(mine, res.Applied...)
+		if len(mine) > 0 {
+			// Make room and keep the pool cycling: most rounds send a
+			// session back to PENDING, a few end one for good.
+			back := mine[rng.IntN(len(mine))]
+			got, err := st.TransitionSessions(f.ctx, []domain.SessionID{back}, []domain.SessionStatus{domain.SessionScheduled},
+				domain.Transition{Session: domain.SessionPending, Kernel: domain.KernelPending}, "", at(101))
+			if err != nil {
+				t.Errorf("writer %d: re-pend: %v", w, err)
+				return
+			}
+			tally.add(tally.repended, got)
+		}
+		if i%20 == 19 && len(mine) > 0 {
+			end := mine[rng.IntN(len(mine))]
+			if _, err := st.TransitionSessions(f.ctx, []domain.SessionID{end}, []domain.SessionStatus{domain.SessionScheduled},
+				domain.Transition{Session: domain.SessionTerminated, Kernel: domain.KernelTerminated}, "", at(102)); err != nil {
+				t.Errorf("writer %d: end: %v", w, err)
+				return
+			}
+		}
+		if i%10 == 0 && !checkNotOverCommitted(t, f, w, st) {
+			return
+		}
+	}
+}
+
+// checkNotOverCommitted: what another replica can read must never be
+// over-committed. False when the agents could not be read.
+func checkNotOverCommitted(t *testing.T, f *fixture, w int, st store.Store) bool {
+	list, err := st.ListAgents(f.ctx, store.AgentFilter{Group: "race"})
+	if err != nil {
+		t.Errorf("writer %d: list agents: %v", w, err)
+		return false
+	}
+	for _, a := range list {
+		if _, fits := domain.Fits(a.Occupied, a.Capacity); !fits || (a.MaxKernels > 0 && a.KernelCount > a.MaxKernels) {
+			t.Errorf("writer %d: agent %s over-committed: %v of %v, %d kernels", w, a.ID, a.Occupied, a.Capacity, a.KernelCount)
+		}
+	}
+	return true
+}
+
+// checkRaceBooks: each session was applied once per time it was
+// PENDING, and something was applied at all.
+func checkRaceBooks(t *testing.T, f *fixture, pool []store.SessionWithKernels, tally *raceTally) {
+	t.Helper()
 	placed := 0
 	for _, s := range pool {
 		id := s.Session.ID
 		st := f.get(id).Session.Status
-		n, back := applied[id], repended[id]
+		n, back := tally.applied[id], tally.repended[id]
 		placed += n
 		ok := false
 		switch st {
@@ -143,7 +172,7 @@ func testConcurrentAppliers(t *testing.T, e Engine) {
 		t.Errorf("no placement was ever applied: the test exercised nothing")
 	}
 	back := 0
-	for _, n := range repended {
+	for _, n := range tally.repended {
 		back += n
 	}
 	t.Logf("%d placements applied, %d returns to PENDING", placed, back)

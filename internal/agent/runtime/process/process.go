@@ -334,7 +334,26 @@ func (r *Runtime) start(ctx context.Context, k *kernel, spec runtime.Spec) (err 
 	}
 	// The child holds its own copy of the descriptor once started.
 	defer logf.Close()
+	attr := procAttr(k.Own.uid)
+	wd, closeWD, err := childWorkDir(work, k.Own.uid)
+	if err != nil {
+		return err
+	}
+	defer closeWD()
+	env := r.environ(spec)
+	newCmd := func(path string, out *os.File) *exec.Cmd {
+		// The user's environment reaches the program's execve and nothing
+		// before it: Go's child runs no code that reads it.
+		return &exec.Cmd{Path: path, Args: argv, Env: env, Dir: wd, Stdout: out, Stderr: out, SysProcAttr: attr}
+	}
+	return r.launchKernel(k, spec, attr, func() (*exec.Cmd, error) {
+		return launch(newCmd, prog, logf, k.Own.uid >= 0)
+	})
+}
 
+// procAttr is how a kernel's process starts: as uid when uid >= 0, with a
+// pidfd the start fills in.
+func procAttr(uid int) *syscall.SysProcAttr {
 	pidfd := -1
 	attr := &syscall.SysProcAttr{
 		// Its own process group, so Destroy reaches the children it forks;
@@ -346,33 +365,40 @@ func (r *Runtime) start(ctx context.Context, k *kernel, spec runtime.Spec) (err 
 		Pdeathsig: syscall.SIGKILL,
 		PidFD:     &pidfd,
 	}
-	wd := work
-	if k.Own.uid >= 0 {
+	if uid >= 0 {
 		// No supplementary groups: an empty list, not nil, clears the
 		// agent's.
-		attr.Credential = &syscall.Credential{Uid: uint32(k.Own.uid), Gid: uint32(k.Own.uid), Groups: []uint32{}}
-		// Go's child changes directory after it has taken the kernel's
-		// user, who may not pass through the agent's directories above
-		// work. Through this descriptor it does not need to: the link
-		// in /proc leads straight to work, and only its own permissions
-		// count. Go's child leaves descriptors alone until after that.
-		wfd, err := unix.Open(work, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, &os.PathError{Op: "open", Path: work, Err: err})
-		}
-		defer unix.Close(wfd)
-		wd = "/proc/self/fd/" + strconv.Itoa(wfd)
+		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}
 	}
-	env := r.environ(spec)
-	newCmd := func(path string, out *os.File) *exec.Cmd {
-		// The user's environment reaches the program's execve and nothing
-		// before it: Go's child runs no code that reads it.
-		return &exec.Cmd{Path: path, Args: argv, Env: env, Dir: wd, Stdout: out, Stderr: out, SysProcAttr: attr}
-	}
+	return attr
+}
 
+// childWorkDir is the directory the child changes to, and what to close
+// once it has started.
+func childWorkDir(work string, uid int) (string, func(), error) {
+	if uid < 0 {
+		return work, func() {}, nil
+	}
+	// Go's child changes directory after it has taken the kernel's
+	// user, who may not pass through the agent's directories above
+	// work. Through this descriptor it does not need to: the link
+	// in /proc leads straight to work, and only its own permissions
+	// count. Go's child leaves descriptors alone until after that.
+	wfd, err := unix.Open(work, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %w", runtime.ErrCreateFailed, &os.PathError{Op: "open", Path: work, Err: err})
+	}
+	return "/proc/self/fd/" + strconv.Itoa(wfd), func() { unix.Close(wfd) }, nil
+}
+
+// launchKernel starts the kernel's program through start, inside the
+// kernel's cgroup where there are cgroups, and hands the kernel to its
+// waiter; on failure it leaves nothing behind.
+func (r *Runtime) launchKernel(k *kernel, spec runtime.Spec, attr *syscall.SysProcAttr, start func() (*exec.Cmd, error)) error {
 	var kc *kernelCgroup
 	var dirs []string
 	if r.cg != nil {
+		var err error
 		kc, err = r.cg.create(string(spec.Kernel), r.limits(spec))
 		if err != nil {
 			return fmt.Errorf("%w: %w", runtime.ErrCreateFailed, err)
@@ -384,26 +410,21 @@ func (r *Runtime) start(ctx context.Context, k *kernel, spec runtime.Spec) (err 
 	}
 	var cmd *exec.Cmd
 	run := func() (err error) {
-		cmd, err = launch(newCmd, prog, logf, k.Own.uid >= 0)
+		cmd, err = start()
 		return err
 	}
 	// Taken before the start so that FinishedAt-StartedAt never
 	// understates how long the program ran.
 	startedAt := r.now()
+	var err error
 	if kc != nil {
 		err = kc.inside(attr, run)
 	} else {
 		err = run()
 	}
 	var pf *os.File
-	if cmd != nil && pidfd >= 0 {
-		// Non-blocking, so os.File registers it with the runtime's poller:
-		// waiting for an exit then holds no thread.
-		if unix.SetNonblock(pidfd, true) == nil {
-			pf = os.NewFile(uintptr(pidfd), "pidfd")
-		} else {
-			_ = unix.Close(pidfd)
-		}
+	if cmd != nil {
+		pf = pidFile(*attr.PidFD)
 	}
 	if err != nil {
 		if cmd != nil {
@@ -427,6 +448,20 @@ func (r *Runtime) start(ctx context.Context, k *kernel, spec runtime.Spec) (err 
 	r.kernels.Start(k, startedAt)
 	r.waiters.Add(1)
 	go r.wait(k)
+	return nil
+}
+
+// pidFile wraps a started kernel's pidfd, nil when there is none.
+func pidFile(pidfd int) *os.File {
+	if pidfd < 0 {
+		return nil
+	}
+	// Non-blocking, so os.File registers it with the runtime's poller:
+	// waiting for an exit then holds no thread.
+	if unix.SetNonblock(pidfd, true) == nil {
+		return os.NewFile(uintptr(pidfd), "pidfd")
+	}
+	_ = unix.Close(pidfd)
 	return nil
 }
 

@@ -112,20 +112,7 @@ func (c *ManualClock) Next() (time.Time, bool) {
 // use it to know that a call blocked on the clock has set its timer before
 // they advance.
 func (c *ManualClock) WaitTimers(ctx context.Context, n int) error {
-	for {
-		c.mu.Lock()
-		if len(c.timers) >= n {
-			c.mu.Unlock()
-			return nil
-		}
-		ch := c.changed
-		c.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return c.waitFor(ctx, func() bool { return len(c.timers) >= n })
 }
 
 // Scheduled reports how many timers have been set since the clock was
@@ -140,9 +127,15 @@ func (c *ManualClock) Scheduled() uint64 {
 // clock was made, or ctx ends. Where a call replaces one timer by another,
 // as a destroy replaces a run, the pending count does not move; this does.
 func (c *ManualClock) WaitScheduled(ctx context.Context, n uint64) error {
+	return c.waitFor(ctx, func() bool { return c.seq >= n })
+}
+
+// waitFor blocks until done, which reads the clock under its lock, holds
+// or ctx ends; it looks again each time the clock changes.
+func (c *ManualClock) waitFor(ctx context.Context, done func() bool) error {
 	for {
 		c.mu.Lock()
-		if c.seq >= n {
+		if done() {
 			c.mu.Unlock()
 			return nil
 		}

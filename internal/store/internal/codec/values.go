@@ -134,32 +134,31 @@ func Strings[S ~string](ids []S) []string {
 	return out
 }
 
+// marshalOr is v as JSON, or empty when v, of length n, has nothing in
+// it. The callers' values are strings, ints and lists and maps of them,
+// which always marshal.
+func marshalOr(n int, empty string, v any) string {
+	if n == 0 {
+		return empty
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 // JSONList writes a list as a JSON array; nil becomes [].
 func JSONList[S ~string](l []S) string {
-	if len(l) == 0 {
-		return "[]"
-	}
-	b, _ := json.Marshal(l) // a list of strings always marshals
-	return string(b)
+	return marshalOr(len(l), "[]", l)
 }
 
 // JSONPorts writes a kernel's service ports as a JSON list; nil becomes
 // "" for an update that keeps what is stored.
 func JSONPorts(p []domain.ServicePort) string {
-	if len(p) == 0 {
-		return ""
-	}
-	b, _ := json.Marshal(p) // plain strings and ints always marshal
-	return string(b)
+	return marshalOr(len(p), "", p)
 }
 
 // JSONMap writes a string map as a JSON object; nil becomes {}.
 func JSONMap(m map[string]string) string {
-	if len(m) == 0 {
-		return "{}"
-	}
-	b, _ := json.Marshal(m) // a string map always marshals
-	return string(b)
+	return marshalOr(len(m), "{}", m)
 }
 
 // invalid wraps an input error so engines report it as store.ErrInvalid.
@@ -188,21 +187,13 @@ func AddAvoided(table, id, stored string, agents []domain.AgentID) (string, bool
 
 // JSONDevices writes an agent's devices as a JSON list; nil becomes [].
 func JSONDevices(d []domain.Device) string {
-	if len(d) == 0 {
-		return "[]"
-	}
-	b, _ := json.Marshal(d) // plain strings and ints always marshal
-	return string(b)
+	return marshalOr(len(d), "[]", d)
 }
 
 // JSONGrants writes a kernel's device grants as a JSON list; nil becomes
 // [].
 func JSONGrants(g []domain.DeviceGrant) string {
-	if len(g) == 0 {
-		return "[]"
-	}
-	b, _ := json.Marshal(g) // plain strings and ints always marshal
-	return string(b)
+	return marshalOr(len(g), "[]", g)
 }
 
 // DecodeDevices reads a devices column (an agent's devices or a kernel's
