@@ -19,7 +19,7 @@ import (
 
 // client calls the gateway over TLS, presenting cert when not nil.
 func (m *manager) client(cert *tls.Certificate) *http.Client {
-	cfg := m.joinTLS.Clone()
+	cfg := &tls.Config{RootCAs: m.joinRoots}
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}
@@ -267,4 +267,37 @@ func TestAgentRotatesItsCertificate(t *testing.T) {
 	}
 	first := serving()
 	m.eventually("a renewed certificate", func() bool { return serving() != first })
+}
+
+// TestManagerChecksTheAgentItDials: agent b's certificate answering at
+// the address agent a registered (a stale address now b's, or a hijack)
+// is refused — the manager must reach a itself, or its kernels would be
+// started on b — and so is an agent whose certificate was revoked.
+func TestManagerChecksTheAgentItDials(t *testing.T) {
+	t.Parallel()
+	m := newIdentityManager(t)
+	b := m.startAgent("b", sim.Config{})
+	if _, err := m.agents.Kernels(m.ctx, "b"); err != nil {
+		t.Fatalf("calling b at its own address: %v", err)
+	}
+	capacity, err := m.reg.ParseSlots(map[string]string{"cpu": "1", "mem": "1g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.st.RegisterAgent(m.ctx, domain.Agent{ID: "a", ResourceGroup: "default", Address: "https://" + b.Addr(),
+		Architecture: "x86_64", Runtime: "sim", Capacity: capacity}, m.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.agents.Kernels(m.ctx, "a"); err == nil || !strings.Contains(err.Error(), "want agent:a") {
+		t.Fatalf("calling a where b answers: %v, want a refusal naming agent:a", err)
+	}
+
+	m.startAgent("c", sim.Config{})
+	if _, err := m.st.RevokeAgentCertificates(m.ctx, "c", m.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	m.gw.Forget()
+	if _, err := m.agents.Kernels(m.ctx, "c"); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("calling c with its certificate revoked: %v, want a refusal", err)
+	}
 }

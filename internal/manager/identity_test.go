@@ -55,7 +55,7 @@ func TestAgentIdentityAcrossManagers(t *testing.T) {
 		t.Fatal(err)
 	}
 	managers := ms[1].URL() + "," + ms[0].URL()
-	ident, err := agent.JoinCluster(ctx, ms[0].URL(), &tls.Config{RootCAs: ca.Pool()}, "a1", joinToken, t.TempDir())
+	ident, err := agent.JoinCluster(ctx, ms[0].URL(), ca.Pool(), "a1", joinToken, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
