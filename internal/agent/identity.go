@@ -58,7 +58,7 @@ func JoinCluster(ctx context.Context, managers string, roots *x509.CertPool, id 
 		if err != nil {
 			return nil, err
 		}
-		expired := ident.pair.Leaf().NotAfter
+		expired := ident.Expires()
 		if !time.Now().After(expired) {
 			return ident, nil
 		}
@@ -236,3 +236,6 @@ func save(dir string, keyPEM, certPEM, caPEM []byte) error {
 	}
 	return nil
 }
+
+// Expires is when the certificate presented now expires.
+func (i *Identity) Expires() time.Time { return i.pair.Leaf().NotAfter }
