@@ -56,7 +56,9 @@ type Config struct {
 	Config string
 	// AgentToken authenticates agents both ways, unless AgentIdentity.
 	// Anyone holding it may speak for any agent: it is the insecure mode,
-	// for dev and trusted networks.
+	// for dev and trusted networks (`sokovan server` runs it only with
+	// --insecure-shared-agent-token). With AgentIdentity alone it may be
+	// empty.
 	AgentToken string
 	// AgentIdentity gives every agent an identity: a certificate of the
 	// cluster CA (kept in the store, made by the first manager) that it
@@ -126,8 +128,10 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.AgentToken == "" {
-		return nil, errors.New("manager: an agent token is required")
+	if cfg.AgentToken == "" && (!cfg.AgentIdentity || cfg.AgentTokenAllowed) {
+		// Only identities alone need no shared token: nothing then
+		// accepts one.
+		return nil, errors.New("manager: an agent token is required without agent identities, or beside them with AgentTokenAllowed")
 	}
 	slots := domain.DefaultRegistry()
 	st, err := openStore(ctx, cfg.DB, slots)
@@ -181,8 +185,9 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		m.identity.wire(gw, agents, st, cfg.AgentCertTTL, cfg.AgentTokenAllowed)
 		m.ClusterCA = m.identity.ca.CertPEM
 	} else {
-		cfg.Log.Warn("agents are authenticated by the shared agent token: anyone holding it may speak for any agent " +
-			"(insecure; see Agent identity in docs/OPERATIONS.md)")
+		cfg.Log.Warn("INSECURE: agents are authenticated by the shared agent token (--insecure-shared-agent-token): " +
+			"anyone holding it may speak for any agent, and manager-agent traffic is not encrypted unless --tls-cert; " +
+			"for dev and trusted networks only (see Agent identity in docs/OPERATIONS.md)")
 	}
 	if cfg.Events != "" {
 		host, _ := os.Hostname()

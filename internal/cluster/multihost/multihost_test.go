@@ -481,7 +481,7 @@ func TestMultiHost(t *testing.T) {
 	agents := []*host{c.addHost("a1", 21), c.addHost("a2", 22), c.addHost("a3", 23)}
 	env := []string{"SOKOVAN_ADMIN_TOKEN=" + adminToken}
 	for _, m := range []*host{m1, m2} {
-		c.run(m, env, "server", "--db", dsn, "--listen", m.ip+":8470", "--agent-token", agentToken,
+		c.run(m, env, "server", "--db", dsn, "--listen", m.ip+":8470", "--agent-token", agentToken, "--insecure-shared-agent-token",
 			"--events", ru.String(), "--events-stream", "sokovan-mh-"+c.id, "--config", "etcd://"+etcdAddr+cfgKey,
 			"--cycle-interval", "200ms", "--sweep-interval", "500ms",
 			"--heartbeat-timeout", heartbeatTimeout.String(), "--lost-grace", lostGrace.String())

@@ -173,7 +173,7 @@ const (
 	selectUsers   = `SELECT ` + codec.UserColumns + ` FROM users ORDER BY name`
 	selectByToken = `SELECT ` + codec.UserColumns + `, (SELECT expires_at FROM tokens WHERE hash = $1) FROM users
 		WHERE id = (SELECT user_id FROM tokens WHERE hash = $1)`
-	upsertPolicy  = `INSERT INTO policies (` + codec.PolicyColumns + `) VALUES ($1, $2, $3, $4, $5)
+	upsertPolicy = `INSERT INTO policies (` + codec.PolicyColumns + `) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (scope, name) DO UPDATE SET
     max_slots = excluded.max_slots, max_concurrent_sessions = excluded.max_concurrent_sessions,
     max_pending_sessions = excluded.max_pending_sessions`
