@@ -220,8 +220,8 @@ func (s *Server) table() []route {
 
 		{path: "/v1/agent/", docPath: "/v1/agent/{rpc}", access: agent, summary: "Agent RPC (agent token or agent certificate)",
 			desc: "Served by the agent RPC handler, which sees the full path; user tokens are refused with 403. With agent " +
-				"identities (server --agent-identity) an agent presents its client certificate instead of a token, and " +
-				"join (a join token in the body) needs neither.",
+				"identities (the default) an agent presents its client certificate, and join (a join token in the body) " +
+				"needs none; the shared agent token works only on a manager run with --insecure-shared-agent-token.",
 			status: http.StatusOK, handle: s.agentRPCRoute},
 	}, slices.Concat(s.userRoutes(), s.jobRoutes(), s.deployRoutes(), s.agentTokenRoutes())...)
 }
