@@ -86,6 +86,13 @@ func (c *AgentClient) do(ctx context.Context, id domain.AgentID, path string, in
 	if err := call(ctx, c.client(id), base+path, c.token, in, out); err != nil {
 		c.mu.Lock()
 		delete(c.addrs, id)
+		if hc, ok := c.clients[id]; ok {
+			// Its next connection is made afresh, its certificate
+			// checked again (revocation included), and an agent that
+			// is gone for good leaves nothing behind.
+			hc.CloseIdleConnections()
+			delete(c.clients, id)
+		}
 		c.mu.Unlock()
 		return fmt.Errorf("agent %s%s: %w", id, path, err)
 	}

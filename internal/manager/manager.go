@@ -185,7 +185,8 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		m.identity.wire(gw, agents, st, cfg.AgentCertTTL, cfg.AgentTokenAllowed)
 		m.ClusterCA = m.identity.ca.CertPEM
 	} else {
-		cfg.Log.Warn("INSECURE: agents are authenticated by the shared agent token (--insecure-shared-agent-token): " +
+		cfg.Log.Warn("INSECURE: agents are authenticated by the shared agent token (sokovan dev, or server " +
+			"--insecure-shared-agent-token): " +
 			"anyone holding it may speak for any agent, and manager-agent traffic is not encrypted unless --tls-cert; " +
 			"for dev and trusted networks only (see Agent identity in docs/OPERATIONS.md)")
 	}
