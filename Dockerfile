@@ -2,7 +2,7 @@
 # agents on the docker runtime alike. Built with cgo so an agent can load
 # NVML where the NVIDIA container toolkit mounts the driver.
 #   docker build -t sokovan .
-#   docker run --rm -p 8470:8470 -e SOKOVAN_AGENT_TOKEN=… sokovan server --listen 0.0.0.0:8470 --db postgres://…
+#   docker run --rm -p 8470:8470 -e SOKOVAN_ADMIN_TOKEN=… sokovan server --listen 0.0.0.0:8470 --db postgres://…
 ARG GO_IMAGE=golang:1.26-bookworm
 ARG BASE_IMAGE=debian:bookworm-slim
 

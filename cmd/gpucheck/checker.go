@@ -184,7 +184,7 @@ func (c *checker) startManager(ctx context.Context) error {
 	c.agentToken = "gpucheck-agent-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	c.agents = map[string]*proc{}
 	if _, err := c.start("manager", []string{"server", "--db", filepath.Join(c.dir, "sokovan.db"), "--listen", addr,
-		"--agent-token", c.agentToken, "--cycle-interval", "250ms"}, "SOKOVAN_ADMIN_TOKEN="+c.token); err != nil {
+		"--agent-token", c.agentToken, "--insecure-shared-agent-token", "--cycle-interval", "250ms"}, "SOKOVAN_ADMIN_TOKEN="+c.token); err != nil {
 		return err
 	}
 	return poll(ctx, 30*time.Second, func() (bool, error) {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,34 +69,22 @@ func settleAgentConfig(cfg *agent.Config, id, kind string, slurmAllow, withIdent
 	return nil
 }
 
-// joinCluster loads the agent's identity, joining the cluster for one
-// when it has none.
-func joinCluster(ctx context.Context, cfg agent.Config, caFile, token, dir string) (*agent.Identity, error) {
-	var base *tls.Config
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("--manager-ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--manager-ca %s: no PEM certificate in it", caFile)
-		}
-		base = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
-	}
-	return agent.JoinCluster(ctx, cfg.Manager, base, cfg.ID, token, dir)
-}
-
 // agentTrust sets up how the agent trusts its managers and proves who it
-// is: a manager behind a certificate of a private CA is trusted the way
-// the CLI trusts it (--ca, inherited, or SOKOVAN_CA); with an identity the
-// agent joins the cluster, or loads what it joined with before.
+// is. One pool, from --ca (or SOKOVAN_CA): an https:// manager's
+// certificate with the shared token, and the cluster CA a joining agent
+// checks the managers with. With an identity the agent joins the
+// cluster, or loads what it joined with before, and from then on trusts
+// the cluster CA it was handed.
 func agentTrust(cmd *cobra.Command, cfg *agent.Config, withIdentity bool, managerCA, joinToken, identityDir string) (err error) {
-	if cfg.ManagerCAs, err = caPool(caFile(cmd, "")); err != nil {
+	file := caFile(cmd, "")
+	if file == "" {
+		file = managerCA // the deprecated --manager-ca, the same thing
+	}
+	if cfg.ManagerCAs, err = caPool(file); err != nil {
 		return err
 	}
 	if withIdentity {
-		if cfg.Identity, err = joinCluster(cmd.Context(), *cfg, managerCA, joinToken, identityDir); err != nil {
+		if cfg.Identity, err = agent.JoinCluster(cmd.Context(), cfg.Manager, cfg.ManagerCAs, cfg.ID, joinToken, identityDir); err != nil {
 			return err
 		}
 	}
@@ -133,10 +119,12 @@ func (df *agentDaemonFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&cfg.Manager, "manager", "http://127.0.0.1:8470", "manager URL (several, comma-separated, to fail over)")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", 5*time.Second, "heartbeat interval")
 	f.DurationVar(&cfg.ManagerTimeout, "manager-timeout", agentrpc.DefaultCallTimeout, "how long one call waits for a manager before the next is tried; keep it times the number of managers under their --heartbeat-timeout")
-	f.StringVar(&cfg.Token, "token", "", "agent token (or SOKOVAN_AGENT_TOKEN): the insecure dev mode, in which anyone holding it may speak for any agent")
-	f.StringVar(&df.joinToken, "join-token", "", "join token (sokovan agent token create; or SOKOVAN_JOIN_TOKEN): join once for a certificate naming --id, kept in --identity-dir and used from then on")
+	f.StringVar(&cfg.Token, "token", "", "shared agent token (or SOKOVAN_AGENT_TOKEN), for managers run with --insecure-shared-agent-token: the insecure dev mode, in which anyone holding it may speak for any agent")
+	f.StringVar(&df.joinToken, "join-token", "", "join token (sokovan agent token create; or SOKOVAN_JOIN_TOKEN): join once for a certificate naming --id, "+
+		"kept in --identity-dir and used from then on; the managers are checked with the cluster CA given with --ca. Also rejoins an agent whose certificate expired")
 	f.StringVar(&df.identityDir, "identity-dir", "", "where the agent's key and certificate live (default: DATA-DIR/identity)")
-	f.StringVar(&df.managerCA, "manager-ca", "", "PEM file of the CA the managers' TLS certificates are checked with when joining (the cluster CA: agent token create --ca-out); default: the system's roots")
+	f.StringVar(&df.managerCA, "manager-ca", "", "the same as --ca")
+	_ = f.MarkDeprecated("manager-ca", "use --ca (or SOKOVAN_CA): one CA file is trusted for managers, joining included")
 	f.StringVar(&cfg.ResourceGroup, "resource-group", "default", "resource group to join")
 	f.StringVar(&df.kind, "runtime", "process", "runtime: process, docker, slurm or sim")
 	f.StringVar(&df.dockerHost, "docker-host", "", "Docker engine address (default: DOCKER_HOST or the local socket)")

@@ -36,7 +36,7 @@ func newAgentTokenCmd(o *output) *cobra.Command {
 				fmt.Fprintf(w, "id:       %s\ntoken:    %s\nexpires:  %s\n", t.ID, t.Token, when(&t.ExpiresAt))
 				if caOut != "" {
 					if t.CA == "" {
-						return errors.New("--ca-out: the manager gives agents no identities (sokovan server --agent-identity)")
+						return errors.New("--ca-out: the manager gives agents no identities (it runs --insecure-shared-agent-token)")
 					}
 					if err := os.WriteFile(caOut, []byte(t.CA), 0o644); err != nil {
 						return fmt.Errorf("--ca-out: %w", err)
@@ -44,13 +44,13 @@ func newAgentTokenCmd(o *output) *cobra.Command {
 				}
 				// On stderr, so that stdout is only what a script keeps.
 				fmt.Fprintln(cmd.ErrOrStderr(), "Keep the token now: it is not shown again. Start agents with "+
-					"`sokovan agent run --join-token TOKEN …`.")
+					"`sokovan agent run --join-token TOKEN --ca CLUSTER-CA.pem …`.")
 				return nil
 			})
 		},
 	}
 	create.Flags().StringVar(&ttl, "ttl", "1h", "how long agents may join with it (at most 720h)")
-	create.Flags().StringVar(&caOut, "ca-out", "", "write the cluster CA's certificate here, for agents' --manager-ca")
+	create.Flags().StringVar(&caOut, "ca-out", "", "write the cluster CA's certificate here, for agents' --ca")
 	create.Flags().IntVar(&uses, "uses", 0, "how many agents may join with it (0: any number until it expires)")
 	cmd.AddCommand(create)
 	return cmd

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -415,11 +416,15 @@ func newUserCmd() *cobra.Command {
 // every token of the caller, or as an admin of NAME. Rotating one's own
 // saved login updates the saved token too.
 func newUserTokenCmd(o *output) *cobra.Command {
-	return &cobra.Command{
+	var ttl time.Duration
+	cmd := &cobra.Command{
 		Use:   "token [NAME]",
 		Short: "Replace your tokens (an admin: NAME's) with a new one, printed once; the old ones stop working",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if ttl < 0 || (cmd.Flags().Changed("ttl") && ttl == 0) {
+				return fmt.Errorf("--ttl %s: want a positive duration such as 720h (leave it out for a token that never expires)", ttl)
+			}
 			c, err := newClient(cmd)
 			if err != nil {
 				return err
@@ -428,8 +433,12 @@ func newUserTokenCmd(o *output) *cobra.Command {
 			if len(args) == 1 {
 				path = "/v1/users/" + url.PathEscape(args[0]) + "/token"
 			}
+			var body any
+			if ttl > 0 {
+				body = v1.TokenRequest{TTL: ttl.String()}
+			}
 			var u v1.NewUser
-			raw, err := c.do(cmd.Context(), "POST", path, nil, &u)
+			raw, err := c.do(cmd.Context(), "POST", path, body, &u)
 			if err != nil {
 				return err
 			}
@@ -443,11 +452,18 @@ func newUserTokenCmd(o *output) *cobra.Command {
 			if o.json() {
 				return printJSON(cmd.OutOrStdout(), raw)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "new token for %s, shown only now%s; every older one has stopped working:\n%s\n",
-				u.Name, saved, u.Token)
+			expiry := "it does not expire"
+			if u.ExpiresAt != nil {
+				expiry = "it expires at " + u.ExpiresAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "new token for %s, shown only now%s; every older one has stopped working; %s:\n%s\n",
+				u.Name, saved, expiry, u.Token)
 			return nil
 		},
 	}
+	cmd.Flags().DurationVar(&ttl, "ttl", 0, "how long the new token works, such as 720h; after that it gets 401 "+
+		"saying it expired (default: it never expires)")
+	return cmd
 }
 
 func newPolicyCmd() *cobra.Command {

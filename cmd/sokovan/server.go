@@ -17,6 +17,7 @@ import (
 func newServerCmd() *cobra.Command {
 	var cfg manager.Config
 	var metricsToken, caOut string
+	var insecureToken bool
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run a manager (SQLite file or PostgreSQL)",
@@ -25,17 +26,14 @@ func newServerCmd() *cobra.Command {
 			if cfg.DB == "" {
 				cfg.DB = os.Getenv("SOKOVAN_DB")
 			}
-			if cfg.AgentToken == "" {
-				cfg.AgentToken = os.Getenv("SOKOVAN_AGENT_TOKEN")
-			}
 			if cfg.Events == "" {
 				cfg.Events = os.Getenv("SOKOVAN_EVENTS")
 			}
 			if cfg.Config == "" {
 				cfg.Config = os.Getenv("SOKOVAN_CONFIG")
 			}
-			if cfg.AgentToken == "" {
-				return errors.New("--agent-token (or SOKOVAN_AGENT_TOKEN) is required")
+			if err := agentAuth(cmd, &cfg, insecureToken); err != nil {
+				return err
 			}
 			if err := checkKeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
 				return err
@@ -53,7 +51,7 @@ func newServerCmd() *cobra.Command {
 			}
 			if caOut != "" {
 				if len(m.ClusterCA) == 0 {
-					return errors.New("--cluster-ca-out needs --agent-identity")
+					return errors.New("--cluster-ca-out: with --insecure-shared-agent-token there is no cluster CA")
 				}
 				if err := os.WriteFile(caOut, m.ClusterCA, 0o644); err != nil {
 					return fmt.Errorf("--cluster-ca-out: %w", err)
@@ -69,11 +67,15 @@ func newServerCmd() *cobra.Command {
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with, API, dashboard and agents alike; "+
 		"read again when it changes, so it rotates without a restart (with --tls-key)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
-	f.StringVar(&cfg.AgentToken, "agent-token", "", "token agents present (or SOKOVAN_AGENT_TOKEN); without --agent-identity anyone holding it may speak for any agent (insecure, for dev)")
-	f.BoolVar(&cfg.AgentIdentity, "agent-identity", false, "give every agent a certificate of the cluster CA (agents join with a token from: sokovan agent token create); the manager serves TLS and knows agents by their certificates")
-	f.DurationVar(&cfg.AgentCertTTL, "agent-cert-ttl", 0, "lifetime of an agent certificate with --agent-identity (default 168h; agents renew at 2/3)")
-	f.StringVar(&caOut, "cluster-ca-out", "", "with --agent-identity, write the cluster CA's certificate (PEM) here at start: what agents (--manager-ca) and clients trust the manager's TLS with")
-	f.BoolVar(&cfg.AgentTokenAllowed, "agent-token-allowed", false, "with --agent-identity, still let agents without a certificate in with the agent token (insecure; while moving agents over)")
+	f.StringVar(&cfg.AgentToken, "agent-token", "", "shared agent token (or SOKOVAN_AGENT_TOKEN), only with --insecure-shared-agent-token or --agent-token-allowed")
+	f.BoolVar(&insecureToken, "insecure-shared-agent-token", false, "INSECURE, for dev and trusted networks: authenticate agents by the shared --agent-token "+
+		"instead of a certificate each (anyone holding it may speak for any agent, and manager-agent calls go unencrypted without --tls-cert)")
+	f.BoolVar(&cfg.AgentIdentity, "agent-identity", true, "give every agent a certificate of the cluster CA (agents join with a token from: sokovan agent token create); "+
+		"the default, unless --insecure-shared-agent-token")
+	f.DurationVar(&cfg.AgentCertTTL, "agent-cert-ttl", 0, "lifetime of an agent certificate (default 168h; agents renew at 2/3)")
+	f.StringVar(&caOut, "cluster-ca-out", "", "write the cluster CA's certificate (PEM) here at start: what agents (--ca) trust the managers with")
+	f.BoolVar(&cfg.AgentTokenAllowed, "agent-token-allowed", false, "with agent identities, still let agents without a certificate in with --agent-token "+
+		"(insecure; while moving agents over)")
 	f.DurationVar(&cfg.Coordinator.ShortInterval, "cycle-interval", time.Second, "how often every handler runs")
 	f.DurationVar(&cfg.Coordinator.LongInterval, "sweep-interval", 30*time.Second, "how often agent loss is checked")
 	f.DurationVar(&cfg.Coordinator.HeartbeatTimeout, "heartbeat-timeout", 30*time.Second, "silence after which an agent is LOST")
@@ -84,6 +86,40 @@ func newServerCmd() *cobra.Command {
 	f.StringVar(&metricsToken, "metrics-token", "", "bearer token that lets a scraper see the per-user and per-deployment "+
 		"series of /metrics, which anonymous scrapes leave out (or SOKOVAN_METRICS_TOKEN; an admin's token also sees them)")
 	return cmd
+}
+
+// agentAuth settles how agents are authenticated: by a certificate each
+// (agent identities), unless the shared token's insecure mode is asked
+// for by name. A shared token given without saying so is refused rather
+// than quietly ignored or quietly trusted.
+func agentAuth(cmd *cobra.Command, cfg *manager.Config, insecureToken bool) error {
+	envToken := cfg.AgentToken == "" && os.Getenv("SOKOVAN_AGENT_TOKEN") != ""
+	if envToken {
+		cfg.AgentToken = os.Getenv("SOKOVAN_AGENT_TOKEN")
+	}
+	switch {
+	case insecureToken && cmd.Flags().Changed("agent-identity") && cfg.AgentIdentity:
+		return errors.New("--insecure-shared-agent-token and --agent-identity: pick one " +
+			"(--agent-token-allowed keeps the shared token working beside identities while agents move over)")
+	case insecureToken && cfg.AgentToken == "":
+		return errors.New("--insecure-shared-agent-token needs --agent-token (or SOKOVAN_AGENT_TOKEN)")
+	case insecureToken:
+		cfg.AgentIdentity = false
+	case !cfg.AgentIdentity:
+		return errors.New("--agent-identity=false needs --insecure-shared-agent-token: without identities agents are " +
+			"authenticated by the shared token alone")
+	case cfg.AgentTokenAllowed && cfg.AgentToken == "":
+		return errors.New("--agent-token-allowed needs --agent-token (or SOKOVAN_AGENT_TOKEN)")
+	case cfg.AgentToken != "" && !cfg.AgentTokenAllowed:
+		from := "--agent-token"
+		if envToken {
+			from = "SOKOVAN_AGENT_TOKEN"
+		}
+		return fmt.Errorf("%s: the shared agent token is the insecure dev mode; agents join with join tokens "+
+			"(sokovan agent token create) by default. Add --insecure-shared-agent-token to run the shared token anyway, "+
+			"--agent-token-allowed to accept it beside identities while agents move over, or drop it", from)
+	}
+	return nil
 }
 
 // checkKeyPair refuses, before anything is opened, a TLS certificate and

@@ -124,7 +124,7 @@ func TestServerTLSEndToEnd(t *testing.T) {
 	url := "https://" + addr
 	base := []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"), "PATH=" + os.Getenv("PATH")}
 	server := startProcess(t, append(base, "SOKOVAN_ADMIN_TOKEN=admin-secret-0123456789"), "server", "--db", filepath.Join(dir, "s.db"),
-		"--listen", addr, "--agent-token", "agent-secret-0123456789", "--tls-cert", certFile, "--tls-key", keyFile)
+		"--listen", addr, "--agent-token", "agent-secret-0123456789", "--insecure-shared-agent-token", "--tls-cert", certFile, "--tls-key", keyFile)
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(server.String(), "manager on "+url); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the server did not announce %s:\n%s", url, server.String())
@@ -200,7 +200,7 @@ func TestServerRefusesUnusableTLSFlags(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := append([]string{"server", "--db", filepath.Join(t.TempDir(), "s.db"), "--listen", "127.0.0.1:0",
-				"--agent-token", "x"}, tc.args...)
+				"--agent-token", "x", "--insecure-shared-agent-token"}, tc.args...)
 			out, code := runBinary(t, env, args...)
 			if code == 0 || !strings.Contains(out, tc.want) {
 				t.Fatalf("server %v: exit %d\n%s\nwant a failure naming %s", tc.args, code, out, tc.want)

@@ -33,10 +33,6 @@ type Identity struct {
 	dir  string
 	ca   *pki.CA
 	pair *pki.Keypair
-	// roots verify the managers' server certificates: the cluster CA
-	// (managers that present their own certificate) and the base roots
-	// (an operator's certificate on the managers' API).
-	roots *x509.CertPool
 }
 
 // Joined reports whether dir holds an identity already.
@@ -46,15 +42,36 @@ func Joined(dir string) bool {
 }
 
 // JoinCluster gives the agent id its identity: the one kept in dir if
-// there is one, or a new one joined with token through the managers at
-// managers (calls over base, nil for the system's roots). The key never
-// leaves the agent; only its certificate request does.
-func JoinCluster(ctx context.Context, managers string, base *tls.Config, id domain.AgentID, token, dir string) (*Identity, error) {
+// there is one still valid, or a new one joined with token through the
+// managers at managers, whose certificate roots (the cluster CA) must
+// have signed naming a manager. The key never leaves the agent; only its
+// certificate request does.
+//
+// A certificate that expired while the agent was away cannot be renewed
+// (renewal is authenticated by the certificate itself), so with a token
+// the agent joins again and the new identity replaces the old in dir;
+// nothing else of the agent's state is touched. The managers let an id
+// join again once its certificate has expired.
+func JoinCluster(ctx context.Context, managers string, roots *x509.CertPool, id domain.AgentID, token, dir string) (*Identity, error) {
 	if Joined(dir) {
-		return LoadIdentity(dir, base)
+		ident, err := LoadIdentity(dir)
+		if err != nil {
+			return nil, err
+		}
+		expired := ident.Expires()
+		if !time.Now().After(expired) {
+			return ident, nil
+		}
+		if token == "" {
+			return nil, fmt.Errorf("agent %s: the certificate in %s expired at %s: give a new join token "+
+				"(sokovan agent token create) to join again", id, dir, expired.Format(time.RFC3339))
+		}
 	}
 	if token == "" {
 		return nil, fmt.Errorf("agent %s holds no certificate in %s: give a join token (sokovan agent token create)", id, dir)
+	}
+	if roots == nil {
+		return nil, errors.New("joining needs the cluster CA to check the managers with: --ca (sokovan agent token create --ca-out)")
 	}
 	key, err := pki.NewKey()
 	if err != nil {
@@ -65,9 +82,7 @@ func JoinCluster(ctx context.Context, managers string, base *tls.Config, id doma
 		return nil, err
 	}
 	mc := agentrpc.NewManagerClient(managers, "")
-	if base != nil {
-		mc.UseTLS(base)
-	}
+	mc.UseTLS(pki.JoinConfig(roots))
 	got, err := mc.Join(ctx, agentrpc.Join{Token: token, ID: id, CSR: string(csr)})
 	if err != nil {
 		return nil, fmt.Errorf("join: %w", err)
@@ -79,11 +94,11 @@ func JoinCluster(ctx context.Context, managers string, base *tls.Config, id doma
 	if err := save(dir, keyPEM, []byte(got.Certificate), []byte(got.CA)); err != nil {
 		return nil, err
 	}
-	return LoadIdentity(dir, base)
+	return LoadIdentity(dir)
 }
 
 // LoadIdentity reads the identity kept in dir.
-func LoadIdentity(dir string, base *tls.Config) (*Identity, error) {
+func LoadIdentity(dir string) (*Identity, error) {
 	read := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
@@ -104,14 +119,7 @@ func LoadIdentity(dir string, base *tls.Config) (*Identity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("identity in %s: %w", dir, err)
 	}
-	var roots *x509.CertPool
-	if base != nil && base.RootCAs != nil {
-		roots = base.RootCAs.Clone()
-	} else if roots, err = x509.SystemCertPool(); err != nil {
-		roots = x509.NewCertPool()
-	}
-	roots.AddCert(ca.Cert)
-	return &Identity{dir: dir, ca: ca, pair: pair, roots: roots}, nil
+	return &Identity{dir: dir, ca: ca, pair: pair}, nil
 }
 
 // ID is the agent id the certificate names.
@@ -120,12 +128,12 @@ func (i *Identity) ID() (domain.AgentID, error) {
 	return domain.AgentID(id.ID), err
 }
 
-// clientTLS presents the agent's certificate to managers.
+// clientTLS presents the agent's certificate to managers and accepts a
+// manager's certificate of the cluster CA, whatever address the manager
+// was dialled by (an IP address, a load balancer's name): the role the
+// cluster's own CA signed is what is checked, not a host name.
 func (i *Identity) clientTLS() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: i.roots,
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return i.pair.TLSCertificate(), nil
-		}}
+	return pki.ClientConfig(i.ca, i.pair, pki.Peer{Role: pki.RoleManager})
 }
 
 // serverTLS serves the agent's RPC to managers only.
@@ -228,3 +236,6 @@ func save(dir string, keyPEM, certPEM, caPEM []byte) error {
 	}
 	return nil
 }
+
+// Expires is when the certificate presented now expires.
+func (i *Identity) Expires() time.Time { return i.pair.Leaf().NotAfter }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -42,11 +43,12 @@ type manager struct {
 	co    *coordinator.Coordinator
 	url   string
 	n     int
-	// With identities: the cluster CA, the TLS config agents call the
+	// With identities: the cluster CA, the roots agents check the
 	// manager with before they have a certificate, and a join token.
 	ca        *pki.CA
-	joinTLS   *tls.Config
+	joinRoots *x509.CertPool
 	joinToken string
+	agents    *agentrpc.AgentClient
 	gw        *agentgw.Gateway
 	// mgrPair is the manager's certificate; certTTL agents' lifetime.
 	mgrPair *pki.Keypair
@@ -86,7 +88,7 @@ func newManagerWith(t *testing.T, identity bool, certTTL ...time.Duration) *mana
 		Scheduler: scheduler.New(scheduler.NewRegistry()), Clock: clock},
 		coordinator.Config{CallTimeout: 5 * time.Second})
 	gw := agentgw.New(st, co, reg, token, clock.Now, nil)
-	m := &manager{t: t, ctx: ctx, st: st, reg: reg, clock: clock, co: co, gw: gw}
+	m := &manager{t: t, ctx: ctx, st: st, reg: reg, clock: clock, co: co, gw: gw, agents: agents}
 	if !identity {
 		srv := httptest.NewServer(gw)
 		t.Cleanup(srv.Close)
@@ -124,14 +126,18 @@ func (m *manager) withIdentity(agents *agentrpc.AgentClient) {
 		m.t.Fatal(err)
 	}
 	m.mgrPair = pair
-	agents.UseTLS(pki.ClientConfig(m.ca, pair, pki.Peer{Role: pki.RoleAgent}))
 	m.gw.UseIdentity(agentgw.Identity{CA: m.ca, Store: m.st, TTL: m.certTTL})
+	// As internal/manager wires it: each agent must present its own
+	// certificate, not revoked.
+	agents.UseAgentTLS(func(ctx context.Context, id domain.AgentID) *tls.Config {
+		return pki.ClientConfig(m.ca, pair, pki.Peer{Role: pki.RoleAgent, ID: string(id), Revoked: m.gw.Revoked(ctx)})
+	})
 	srv := httptest.NewUnstartedServer(m.gw)
 	srv.Listener = tls.NewListener(srv.Listener, pki.OptionalClientConfig(m.ca, pair))
 	srv.Start()
 	m.t.Cleanup(srv.Close)
 	m.url = strings.Replace(srv.URL, "http://", "https://", 1)
-	m.joinTLS = &tls.Config{RootCAs: m.ca.Pool()}
+	m.joinRoots = m.ca.Pool()
 	m.joinToken = pki.NewJoinToken()
 	if err := m.st.CreateJoinToken(m.ctx, store.JoinToken{ID: "t1", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)},
 		pki.HashJoinToken(m.joinToken)); err != nil {
@@ -149,7 +155,7 @@ func (m *manager) startAgent(id domain.AgentID, simCfg sim.Config) *agent.Agent 
 		HeartbeatInterval: time.Hour}
 	scheme := "http://"
 	if m.ca != nil {
-		ident, err := agent.JoinCluster(m.ctx, m.url, m.joinTLS, id, m.joinToken, m.t.TempDir())
+		ident, err := agent.JoinCluster(m.ctx, m.url, m.joinRoots, id, m.joinToken, m.t.TempDir())
 		if err != nil {
 			m.t.Fatal(err)
 		}

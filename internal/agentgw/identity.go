@@ -156,34 +156,76 @@ func (g *Gateway) issue(w http.ResponseWriter, r *http.Request, agent domain.Age
 	agentrpc.WriteJSON(w, http.StatusOK, agentrpc.Certificate{Certificate: string(certPEM), CA: string(g.identity.CA.CertPEM)})
 }
 
-// revokedCache is the gateway's copy of the revoked serials.
+// revokedCache is the gateway's copy of the revoked serials. Its lock
+// guards the copy only: the store is read outside it, so one slow read
+// holds up no verification that has a fresh copy, nor Forget.
 type revokedCache struct {
 	mu      sync.Mutex
 	at      time.Time
 	serials map[string]bool
+	// gen counts Forgets: a read begun before one may predate the
+	// revocation it announces, so it is used once and not kept.
+	gen uint64
+	// loading is closed when the read in flight ends; nil when none is.
+	loading chan struct{}
 }
 
-// check returns the revocation test for one verification, refreshing the
-// copy when it is older than revokedTTL. A store that cannot answer
-// refuses every certificate rather than admit a revoked one.
+// Revoked is the revocation test for one verification made under ctx
+// (see revokedCache.check): a manager dialling an agent refuses a revoked
+// certificate as the gateway does.
+func (g *Gateway) Revoked(ctx context.Context) func(serial string) bool {
+	if g.revoked == nil {
+		return nil
+	}
+	return g.revoked.check(ctx, g)
+}
+
+// check returns the revocation test for one verification, reading the
+// serials afresh when the copy is older than revokedTTL; callers that
+// find a read in flight wait for it rather than start their own. A store
+// that cannot answer refuses every certificate rather than admit a
+// revoked one.
 func (c *revokedCache) check(ctx context.Context, g *Gateway) func(string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := g.now()
-	if c.serials == nil || now.Sub(c.at) >= revokedTTL || now.Before(c.at) {
+	refuse := func(string) bool { return true }
+	for {
+		now := g.now()
+		c.mu.Lock()
+		if c.serials != nil && now.Sub(c.at) < revokedTTL && !now.Before(c.at) {
+			serials := c.serials
+			c.mu.Unlock()
+			return func(s string) bool { return serials[s] }
+		}
+		if wait := c.loading; wait != nil {
+			c.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return refuse
+			}
+		}
+		done, gen := make(chan struct{}), c.gen
+		c.loading = done
+		c.mu.Unlock()
+
 		list, err := g.identity.Store.RevokedCertificates(ctx, now)
+		serials := make(map[string]bool, len(list))
+		for _, s := range list {
+			serials[s] = true
+		}
+		c.mu.Lock()
+		c.loading = nil
+		if err == nil && gen == c.gen {
+			c.serials, c.at = serials, now
+		}
+		c.mu.Unlock()
+		close(done)
 		if err != nil {
 			g.log.Warn("revoked certificates not read; refusing certificates", "err", err)
-			return func(string) bool { return true }
+			return refuse
 		}
-		c.serials = make(map[string]bool, len(list))
-		for _, s := range list {
-			c.serials[s] = true
-		}
-		c.at = now
+		return func(s string) bool { return serials[s] }
 	}
-	serials := c.serials
-	return func(s string) bool { return serials[s] }
 }
 
 // Forget makes the next verification read the revoked serials afresh:
@@ -192,6 +234,7 @@ func (g *Gateway) Forget() {
 	if g.revoked != nil {
 		g.revoked.mu.Lock()
 		g.revoked.serials = nil
+		g.revoked.gen++
 		g.revoked.mu.Unlock()
 	}
 }

@@ -6,10 +6,13 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/agent"
 	"github.com/sokovan-go/sokovan/internal/agent/runtime/sim"
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -19,7 +22,7 @@ import (
 
 // client calls the gateway over TLS, presenting cert when not nil.
 func (m *manager) client(cert *tls.Certificate) *http.Client {
-	cfg := m.joinTLS.Clone()
+	cfg := &tls.Config{RootCAs: m.joinRoots}
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}
@@ -267,4 +270,102 @@ func TestAgentRotatesItsCertificate(t *testing.T) {
 	}
 	first := serving()
 	m.eventually("a renewed certificate", func() bool { return serving() != first })
+}
+
+// TestManagerChecksTheAgentItDials: agent b's certificate answering at
+// the address agent a registered (a stale address now b's, or a hijack)
+// is refused — the manager must reach a itself, or its kernels would be
+// started on b — and so is an agent whose certificate was revoked.
+func TestManagerChecksTheAgentItDials(t *testing.T) {
+	t.Parallel()
+	m := newIdentityManager(t)
+	b := m.startAgent("b", sim.Config{})
+	if _, err := m.agents.Kernels(m.ctx, "b"); err != nil {
+		t.Fatalf("calling b at its own address: %v", err)
+	}
+	capacity, err := m.reg.ParseSlots(map[string]string{"cpu": "1", "mem": "1g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.st.RegisterAgent(m.ctx, domain.Agent{ID: "a", ResourceGroup: "default", Address: "https://" + b.Addr(),
+		Architecture: "x86_64", Runtime: "sim", Capacity: capacity}, m.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.agents.Kernels(m.ctx, "a"); err == nil || !strings.Contains(err.Error(), "want agent:a") {
+		t.Fatalf("calling a where b answers: %v, want a refusal naming agent:a", err)
+	}
+
+	m.startAgent("c", sim.Config{})
+	if _, err := m.st.RevokeAgentCertificates(m.ctx, "c", m.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	m.gw.Forget()
+	if _, err := m.agents.Kernels(m.ctx, "c"); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("calling c with its certificate revoked: %v, want a refusal", err)
+	}
+}
+
+// TestExpiredAgentRejoins: an agent that was away past its certificate's
+// expiry cannot renew it; started again with a new join token it joins
+// again in place — the new certificate replaces the old in its identity
+// directory, the rest of its data directory untouched — and without a
+// token it is told to get one.
+func TestExpiredAgentRejoins(t *testing.T) {
+	t.Parallel()
+	m := newIdentityManager(t)
+	past := time.Now().Add(-3 * time.Hour)
+	old := pki.NewJoinToken()
+	if err := m.st.CreateJoinToken(m.ctx, store.JoinToken{ID: "old", CreatedAt: past, ExpiresAt: past.Add(2 * time.Hour), Uses: 1},
+		pki.HashJoinToken(old)); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := pki.NewKey()
+	csr, _ := pki.NewCSR(key)
+	certPEM, err := m.ca.Sign(csr, pki.Identity{Role: pki.RoleAgent, ID: "away"}, time.Hour, past)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := pki.ParseCert(certPEM)
+	if err := m.st.JoinAgent(m.ctx, pki.HashJoinToken(old), store.AgentCertificate{Serial: pki.Serial(leaf), Agent: "away",
+		NotAfter: leaf.NotAfter}, past); err != nil {
+		t.Fatal(err)
+	}
+	// The agent's data directory as a run an hour after that left it: its
+	// identity (the file names are the agent's own) and some state.
+	data := t.TempDir()
+	dir, state := filepath.Join(data, "identity"), filepath.Join(data, "kernels", "k1.log")
+	keyPEM, _ := pki.EncodeKey(key)
+	for name, b := range map[string][]byte{filepath.Join(dir, "agent.pem"): append(certPEM, keyPEM...),
+		filepath.Join(dir, "cluster-ca.pem"): m.ca.CertPEM, state: []byte("kept")} {
+		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if _, err := agent.JoinCluster(m.ctx, m.url, m.joinRoots, "away", "", dir); err == nil ||
+		!strings.Contains(err.Error(), "expired") || !strings.Contains(err.Error(), "join token") {
+		t.Fatalf("starting with an expired certificate and no token: %v, want one naming the expiry and a join token", err)
+	}
+	ident, err := agent.JoinCluster(m.ctx, m.url, m.joinRoots, "away", m.joinToken, dir)
+	if err != nil {
+		t.Fatalf("rejoining with a new token: %v", err)
+	}
+	again, err := agent.LoadIdentity(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := again.ID(); err != nil || id != "away" {
+		t.Fatalf("the kept identity names %q (%v)", id, err)
+	}
+	for _, i := range []*agent.Identity{ident, again} {
+		if !i.Expires().After(time.Now()) {
+			t.Fatalf("the identity after rejoining expires at %s, still the expired one", i.Expires())
+		}
+	}
+	if b, err := os.ReadFile(state); err != nil || string(b) != "kept" {
+		t.Fatalf("the agent's state after rejoining: %q %v", b, err)
+	}
 }

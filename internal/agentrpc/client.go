@@ -30,6 +30,10 @@ type AgentClient struct {
 	hc     *http.Client
 	mu     sync.Mutex
 	addrs  map[domain.AgentID]string
+	// perAgent, when set (UseAgentTLS), makes each agent's TLS
+	// configuration, and clients holds each agent's connections.
+	perAgent func(context.Context, domain.AgentID) *tls.Config
+	clients  map[domain.AgentID]*http.Client
 }
 
 // NewAgentClient returns a client that finds agents through lookup.
@@ -79,9 +83,16 @@ func (c *AgentClient) do(ctx context.Context, id domain.AgentID, path string, in
 	if err != nil {
 		return err
 	}
-	if err := call(ctx, c.hc, base+path, c.token, in, out); err != nil {
+	if err := call(ctx, c.client(id), base+path, c.token, in, out); err != nil {
 		c.mu.Lock()
 		delete(c.addrs, id)
+		if hc, ok := c.clients[id]; ok {
+			// Its next connection is made afresh, its certificate
+			// checked again (revocation included), and an agent that
+			// is gone for good leaves nothing behind.
+			hc.CloseIdleConnections()
+			delete(c.clients, id)
+		}
 		c.mu.Unlock()
 		return fmt.Errorf("agent %s%s: %w", id, path, err)
 	}
@@ -158,7 +169,7 @@ func (c *AgentClient) Logs(ctx context.Context, agent domain.AgentID, kernel dom
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.client(agent).Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,11 @@ package agentrpc
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"net/http"
+	"time"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
 // UseTLS makes the client call managers over TLS with cfg, which presents
@@ -16,6 +20,47 @@ func (m *ManagerClient) UseTLS(cfg *tls.Config) {
 // the manager's certificate. Set it before the first call.
 func (c *AgentClient) UseTLS(cfg *tls.Config) {
 	c.hc.Transport = tlsTransport(cfg)
+}
+
+// UseAgentTLS makes the client call each agent over TLS with the
+// configuration cfg makes for it, one per connection: one that checks the
+// certificate names that very agent. Each agent gets its own connections,
+// so a connection made to one agent is never reused for another that
+// came to register the same address. Set it before the first call.
+func (c *AgentClient) UseAgentTLS(cfg func(ctx context.Context, agent domain.AgentID) *tls.Config) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.perAgent = cfg
+	c.clients = map[domain.AgentID]*http.Client{}
+}
+
+// client is the HTTP client that calls agent.
+func (c *AgentClient) client(agent domain.AgentID) *http.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.perAgent == nil {
+		return c.hc
+	}
+	if hc, ok := c.clients[agent]; ok {
+		return hc
+	}
+	cfg := c.perAgent
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		raw, err := (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		conn := tls.Client(raw, cfg(ctx, agent))
+		if err := conn.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
+	hc := &http.Client{Timeout: c.hc.Timeout, Transport: t}
+	c.clients[agent] = hc
+	return hc
 }
 
 func tlsTransport(cfg *tls.Config) *http.Transport {

@@ -22,7 +22,7 @@ func (s *Server) agentTokenRoutes() []route {
 			desc: "An agent joins the cluster with it once (sokovan agent run --join-token): it sends a certificate " +
 				"request and receives a certificate of the cluster CA naming its id. The token is shown once, in this " +
 				"answer; only its hash is stored. It expires after ttl and, with uses, after that many joins. ca is the cluster " +
-				"CA's certificate when agents have identities: the agent trusts the managers with it (--manager-ca).",
+				"CA's certificate when agents have identities: the agent trusts the managers with it (--ca).",
 			body: v1.CreateAgentTokenRequest{}, status: http.StatusCreated, resp: v1.AgentToken{}, handle: s.createAgentToken},
 	}
 }

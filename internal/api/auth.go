@@ -139,6 +139,17 @@ func bearer(r *http.Request) (string, bool) {
 	return token, token != "" && len(token) <= maxTokenLen
 }
 
+// tokenExpired refuses the token u was found by once it has expired,
+// saying so and how to get another, so the caller does not take it for a
+// mistyped one. nil for a token that is still good or never expires.
+func (s *Server) tokenExpired(u store.User) error {
+	if u.TokenExpiresAt.IsZero() || s.clock.Now().Before(u.TokenExpiresAt) {
+		return nil
+	}
+	return unauthenticated("token expired at %s: get a new one with `sokovan user token` (or ask an admin: `sokovan user token %s`)",
+		u.TokenExpiresAt.UTC().Format(time.RFC3339), u.Name)
+}
+
 // isAgentToken compares in constant time. Both sides are hashed first so
 // that not even the token's length leaks through timing.
 func (s *Server) isAgentToken(token string) bool {
@@ -198,6 +209,9 @@ func (s *Server) authorize(level access, next http.Handler) http.Handler {
 			return
 		}
 		u, err := s.store.UserByTokenHash(r.Context(), HashToken(token))
+		if err == nil {
+			err = s.tokenExpired(u)
+		}
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				err = unauthenticated("invalid token")

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -509,13 +511,51 @@ func (s *Server) rotateToken(w http.ResponseWriter, r *http.Request) error {
 		}
 		u = users[i]
 	}
-	token := NewToken()
-	if err := s.store.ReplaceTokens(r.Context(), u.ID, HashToken(token), s.clock.Now().UTC()); err != nil {
+	ttl, err := tokenTTL(r)
+	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, v1.NewUser{User: userOut(u), Token: token})
+	now := s.clock.Now().UTC().Truncate(time.Microsecond)
+	var expires time.Time
+	out := v1.NewUser{User: userOut(u), Token: NewToken()}
+	if ttl > 0 {
+		expires = now.Add(ttl)
+		out.ExpiresAt = &expires
+	}
+	if err := s.store.ReplaceTokens(r.Context(), u.ID, HashToken(out.Token), now, expires); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
+
+// tokenTTL reads the optional body of a token replacement: without one
+// (or without ttl) the token never expires.
+func tokenTTL(r *http.Request) (time.Duration, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return 0, invalid("", "cannot read the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return 0, nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req v1.TokenRequest
+	if err := decode(r, &req); err != nil {
+		return 0, err
+	}
+	ttl, aerr := parseDuration("ttl", req.TTL, 0)
+	if aerr != nil {
+		return 0, aerr
+	}
+	if req.TTL != "" && (ttl <= 0 || ttl > maxUserTokenTTL) {
+		return 0, invalid("ttl", "must be above 0 and at most %s, not %s", maxUserTokenTTL, req.TTL)
+	}
+	return ttl, nil
+}
+
+// maxUserTokenTTL bounds a user token's lifetime when one is asked for.
+const maxUserTokenTTL = 10 * 365 * 24 * time.Hour
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, userOut(caller(r.Context())))

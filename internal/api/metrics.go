@@ -28,7 +28,7 @@ func (s *Server) mayScrapeAll(r *http.Request) bool {
 		return true
 	}
 	u, err := s.store.UserByTokenHash(r.Context(), HashToken(token))
-	return err == nil && isAdmin(u)
+	return err == nil && isAdmin(u) && s.tokenExpired(u) == nil
 }
 
 // withoutPrivate gathers everything but the families whose series carry

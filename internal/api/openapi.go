@@ -63,7 +63,7 @@ func (s *Server) describe() (map[string]any, map[string]reflect.Type) {
 			op["parameters"] = params
 		}
 		if rt.body != nil {
-			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+			op["requestBody"] = map[string]any{"required": !rt.bodyOptional, "content": map[string]any{
 				"application/json": map[string]any{"schema": g.ref(reflect.TypeOf(rt.body))}}}
 		}
 		ok := map[string]any{"description": http.StatusText(rt.status)}

@@ -101,6 +101,14 @@ func (s *Server) authorizeProxy(w http.ResponseWriter, r *http.Request, token st
 		c.auths[key] = a
 		c.mu.Unlock()
 	}
+	if a.dep == "" {
+		// Judged on every request, cached or not: a token that expires
+		// is refused from that moment, not a cache lifetime later.
+		if err := s.tokenExpired(a.user); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	ctx := context.WithValue(r.Context(), proxyHashKey{}, key)
 	if a.dep != "" {
 		ctx = context.WithValue(ctx, deployTokenKey{}, a.dep)

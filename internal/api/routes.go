@@ -26,10 +26,12 @@ type route struct {
 	summary  string
 	desc     string
 	query    []param
-	body     any   // request body type, nil for none
-	status   int   // success status
-	alt      []int // other success statuses with the same body
-	resp     any   // success body type, nil for none
+	body     any // request body type, nil for none
+	// bodyOptional: the body may be left out (the defaults apply).
+	bodyOptional bool
+	status       int   // success status
+	alt          []int // other success statuses with the same body
+	resp         any   // success body type, nil for none
 	// media is the success content type when it is not JSON.
 	media string
 	// stream marks an answer that lasts as long as the client wants it
@@ -261,8 +263,8 @@ func (s *Server) agentRPCRoutes() []route {
 	return []route{
 		{path: "/v1/agent/", docPath: "/v1/agent/{rpc}", access: agent, summary: "Agent RPC (agent token or agent certificate)",
 			desc: "Served by the agent RPC handler, which sees the full path; user tokens are refused with 403. With agent " +
-				"identities (server --agent-identity) an agent presents its client certificate instead of a token, and " +
-				"join (a join token in the body) needs neither.",
+				"identities (the default) an agent presents its client certificate, and join (a join token in the body) " +
+				"needs none; the shared agent token works only on a manager run with --insecure-shared-agent-token.",
 			status: http.StatusOK, handle: s.agentRPCRoute},
 	}
 }
@@ -279,12 +281,13 @@ func (s *Server) userRoutes() []route {
 			status: http.StatusOK, resp: v1.User{}, handle: s.me},
 		{method: "POST", path: "/v1/me/token", access: user, summary: "Replace the caller's tokens with a new one",
 			desc: "The new token is shown once, in this answer; every token the caller had, the one of this request " +
-				"included, stops working at once.",
-			status: http.StatusOK, resp: v1.NewUser{}, handle: s.rotateToken},
+				"included, stops working at once. With a ttl (body, optional) the new token expires after it: from " +
+				"then on it gets 401 saying it expired; without one it never expires.",
+			body: v1.TokenRequest{}, bodyOptional: true, status: http.StatusOK, resp: v1.NewUser{}, handle: s.rotateToken},
 		{method: "POST", path: "/v1/users/{name}/token", access: admin, summary: "Replace a user's tokens with a new one",
 			desc: "For a token that leaked or a user who left: every token the user had stops working at once; the new " +
-				"one is shown once, in this answer.",
-			status: http.StatusOK, resp: v1.NewUser{}, handle: s.rotateToken},
+				"one is shown once, in this answer. An optional ttl makes it expire, as for /v1/me/token.",
+			body: v1.TokenRequest{}, bodyOptional: true, status: http.StatusOK, resp: v1.NewUser{}, handle: s.rotateToken},
 		{method: "GET", path: "/v1/me/usage", access: user, summary: "What the caller's sessions hold and ask for, against its quotas",
 			desc: "occupied sums the requests of the caller's sessions that hold resources (SCHEDULED to TERMINATING), all " +
 				"kernels together; pending those of its PENDING sessions. limits has each user, project and domain policy " +

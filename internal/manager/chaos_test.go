@@ -101,7 +101,7 @@ func TestChaosManyManagers(t *testing.T) {
 		urls = append(urls, "http://"+addr)
 		f, _ := os.Create(filepath.Join(dir, fmt.Sprintf("manager-%d.log", i)))
 		managers = append(managers, &proc{name: fmt.Sprintf("manager-%d", i), log: f, args: []string{"server",
-			"--db", dsn, "--listen", addr, "--agent-token", "tok", "--events", rurl, "--events-stream", stream,
+			"--db", dsn, "--listen", addr, "--agent-token", "tok", "--insecure-shared-agent-token", "--events", rurl, "--events-stream", stream,
 			"--config", "etcd://" + etcdEndpoint(t) + "/sokovan-chaos/" + stream,
 			"--cycle-interval", "100ms", "--sweep-interval", "500ms", "--heartbeat-timeout", "3s", "--lost-grace", "2s"}})
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/agentgw"
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
+	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/pki"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
@@ -63,7 +64,7 @@ func openIdentity(ctx context.Context, st store.Identities, listen string, log *
 // serverNames are the names agents may reach this manager by: its host
 // name, the listen address's host, loopback and every interface address.
 func serverNames(host, listen string) []string {
-	names := []string{"localhost", "127.0.0.1", "::1"}
+	names := []string{pki.ClusterServerName, "localhost", "127.0.0.1", "::1"}
 	if host != "" {
 		names = append(names, host)
 	}
@@ -84,7 +85,13 @@ func serverNames(host, listen string) []string {
 func (id *identity) wire(gw *agentgw.Gateway, agents *agentrpc.AgentClient, st store.Identities, ttl time.Duration,
 	allowToken bool) {
 	gw.UseIdentity(agentgw.Identity{CA: id.ca, Store: st, TTL: ttl, AllowToken: allowToken})
-	agents.UseTLS(pki.ClientConfig(id.ca, id.pair, pki.Peer{Role: pki.RoleAgent}))
+	// Each agent is dialled expecting its own certificate, not revoked:
+	// any agent's certificate would do for the chain and the role, so
+	// without the id an agent answering at another's address (a stale
+	// address, a hijacked one) would be handed that agent's kernels.
+	agents.UseAgentTLS(func(ctx context.Context, agent domain.AgentID) *tls.Config {
+		return pki.ClientConfig(id.ca, id.pair, pki.Peer{Role: pki.RoleAgent, ID: string(agent), Revoked: gw.Revoked(ctx)})
+	})
 }
 
 // serverTLS serves users without a certificate and agents with one.

@@ -55,7 +55,7 @@ func TestAgentIdentityAcrossManagers(t *testing.T) {
 		t.Fatal(err)
 	}
 	managers := ms[1].URL() + "," + ms[0].URL()
-	ident, err := agent.JoinCluster(ctx, ms[0].URL(), &tls.Config{RootCAs: ca.Pool()}, "a1", joinToken, t.TempDir())
+	ident, err := agent.JoinCluster(ctx, ms[0].URL(), ca.Pool(), "a1", joinToken, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,5 +92,67 @@ func TestAgentIdentityAcrossManagers(t *testing.T) {
 	if resp, err := hc.Do(req); err == nil {
 		resp.Body.Close()
 		t.Errorf("a call with the agent token and no certificate reached the agent: %d", resp.StatusCode)
+	}
+}
+
+// TestTLSCertWithAgentIdentity: a manager serves users the operator's
+// certificate (--tls-cert) and agents, on the same port, its cluster-CA
+// certificate: an agent joins, registers and is called over mutual TLS.
+// The agent dials the manager by an IP address its cluster certificate
+// is checked by role for, not by name.
+func TestTLSCertWithAgentIdentity(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	site := newTestCA(t)
+	site.issue(100, certFile, keyFile)
+	ctx, cancel := context.WithCancel(context.Background())
+	m, err := manager.Open(ctx, manager.Config{DB: filepath.Join(dir, "s.db"), Listen: "127.0.0.1:0", AgentToken: "tok",
+		AgentIdentity: true, TLSCert: certFile, TLSKey: keyFile})
+	if err != nil {
+		t.Fatalf("--tls-cert with --agent-identity: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if got := servedSerial(t, site.client(), m.URL()); got != 100 {
+		t.Fatalf("users are served serial %d, want 100 (the one in --tls-cert)", got)
+	}
+
+	joinToken := pki.NewJoinToken()
+	now := time.Now()
+	if err := m.Store.CreateJoinToken(ctx, store.JoinToken{ID: "j", CreatedAt: now, ExpiresAt: now.Add(time.Hour), Uses: 1},
+		pki.HashJoinToken(joinToken)); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.CACert(m.ClusterCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident, err := agent.JoinCluster(ctx, m.URL(), ca.Pool(), "both", joinToken, t.TempDir())
+	if err != nil {
+		t.Fatalf("join through a manager serving --tls-cert: %v", err)
+	}
+	a, err := agent.New(agent.Config{ID: "both", ResourceGroup: "default", Manager: m.URL(), Listen: "127.0.0.1:0",
+		Capacity: map[string]string{"cpu": "1", "mem": "1g"}, HeartbeatInterval: 50 * time.Millisecond, Identity: ident})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := sim.New(sim.Config{Sink: a.Sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go a.Run(ctx, rt)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, err := m.Store.GetAgent(ctx, "both")
+		if err == nil && got.Status == domain.AgentAlive && got.Address == "https://"+a.Addr() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent never registered: %+v %v", got, err)
+		}
+	}
+	if _, err := m.Agents.Kernels(ctx, "both"); err != nil {
+		t.Fatalf("calling the agent over mutual TLS: %v", err)
 	}
 }

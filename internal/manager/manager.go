@@ -25,6 +25,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/events"
 	"github.com/sokovan-go/sokovan/internal/hook"
+	"github.com/sokovan-go/sokovan/internal/pki"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
 	"github.com/sokovan-go/sokovan/internal/store"
 	"github.com/sokovan-go/sokovan/internal/store/postgres"
@@ -55,7 +56,9 @@ type Config struct {
 	Config string
 	// AgentToken authenticates agents both ways, unless AgentIdentity.
 	// Anyone holding it may speak for any agent: it is the insecure mode,
-	// for dev and trusted networks.
+	// for dev and trusted networks (`sokovan server` runs it only with
+	// --insecure-shared-agent-token). With AgentIdentity alone it may be
+	// empty.
 	AgentToken string
 	// AgentIdentity gives every agent an identity: a certificate of the
 	// cluster CA (kept in the store, made by the first manager) that it
@@ -125,8 +128,10 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.AgentToken == "" {
-		return nil, errors.New("manager: an agent token is required")
+	if cfg.AgentToken == "" && (!cfg.AgentIdentity || cfg.AgentTokenAllowed) {
+		// Only identities alone need no shared token: nothing then
+		// accepts one.
+		return nil, errors.New("manager: an agent token is required without agent identities, or beside them with AgentTokenAllowed")
 	}
 	slots := domain.DefaultRegistry()
 	st, err := openStore(ctx, cfg.DB, slots)
@@ -172,11 +177,6 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		Registerer: reg}, cfg.Deploy)
 	m := &Manager{Parts: Parts{Store: st, Coordinator: coord, Slots: slots, Plugins: plugins, Hooks: hooks, Agents: agents,
 		Gateway: gw, Gatherer: reg, Registerer: reg, AgentToken: cfg.AgentToken, Admit: admitter, Deploy: deployer}, gw: gw, lease: lease, source: source, etcd: etcd, log: cfg.Log, cfg: cfg, sampler: sampler}
-	if cfg.AgentIdentity && cfg.TLSCert != "" {
-		st.Close()
-		return nil, errors.New("manager: --tls-cert and --agent-identity do not combine yet: with agent identities " +
-			"the manager serves its cluster-CA certificate, which clients trust with --ca")
-	}
 	if cfg.AgentIdentity {
 		if m.identity, err = openIdentity(ctx, st, cfg.Listen, cfg.Log); err != nil {
 			st.Close()
@@ -185,8 +185,10 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		m.identity.wire(gw, agents, st, cfg.AgentCertTTL, cfg.AgentTokenAllowed)
 		m.ClusterCA = m.identity.ca.CertPEM
 	} else {
-		cfg.Log.Warn("agents are authenticated by the shared agent token: anyone holding it may speak for any agent " +
-			"(insecure; see Agent identity in docs/OPERATIONS.md)")
+		cfg.Log.Warn("INSECURE: agents are authenticated by the shared agent token (sokovan dev, or server " +
+			"--insecure-shared-agent-token): " +
+			"anyone holding it may speak for any agent, and manager-agent traffic is not encrypted unless --tls-cert; " +
+			"for dev and trusted networks only (see Agent identity in docs/OPERATIONS.md)")
 	}
 	if cfg.Events != "" {
 		host, _ := os.Hostname()
@@ -214,16 +216,11 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 		handler = mux
 	}
-	if m.ln, err = listen(cfg); err != nil {
+	if m.ln, err = listen(cfg, m.identity); err != nil {
 		st.Close()
 		return nil, err
 	}
-	m.addr, m.tls = m.ln.Addr().String(), cfg.TLSCert != ""
-	if m.identity != nil {
-		// Agents and managers know each other by cluster-CA
-		// certificates (Open refuses --tls-cert beside identities).
-		m.ln, m.tls = tls.NewListener(m.ln, m.identity.serverTLS()), true
-	}
+	m.addr, m.tls = m.ln.Addr().String(), cfg.TLSCert != "" || m.identity != nil
 	m.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	return m, nil
 }
@@ -237,8 +234,10 @@ func (m *Manager) URL() string {
 }
 
 // listen opens the manager's listener, a TLS one when cfg names a
-// certificate.
-func listen(cfg Config) (net.Listener, error) {
+// certificate or agents have identities (id not nil). With both, users
+// get the operator's certificate and agents, which ask for
+// pki.ClusterServerName, the manager's cluster-CA one.
+func listen(cfg Config, id *identity) (net.Listener, error) {
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("manager: a TLS certificate and key go together: give both or neither")
 	}
@@ -253,8 +252,13 @@ func listen(cfg Config) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: listen on %s: %w", cfg.Listen, err)
 	}
-	if kp != nil {
+	switch {
+	case kp != nil && id != nil:
+		ln = tls.NewListener(ln, pki.WithClusterCertificate(kp.tlsConfig(), id.ca, id.pair))
+	case kp != nil:
 		ln = tls.NewListener(ln, kp.tlsConfig())
+	case id != nil:
+		ln = tls.NewListener(ln, id.serverTLS())
 	}
 	return ln, nil
 }

@@ -193,3 +193,80 @@ func TestRenewAtTwoThirds(t *testing.T) {
 		t.Fatalf("renew at %s, want about 2h after %s", at, now)
 	}
 }
+
+// TestManagerCheckedByRoleNotHostName: a manager reached by an address its
+// certificate does not name (an IP address, a load balancer's name) is
+// accepted by an agent joining (JoinConfig) and by one with its
+// certificate (ClientConfig) for what the cluster CA signed, a manager;
+// a certificate of the CA naming an agent is refused, and so is one of
+// another CA. A client checking host names refuses the same manager.
+func TestManagerCheckedByRoleNotHostName(t *testing.T) {
+	now := time.Now()
+	ca := testCA(t, now)
+	serve := func(id Identity, signer *CA) string {
+		c, k := issue(t, signer, id, time.Hour, now) // names no host at all
+		pair, err := NewKeypair(c, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		srv.Listener = tls.NewListener(srv.Listener, OptionalClientConfig(ca, pair))
+		srv.Start()
+		t.Cleanup(srv.Close)
+		return strings.Replace(srv.URL, "http://", "https://", 1) // 127.0.0.1:port
+	}
+	get := func(cfg *tls.Config, url string) error {
+		resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}).Get(url)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	ac, ak := issue(t, ca, Identity{RoleAgent, "n1"}, time.Hour, now)
+	agentPair, _ := NewKeypair(ac, ak)
+	mgr := serve(Identity{RoleManager, "m1"}, ca)
+	if err := get(JoinConfig(ca.Pool()), mgr); err != nil {
+		t.Errorf("joining a manager by IP: %v", err)
+	}
+	if err := get(ClientConfig(ca, agentPair, Peer{Role: RoleManager}), mgr); err != nil {
+		t.Errorf("an agent calling a manager by IP: %v", err)
+	}
+	if err := get(&tls.Config{RootCAs: ca.Pool()}, mgr); err == nil {
+		t.Error("a host-name check passed a certificate naming no host: the test proves nothing")
+	}
+	if err := get(JoinConfig(ca.Pool()), serve(Identity{RoleAgent, "n2"}, ca)); err == nil {
+		t.Error("joined through an agent's certificate")
+	}
+	if err := get(JoinConfig(ca.Pool()), serve(Identity{RoleManager, "m2"}, testCA(t, now))); err == nil {
+		t.Error("joined through another CA's manager")
+	}
+	if err := get(JoinConfig(nil), mgr); err == nil {
+		t.Error("joined without a CA to check the manager with")
+	}
+}
+
+// TestClientConfigPinsThePeer: a manager dialling agent n1 refuses agent
+// n2's certificate, valid as it is.
+func TestClientConfigPinsThePeer(t *testing.T) {
+	now := time.Now()
+	ca := testCA(t, now)
+	c, k := issue(t, ca, Identity{RoleAgent, "n2"}, time.Hour, now)
+	pair, _ := NewKeypair(c, k)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Listener = tls.NewListener(srv.Listener, ServerConfig(ca, pair, Peer{Role: RoleManager}))
+	srv.Start()
+	defer srv.Close()
+	url := strings.Replace(srv.URL, "http://", "https://", 1)
+	mc, mk := issue(t, ca, Identity{RoleManager, "m1"}, time.Hour, now)
+	mpair, _ := NewKeypair(mc, mk)
+	for id, ok := range map[string]bool{"n1": false, "n2": true} {
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: ClientConfig(ca, mpair, Peer{Role: RoleAgent, ID: id})}}
+		resp, err := hc.Get(url)
+		if err == nil {
+			resp.Body.Close()
+		}
+		if (err == nil) != ok {
+			t.Errorf("dialling agent %s where n2 answers: %v", id, err)
+		}
+	}
+}

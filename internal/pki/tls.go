@@ -52,12 +52,22 @@ func RenewAt(cert *x509.Certificate) time.Time {
 	return issued.Add(cert.NotAfter.Sub(issued) * 2 / 3)
 }
 
-// Peer says who may be on the other end: a role, and (when not nil) a
-// check of its serial against revoked ones.
+// Peer says who may be on the other end: a role, (when not empty) the id
+// it must name, and (when not nil) a check of its serial against revoked
+// ones.
 type Peer struct {
-	Role    string
+	Role string
+	// ID pins one peer: a manager dialling agent A must reach A, not
+	// another agent of the cluster that answers at A's address.
+	ID      string
 	Revoked func(serial string) bool
 }
+
+// ClusterServerName is the name (SNI) a peer of the cluster asks for: a
+// manager that also serves an operator's certificate (--tls-cert) to
+// users answers it with its cluster-CA certificate. Manager certificates
+// name it, so even a client checking host names accepts it.
+const ClusterServerName = "cluster.sokovan.internal"
 
 // ServerConfig serves with k and requires a client certificate of the CA
 // naming p's role.
@@ -68,7 +78,7 @@ func ServerConfig(ca *CA, k *Keypair, p Peer) *tls.Config {
 		ClientAuth:     tls.RequireAndVerifyClientCert,
 		ClientCAs:      ca.Pool(),
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			return checkPeer(ca, cs, p)
+			return checkPeer(ca.Pool(), cs, p)
 		},
 	}
 }
@@ -94,6 +104,26 @@ func AcceptClientCerts(c *tls.Config, ca *CA) *tls.Config {
 	return c
 }
 
+// WithClusterCertificate makes a server configuration that presents an
+// operator's certificate to users (--tls-cert) present k, the cluster-CA
+// certificate, to peers that ask for ClusterServerName, and take client
+// certificates of ca: one port serves users a certificate their browsers
+// trust and agents the cluster's mutual TLS.
+func WithClusterCertificate(c *tls.Config, ca *CA, k *Keypair) *tls.Config {
+	c = AcceptClientCerts(c, ca)
+	users := c.GetCertificate
+	c.GetCertificate = func(h *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		if h.ServerName == ClusterServerName {
+			return k.cur.Load(), nil
+		}
+		if users != nil {
+			return users(h)
+		}
+		return nil, nil // c.Certificates
+	}
+	return c
+}
+
 // ClientConfig presents k and accepts only a server certificate of the
 // CA naming p's role. Host names are not checked: agents and managers
 // reach each other by whatever address they registered, and the role
@@ -104,17 +134,37 @@ func ClientConfig(ca *CA, k *Keypair, p Peer) *tls.Config {
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			return k.cur.Load(), nil
 		},
-		RootCAs: ca.Pool(),
+		RootCAs:    ca.Pool(),
+		ServerName: ClusterServerName,
 		// The chain and the role are verified in VerifyConnection, which
 		// runs on every handshake; only the host name check is skipped.
 		InsecureSkipVerify: true,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			return checkPeer(ca, cs, p)
+			return checkPeer(ca.Pool(), cs, p)
 		},
 	}
 }
 
-func checkPeer(ca *CA, cs tls.ConnectionState, p Peer) error {
+// JoinConfig is how an agent without a certificate yet reaches managers
+// to join: it presents none, and accepts a server certificate that roots
+// (the cluster CA, from --ca) signed naming a manager, whatever address
+// the manager was dialled by.
+func JoinConfig(roots *x509.CertPool) *tls.Config {
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		RootCAs:            roots,
+		ServerName:         ClusterServerName,
+		InsecureSkipVerify: true, // verified below, by role not host name
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if roots == nil {
+				return errors.New("no CA to check the manager's certificate with")
+			}
+			return checkPeer(roots, cs, Peer{Role: RoleManager})
+		},
+	}
+}
+
+func checkPeer(roots *x509.CertPool, cs tls.ConnectionState, p Peer) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("peer presented no certificate")
 	}
@@ -123,7 +173,7 @@ func checkPeer(ca *CA, cs tls.ConnectionState, p Peer) error {
 	for _, c := range cs.PeerCertificates[1:] {
 		inter.AddCert(c)
 	}
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: ca.Pool(), Intermediates: inter,
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
 		return err
 	}
@@ -136,6 +186,9 @@ func checkPeer(ca *CA, cs tls.ConnectionState, p Peer) error {
 	}
 	if p.Role != "" && id.Role != p.Role {
 		return fmt.Errorf("peer is %s, want a %s", id, p.Role)
+	}
+	if p.ID != "" && id.ID != p.ID {
+		return fmt.Errorf("peer is %s, want %s:%s", id, p.Role, p.ID)
 	}
 	return nil
 }

@@ -266,10 +266,10 @@ type Users interface {
 	// ListUsers returns every user by name.
 	ListUsers(ctx context.Context) ([]User, error)
 	UserByTokenHash(ctx context.Context, tokenHash []byte) (User, error)
-	// ReplaceTokens makes tokenHash the user's only token: every token it
-	// had stops working in the same transaction. ErrNotFound for no such
-	// user.
-	ReplaceTokens(ctx context.Context, userID string, tokenHash []byte, at time.Time) error
+	// ReplaceTokens makes tokenHash the user's only token, expiring at
+	// expires (zero: never): every token it had stops working in the same
+	// transaction. ErrNotFound for no such user.
+	ReplaceTokens(ctx context.Context, userID string, tokenHash []byte, at, expires time.Time) error
 }
 
 // Policies stores the policies of users, projects and domains. Each
@@ -460,6 +460,10 @@ type User struct {
 	Project   string
 	Domain    string
 	CreatedAt time.Time
+	// TokenExpiresAt is when the token the user was found by
+	// (UserByTokenHash) expires; zero for a token that never does, and
+	// for a user read otherwise. The caller judges it by its own clock.
+	TokenExpiresAt time.Time
 }
 
 // KernelUpdate is one agent event for one kernel.

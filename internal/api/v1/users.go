@@ -26,6 +26,16 @@ type User struct {
 type NewUser struct {
 	User
 	Token string `json:"token"`
+	// ExpiresAt is when Token stops working; absent: never.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+// TokenRequest is the optional body of POST /v1/me/token and
+// /v1/users/{name}/token.
+type TokenRequest struct {
+	// TTL is how long the new token works, as "720h"; absent: it never
+	// expires.
+	TTL string `json:"ttl,omitempty"`
 }
 
 // PolicyRequest is the body of PUT /v1/policies/{scope}/{name}; it

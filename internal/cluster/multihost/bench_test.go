@@ -36,7 +36,7 @@ func BenchmarkAcrossHosts(b *testing.B) {
 	m := c.addHost("m1", 11)
 	agents := []*host{c.addHost("a1", 21), c.addHost("a2", 22)}
 	c.run(m, []string{"SOKOVAN_ADMIN_TOKEN=" + adminToken}, "server", "--db", u.String(), "--listen", m.ip+":8470",
-		"--agent-token", agentToken, "--cycle-interval", "1s")
+		"--agent-token", agentToken, "--insecure-shared-agent-token", "--cycle-interval", "1s")
 	for i, a := range agents {
 		first := 3100000000 + i*10000
 		c.run(a, nil, "agent", "run", "--id", a.name, "--runtime", "process", "--manager", "http://"+m.ip+":8470",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -22,16 +23,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/pki"
 	"github.com/sokovan-go/sokovan/internal/store/pgtest"
 )
 
 const (
 	adminToken = "mh-admin-token-0123456789"
+	// agentToken is the bench's: it runs the shared token's insecure
+	// mode, which the test does not.
 	agentToken = "mh-agent-token-0123456789"
 	// The managers' bounds, short so the faults play out in seconds:
 	// an agent silent for heartbeatTimeout is LOST, and its kernels are
@@ -331,7 +336,7 @@ func (a api) do(method, path string, body any) (int, []byte) {
 	req, _ := http.NewRequest(method, a.base+path, rd)
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	req.Header.Set("Content-Type", "application/json")
-	hc := http.Client{Timeout: 10 * time.Second}
+	hc := http.Client{Timeout: 10 * time.Second, Transport: managerTransport}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, []byte(err.Error())
@@ -406,12 +411,72 @@ func (a api) endAll(ids ...string) {
 	}
 }
 
+// useClusterCA makes the test's calls to the managers trust the cluster
+// CA in file, which they serve their certificates of.
+func useClusterCA(t testing.TB, file string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.CACert(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	managerTransport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}
+}
+
+// agentRPCTLS calls agents with the test's manager certificate.
+var agentRPCTLS *tls.Config
+
+// managerCertificate gives the test a manager's certificate of the
+// cluster CA, signed with the CA's key as the managers keep it in the
+// store, and writes it (test-manager.pem, .key) to dir for curl: agents
+// answer only managers.
+func managerCertificate(t testing.TB, dsn, dir string) *tls.Config {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var certPEM, keyPEM string
+	if err := conn.QueryRow(ctx, "SELECT cert_pem, key_pem FROM cluster_ca").Scan(&certPEM, &keyPEM); err != nil {
+		t.Fatalf("the cluster CA in the store: %v", err)
+	}
+	ca, err := pki.LoadCA([]byte(certPEM), []byte(keyPEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, k, err := ca.Issue(pki.Identity{Role: pki.RoleManager, ID: "multihost-test"}, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := pki.NewKeypair(c, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"test-manager.pem": c, "test-manager.key": k} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agentRPCTLS = pki.ClientConfig(ca, pair, pki.Peer{Role: pki.RoleAgent})
+	return agentRPCTLS
+}
+
+// managerTransport trusts the cluster CA the managers serve with (set
+// once it is known; nil, the default transport, until then).
+var managerTransport http.RoundTripper
+
 // echo GETs url with the admin token and decodes http-echo's answer.
 func echo(t testing.TB, u string) (map[string]any, error) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", u, nil)
 	req.Header.Set("Authorization", "Bearer "+adminToken)
-	hc := http.Client{Timeout: 5 * time.Second}
+	hc := http.Client{Timeout: 5 * time.Second, Transport: managerTransport}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
@@ -457,6 +522,7 @@ func TestMultiHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.Host = c.forward(u.Host)
+	rootDSN := dsn
 	dsn = u.String()
 	ru, err := url.Parse(envOr("SOKOVAN_TEST_REDIS", "redis://127.0.0.1:6379/0"))
 	if err != nil {
@@ -481,22 +547,24 @@ func TestMultiHost(t *testing.T) {
 	agents := []*host{c.addHost("a1", 21), c.addHost("a2", 22), c.addHost("a3", 23)}
 	env := []string{"SOKOVAN_ADMIN_TOKEN=" + adminToken}
 	for _, m := range []*host{m1, m2} {
-		c.run(m, env, "server", "--db", dsn, "--listen", m.ip+":8470", "--agent-token", agentToken,
+		// Agent identities, the default: no shared token.
+		c.run(m, env, "server", "--db", dsn, "--listen", m.ip+":8470", "--cluster-ca-out", filepath.Join(c.dir, m.name+"-ca.pem"),
 			"--events", ru.String(), "--events-stream", "sokovan-mh-"+c.id, "--config", "etcd://"+etcdAddr+cfgKey,
 			"--cycle-interval", "200ms", "--sweep-interval", "500ms",
 			"--heartbeat-timeout", heartbeatTimeout.String(), "--lost-grace", lostGrace.String())
 	}
-	managers := "http://" + m1.ip + ":8470,http://" + m2.ip + ":8470"
-	for i, a := range agents {
-		// No --listen, --advertise or --kernel-address: the defaults must
-		// find the address that reaches the managers.
-		first := 3000000000 + i*10000
-		c.run(a, nil, "agent", "run", "--id", a.name, "--runtime", "process", "--manager", managers,
-			"--token", agentToken, "--cpu", "2", "--mem", "4g", "--heartbeat", "500ms", "--manager-timeout", "1s", "--allow-command",
-			"--kernel-uids", fmt.Sprintf("%d-%d", first, first+999), "--data-dir", filepath.Join(c.dir, a.name))
-	}
-	api1, api2 := api{t, "http://" + m1.ip + ":8470"}, api{t, "http://" + m2.ip + ":8470"}
+	managers := "https://" + m1.ip + ":8470,https://" + m2.ip + ":8470"
+	api1, api2 := api{t, "https://" + m1.ip + ":8470"}, api{t, "https://" + m2.ip + ":8470"}
 	apis := []api{api1, api2}
+	caFile := filepath.Join(c.dir, "m1-ca.pem")
+	eventually(t, 60*time.Second, "m1's cluster CA", func() (bool, string) {
+		if gone := c.exited(); gone != "" {
+			t.Fatalf("exited: %s", gone)
+		}
+		_, err := os.Stat(caFile)
+		return err == nil, fmt.Sprint(err)
+	})
+	useClusterCA(t, caFile)
 	for _, a := range apis {
 		eventually(t, 60*time.Second, a.base+" ready", func() (bool, string) {
 			if gone := c.exited(); gone != "" {
@@ -506,6 +574,21 @@ func TestMultiHost(t *testing.T) {
 			return code == 200, fmt.Sprintf("%d %s", code, raw)
 		})
 	}
+	// The agents join with one join token and check the managers, which
+	// they reach by IP address, with the cluster CA alone.
+	var join v1.AgentToken
+	api1.decode("POST", "/v1/agent-tokens", map[string]any{"ttl": "1h", "uses": len(agents)}, &join, 201)
+	for i, a := range agents {
+		// No --listen, --advertise or --kernel-address: the defaults must
+		// find the address that reaches the managers.
+		first := 3000000000 + i*10000
+		c.run(a, nil, "agent", "run", "--id", a.name, "--runtime", "process", "--manager", managers,
+			"--join-token", join.Token, "--ca", caFile, "--cpu", "2", "--mem", "4g", "--heartbeat", "500ms", "--manager-timeout", "1s", "--allow-command",
+			"--kernel-uids", fmt.Sprintf("%d-%d", first, first+999), "--data-dir", filepath.Join(c.dir, a.name))
+	}
+	// The test calls agents as a manager would, with a manager
+	// certificate of the cluster CA.
+	rpcTLS := managerCertificate(t, rootDSN, c.dir)
 	eventually(t, 60*time.Second, "3 agents ALIVE at their own addresses", func() (bool, string) {
 		code, raw := api1.do("GET", "/v1/agents", nil)
 		var list struct{ Items []v1.Agent }
@@ -514,7 +597,7 @@ func TestMultiHost(t *testing.T) {
 		}
 		alive := 0
 		for _, a := range list.Items {
-			if a.Status == "ALIVE" && a.Address == "http://"+c.hosts[a.ID].ip+":6001" {
+			if a.Status == "ALIVE" && a.Address == "https://"+c.hosts[a.ID].ip+":6001" {
 				alive++
 			}
 		}
@@ -552,7 +635,7 @@ func TestMultiHost(t *testing.T) {
 	for i, m := range []*host{m1, m2} {
 		port := freePort(t)
 		pf := exec.Command(c.bin, "session", "port-forward", echoID, strconv.Itoa(port)+":http")
-		pf.Env = append(os.Environ(), "SOKOVAN_ADDR=http://"+m.ip+":8470", "SOKOVAN_TOKEN="+adminToken)
+		pf.Env = append(os.Environ(), "SOKOVAN_ADDR=https://"+m.ip+":8470", "SOKOVAN_TOKEN="+adminToken, "SOKOVAN_CA="+caFile)
 		var pfOut bytes.Buffer
 		pf.Stdout, pf.Stderr = &pfOut, &pfOut
 		if err := pf.Start(); err != nil {
@@ -677,7 +760,8 @@ echo "NEVER REACHED $peer"; exit 1`
 	api1.waitStatus(onA3, 60*time.Second, "RUNNING")
 	api1.waitStatus(onA1, 60*time.Second, "RUNNING")
 	a3 := agents[2]
-	a3rpc := agentrpc.NewAgentClient(static{"a3": "http://" + a3.ip + ":6001"}, agentToken)
+	a3rpc := agentrpc.NewAgentClient(static{"a3": "https://" + a3.ip + ":6001"}, "")
+	a3rpc.UseTLS(rpcTLS)
 	c.cut(a3)
 	cutAt := time.Now()
 	eventually(t, heartbeatTimeout+10*time.Second, "a3 LOST", func() (bool, string) {
@@ -767,8 +851,11 @@ echo "NEVER REACHED $peer"; exit 1`
 // kernelsFromInside asks the agent on h for its kernels from h itself,
 // which works while h is cut off.
 func (h *host) kernelsFromInside(c *cluster) string {
-	out, err := exec.Command("ip", "netns", "exec", h.ns, "curl", "-s", "-m", "3", "-X", "POST",
-		"-H", "Authorization: Bearer "+agentToken, "-d", "{}", "http://"+h.ip+":6001/rpc/kernels").CombinedOutput()
+	// -k: the agent's certificate names no host; what is under test is
+	// what it answers, and it answers only a manager's certificate.
+	out, err := exec.Command("ip", "netns", "exec", h.ns, "curl", "-s", "-k", "-m", "3", "-X", "POST",
+		"--cert", filepath.Join(c.dir, "test-manager.pem"), "--key", filepath.Join(c.dir, "test-manager.key"),
+		"-d", "{}", "https://"+h.ip+":6001/rpc/kernels").CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("error %v: %s", err, out)
 	}
@@ -854,7 +941,8 @@ func checkInvariants(t *testing.T, a api, c *cluster, want []string) {
 		if ag.KernelCount != live[ag.ID] {
 			t.Errorf("%s: agent %s counts %d kernels, sessions show %d live there", a.base, ag.ID, ag.KernelCount, live[ag.ID])
 		}
-		rpc := agentrpc.NewAgentClient(static{domain.AgentID(ag.ID): "http://" + c.hosts[ag.ID].ip + ":6001"}, agentToken)
+		rpc := agentrpc.NewAgentClient(static{domain.AgentID(ag.ID): "https://" + c.hosts[ag.ID].ip + ":6001"}, "")
+		rpc.UseTLS(agentRPCTLS)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		ks, err := rpc.Kernels(ctx, domain.AgentID(ag.ID))
 		cancel()

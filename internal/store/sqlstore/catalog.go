@@ -276,12 +276,12 @@ func (s *Store) CreateUser(ctx context.Context, u store.User, tokenHash []byte) 
 	return s.write(ctx, "create user "+u.Name, func(tx txn) error {
 		return tx.batch(ctx,
 			Stmt{SQL: insertUser, Args: codec.UserArgs(u, ts)},
-			Stmt{SQL: insertToken, Args: []any{tokenHash, u.ID, ts(u.CreatedAt)}})
+			Stmt{SQL: insertToken, Args: []any{tokenHash, u.ID, ts(u.CreatedAt), nil}})
 	})
 }
 
 // ReplaceTokens implements store.Users.
-func (s *Store) ReplaceTokens(ctx context.Context, userID string, tokenHash []byte, at time.Time) error {
+func (s *Store) ReplaceTokens(ctx context.Context, userID string, tokenHash []byte, at, expires time.Time) error {
 	return s.write(ctx, "replace tokens of "+userID, func(tx txn) error {
 		// The user's row, locked: a missing user is ErrNotFound, and
 		// two replacements of one user's tokens take turns.
@@ -289,7 +289,7 @@ func (s *Store) ReplaceTokens(ctx context.Context, userID string, tokenHash []by
 			return err
 		}
 		return tx.batch(ctx, Stmt{SQL: deleteTokens, Args: []any{userID}},
-			Stmt{SQL: insertToken, Args: []any{tokenHash, userID, ts(at)}})
+			Stmt{SQL: insertToken, Args: []any{tokenHash, userID, ts(at), ts(expires)}})
 	})
 }
 
@@ -303,7 +303,7 @@ func (s *Store) UserByTokenHash(ctx context.Context, tokenHash []byte) (store.Us
 	var u store.User
 	err := s.read(ctx, "user by token", func(tx txn) error {
 		var err error
-		u, err = codec.ScanUser(tx.queryRow(ctx, selectByToken, tokenHash))
+		u, err = codec.ScanTokenUser(tx.queryRow(ctx, selectByToken, tokenHash))
 		return err
 	})
 	return u, err

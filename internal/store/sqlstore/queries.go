@@ -167,12 +167,13 @@ WHERE status = 'PENDING' AND owner_domain = $1 LIMIT $2) p`
 
 const (
 	insertUser    = `INSERT INTO users (` + codec.UserColumns + `) VALUES ($1, $2, $3, $4, $5, $6)`
-	insertToken   = `INSERT INTO tokens (hash, user_id, created_at) VALUES ($1, $2, $3)`
+	insertToken   = `INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`
 	deleteTokens  = `DELETE FROM tokens WHERE user_id = $1`
 	lockUser      = `UPDATE users SET id = id WHERE id = $1`
 	selectUsers   = `SELECT ` + codec.UserColumns + ` FROM users ORDER BY name`
-	selectByToken = `SELECT ` + codec.UserColumns + ` FROM users WHERE id = (SELECT user_id FROM tokens WHERE hash = $1)`
-	upsertPolicy  = `INSERT INTO policies (` + codec.PolicyColumns + `) VALUES ($1, $2, $3, $4, $5)
+	selectByToken = `SELECT ` + codec.UserColumns + `, (SELECT expires_at FROM tokens WHERE hash = $1) FROM users
+		WHERE id = (SELECT user_id FROM tokens WHERE hash = $1)`
+	upsertPolicy = `INSERT INTO policies (` + codec.PolicyColumns + `) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (scope, name) DO UPDATE SET
     max_slots = excluded.max_slots, max_concurrent_sessions = excluded.max_concurrent_sessions,
     max_pending_sessions = excluded.max_pending_sessions`

@@ -267,17 +267,20 @@ func testUsers(t *testing.T, e Engine) {
 
 	// A new token replaces every one the user had; others' stay.
 	fresh := []byte(strings.Repeat("e", 32))
-	f.must(f.s.ReplaceTokens(f.ctx, "u1", fresh, at(3)), "replace alice's tokens")
+	// It may expire: the store keeps the expiry and hands it back with
+	// the user; a token made without one never expires.
+	f.must(f.s.ReplaceTokens(f.ctx, "u1", fresh, at(3), at(30)), "replace alice's tokens")
 	_, err = f.s.UserByTokenHash(f.ctx, hash)
 	wantErr(t, err, store.ErrNotFound, "alice's replaced token")
-	if got, err := f.s.UserByTokenHash(f.ctx, fresh); err != nil || got.ID != "u1" {
-		t.Errorf("alice's new token: %+v, %v", got, err)
+	if got, err := f.s.UserByTokenHash(f.ctx, fresh); err != nil || got.ID != "u1" || !got.TokenExpiresAt.Equal(at(30)) {
+		t.Errorf("alice's new token: %+v, %v; want u1 expiring at %s", got, err, at(30))
 	}
-	if got, err := f.s.UserByTokenHash(f.ctx, []byte(strings.Repeat("d", 32))); err != nil || got.ID != "u2" {
-		t.Errorf("bob's token after alice's replacement: %+v, %v", got, err)
+	if got, err := f.s.UserByTokenHash(f.ctx, []byte(strings.Repeat("d", 32))); err != nil || got.ID != "u2" ||
+		!got.TokenExpiresAt.IsZero() {
+		t.Errorf("bob's token after alice's replacement: %+v, %v; want u2, never expiring", got, err)
 	}
-	wantErr(t, f.s.ReplaceTokens(f.ctx, "nobody", []byte(strings.Repeat("f", 32)), at(3)), store.ErrNotFound, "tokens of no user")
-	wantErr(t, f.s.ReplaceTokens(f.ctx, "u2", fresh, at(3)), store.ErrConflict, "another user's token hash")
+	wantErr(t, f.s.ReplaceTokens(f.ctx, "nobody", []byte(strings.Repeat("f", 32)), at(3), time.Time{}), store.ErrNotFound, "tokens of no user")
+	wantErr(t, f.s.ReplaceTokens(f.ctx, "u2", fresh, at(3), time.Time{}), store.ErrConflict, "another user's token hash")
 	if got, err := f.s.UserByTokenHash(f.ctx, []byte(strings.Repeat("d", 32))); err != nil || got.ID != "u2" {
 		t.Errorf("bob's token after a refused replacement: %+v, %v", got, err)
 	}

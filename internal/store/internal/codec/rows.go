@@ -409,6 +409,24 @@ func ScanUser(sc Scanner) (store.User, error) {
 	return u, e.err
 }
 
+// ScanTokenUser reads UserColumns and the expiry of the token the user
+// was found by.
+func ScanTokenUser(sc Scanner) (store.User, error) {
+	var (
+		u                store.User
+		role             string
+		created, expires rawTime
+	)
+	if err := sc.Scan(&u.ID, &u.Name, &role, &u.Project, &u.Domain, &created, &expires); err != nil {
+		return u, err
+	}
+	u.Role = store.Role(role)
+	e := rowErr{table: "users", id: u.ID}
+	u.CreatedAt = e.time("created_at", created)
+	u.TokenExpiresAt = e.time("tokens.expires_at", expires)
+	return u, e.err
+}
+
 // ScanHistory reads HistoryColumns preceded by the entry's row id.
 func ScanHistory(sc Scanner) (int64, domain.HistoryEntry, error) {
 	var (
