@@ -223,6 +223,9 @@ func checkObjectName(field, name string) error {
 // one request ("resources.mem"), apply names them in its whole request
 // ("objects[2].spec.resources.mem"). An error of no field is the prefix's.
 func at(prefix string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var e *apiError
 	if !errors.As(err, &e) {
 		return err

@@ -481,7 +481,10 @@ func (s *Server) checkUpdate(ctx context.Context, d domain.Deployment, req v1.Up
 			return up, err
 		}
 	}
-	return up, s.canUpdate(d, up.respec)
+	if e := s.canUpdate(d, up.respec); e != nil {
+		return up, e
+	}
+	return up, nil
 }
 
 // canUpdate is whether d, as it stands, takes an update (a new spec when
