@@ -367,7 +367,13 @@ func (s *Server) liveSessionNamed(ctx context.Context, u store.User, name string
 	}
 	for _, x := range ss {
 		if !x.Status.Terminal() {
-			return &x, nil
+			// A listing leaves command and env out; the comparison needs
+			// them.
+			sk, err := s.store.GetSession(ctx, x.ID)
+			if err != nil {
+				return nil, err
+			}
+			return &sk.Session, nil
 		}
 	}
 	return nil, nil

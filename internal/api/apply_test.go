@@ -49,7 +49,7 @@ func TestApplyTwiceChangesNothing(t *testing.T) {
 	m := apitest.New(t, apitest.Options{Manual: true})
 	alice := m.User("alice", "user", "p1")
 	body := applyBody(
-		sessionObj("train", map[string]any{"image": "sleep", "resources": map[string]any{"cpu": "1", "mem": "1g"}}),
+		sessionObj("train", map[string]any{"image": "sleep", "resources": map[string]any{"cpu": "1", "mem": "1g"}, "env": map[string]any{"A": "1"}}),
 		map[string]any{"kind": "Job", "name": "gang", "spec": map[string]any{"min_available": 2},
 			"members": []any{
 				map[string]any{"name": "w0", "spec": map[string]any{"image": "sleep"}},
