@@ -221,7 +221,7 @@ func (s *Server) table() []route {
 				"identities (server --agent-identity) an agent presents its client certificate instead of a token, and " +
 				"join (a join token in the body) needs neither.",
 			status: http.StatusOK, handle: s.agentRPCRoute},
-	}, slices.Concat(s.userRoutes(), s.jobRoutes(), s.deployRoutes(), s.agentTokenRoutes(), s.applyRoutes())...)
+	}, slices.Concat(s.userRoutes(), s.jobRoutes(), s.deployRoutes(), s.agentTokenRoutes(), s.applyRoutes(), s.applySchemaRoutes())...)
 }
 
 // userRoutes are the routes of users, their tokens and their usage.

@@ -204,6 +204,9 @@ type Server struct {
 	mux     *http.ServeMux
 	routes  []route
 	openapi []byte
+	// applySchema is the apply file's JSON Schema, made from openapi's
+	// components.
+	applySchema []byte
 	// feed is the change-feed reader the event streams share; streams
 	// counts each user's open streams.
 	feed      *feed
@@ -277,6 +280,7 @@ func New(cfg Config, d Deps) *Server {
 		s.mux.Handle(rt.pattern(), s.wrap(rt))
 	}
 	s.openapi = s.document()
+	s.applySchema = s.applySchemaDocument()
 	return s
 }
 
