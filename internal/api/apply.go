@@ -585,7 +585,8 @@ func (s *Server) dryWaitGroup(ctx context.Context, p *applyPlan, group string, f
 	return nil
 }
 
-// waitWords says in one line what a new session would wait for.
+// waitWords says in one line what a new session would wait for: the
+// first of its blockers, which the item lists in full.
 func waitWords(never bool, bs []v1.Blocker) string {
 	head := "waits"
 	if never {
@@ -594,11 +595,7 @@ func waitWords(never bool, bs []v1.Blocker) string {
 	if len(bs) == 0 {
 		return head
 	}
-	out := head + ": " + bs[0].Message
-	if len(bs) > 1 {
-		out += fmt.Sprintf(" (and %d more)", len(bs)-1)
-	}
-	return out
+	return head + ": " + bs[0].Message
 }
 
 // dryJobs adds the jobs of the new sessions to the snapshot, as the store
