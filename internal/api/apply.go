@@ -270,7 +270,15 @@ func (s *Server) applyJobRef(ctx context.Context, p *applyPlan, ref string) (dom
 	if j, ok := p.jobs[ref]; ok {
 		return j, nil
 	}
-	return s.sessionJob(ctx, p.u, ref)
+	// Whether the job still takes members matters only for a session to
+	// create (planSession): a member applied again is unchanged whatever
+	// its job's state.
+	j, err := s.resolveJob(ctx, p.u, ref)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return domain.Job{}, invalid("job", "no job %q", ref)
+	}
+	return j, err
 }
 
 // planSession checks a session object and decides: created when the
@@ -311,6 +319,14 @@ func (s *Server) planSession(ctx context.Context, p *applyPlan, field string, it
 		p.sessions[spec.Name] = live.ID
 		p.items = append(p.items, item)
 		return nil
+	}
+	if job.ID != "" && !job.State.Admits() {
+		e := conflict("job %s is %s and takes no new members", job.Name, job.State)
+		e.Field = field + ".spec.job"
+		if item.Member != nil {
+			e.Field = field
+		}
+		return e
 	}
 	if err := s.admit.CheckLimits(ctx, sess); err != nil {
 		return at(field+".spec", fromAdmit(err))
@@ -417,14 +433,8 @@ func (s *Server) planJob(ctx context.Context, p *applyPlan, o applyObject, item 
 			return invalid(f+".spec.job", "is %q, but a member belongs to the job that holds it (%q): leave it out", ref, j.Name)
 		}
 		mi := v1.ApplyItem{Object: o.index, Member: &k, Kind: v1.KindSession, Name: m.Name}
-		n := len(p.items)
 		if err := s.planSession(ctx, p, f, mi, m.Spec, j); err != nil {
 			return err
-		}
-		if p.items[n].Action == "created" && live != nil && !j.State.Admits() {
-			e := conflict("job %s is %s and takes no new members", j.Name, j.State)
-			e.Field = f
-			return e
 		}
 	}
 	return nil

@@ -160,6 +160,20 @@ func TestApplyChangedSpec(t *testing.T) {
 	if code/100 != 4 || e.Error.Field != "objects[0].spec.resource_group" {
 		t.Errorf("moved deployment: %d %q %q", code, e.Error.Field, e.Error.Message)
 	}
+	// A cancelled job is still live while its members end, and takes no
+	// new ones: applying its file again, members ended, is refused there.
+	job := applyBody(map[string]any{"kind": "Job", "name": "j", "spec": map[string]any{},
+		"members": []any{map[string]any{"name": "m", "spec": map[string]any{"image": "sleep"}}}})
+	if code := m.Do(alice, "POST", "/v1/apply", job, nil); code != http.StatusOK {
+		t.Fatalf("job: %d", code)
+	}
+	if code := m.Do(alice, "DELETE", "/v1/jobs/j", nil, nil); code != http.StatusAccepted {
+		t.Fatalf("cancel job: %d", code)
+	}
+	code = m.Do(alice, "POST", "/v1/apply", job, &e)
+	if code != http.StatusConflict || e.Error.Field != "objects[0].members[0]" || !strings.Contains(e.Error.Message, "no new members") {
+		t.Errorf("member of a cancelled job: %d %q %q", code, e.Error.Field, e.Error.Message)
+	}
 }
 
 // A dry run writes nothing and says, for each new session, where the
