@@ -46,7 +46,11 @@ func everything(t *testing.T, m *apitest.Manager) [3]int {
 // says unchanged for each and writes nothing.
 func TestApplyTwiceChangesNothing(t *testing.T) {
 	t.Parallel()
-	m := apitest.New(t, apitest.Options{Manual: true})
+	engines(t, testApplyTwice)
+}
+
+func testApplyTwice(t *testing.T, engine string) {
+	m := apitest.New(t, apitest.Options{Manual: true, Engine: engine})
 	alice := m.User("alice", "user", "p1")
 	body := applyBody(
 		sessionObj("train", map[string]any{"image": "sleep", "resources": map[string]any{"cpu": "1", "mem": "1g"}, "env": map[string]any{"A": "1"}}),
