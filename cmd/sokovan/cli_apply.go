@@ -136,6 +136,11 @@ func newGetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if format == "yaml" {
+				// Editors that read this line check the file against the
+				// manager's schema as it is edited.
+				fmt.Fprintf(cmd.OutOrStdout(), "# yaml-language-server: $schema=%s/v1/apply/schema.json\n", c.addr)
+			}
 			return writeObject(cmd.OutOrStdout(), obj, format)
 		},
 	}

@@ -193,6 +193,9 @@ func TestCLIGetRoundTrip(t *testing.T) {
 		}
 	}
 	web := c.ok(alice, "get", "deployment", "web")
+	if first, _, _ := strings.Cut(web, "\n"); first != "# yaml-language-server: $schema="+m.URL+"/v1/apply/schema.json" {
+		t.Errorf("get -o yaml begins %q, not the schema's line", first)
+	}
 	changed := strings.Replace(web, "image: http-echo", "image: http-echo\n  env:\n    VERSION: \"2\"", 1)
 	out := c.ok(alice, "apply", "-f", writeApplyFile(t, dir, "web2.yaml", changed))
 	if !strings.Contains(out, "deployment/web updated (env)") {
