@@ -93,14 +93,27 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	} else {
-		for _, write := range p.writes {
+		for i, write := range p.writes {
 			if err := write(ctx); err != nil {
-				return err
+				return partly(i, err)
 			}
 		}
 	}
 	writeJSON(w, http.StatusOK, v1.Apply{DryRun: dry, Items: p.items})
 	return nil
+}
+
+// partly says of a write that failed after others were done (a pending
+// cap reached, a name taken meanwhile, a store fault) that those stand:
+// every object was checked first, but the writes are one by one.
+func partly(done int, err error) error {
+	var e *apiError
+	if done == 0 || !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	c.Message += fmt.Sprintf(" (the %d writes before it were made; apply again once this is fixed: what was made is unchanged)", done)
+	return &c
 }
 
 // decodeApply reads an apply request: each object is checked against
@@ -231,7 +244,9 @@ func at(prefix string, err error) error {
 		return err
 	}
 	c := *e
-	c.Field = join(prefix, e.Field)
+	if c.Field = prefix; e.Field != "" {
+		c.Field = join(prefix, e.Field)
+	}
 	return &c
 }
 

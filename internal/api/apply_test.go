@@ -224,3 +224,26 @@ func TestApplyDryRun(t *testing.T) {
 		t.Errorf("dry run of a session no agent holds: %d %q %q", code, e.Error.Field, e.Error.Message)
 	}
 }
+
+// A write refused after others were made (here the owner's pending cap,
+// which only the write counts) names its object and says what stands;
+// applying again once there is room makes only what is missing.
+func TestApplyRefusedMidway(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true})
+	alice := m.User("alice", "user", "p1")
+	if code := m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_pending_sessions": 1}, nil); code != http.StatusOK {
+		t.Fatalf("policy: %d", code)
+	}
+	body := applyBody(sessionObj("a", map[string]any{"image": "sleep"}), sessionObj("b", map[string]any{"image": "sleep"}))
+	var e v1.ErrorResponse
+	code := m.Do(alice, "POST", "/v1/apply", body, &e)
+	if code != http.StatusTooManyRequests || e.Error.Field != "objects[1].spec" || !strings.Contains(e.Error.Message, "the 1 writes before it were made") {
+		t.Fatalf("second session over the cap: %d %q %q", code, e.Error.Field, e.Error.Message)
+	}
+	m.Do(m.AdminToken, "PUT", "/v1/policies/user/alice", map[string]any{"max_pending_sessions": 2}, nil)
+	var out v1.Apply
+	if code := m.Do(alice, "POST", "/v1/apply", body, &out); code != http.StatusOK || out.Items[0].Action != "unchanged" || out.Items[1].Action != "created" {
+		t.Errorf("apply again: %d %+v", code, out.Items)
+	}
+}
