@@ -59,11 +59,10 @@ type applyPlan struct {
 	// objects may depend on or join them.
 	sessions map[string]domain.SessionID
 	jobs     map[string]domain.Job
-	// fresh are the new sessions with their item, and newJobs the new
-	// jobs, for a dry run's round and estimate.
-	fresh   []framework.PendingSession
-	itemOf  map[domain.SessionID]int
-	newJobs []domain.Job
+	// fresh are the new sessions, and itemOf their items, for a dry
+	// run's round and estimate.
+	fresh  []framework.PendingSession
+	itemOf map[domain.SessionID]int
 	// jobGroup is the resource group of each job's members.
 	jobGroup map[domain.JobID]string
 }
@@ -436,7 +435,6 @@ func (s *Server) planJob(ctx context.Context, p *applyPlan, o applyObject, item 
 		item.Action = "unchanged"
 	} else {
 		item.Action = "created"
-		p.newJobs = append(p.newJobs, j)
 		p.writes = append(p.writes, func(ctx context.Context) error { return s.store.CreateJob(ctx, j) })
 	}
 	item.ID = string(j.ID)
