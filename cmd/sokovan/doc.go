@@ -12,5 +12,5 @@
 // manager, which resolves them, so the CLI and the API agree on what a
 // name means.
 //
-// Imports: internal/..., github.com/spf13/cobra, github.com/spf13/pflag, golang.org/x/sys/unix.
+// Imports: internal/..., github.com/spf13/cobra, github.com/spf13/pflag, golang.org/x/sys/unix, go.yaml.in/yaml/v3.
 package main

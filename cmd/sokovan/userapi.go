@@ -38,7 +38,8 @@ func userAPIWith(p manager.Parts, adminToken string, cfg api.Config) (http.Handl
 			_, err := p.Store.ListResourceGroups(ctx)
 			return err
 		},
-		Estimate: simulate.Estimator(p.Store, p.Slots, clock.Wall),
+		Estimate:     simulate.Estimator(p.Store, p.Slots, clock.Wall),
+		EstimateWith: simulate.EstimatorWith(p.Store, p.Slots, clock.Wall),
 	}
 	if p.Deploy != nil {
 		deps.Deploy = p.Deploy

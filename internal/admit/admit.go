@@ -451,6 +451,21 @@ func (a *Admitter) Submit(ctx context.Context, sess domain.Session, kernels []do
 	return nil
 }
 
+// CheckLimits is what Submit checks of the owner's policies before it
+// writes, for a dry run that writes nothing: a session asking for more
+// than a policy allows at once is refused. The pending caps are counted
+// only by the write itself.
+func (a *Admitter) CheckLimits(ctx context.Context, sess domain.Session) error {
+	policies, err := a.policies(ctx, sess.Owner)
+	if err != nil {
+		return err
+	}
+	if e := a.hardLimits(sess, policies); e != nil {
+		return e
+	}
+	return nil
+}
+
 // groupClosed refuses a session to a group that accepts no new ones.
 func groupClosed(group string, st domain.GroupState) *Error {
 	return conflict("resource_group", "resource group %s is %s and accepts no new sessions", group, st)

@@ -21,33 +21,18 @@ import (
 // the path of the field at fault ("resources.mem"), which encoding/json's
 // own errors do not always give.
 func decode(r *http.Request, dst any) error {
-	body, err := io.ReadAll(r.Body)
+	raw, body, err := readObject(r)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return &apiError{Status: http.StatusRequestEntityTooLarge, Code: codeTooLarge,
-				Message: fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit)}
-		}
-		return invalid("", "cannot read the request body: %v", err)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return invalid("", "request body is empty; a JSON object is expected")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var raw any
-	if err := dec.Decode(&raw); err != nil {
-		return invalid("", "malformed JSON: %s", jsonProblem(err))
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalid("", "malformed JSON: unexpected data after the object")
-	}
-	if _, ok := raw.(map[string]any); !ok {
-		return invalid("", "request body must be a JSON object, not %s", jsonKind(raw))
+		return err
 	}
 	if err := checkShape(raw, reflect.TypeOf(dst).Elem(), ""); err != nil {
 		return err
 	}
+	return strictDecode(body, dst)
+}
+
+// strictDecode decodes what checkShape has accepted.
+func strictDecode(body []byte, dst any) error {
 	strict := json.NewDecoder(bytes.NewReader(body))
 	strict.DisallowUnknownFields()
 	if err := strict.Decode(dst); err != nil {
@@ -56,6 +41,37 @@ func decode(r *http.Request, dst any) error {
 		return invalid("", "malformed request: %s", jsonProblem(err))
 	}
 	return nil
+}
+
+// readObject reads a request body holding one JSON object, as a generic
+// value (numbers as json.Number) and as its bytes.
+func readObject(r *http.Request) (map[string]any, []byte, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, nil, &apiError{Status: http.StatusRequestEntityTooLarge, Code: codeTooLarge,
+				Message: fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit)}
+		}
+		return nil, nil, invalid("", "cannot read the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, nil, invalid("", "request body is empty; a JSON object is expected")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var raw any
+	if err := dec.Decode(&raw); err != nil {
+		return nil, nil, invalid("", "malformed JSON: %s", jsonProblem(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, nil, invalid("", "malformed JSON: unexpected data after the object")
+	}
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		return nil, nil, invalid("", "request body must be a JSON object, not %s", jsonKind(raw))
+	}
+	return obj, body, nil
 }
 
 // jsonProblem words a decoding error without Go type names.

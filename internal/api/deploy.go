@@ -164,41 +164,56 @@ func checkReplicas(n int) *apiError {
 
 func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	u := caller(ctx)
 	var req v1.CreateDeploymentRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	d, err := s.newDeployment(ctx, caller(ctx), req)
+	if err != nil {
+		return err
+	}
+	if err := s.storeDeployment(ctx, d); err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/deployments/"+string(d.ID))
+	writeJSON(w, http.StatusCreated, s.deploymentOut(ctx, d, nil, false))
+	return nil
+}
+
+// newDeployment checks a deployment request completely, its spec as each
+// route's session will be, and makes the PENDING deployment it asks for
+// without storing it (POST /v1/deployments and apply).
+func (s *Server) newDeployment(ctx context.Context, u store.User, req v1.CreateDeploymentRequest) (domain.Deployment, error) {
 	if strings.TrimSpace(req.Name) == "" {
-		return invalid("name", "a deployment needs a name")
+		return domain.Deployment{}, invalid("name", "a deployment needs a name")
 	}
 	if e := cleanText("name", req.Name, maxNameLen); e != nil {
-		return e
+		return domain.Deployment{}, e
 	}
 	if strings.ContainsAny(req.Name, " \t/") {
-		return invalid("name", "must not contain spaces or slashes")
+		return domain.Deployment{}, invalid("name", "must not contain spaces or slashes")
 	}
 	replicas := 1
 	if req.Replicas != nil {
 		replicas = *req.Replicas
 	}
 	if e := checkReplicas(replicas); e != nil {
-		return e
+		return domain.Deployment{}, e
 	}
 	hc, e := healthCheck(req.HealthCheck)
 	if e != nil {
-		return e
+		return domain.Deployment{}, e
 	}
 	surge := 1
 	if req.MaxSurge != nil {
 		surge = *req.MaxSurge
 	}
 	if e := checkSurge(surge); e != nil {
-		return e
+		return domain.Deployment{}, e
 	}
 	auto, e := autoscale(req.Autoscale)
 	if e != nil {
-		return e
+		return domain.Deployment{}, e
 	}
 	if auto != nil {
 		replicas = max(auto.Min, min(auto.Max, replicas))
@@ -209,13 +224,18 @@ func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error 
 	// deployment that could never start a route is refused now.
 	sess, _, err := s.build(ctx, admit.Route(domain.SessionID(newUUID()), ownerOf(u), req.Name, spec))
 	if err != nil {
-		return err
+		return domain.Deployment{}, err
 	}
 	spec.ResourceGroup = sess.ResourceGroup
 	now := s.clock.Now().UTC().Truncate(time.Microsecond)
-	d := domain.Deployment{ID: domain.DeploymentID(newUUID()), Name: req.Name, Owner: sess.Owner,
+	return domain.Deployment{ID: domain.DeploymentID(newUUID()), Name: req.Name, Owner: sess.Owner,
 		Status: domain.DeploymentPending, StatusChangedAt: now, CreatedAt: now, Replicas: replicas, Spec: spec, Health: hc,
-		Revision: 1, MaxSurge: surge, Autoscale: auto}
+		Revision: 1, MaxSurge: surge, Autoscale: auto}, nil
+}
+
+// storeDeployment creates a deployment newDeployment made and wakes the
+// controller.
+func (s *Server) storeDeployment(ctx context.Context, d domain.Deployment) error {
 	if err := s.store.CreateDeployment(ctx, d); err != nil {
 		if errors.Is(err, store.ErrDeploymentNameTaken) {
 			e := conflict("you already have a live deployment named %q; destroy it, or choose another name", d.Name)
@@ -225,8 +245,6 @@ func (s *Server) createDeployment(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	s.kickDeploy()
-	w.Header().Set("Location", "/v1/deployments/"+string(d.ID))
-	writeJSON(w, http.StatusCreated, s.deploymentOut(ctx, d, nil, false))
 	return nil
 }
 
@@ -397,50 +415,101 @@ func (s *Server) patchDeployment(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	respec := req.Image != "" || req.Command != nil || req.Resources != nil || req.Env != nil
-	if req.Replicas == nil && req.MaxSurge == nil && req.Autoscale == nil && !respec {
-		return invalid("replicas", "nothing to change: give replicas, max_surge, autoscale, image, command, resources or env")
+	up, err := s.checkUpdate(ctx, d, req)
+	if err != nil {
+		return err
+	}
+	if d, err = s.writeUpdate(ctx, d, up); err != nil {
+		return err
+	}
+	routes, err := s.liveRoutes(ctx, d.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.deploymentOut(ctx, d, routes[d.ID], false))
+	return nil
+}
+
+// deploymentUpdate is a checked PATCH of a deployment: the request, the
+// spec it makes and its autoscaling rule.
+type deploymentUpdate struct {
+	req    v1.UpdateDeploymentRequest
+	spec   domain.DeploymentSpec
+	auto   *domain.Autoscale
+	respec bool
+}
+
+// checkUpdate checks an update of d completely, a new spec as its routes'
+// sessions will be, without writing (PATCH and apply, whose dry run stops
+// here).
+func (s *Server) checkUpdate(ctx context.Context, d domain.Deployment, req v1.UpdateDeploymentRequest) (deploymentUpdate, error) {
+	up := deploymentUpdate{req: req, spec: d.Spec}
+	up.respec = req.Image != "" || req.Command != nil || req.Resources != nil || req.Env != nil
+	if req.Replicas == nil && req.MaxSurge == nil && req.Autoscale == nil && !up.respec {
+		return up, invalid("replicas", "nothing to change: give replicas, max_surge, autoscale, image, command, resources or env")
 	}
 	auto, e := autoscale(req.Autoscale)
 	if e != nil {
-		return e
+		return up, e
 	}
+	up.auto = auto
 	if req.Replicas != nil {
 		if e := checkReplicas(*req.Replicas); e != nil {
-			return e
+			return up, e
 		}
 	}
 	if req.MaxSurge != nil {
 		if e := checkSurge(*req.MaxSurge); e != nil {
-			return e
+			return up, e
 		}
 	}
-	spec := d.Spec
-	if respec {
+	if up.respec {
 		if req.Image != "" {
-			spec.Image = req.Image
+			up.spec.Image = req.Image
 		}
 		if req.Command != nil {
-			spec.Command = req.Command
+			up.spec.Command = req.Command
 		}
 		if req.Resources != nil {
-			spec.Resources = req.Resources
+			up.spec.Resources = req.Resources
 		}
 		if req.Env != nil {
-			spec.Env = req.Env
+			up.spec.Env = req.Env
 		}
 		// The new spec is checked as its routes' sessions will be.
-		if _, _, err := s.build(ctx, admit.Route(domain.SessionID(newUUID()), d.Owner, d.Name, spec)); err != nil {
-			return err
+		if _, _, err := s.build(ctx, admit.Route(domain.SessionID(newUUID()), d.Owner, d.Name, up.spec)); err != nil {
+			return up, err
 		}
 	}
+	if e := s.canUpdate(d, up.respec); e != nil {
+		return up, e
+	}
+	return up, nil
+}
+
+// canUpdate is whether d, as it stands, takes an update (a new spec when
+// respec).
+func (s *Server) canUpdate(d domain.Deployment, respec bool) *apiError {
+	if d.Status == domain.DeploymentDestroying || d.Status.Terminal() {
+		return conflict("deployment %s is %s", d.ID, d.Status)
+	}
+	if respec && d.Status == domain.DeploymentDeploying {
+		return conflict("deployment %s is rolling out revision %d; wait for it to end", d.ID, d.Revision)
+	}
+	return nil
+}
+
+// writeUpdate applies a checked update to the deployment as stored and
+// records it in the deployment's history.
+func (s *Server) writeUpdate(ctx context.Context, d domain.Deployment, up deploymentUpdate) (domain.Deployment, error) {
+	req := up.req
 	u := caller(ctx)
 	now := s.clock.Now().UTC().Truncate(time.Microsecond)
 	var from domain.DeploymentStatus
-	d, err = s.updateDeployment(ctx, d.ID, func(d *domain.Deployment) *apiError {
+	d, err := s.updateDeployment(ctx, d.ID, func(d *domain.Deployment) *apiError {
 		from = d.Status
-		if d.Status == domain.DeploymentDestroying || d.Status.Terminal() {
-			return conflict("deployment %s is %s", d.ID, d.Status)
+		if e := s.canUpdate(*d, up.respec); e != nil {
+			return e
 		}
 		if req.Replicas != nil {
 			d.Replicas = *req.Replicas
@@ -449,17 +518,14 @@ func (s *Server) patchDeployment(w http.ResponseWriter, r *http.Request) error {
 			d.MaxSurge = *req.MaxSurge
 		}
 		if req.Autoscale != nil {
-			d.Autoscale = auto
-			if auto != nil {
-				d.Replicas = max(auto.Min, min(auto.Max, d.Replicas))
+			d.Autoscale = up.auto
+			if up.auto != nil {
+				d.Replicas = max(up.auto.Min, min(up.auto.Max, d.Replicas))
 			}
 		}
-		if respec {
-			if d.Status == domain.DeploymentDeploying {
-				return conflict("deployment %s is rolling out revision %d; wait for it to end", d.ID, d.Revision)
-			}
+		if up.respec {
 			prev := d.Spec
-			d.Spec, d.Revision = spec, d.Revision+1
+			d.Spec, d.Revision = up.spec, d.Revision+1
 			// The new revision's start failures are its own: the store
 			// clears the backoff in the write that changes the revision.
 			d.StartFailures, d.NextStartAt = 0, time.Time{}
@@ -471,8 +537,17 @@ func (s *Server) patchDeployment(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return d, err
 	}
+	_ = s.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Subject: d.ID, At: now,
+		Cause: domain.HandlerUserUpdate, Result: domain.RouteSuccess, From: from.String(), To: d.Status.String(),
+		Message: fmt.Sprintf("%s set %s", u.Name, strings.Join(updateWords(d, req, up.respec), ", "))}})
+	s.kickDeploy()
+	return d, nil
+}
+
+// updateWords says what an update set, for the history.
+func updateWords(d domain.Deployment, req v1.UpdateDeploymentRequest, respec bool) []string {
 	var what []string
 	if req.Replicas != nil {
 		what = append(what, fmt.Sprintf("replicas %d", d.Replicas))
@@ -491,16 +566,7 @@ func (s *Server) patchDeployment(w http.ResponseWriter, r *http.Request) error {
 				d.Autoscale.Min, d.Autoscale.Max, d.Autoscale.Target))
 		}
 	}
-	_ = s.store.AppendDeploymentHistory(ctx, []domain.DeploymentHistoryEntry{{Subject: d.ID, At: now,
-		Cause: domain.HandlerUserUpdate, Result: domain.RouteSuccess, From: from.String(), To: d.Status.String(),
-		Message: fmt.Sprintf("%s set %s", u.Name, strings.Join(what, ", "))}})
-	s.kickDeploy()
-	routes, err := s.liveRoutes(ctx, d.ID)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, s.deploymentOut(ctx, d, routes[d.ID], false))
-	return nil
+	return what
 }
 
 func (s *Server) deleteDeployment(w http.ResponseWriter, r *http.Request) error {

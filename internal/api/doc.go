@@ -11,7 +11,10 @@
 //
 // Sessions are named in every route by id, unique id prefix or name
 // (resolve.go), so the API and the CLI read a reference alike; the queue
-// view and why share one dry run of the scheduler (queue.go).
+// view and why share one dry run of the scheduler (queue.go). Apply
+// (apply.go) creates, keeps or updates sessions, jobs and deployments by
+// name from objects whose spec is the create routes' own request types,
+// through the create and update routes' own checks and writes.
 //
 // Handlers validate, call, and convert errors at the boundary only: a
 // request that fails validation writes nothing. Everything the API needs

@@ -18,38 +18,13 @@ const maxMinAvailable = 10_000
 
 func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	u := caller(ctx)
 	var req v1.CreateJobRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if e := cleanText("name", req.Name, maxNameLen); e != nil {
+	j, e := s.newJob(caller(ctx), req)
+	if e != nil {
 		return e
-	}
-	now := s.clock.Now().UTC().Truncate(time.Microsecond)
-	j := domain.Job{ID: domain.JobID(newUUID()), Name: req.Name,
-		Owner:        domain.Owner{User: u.Name, Project: u.Project, Domain: u.Domain},
-		MinAvailable: 1, PermitTimeout: domain.DefaultPermitTimeout, FailurePolicy: domain.FailureWait,
-		State: domain.JobNew, StateChangedAt: now, CreatedAt: now}
-	if req.MinAvailable != nil {
-		if n := *req.MinAvailable; n < 1 || n > maxMinAvailable {
-			return invalid("min_available", "must be 1 to %d, not %d", maxMinAvailable, n)
-		}
-		j.MinAvailable = *req.MinAvailable
-	}
-	if req.PermitTimeout != "" {
-		d, err := time.ParseDuration(req.PermitTimeout)
-		if err != nil || d <= 0 || d > 24*time.Hour {
-			return invalid("permit_timeout", "must be a duration from 1ns to 24h such as \"60s\"")
-		}
-		j.PermitTimeout = d
-	}
-	if req.FailurePolicy != "" {
-		p, err := domain.ParseFailurePolicy(req.FailurePolicy)
-		if err != nil {
-			return invalid("failure_policy", "%v", err)
-		}
-		j.FailurePolicy = p
 	}
 	if err := s.store.CreateJob(ctx, j); err != nil {
 		return err
@@ -60,6 +35,40 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil
+}
+
+// newJob checks a job request and makes the job it asks for, NEW, without
+// storing it (POST /v1/jobs and apply).
+func (s *Server) newJob(u store.User, req v1.CreateJobRequest) (domain.Job, *apiError) {
+	if e := cleanText("name", req.Name, maxNameLen); e != nil {
+		return domain.Job{}, e
+	}
+	now := s.clock.Now().UTC().Truncate(time.Microsecond)
+	j := domain.Job{ID: domain.JobID(newUUID()), Name: req.Name,
+		Owner:        domain.Owner{User: u.Name, Project: u.Project, Domain: u.Domain},
+		MinAvailable: 1, PermitTimeout: domain.DefaultPermitTimeout, FailurePolicy: domain.FailureWait,
+		State: domain.JobNew, StateChangedAt: now, CreatedAt: now}
+	if req.MinAvailable != nil {
+		if n := *req.MinAvailable; n < 1 || n > maxMinAvailable {
+			return j, invalid("min_available", "must be 1 to %d, not %d", maxMinAvailable, n)
+		}
+		j.MinAvailable = *req.MinAvailable
+	}
+	if req.PermitTimeout != "" {
+		d, err := time.ParseDuration(req.PermitTimeout)
+		if err != nil || d <= 0 || d > 24*time.Hour {
+			return j, invalid("permit_timeout", "must be a duration from 1ns to 24h such as \"60s\"")
+		}
+		j.PermitTimeout = d
+	}
+	if req.FailurePolicy != "" {
+		p, err := domain.ParseFailurePolicy(req.FailurePolicy)
+		if err != nil {
+			return j, invalid("failure_policy", "%v", err)
+		}
+		j.FailurePolicy = p
+	}
+	return j, nil
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {

@@ -159,6 +159,9 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 		}
 		return out
 	}
+	if t == objectType {
+		return g.oneOf(t, "kind", objectKinds)
+	}
 	switch t.Kind() {
 	case reflect.String:
 		return map[string]any{"type": "string"}
@@ -180,9 +183,10 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 			g.fields(t, props, &required)
 			sort.Strings(required)
 			sch := map[string]any{"type": "object", "properties": props}
-			if strings.HasSuffix(t.Name(), "Request") {
-				// Requests refuse unknown fields; answers may grow (API.md:
-				// extend freely), so they do not promise a closed set.
+			if strings.HasSuffix(t.Name(), "Request") || strings.HasSuffix(t.Name(), "Object") {
+				// Requests (and apply's objects) refuse unknown fields;
+				// answers may grow (API.md: extend freely), so they do not
+				// promise a closed set.
 				sch["additionalProperties"] = false
 			}
 			if len(required) > 0 {
@@ -193,6 +197,39 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 		return map[string]any{"$ref": "#/components/schemas/" + name}
 	}
 	return map[string]any{}
+}
+
+// objectType is apply's object: on the wire an untyped JSON object (so
+// the server names the field at fault), in the document oneOf the kinds'
+// shapes, told apart by kind, each of whose spec is its create route's
+// body schema.
+var (
+	objectType  = reflect.TypeFor[v1.Object]()
+	objectKinds = map[string]reflect.Type{
+		v1.KindSession:    reflect.TypeFor[v1.SessionObject](),
+		v1.KindJob:        reflect.TypeFor[v1.JobObject](),
+		v1.KindDeployment: reflect.TypeFor[v1.DeploymentObject](),
+	}
+)
+
+// oneOf is the component of a type that is one of several, by the value
+// of the discriminating property.
+func (g *schemaGen) oneOf(t reflect.Type, prop string, by map[string]reflect.Type) map[string]any {
+	name := schemaName(t)
+	if _, done := g.schemas[name]; !done {
+		g.schemas[name] = nil
+		g.types[name] = t
+		var refs []any
+		mapping := map[string]any{}
+		for _, k := range sortedKeys(by) {
+			ref := g.schema(by[k])
+			refs = append(refs, ref)
+			mapping[k] = ref["$ref"]
+		}
+		g.schemas[name] = map[string]any{"oneOf": refs,
+			"discriminator": map[string]any{"propertyName": prop, "mapping": mapping}}
+	}
+	return map[string]any{"$ref": "#/components/schemas/" + name}
 }
 
 // fields adds a struct's JSON fields, flattening embedded structs as

@@ -104,6 +104,9 @@ type Deps struct {
 	// Estimate, when set, adds estimated_start to why (cached per group
 	// for a few seconds).
 	Estimate EstimateFunc
+	// EstimateWith, when set, adds estimated_start to a dry run of apply
+	// for the sessions it would create.
+	EstimateWith EstimateWithFunc
 	// Hooks are the session-type hooks; nil means hook.Standard().
 	Hooks *hook.Registry
 	// Deploy, when set, is woken after a user changes a deployment.
@@ -201,6 +204,9 @@ type Server struct {
 	mux     *http.ServeMux
 	routes  []route
 	openapi []byte
+	// applySchema is the apply file's JSON Schema, made from openapi's
+	// components.
+	applySchema []byte
 	// feed is the change-feed reader the event streams share; streams
 	// counts each user's open streams.
 	feed      *feed
@@ -208,10 +214,13 @@ type Server struct {
 	streams   map[string]int
 	// est caches each group's estimated starts for why; dry its dry runs
 	// for why and the queue.
-	est   groupCache[map[domain.SessionID]time.Time]
-	dry   groupCache[dryRunResult]
-	hooks *hook.Registry
-	admit *admit.Admitter
+	est groupCache[map[domain.SessionID]time.Time]
+	dry groupCache[dryRunResult]
+	// estWith estimates with sessions not yet stored (apply's dry run);
+	// never cached, as its input is one request's.
+	estWith EstimateWithFunc
+	hooks   *hook.Registry
+	admit   *admit.Admitter
 	// act rate-limits the recording of session activity.
 	act activity
 	// deploy is the deployment controller, woken after user changes.
@@ -236,7 +245,7 @@ func New(cfg Config, d Deps) *Server {
 		sched: scheduler.New(d.Plugins), agentRPC: d.AgentRPC, logs: d.Logs, gatherer: d.Gatherer,
 		ready: d.Ready, clock: d.Clock, log: d.Log, mux: http.NewServeMux(), streams: map[string]int{},
 		hooks: d.Hooks, act: activity{last: map[domain.SessionID]time.Time{}},
-		deploy: d.Deploy, admit: d.Admit, proxies: newProxyLimits(cfg),
+		deploy: d.Deploy, admit: d.Admit, proxies: newProxyLimits(cfg), estWith: d.EstimateWith,
 	}
 	if s.admit == nil {
 		s.admit = s.ownAdmitter()
@@ -271,6 +280,7 @@ func New(cfg Config, d Deps) *Server {
 		s.mux.Handle(rt.pattern(), s.wrap(rt))
 	}
 	s.openapi = s.document()
+	s.applySchema = s.applySchemaDocument()
 	return s
 }
 

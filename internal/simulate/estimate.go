@@ -58,6 +58,10 @@ func Estimate(ctx context.Context, live Live, horizon time.Duration) (map[domain
 	if horizon <= 0 {
 		horizon = EstimateHorizon
 	}
+	// The replay's store keeps microseconds: from a finer origin, a
+	// session that starts at once would seem to start a little before
+	// the replay did, and get no estimate.
+	live.Now = live.Now.Truncate(time.Microsecond)
 	in := slices.Concat(live.Running, live.Pending)
 	w := Workload{Sessions: make([]Session, len(in))}
 	known := make(map[domain.SessionID]bool, len(in))

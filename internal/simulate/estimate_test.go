@@ -180,3 +180,34 @@ func TestEstimateWithJobMembers(t *testing.T) {
 		t.Errorf("estimate of next behind a running job: %v (present %v), want about %v", at, ok, ends)
 	}
 }
+
+// A session that starts at once has an estimate, now, even when the
+// estimate starts from a time finer than the store's microseconds.
+func TestEstimateStartsAtOnce(t *testing.T) {
+	reg := domain.DefaultRegistry()
+	now := time.Date(2026, 3, 2, 14, 0, 0, 123456789, time.UTC)
+	req, err := reg.ParseSlots(map[string]string{"cpu": "2", "mem": "1g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity, err := reg.ParseSlots(map[string]string{"cpu": "4", "mem": "16g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := domain.Session{ID: "s1", Name: "s1", Owner: domain.Owner{User: "alice", Project: "p", Domain: "default"},
+		Type: domain.TypeBatch, Architecture: "x86_64", ClusterMode: domain.SingleNode, ClusterSize: 1,
+		Priority: 10, Requested: req, CreatedAt: now.Truncate(time.Microsecond)}
+	k := domain.Kernel{ID: "s1-k0", SessionID: s.ID, ClusterRole: domain.RoleMain, Architecture: "x86_64", Requested: req.Clone()}
+	group := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
+		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
+	agent := domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
+		Capacity: capacity}
+	got, err := simulate.Estimate(context.Background(), simulate.Live{Now: now, Slots: reg, Group: group,
+		Agents: []domain.Agent{agent}, Pending: []simulate.LiveSession{{Session: s, Kernels: []domain.Kernel{k}, Run: time.Hour}}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := got["s1"]; !ok || at.Sub(now).Abs() > time.Second {
+		t.Errorf("estimate of a session that fits now: %v (present %v), want about %v", at, ok, now)
+	}
+}

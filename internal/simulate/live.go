@@ -132,3 +132,29 @@ func Estimator(st LiveStore, reg *domain.Registry, clock interface{ Now() time.T
 		return Estimate(ctx, live, 0)
 	}
 }
+
+// EstimatorWith is Estimator with sessions not yet stored queued after
+// the group's pending ones, and the jobs they belong to, for a dry run of
+// apply: when would these start, were they submitted now.
+func EstimatorWith(st LiveStore, reg *domain.Registry, clock interface{ Now() time.Time }) func(ctx context.Context, group string, extra []framework.PendingSession, jobs []domain.Job) (map[domain.SessionID]time.Time, error) {
+	return func(ctx context.Context, group string, extra []framework.PendingSession, jobs []domain.Job) (map[domain.SessionID]time.Time, error) {
+		live, err := LoadLive(ctx, st, reg, group, clock.Now())
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range extra {
+			live.Pending = append(live.Pending, LiveSession{Session: p.Session, Kernels: p.Kernels, Run: ExpectedRun(p.Session)})
+		}
+		have := map[domain.JobID]bool{}
+		for _, j := range live.Jobs {
+			have[j.ID] = true
+		}
+		for _, j := range jobs {
+			if !have[j.ID] {
+				live.Jobs = append(live.Jobs, j)
+				have[j.ID] = true
+			}
+		}
+		return Estimate(ctx, live, 0)
+	}
+}

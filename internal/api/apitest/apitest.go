@@ -154,7 +154,7 @@ func New(t testing.TB, opts Options) *Manager {
 		}),
 		Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if opts.Estimate {
-		deps.Estimate = simulate.Estimator(st, reg, clock.Wall)
+		deps.Estimate, deps.EstimateWith = simulate.Estimator(st, reg, clock.Wall), simulate.EstimatorWith(st, reg, clock.Wall)
 	}
 	// One admitter for the API and the deployments' routes, as a manager
 	// shares one.

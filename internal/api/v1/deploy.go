@@ -28,7 +28,7 @@ type HealthCheck struct {
 // is an inference session of image with resources, command and env, as
 // POST /v1/sessions takes them.
 type CreateDeploymentRequest struct {
-	Name          string            `json:"name"`
+	Name          string            `json:"name,omitempty"`
 	Image         string            `json:"image"`
 	Resources     map[string]string `json:"resources,omitempty"`
 	Replicas      *int              `json:"replicas,omitempty"`

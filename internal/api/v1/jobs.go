@@ -6,7 +6,7 @@ import "time"
 // with "job" on POST /v1/sessions.
 type CreateJobRequest struct {
 	// Name is free text; a job is also found by it among the caller's.
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 	// MinAvailable members must be placed together before any starts
 	// (default 1).
 	MinAvailable *int `json:"min_available,omitempty"`
