@@ -102,6 +102,8 @@ func Run(t *testing.T, e Engine) {
 		{"UtilisationRange", testUtilisationRange},
 		{"UtilisationDownsampling", testUtilisationDownsampling},
 		{"PruneUtilisation", testPruneUtilisation},
+		{"UsageRollup", testUsageRollup},
+		{"UsageRollupStartsFromNow", testUsageRollupStartsFromNow},
 		{"HeldByUser", testHeldByUser},
 		{"AgentDrains", testAgentDrains},
 		{"Jobs", testJobs},
