@@ -352,6 +352,9 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	if e := applyPreemption(req.Preemption, &g.Preemption); e != nil {
 		return e
 	}
+	if e := applyFairShare(req.FairShare, &g.FairShare); e != nil {
+		return e
+	}
 	// A default above the maximum would refuse every session that asks
 	// for no limit.
 	if g.MaxTimeLimit > 0 && g.DefaultTimeLimit > g.MaxTimeLimit {

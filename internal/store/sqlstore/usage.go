@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
 	"github.com/sokovan-go/sokovan/internal/store"
 	"github.com/sokovan-go/sokovan/internal/store/internal/codec"
 )
@@ -396,4 +397,40 @@ func (s *Store) UsageHistory(ctx context.Context, f store.UsageFilter) ([]store.
 		r.Hour = time.UnixMicro(hour).UTC()
 		return r, err
 	})
+}
+
+// selectDecayedUsage weighs each hour of a group's history by
+// 2^(-age/half-life) in SQL, age from the hour's middle ($2 is now less
+// half an hour, in microseconds) to now, the hour not yet over weighing
+// 1, so a round reads one row per project, user and slot rather than
+// every hour. Hours older than 30 half-lives (a weight under 1e-9) are
+// left unread.
+const selectDecayedUsage = `SELECT owner_project, owner_user, slot,
+    SUM(amount * CASE WHEN {micros hour} >= $2 THEN 1.0
+        ELSE power(2.0, CAST({micros hour} - $2 AS DOUBLE PRECISION) / CAST($3 AS DOUBLE PRECISION)) END)
+FROM usage_hourly WHERE resource_group = $1 AND hour >= $4
+GROUP BY owner_project, owner_user, slot ORDER BY owner_project, owner_user, slot`
+
+// decayedUsage reads the group's history for the fairshare sequencer.
+func (s *Store) decayedUsage(ctx context.Context, tx txn, group string, now time.Time, halfLife time.Duration) ([]framework.DecayedUsage, error) {
+	mid := now.Add(-30 * time.Minute).UnixMicro()
+	horizon := now.Add(-30 * halfLife)
+	var out []framework.DecayedUsage
+	err := tx.query(ctx, selectDecayedUsage, []any{group, mid, float64(halfLife.Microseconds()), horizon}, func(sc codec.Scanner) error {
+		var project, user, slot string
+		var v float64
+		if err := sc.Scan(&project, &user, &slot, &v); err != nil {
+			return err
+		}
+		id, ok := s.reg.Lookup(slot)
+		if !ok {
+			return nil // a slot no longer registered is no longer scheduled
+		}
+		if n := len(out); n == 0 || out[n-1].Project != project || out[n-1].User != user {
+			out = append(out, framework.DecayedUsage{Project: project, User: user, Slots: make([]float64, s.reg.Len())})
+		}
+		out[len(out)-1].Slots[id] += v
+		return nil
+	})
+	return out, err
 }

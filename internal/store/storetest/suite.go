@@ -104,6 +104,7 @@ func Run(t *testing.T, e Engine) {
 		{"PruneUtilisation", testPruneUtilisation},
 		{"UsageRollup", testUsageRollup},
 		{"UsageRollupStartsFromNow", testUsageRollupStartsFromNow},
+		{"FairShareSnapshot", testFairShareSnapshot},
 		{"HeldByUser", testHeldByUser},
 		{"AgentDrains", testAgentDrains},
 		{"Jobs", testJobs},

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"math"
+
+	"github.com/google/go-cmp/cmp"
 	"testing"
 	"time"
 
@@ -146,4 +148,60 @@ func testUsageRollupStartsFromNow(t *testing.T, e Engine) {
 	f.rollup(1000)
 	// Kernel 0: 100 … 400 s; kernel 1: 100 … 1000 s; 1 cpu each.
 	wantUsage(t, "alice", f.usageTotals(store.UsageFilter{}), map[string]float64{"alice/cpu": 1000 * (300 + 900)})
+}
+
+// testFairShareSnapshot: a fairshare group's settings read back, and its
+// snapshot carries the history decayed to the round's time, per project
+// and user: 2^(-age/half-life) from the middle of each hour.
+func testFairShareSnapshot(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	fs := domain.FairShare{HalfLife: time.Hour, Shares: map[string]float64{"user:alice": 2, "project:p-bob": 0.5}}
+	f.group("g1", func(g *domain.ResourceGroup) { g.Sequencer, g.FairShare = domain.FairShareSequencer, fs })
+	f.group("plain")
+	g, err := f.s.GetResourceGroup(f.ctx, "g1")
+	f.must(err, "get g1")
+	if d := cmp.Diff(fs, g.FairShare); d != "" {
+		t.Errorf("fair share settings (-want +got):\n%s", d)
+	}
+	f.agent("a1", "g1", []string{"cpu", "8"})
+	t0 := base.Truncate(time.Hour).Add(time.Hour) // 10:00
+	_, err = f.s.RollupUsage(f.ctx, t0.Add(-time.Minute))
+	f.must(err, "first pass")
+	s1 := f.session("s1", "g1", "alice", 1, []string{"cpu", "1"})
+	f.session("s2", "g1", "bob", 1, []string{"cpu", "1"})
+	res, err := f.s.ApplyPlan(f.ctx, framework.Plan{Group: "g1", Placements: []framework.Placement{placement(s1, "a1")}}, t0)
+	f.must(err, "place s1")
+	if len(res.Applied) != 1 {
+		t.Fatalf("s1 not placed: %+v", res)
+	}
+	_, err = f.s.UpdateKernel(f.ctx, store.KernelUpdate{Kernel: s1.Kernels[0].ID, From: []domain.KernelStatus{domain.KernelScheduled},
+		To: domain.KernelTerminated, Now: t0.Add(time.Hour)})
+	f.must(err, "end s1")
+	_, err = f.s.RollupUsage(f.ctx, t0.Add(2*time.Hour))
+	f.must(err, "second pass")
+	cpu, _ := f.reg.Lookup("cpu")
+	for _, c := range []struct {
+		now  time.Duration
+		want float64
+	}{
+		// 1 cpu (1000) for the hour 10:00 = 3.6e6; its middle is 10:30.
+		{2*time.Hour + 30*time.Minute, 3.6e6 / 4}, // 12:30: two half-lives
+		{time.Hour + 30*time.Minute, 3.6e6 / 2},   // 11:30: one
+		{20 * time.Minute, 3.6e6},                 // the hour is not over: weight 1
+	} {
+		snap, err := f.s.LoadSnapshot(f.ctx, "g1", t0.Add(c.now))
+		f.must(err, "snapshot")
+		if len(snap.Decayed) != 1 || snap.Decayed[0].User != "alice" || snap.Decayed[0].Project != "p-alice" {
+			t.Fatalf("at +%v decayed %+v, want alice's only", c.now, snap.Decayed)
+		}
+		if got := snap.Decayed[0].Slots[cpu]; math.Abs(got-c.want) > 1e-6*c.want {
+			t.Errorf("at +%v alice's decayed cpu = %v, want %v", c.now, got, c.want)
+		}
+	}
+	// Another sequencer's snapshot reads no history.
+	snap, err := f.s.LoadSnapshot(f.ctx, "plain", t0)
+	f.must(err, "snapshot of plain")
+	if snap.Decayed != nil {
+		t.Errorf("a fifo group's snapshot carries history: %+v", snap.Decayed)
+	}
 }
