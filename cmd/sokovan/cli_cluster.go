@@ -198,6 +198,7 @@ func printGroup(w io.Writer, g v1.Group) {
 	fmt.Fprintf(w, "Time limit:    default %s, max %s\nIdle timeout:  %s\n",
 		g.DefaultTimeLimit, g.MaxTimeLimit, g.IdleTimeout)
 	printPreemption(w, g.Preemption)
+	printFairShare(w, g)
 }
 
 func newRGCmd() *cobra.Command {
@@ -243,6 +244,7 @@ func newRGCmd() *cobra.Command {
 		defLimit, maxLimit   string
 		idle                 string
 		pre                  preemptFlags
+		fair                 fairShareFlags
 	)
 	set := &cobra.Command{
 		Use:   "set NAME [flags]",
@@ -292,6 +294,10 @@ func newRGCmd() *cobra.Command {
 				body.IdleTimeout = &idle
 			}
 			body.Preemption = pre.request(f)
+			var err error
+			if body.FairShare, err = fair.request(f); err != nil {
+				return err
+			}
 			if len(timeouts) > 0 {
 				pairs, err := keyValues("timeout", timeouts)
 				if err != nil {
@@ -309,7 +315,7 @@ func newRGCmd() *cobra.Command {
 	}
 	sf := set.Flags()
 	sf.StringVar(&state, "state", "", "ACTIVE or STOPPED (to drain a group, rg rm)")
-	sf.StringVar(&seq, "sequencer", "", "queue order: fifo, lifo or drf")
+	sf.StringVar(&seq, "sequencer", "", "queue order: fifo, lifo, drf or fairshare")
 	sf.StringVar(&sel, "selector", "", "agent choice: concentrated, dispersed or round-robin")
 	sf.StringVar(&hol, "head-of-line", "", "reserve (the first sessions that do not fit reserve slots; later ones "+
 		"backfill only where they cannot delay them), skip (later sessions may pass one that does not fit) or block")
@@ -320,9 +326,10 @@ func newRGCmd() *cobra.Command {
 	sf.StringVar(&maxLimit, "max-time-limit", "", "the most time limit a session may ask for, such as 24h (0s: no cap)")
 	sf.StringVar(&idle, "idle-timeout", "", "end interactive sessions unused this long, such as 30m (0s: off)")
 	pre.register(sf)
+	fair.register(sf)
 	sf.StringArrayVar(&timeouts, "timeout", nil, "PHASE=DURATION, such as pending=1h or creating=10m (0s: no bound; repeatable)")
 	_ = set.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]string{"ACTIVE", "STOPPED"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = set.RegisterFlagCompletionFunc("sequencer", cobra.FixedCompletions([]string{"fifo", "lifo", "drf"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = set.RegisterFlagCompletionFunc("sequencer", cobra.FixedCompletions([]string{"fifo", "lifo", "drf", "fairshare"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("selector", cobra.FixedCompletions([]string{"concentrated", "dispersed", "round-robin"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("head-of-line", cobra.FixedCompletions([]string{"reserve", "skip", "block"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.AddCommand(ls, show, set, newRGRmCmd(&o))
