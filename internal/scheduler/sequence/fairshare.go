@@ -83,12 +83,19 @@ type fairQueue struct {
 	st    *framework.State
 	calc  *fairCalc
 	heads []fairHead
+	// The ratios are recomputed only after a placement: nothing else
+	// moves RoundUse (a gang that does not fit gives back all it took).
+	fresh bool
 }
 
 // Next scans the associations: there are few next to the sessions, and
 // every placement moves every U through the totals.
 func (q *fairQueue) Next() (int32, bool) {
-	f := q.calc.compute(q.st.RoundUse)
+	if !q.fresh {
+		q.calc.compute(q.st.RoundUse, false)
+		q.fresh = true
+	}
+	r := q.calc.ratio
 	best := -1
 	for k := range q.heads {
 		h := &q.heads[k]
@@ -100,7 +107,7 @@ func (q *fairQueue) Next() (int32, bool) {
 			continue
 		}
 		b := &q.heads[best]
-		if x, y := f[h.assoc].Factor, f[b.assoc].Factor; x > y || (x == y && older(q.st, h.sessions[0], b.sessions[0]) < 0) {
+		if x, y := r[h.assoc], r[b.assoc]; x < y || (x == y && older(q.st, h.sessions[0], b.sessions[0]) < 0) {
 			best = k
 		}
 	}
@@ -113,7 +120,9 @@ func (q *fairQueue) Next() (int32, bool) {
 	return i, true
 }
 
-func (q *fairQueue) Placed(int32) {} // the round's Commit adds to RoundUse, read on the next call
+// Placed marks the factors stale: the round's Commit added the session to
+// RoundUse.
+func (q *fairQueue) Placed(int32) { q.fresh = false }
 
 // fairCalc holds what does not change during a round: the active
 // associations, their history and their shares.
@@ -123,6 +132,13 @@ type fairCalc struct {
 	index   map[framework.Association]int
 	decayed [][]float64
 	shares  []float64
+	// eff and total are compute's buffers, ratio its result for the
+	// queue: U/S per association, lower first (F = 2^(-U/S) falls as it
+	// grows, so the order is F's without an exponential per placement).
+	// rows are RoundUse's vectors by association, as of seen entries.
+	eff, total, ratio []float64
+	rows              []domain.Vec
+	seen              int
 }
 
 func newFairCalc(snap *framework.Snapshot) *fairCalc {
@@ -215,37 +231,63 @@ func keysOf(m map[string]bool) func(func(string) bool) {
 }
 
 // compute returns every association's factor with round's placements
-// charged.
-func (c *fairCalc) compute(round map[framework.Association]domain.Vec) []Factor {
+// charged; detail fills in Decayed, which only Factors shows.
+func (c *fairCalc) compute(round map[framework.Association]domain.Vec, detail bool) []Factor {
 	n := c.reg.Len()
-	eff := make([][]float64, len(c.assocs))
-	total := make([]float64, n)
-	charge := RoundCharge.Seconds()
-	for k, a := range c.assocs {
-		eff[k] = slices.Clone(c.decayed[k])
-		if r, ok := round[a]; ok {
-			for s := range min(n, len(r)) {
-				eff[k][s] += float64(r[s]) * charge
+	// The buffers are reused: a round recomputes after every placement.
+	if len(c.eff) != len(c.assocs)*n {
+		c.eff, c.total, c.ratio = make([]float64, len(c.assocs)*n), make([]float64, n), make([]float64, len(c.assocs))
+	}
+	eff := func(k int) []float64 { return c.eff[k*n : (k+1)*n] }
+	for k := range c.assocs {
+		copy(eff(k), c.decayed[k])
+	}
+	// RoundUse only gains entries, and each keeps its vector: the rows are
+	// looked up again only when an association places for the first time.
+	if len(round) != c.seen {
+		c.rows = make([]domain.Vec, len(c.assocs))
+		for a, r := range round {
+			if k, ok := c.index[a]; ok {
+				c.rows[k] = r
 			}
+		}
+		c.seen = len(round)
+	}
+	charge := RoundCharge.Seconds()
+	for k, r := range c.rows {
+		row := eff(k)
+		for s := range min(n, len(r)) {
+			row[s] += float64(r[s]) * charge
 		}
 	}
 	// Totals in association order, which is fixed per snapshot.
+	clear(c.total)
 	for k := range c.assocs {
-		for s := range n {
-			total[s] += eff[k][s]
+		for s, v := range eff(k) {
+			c.total[s] += v
 		}
+	}
+	for k := range c.assocs {
+		var u float64
+		for s, v := range eff(k) {
+			if t := c.total[s]; t > 0 {
+				u = max(u, v/t)
+			}
+		}
+		c.ratio[k] = u / c.shares[k]
+	}
+	if !detail {
+		return nil
 	}
 	out := make([]Factor, len(c.assocs))
 	for k, a := range c.assocs {
 		f := Factor{Project: a.Project, User: a.User, Shares: c.shares[k], Decayed: map[string]float64{}}
-		for s := range n {
-			if eff[k][s] > 0 {
-				f.Decayed[c.reg.Type(domain.SlotID(s)).Name] = eff[k][s]
+		for s, v := range eff(k) {
+			if v > 0 {
+				f.Decayed[c.reg.Type(domain.SlotID(s)).Name] = v
 			}
-			if total[s] > 0 {
-				if u := eff[k][s] / total[s]; u > f.Usage {
-					f.Usage, f.Slot = u, c.reg.Type(domain.SlotID(s)).Name
-				}
+			if t := c.total[s]; t > 0 && v/t > f.Usage {
+				f.Usage, f.Slot = v/t, c.reg.Type(domain.SlotID(s)).Name
 			}
 		}
 		f.Factor = Classic(f.Usage, f.Shares)
@@ -265,5 +307,5 @@ func Classic(usage, shares float64) float64 {
 // Factors is every active association's factor before the round places
 // anything, by project then user: what why and queue show.
 func Factors(snap *framework.Snapshot) []Factor {
-	return newFairCalc(snap).compute(nil)
+	return newFairCalc(snap).compute(nil, true)
 }
