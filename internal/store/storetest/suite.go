@@ -105,6 +105,7 @@ func Run(t *testing.T, e Engine) {
 		{"UsageRollup", testUsageRollup},
 		{"UsageRollupStartsFromNow", testUsageRollupStartsFromNow},
 		{"FairShareSnapshot", testFairShareSnapshot},
+		{"UsageRollupConcurrent", testUsageRollupConcurrent},
 		{"HeldByUser", testHeldByUser},
 		{"AgentDrains", testAgentDrains},
 		{"Jobs", testJobs},

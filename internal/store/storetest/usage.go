@@ -205,3 +205,32 @@ func testFairShareSnapshot(t *testing.T, e Engine) {
 		t.Errorf("a fifo group's snapshot carries history: %+v", snap.Decayed)
 	}
 }
+
+// testUsageRollupConcurrent: passes from two managers at once, at the same
+// time and at others, credit every span once: the watermark's row lock
+// puts them in turn, and the later one at a time already covered credits
+// nothing.
+func testUsageRollupConcurrent(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g1")
+	f.agent("a1", "g1", []string{"cpu", "8"})
+	f.rollup(0)
+	s1 := f.session("s1", "g1", "alice", 1, []string{"cpu", "1"})
+	f.placeAt(10, "g1", s1, "a1")
+	stores := []store.Store{f.s, f.open(Options{Registry: f.reg})}
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			// Eight passes at 1000 s, the rest spread up to 2000 s.
+			sec := 1000 + (i%2)*(i*100)
+			_, err := stores[i%2].RollupUsage(f.ctx, at(min(sec, 2000)))
+			errs <- err
+		}()
+	}
+	for range 16 {
+		f.must(<-errs, "concurrent pass")
+	}
+	f.rollup(2000)
+	wantUsage(t, "alice after concurrent passes", f.usageTotals(store.UsageFilter{}),
+		map[string]float64{"alice/cpu": 1000 * 1990})
+}
