@@ -200,6 +200,7 @@ func printGroup(w io.Writer, g v1.Group) {
 	fmt.Fprintf(w, "Time limit:    default %s, max %s\nIdle timeout:  %s\n",
 		g.DefaultTimeLimit, g.MaxTimeLimit, g.IdleTimeout)
 	printPreemption(w, g.Preemption)
+	printFairShare(w, g)
 }
 
 func newRGCmd() *cobra.Command {
@@ -256,6 +257,7 @@ type rgSetFlags struct {
 	defLimit, maxLimit   string
 	idle                 string
 	pre                  preemptFlags
+	fair                 fairShareFlags
 }
 
 func newRGSetCmd(o *output) *cobra.Command {
@@ -286,7 +288,7 @@ func newRGSetCmd(o *output) *cobra.Command {
 func (rf *rgSetFlags) register(set *cobra.Command) {
 	sf := set.Flags()
 	sf.StringVar(&rf.state, "state", "", "ACTIVE or STOPPED (to drain a group, rg rm)")
-	sf.StringVar(&rf.seq, "sequencer", "", "queue order: fifo, lifo or drf")
+	sf.StringVar(&rf.seq, "sequencer", "", "queue order: fifo, lifo, drf or fairshare")
 	sf.StringVar(&rf.sel, "selector", "", "agent choice: concentrated, dispersed or round-robin")
 	sf.StringVar(&rf.hol, "head-of-line", "", "reserve (the first sessions that do not fit reserve slots; later ones "+
 		"backfill only where they cannot delay them), skip (later sessions may pass one that does not fit) or block")
@@ -297,9 +299,10 @@ func (rf *rgSetFlags) register(set *cobra.Command) {
 	sf.StringVar(&rf.maxLimit, "max-time-limit", "", "the most time limit a session may ask for, such as 24h (0s: no cap)")
 	sf.StringVar(&rf.idle, "idle-timeout", "", "end interactive sessions unused this long, such as 30m (0s: off)")
 	rf.pre.register(sf)
+	rf.fair.register(sf)
 	sf.StringArrayVar(&rf.timeouts, "timeout", nil, "PHASE=DURATION, such as pending=1h or creating=10m (0s: no bound; repeatable)")
 	_ = set.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]string{"ACTIVE", "STOPPED"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = set.RegisterFlagCompletionFunc("sequencer", cobra.FixedCompletions([]string{"fifo", "lifo", "drf"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = set.RegisterFlagCompletionFunc("sequencer", cobra.FixedCompletions([]string{"fifo", "lifo", "drf", "fairshare"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("selector", cobra.FixedCompletions([]string{"concentrated", "dispersed", "round-robin"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = set.RegisterFlagCompletionFunc("head-of-line", cobra.FixedCompletions([]string{"reserve", "skip", "block"}, cobra.ShellCompDirectiveNoFileComp))
 }
@@ -344,6 +347,10 @@ func (rf *rgSetFlags) request(f *pflag.FlagSet, name string) (v1.GroupRequest, e
 		body.IdleTimeout = &rf.idle
 	}
 	body.Preemption = rf.pre.request(f)
+	var err error
+	if body.FairShare, err = rf.fair.request(f); err != nil {
+		return body, err
+	}
 	if len(rf.timeouts) > 0 {
 		pairs, err := keyValues("timeout", rf.timeouts)
 		if err != nil {

@@ -49,8 +49,15 @@ func newQueueCmd() *cobra.Command {
 						}
 						rows[i] = []string{strconv.Itoa(e.Position), shortID(e.ID), orDash(e.Name), e.Owner,
 							strconv.Itoa(e.Priority), slotList(e.RequestedSlots), strconv.Itoa(e.ClusterSize), e.Outcome, why}
+						if q.Sequencer == "fairshare" {
+							rows[i] = slices.Insert(rows[i], 5, factorCell(e.FairShare))
+						}
 					}
-					return table(w, []string{"#", "ID", "NAME", "OWNER", "PRIO", "PER KERNEL", "KERNELS", "NEXT ROUND", "BLOCKED BY"}, rows)
+					header := []string{"#", "ID", "NAME", "OWNER", "PRIO", "PER KERNEL", "KERNELS", "NEXT ROUND", "BLOCKED BY"}
+					if q.Sequencer == "fairshare" {
+						header = slices.Insert(header, 5, "FAIR SHARE")
+					}
+					return table(w, header, rows)
 				})
 		},
 	}
@@ -60,12 +67,30 @@ func newQueueCmd() *cobra.Command {
 
 func newUsageCmd() *cobra.Command {
 	var o output
+	var acct accountingFlags
+	csvOut := false
 	cmd := &cobra.Command{
-		Use:     "usage",
-		Short:   "Show what your sessions hold and ask for, against your quotas",
+		Use:   "usage",
+		Short: "Show what your sessions hold and ask for, against your quotas; or, with --since/--by/…, past use",
+		Long: "Without accounting flags: what your sessions hold and ask for now, against your quotas.\n" +
+			"With any of --since, --by, --slot, --group, --user, --project, --step: slot-hours used over time\n" +
+			"(cpu-hours, GiB-hours, device-hours) from the hourly history; -o csv writes CSV. Admins see everyone,\n" +
+			"users themselves.",
+		Example: "  sokovan usage --since 30d --by project --slot cuda.device -o csv",
 		Args:    cobra.NoArgs,
-		PreRunE: func(*cobra.Command, []string) error { return o.check() },
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if o.format == "csv" {
+				if !acct.wanted(cmd.Flags()) {
+					return fmt.Errorf("-o csv is for the accounting report: add --since or --by")
+				}
+				csvOut, o.format = true, "table"
+			}
+			return o.check()
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if acct.wanted(cmd.Flags()) {
+				return acct.run(cmd, &o, csvOut)
+			}
 			return call(cmd, &o, "GET", "/v1/me/usage", nil, func(w io.Writer, u v1.Usage) error {
 				fmt.Fprintf(w, "%s: %d session(s) holding %s; %d pending asking for %s\n", u.User,
 					u.RunningSessions, slotList(u.Occupied), u.PendingSessions, slotList(u.Pending))
@@ -103,5 +128,6 @@ func newUsageCmd() *cobra.Command {
 		},
 	}
 	o.register(cmd)
+	acct.register(cmd.Flags())
 	return cmd
 }

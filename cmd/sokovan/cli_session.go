@@ -699,6 +699,9 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 			if t := why.EstimatedStart; t != nil {
 				fmt.Fprintf(w, "estimated start: ~%s (estimate)\n", estimateTime(*t, time.Now()))
 			}
+			if f := why.FairShare; f != nil {
+				fmt.Fprintln(w, fairShareLine(f))
+			}
 			return nil
 		},
 	}

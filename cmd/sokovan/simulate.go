@@ -24,7 +24,7 @@ func newSimulateCmd() *cobra.Command {
 		outSessions, limits, classes                    string
 		sets, compare                                   []string
 		seed                                            uint64
-		horizon, tick, timeout                          time.Duration
+		horizon, tick, timeout, window                  time.Duration
 		samples                                         int
 		scaleNodes                                      float64
 		progress                                        bool
@@ -85,7 +85,7 @@ func newSimulateCmd() *cobra.Command {
 					return err
 				}
 			}
-			opt := simulate.Options{Seed: seed, Horizon: horizon, Samples: samples, Tick: tick}
+			opt := simulate.Options{Seed: seed, Horizon: horizon, Samples: samples, Tick: tick, Window: window}
 			if opt.Classes, err = parseClasses(classes); err != nil {
 				return err
 			}
@@ -126,6 +126,7 @@ func newSimulateCmd() *cobra.Command {
 	f.StringVar(&from, "from", "", "load the live cluster of the manager at this address (SOKOVAN_TOKEN, admin) and print each pending session's estimated start")
 	f.DurationVar(&tick, "tick", 0, "handle events only at multiples of this virtual time: faster, and every wait longer by up to it (0: at their exact instants)")
 	f.IntVar(&samples, "samples", 200, "points of the utilisation series")
+	f.DurationVar(&window, "window", 0, "also report each user's share of GPU-hours (else cpu-hours), Jain and utilisation per window this wide, such as 6h")
 	f.StringVarP(&outJSON, "output", "o", "", "write the JSON report here")
 	f.StringVar(&outHTML, "html", "", "write a self-contained HTML report here")
 	f.StringVar(&outSessions, "sessions", "", "write each session's submit, start, end, wait (censored for never-started ones), status, agents and end reason here: JSON lines, or CSV for a .csv name")

@@ -275,6 +275,9 @@ func (s *Server) applyGroupRequest(g *domain.ResourceGroup, req v1.GroupRequest,
 	if e := applyPreemption(req.Preemption, &g.Preemption); e != nil {
 		return e
 	}
+	if e := applyFairShare(req.FairShare, &g.FairShare); e != nil {
+		return e
+	}
 	return nil
 }
 

@@ -154,6 +154,14 @@ func checkShape(v any, t reflect.Type, path string) *apiError {
 		if reflect.Zero(t).OverflowInt(i) {
 			return invalid(path, "%d is out of range", i)
 		}
+	case reflect.Float64:
+		n, ok := v.(json.Number)
+		if !ok {
+			return wrongType(path, "a number", v)
+		}
+		if _, err := n.Float64(); err != nil {
+			return invalid(path, "must be a number, not %s", n)
+		}
 	default:
 		return invalid(path, "cannot be decoded") // a request type this walker does not know
 	}

@@ -38,7 +38,7 @@
 // scrape), and the standard library.
 //
 // Imports: internal/clock, internal/api/v1, internal/admit, internal/domain, internal/hook, internal/pki,
-// internal/store, internal/scheduler, internal/scheduler/framework,
+// internal/store, internal/scheduler, internal/scheduler/framework, internal/scheduler/sequence,
 // github.com/prometheus/client_golang/prometheus,
 // github.com/prometheus/client_golang/prometheus/promhttp,
 // github.com/prometheus/client_model/go.

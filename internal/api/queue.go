@@ -153,6 +153,7 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) error {
 			order = append(order, p.Session.ID)
 		}
 	}
+	factors := s.fairShareFactors(&snap)
 	for i, id := range order {
 		p := byID[id]
 		if p == nil {
@@ -165,7 +166,7 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) error {
 		e := v1.QueueEntry{Position: i + 1, ID: string(id), Name: p.Session.Name, Owner: p.Session.Owner.User,
 			Priority: p.Session.Priority, Outcome: outcome[id], CreatedAt: p.Session.CreatedAt.UTC(),
 			RequestedSlots: s.slots.FormatSlots(p.Session.Requested), ClusterSize: p.Session.ClusterSize,
-			Blockers: []v1.Blocker{}}
+			Blockers: []v1.Blocker{}, FairShare: factors[assocOf(p.Session)]}
 		if e.Outcome == "" {
 			e.Outcome = "wait"
 		}

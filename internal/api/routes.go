@@ -293,6 +293,18 @@ func (s *Server) userRoutes() []route {
 				"kernels together; pending those of its PENDING sessions. limits has each user, project and domain policy " +
 				"over the caller with what that whole scope holds.",
 			status: http.StatusOK, resp: v1.Usage{}, handle: s.usage},
+		{method: "GET", path: "/v1/usage", access: user, summary: "Accounting: slot-hours used, per user, project, domain or group",
+			desc: "Sums the hourly usage history (what kernels held, SCHEDULED to TERMINATING, credited by the manager's sweep) " +
+				"over the range, per key and slot, in slot-hours: cpu-hours, GiB-hours of memory, device-hours. Admins " +
+				"read everyone's; a user reads only their own use (any other user is 403). Items come by time, then key, then slot.",
+			query: []param{{name: "since", typ: "string", desc: "how far back: a Go duration or whole days (\"30d\", the default), from the hour it falls in"},
+				{name: "by", typ: "string", desc: "key: user (default), project, domain or group"},
+				{name: "step", typ: "string", desc: "whole hours or days each point sums (\"1h\", \"1d\"); 0 (default): one point for the range"},
+				{name: "group", typ: "string", desc: "only this resource group"},
+				{name: "user", typ: "string", desc: "only this user (a user: only themselves)"},
+				{name: "project", typ: "string", desc: "only this project"},
+				{name: "slot", typ: "string", desc: "only this slot (e.g. cuda.device)"}},
+			status: http.StatusOK, resp: v1.UsageReport{}, handle: s.usageHistory},
 	}
 }
 

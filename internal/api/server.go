@@ -46,6 +46,7 @@ type Store interface {
 	Changes(ctx context.Context, f store.ChangeFilter) ([]store.Change, error)
 	LastChange(ctx context.Context) (int64, error)
 	Utilisation(ctx context.Context, group string, from, to time.Time, step time.Duration) ([]store.UtilisationPoint, error)
+	UsageHistory(ctx context.Context, f store.UsageFilter) ([]store.UsageRow, error)
 }
 
 // Sessions is the part of the coordinator the API drives;

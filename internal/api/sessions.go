@@ -272,6 +272,7 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) error {
 	for _, p := range snap.Pending {
 		owners[p.Session.ID] = p.Session.Owner.User
 	}
+	out.FairShare = s.fairShareFactors(&snap)[assocOf(sk.Session)]
 	u := caller(r.Context())
 	// The plan is shared with other requests: read it, never append to it.
 	for pos, d := range slices.Concat(plan.Impossible, plan.Waiting) {

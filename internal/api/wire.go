@@ -151,7 +151,8 @@ func groupOut(reg *domain.Registry, g domain.ResourceGroup) v1.Group {
 			Creating: formatDuration(t.Creating), Terminating: formatDuration(t.Terminating)},
 		DefaultSlots: reg.FormatSlots(g.EffectiveDefaultSlots(reg)), MinSlots: reg.FormatSlots(g.EffectiveMinSlots(reg)),
 		DefaultTimeLimit: formatDuration(g.DefaultTimeLimit), MaxTimeLimit: formatDuration(g.MaxTimeLimit),
-		IdleTimeout: formatDuration(g.IdleTimeout), Preemption: wirePreemption(g.Preemption)}
+		IdleTimeout: formatDuration(g.IdleTimeout), Preemption: wirePreemption(g.Preemption),
+		FairShare: wireFairShare(g.FairShare)}
 }
 
 func userOut(u store.User) v1.User {

@@ -32,6 +32,8 @@ type Settings struct {
 	JobStartingTimeout   Duration `json:"job_starting_timeout,omitempty"`
 	JobCompletingTimeout Duration `json:"job_completing_timeout,omitempty"`
 	JobRetention         Duration `json:"job_retention,omitempty"`
+	// UsageRetention is how long the hourly usage history is kept (2160h).
+	UsageRetention Duration `json:"usage_retention,omitempty"`
 	// UtilisationInterval is how often the leading manager samples
 	// utilisation (10s); UtilisationRetention how long samples are kept
 	// (168h).

@@ -42,7 +42,14 @@ type Config struct {
 	JobStartingTimeout   time.Duration
 	JobCompletingTimeout time.Duration
 	JobRetention         time.Duration
+	// UsageRetention is how long the hourly accounting history (sokovan
+	// usage, the fair-share sequencer) keeps an hour (default 90 days).
+	UsageRetention time.Duration
 }
+
+// DefaultUsageRetention keeps a quarter of accounting history, far past
+// the default fair-share half-life (a week) and a month's report.
+const DefaultUsageRetention = 90 * 24 * time.Hour
 
 func (c Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
@@ -62,6 +69,7 @@ func (c Config) withDefaults() Config {
 	def(&c.JobStartingTimeout, domain.DefaultJobStartingTimeout)
 	def(&c.JobCompletingTimeout, domain.DefaultJobCompletingTimeout)
 	def(&c.JobRetention, domain.DefaultJobRetention)
+	def(&c.UsageRetention, DefaultUsageRetention)
 	if c.BatchSize <= 0 {
 		c.BatchSize = 10_000
 	}

@@ -811,3 +811,41 @@ func TestAgentLossLeavesOtherAgentsAlone(t *testing.T) {
 		}
 	})
 }
+
+// TestSweepRollsUpUsage: the sweep credits a running session's slots to
+// the hourly accounting history, once per span of time.
+func TestSweepRollsUpUsage(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		if err := h.c.Sweep(h.ctx); err != nil { // the first pass starts the history
+			t.Fatal(err)
+		}
+		id := h.submit("sleep", "1", 1, domain.SingleNode)
+		h.until(id, domain.SessionRunning)
+		cpu := func() float64 {
+			if err := h.c.Sweep(h.ctx); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := h.st.UsageHistory(h.ctx, store.UsageFilter{Slot: "cpu"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum float64
+			for _, r := range rows {
+				sum += r.Amount
+			}
+			return sum
+		}
+		first := cpu()
+		if again := cpu(); again != first {
+			t.Fatalf("a second sweep at the same time credited %v more", again-first)
+		}
+		h.advance(time.Hour)
+		held, _ := h.reg.Lookup("cpu")
+		want := float64(h.session(id).Kernels[0].Requested.At(held)) * 3600
+		if got := cpu() - first; got < want-1e-6 || got > want+1e-6 {
+			t.Fatalf("an hour later the history grew by %v, want %v", got, want)
+		}
+	})
+}

@@ -27,6 +27,8 @@ type Store interface {
 	JobMembers(ctx context.Context, id domain.JobID) ([]domain.Session, error)
 	LiveJobs(ctx context.Context) ([]store.JobWithMembers, error)
 	MoveJob(ctx context.Context, e domain.JobHistoryEntry) error
+	RollupUsage(ctx context.Context, now time.Time) (store.RollupResult, error)
+	PruneUsage(ctx context.Context, before time.Time) (int64, error)
 }
 
 // ErrImpossible marks an agent call that failed in a way no retry can fix:

@@ -31,6 +31,10 @@ func (c *Coordinator) Sweep(ctx context.Context) error {
 		c.log.Warn("sweep: ending drains past their deadline", "err", err)
 	}
 	cfg := c.conf()
+	// Before the feed is pruned, so the rollup reads what it needs of it.
+	if err := c.rollupUsage(ctx, now, cfg.UsageRetention); err != nil {
+		c.log.Warn("sweep: rolling up usage", "err", err)
+	}
 	if _, err := c.store.PruneChanges(ctx, now.Add(-cfg.ChangeRetention)); err != nil {
 		return fmt.Errorf("sweep: prune the change feed: %w", err)
 	}
@@ -215,4 +219,17 @@ func sortedSessions(m map[domain.SessionID]bool) []domain.SessionID {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// rollupUsage credits kernels' holds to the hourly accounting history and
+// drops hours past the retention. It runs here, off the scheduling path:
+// the rollup reads the change feed in a transaction of its own, so no
+// round or lifecycle transaction grows. A failure is only logged by Sweep:
+// the watermark did not move, and the next pass credits the same span.
+func (c *Coordinator) rollupUsage(ctx context.Context, now time.Time, retention time.Duration) error {
+	if _, err := c.store.RollupUsage(ctx, now); err != nil {
+		return err
+	}
+	_, err := c.store.PruneUsage(ctx, now.Add(-retention))
+	return err
 }

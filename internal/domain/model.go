@@ -108,7 +108,7 @@ const DefaultMaxRetries = 3
 type ResourceGroup struct {
 	Name       string
 	State      GroupState
-	Sequencer  string // fifo, lifo, drf
+	Sequencer  string // fifo, lifo, drf, fairshare
 	Selector   string // concentrated, dispersed, round-robin
 	HeadOfLine HeadOfLine
 	// ReservationDepth is how many waiting sessions hold reservations at
@@ -137,6 +137,8 @@ type ResourceGroup struct {
 	// Preemption lets higher priority bands evict lower ones (off by
 	// default; see preempt.go).
 	Preemption Preemption
+	// FairShare is the fairshare sequencer's half-life and shares.
+	FairShare FairShare
 }
 
 // Allows reports whether the group runs sessions of type t.

@@ -422,6 +422,7 @@ func apply(base coordinator.Config, s config.Settings) (coordinator.Config, coor
 	set(&base.JobStartingTimeout, s.JobStartingTimeout)
 	set(&base.JobCompletingTimeout, s.JobCompletingTimeout)
 	set(&base.JobRetention, s.JobRetention)
+	set(&base.UsageRetention, s.UsageRetention)
 	d := coordinator.GroupDefaults{MaxRetries: s.GroupDefaults.MaxRetries}
 	t := s.GroupDefaults.Timeouts
 	d.Timeouts = domain.Timeouts{Pending: time.Duration(t["pending"]), Scheduled: time.Duration(t["scheduled"]),

@@ -72,6 +72,17 @@ func benchSnapshot(agents, sessions int, seq string) *framework.Snapshot {
 	}
 	snap := schedtest.MakeSnapshot(as, ps)
 	snap.Group.Sequencer = seq
+	if seq == "fairshare" {
+		// Every user has a history: cpu and, for a third, GPU use.
+		for u := range 200 {
+			d := framework.DecayedUsage{Project: "p1", User: fmt.Sprintf("user-%03d", u), Slots: make([]float64, reg.Len())}
+			d.Slots[0] = float64(rng.IntN(1000)) * 3.6e6
+			if u%3 == 0 {
+				d.Slots[len(d.Slots)-1] = float64(rng.IntN(100)) * 3.6e6
+			}
+			snap.Decayed = append(snap.Decayed, d)
+		}
+	}
 	return snap
 }
 
@@ -86,7 +97,7 @@ func BenchmarkSchedule(b *testing.B) {
 		{"10k_agents_100k_sessions", 10_000, 100_000},
 	} {
 		b.Run(size.name, func(b *testing.B) {
-			for _, seq := range []string{"fifo", "drf"} {
+			for _, seq := range []string{"fifo", "drf", "fairshare"} {
 				b.Run(seq, func(b *testing.B) {
 					snap := benchSnapshot(size.agents, size.sessions, seq)
 					s := scheduler.New(scheduler.NewRegistry())

@@ -130,7 +130,7 @@ func genSnapshotSized(t *rapid.T, maxAgents, maxSessions int) *framework.Snapsho
 	}
 	snap := schedtest.MakeSnapshot(agents, pending)
 	snap.Dependencies = deps
-	snap.Group.Sequencer = rapid.SampledFrom([]string{"fifo", "lifo", "drf"}).Draw(t, "sequencer")
+	snap.Group.Sequencer = rapid.SampledFrom([]string{"fifo", "lifo", "drf", "fairshare"}).Draw(t, "sequencer")
 	snap.Group.Selector = rapid.SampledFrom([]string{"concentrated", "dispersed", "round-robin"}).Draw(t, "selector")
 	snap.Group.HeadOfLine = rapid.SampledFrom([]domain.HeadOfLine{domain.HOLSkip, domain.HOLBlock, domain.HOLReserve}).Draw(t, "hol")
 	snap.Group.ReservationDepth = rapid.IntRange(0, 3).Draw(t, "depth")
@@ -149,6 +149,13 @@ func genSnapshotSized(t *rapid.T, maxAgents, maxSessions int) *framework.Snapsho
 			limits := domain.Unlimited(reg.Len())
 			limits[0] = held[0] + domain.Quantity(rapid.IntRange(0, 16).Draw(t, "cpuLimit")*1000)
 			snap.Policies.Users[u] = domain.Policy{MaxSlots: limits, MaxConcurrentSessions: rapid.IntRange(0, 6).Draw(t, "maxConc")}
+		}
+	}
+	if snap.Group.Sequencer == "fairshare" {
+		for _, u := range users {
+			d := framework.DecayedUsage{Project: "p1", User: u, Slots: make([]float64, reg.Len())}
+			d.Slots[0] = float64(rapid.IntRange(0, 1000).Draw(t, "history") * 1e6)
+			snap.Decayed = append(snap.Decayed, d)
 		}
 	}
 	snap.Now = schedtest.T0.Add(time.Duration(rapid.IntRange(0, 30).Draw(t, "now")) * time.Second)

@@ -33,7 +33,7 @@ func NewRegistry() *Registry {
 		sequencers: make(map[string]framework.Sequencer),
 		selectors:  make(map[string]framework.Selector),
 	}
-	for _, s := range []framework.Sequencer{sequence.FIFO{}, sequence.LIFO{}, sequence.DRF{}} {
+	for _, s := range []framework.Sequencer{sequence.FIFO{}, sequence.LIFO{}, sequence.DRF{}, sequence.FairShare{}} {
 		r.sequencers[s.Name()] = s
 	}
 	for _, s := range []framework.Selector{selector.Concentrated{}, selector.Dispersed{}, selector.RoundRobin{}} {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -234,6 +235,9 @@ func newSetup(settings []Setting, w Workload, reg *domain.Registry) (setup, erro
 }
 
 func setGroup(g *domain.ResourceGroup, key, v string, reg *domain.Registry) error {
+	if strings.HasPrefix(key, "fair_share") {
+		return setFairShare(&g.FairShare, key, v)
+	}
 	switch {
 	case key == "sequencer":
 		g.Sequencer = v
@@ -344,5 +348,35 @@ func setPolicy(p *domain.Policy, key, v string, reg *domain.Registry) error {
 	default:
 		return fmt.Errorf("unknown policy setting %q (max_slots.SLOT, max_concurrent_sessions, max_pending_sessions)", key)
 	}
+	return nil
+}
+
+// setFairShare reads group.fair_share_half_life=D and
+// group.fair_share.user:NAME=N / group.fair_share.project:NAME=N.
+func setFairShare(f *domain.FairShare, key, v string) error {
+	next := domain.FairShare{HalfLife: f.HalfLife, Shares: maps.Clone(f.Shares)}
+	switch {
+	case key == "fair_share_half_life":
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration", v)
+		}
+		next.HalfLife = d
+	case strings.HasPrefix(key, "fair_share."):
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		if next.Shares == nil {
+			next.Shares = map[string]float64{}
+		}
+		next.Shares[strings.TrimPrefix(key, "fair_share.")] = n
+	default:
+		return fmt.Errorf("unknown setting group.%s (fair_share_half_life, fair_share.user:NAME, fair_share.project:NAME)", key)
+	}
+	if _, err := next.Validate(); err != nil {
+		return err
+	}
+	*f = next
 	return nil
 }

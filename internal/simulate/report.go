@@ -69,6 +69,9 @@ type Variant struct {
 	// workload has more than one (a requeued session's wait is to its
 	// first start).
 	Priorities []Class `json:"priorities,omitempty"`
+	// Windows is who got what of the main slot in each Options.Window of
+	// the run; absent without one.
+	Windows []Window `json:"windows,omitempty"`
 	// Partial says why the run stopped before its end (a timeout, an
 	// interrupt) and at what virtual time; empty for a whole run. The
 	// figures are then of what had happened by then: sessions still live
@@ -320,6 +323,7 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 		}
 	}
 	v.Utilisation, v.Fairness = r.timeSeries(capacity, end)
+	v.Windows = r.windows(capacity, end)
 	v.Sessions = r.sessionResults(v.Name, end)
 	return v
 }
@@ -672,7 +676,29 @@ func (rep Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(w, "PARTIAL %s: %s\n", v.Name, v.Partial)
 		}
 	}
-	return nil
+	return rep.writeWindows(w)
+}
+
+// writeWindows prints each variant's windows: every user's share of the
+// window's slot-hours and of all of them so far, Jain and utilisation.
+func (rep Report) writeWindows(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	any := false
+	for _, v := range rep.Variants {
+		for _, win := range v.Windows {
+			if !any {
+				fmt.Fprintln(tw, "variant\twindow\tslot-hours share (user=share/cumulative)\tjain\tutil\t")
+				any = true
+			}
+			var parts []string
+			for _, u := range slices.Sorted(maps.Keys(win.Cumulative)) {
+				parts = append(parts, fmt.Sprintf("%s=%.2f/%.2f", u, win.Share[u], win.Cumulative[u]))
+			}
+			fmt.Fprintf(tw, "%s\t%s–%s\t%s\t%.3f\t%.1f%%\t\n", v.Name, fmtSeconds(win.FromS), fmtSeconds(win.ToS),
+				strings.Join(parts, " "), win.Jain, 100*win.Util)
+		}
+	}
+	return tw.Flush()
 }
 
 // fmtSeconds prints a span of seconds compactly: 0.5s, 42s, 3.2m, 5.1h, 2.3d.

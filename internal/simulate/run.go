@@ -68,6 +68,9 @@ type Options struct {
 	// Classes are the size classes' upper bounds in GPUs, ascending
 	// (DefaultClasses when empty); one more class holds what is above.
 	Classes []float64
+	// Window, when above zero, measures each user's share of the main
+	// slot (GPUs, else cpu) per window of this width (Variant.Windows).
+	Window time.Duration
 }
 
 // Run replays w on cl under the given settings through the production
@@ -185,7 +188,9 @@ func (r *runner) start() {
 		CallWait: -1})
 	r.admit = admit.New(admit.Deps{Store: &fixedCluster{Store: r.st}, Slots: r.reg, Hooks: hooks, Clock: r.clock,
 		Marker: r.c}, admit.Config{})
-	r.lastSweep = r.clock.Now()
+	// The first sweep runs at the first instant, so the usage history
+	// (which the fairshare sequencer reads) starts with the run.
+	r.lastSweep = r.clock.Now().Add(-sweepEvery)
 	r.limits = make([]time.Duration, len(r.w.Sessions))
 	for i, s := range r.w.Sessions {
 		r.tr.idx[domain.SessionID(s.ID)] = i

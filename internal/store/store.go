@@ -300,6 +300,63 @@ type Usage interface {
 	// (SCHEDULED through TERMINATING), per slot; a user holding nothing is
 	// absent.
 	HeldByUser(ctx context.Context) (map[string]domain.Vec, error)
+	// RollupUsage credits what kernels held up to now to the hourly
+	// accounting history (usage_hourly): it reads the change feed's kernel
+	// changes after its watermark, opens a hold when a kernel starts
+	// holding slots and closes it when it stops, credits every hold up to
+	// now, and moves the watermark, in one transaction. A crash before the
+	// commit leaves everything as it was; a second pass credits only what
+	// came after the first. The first pass ever starts from the kernels
+	// holding slots then and the feed's head. A now before the last pass
+	// credits nothing.
+	RollupUsage(ctx context.Context, now time.Time) (RollupResult, error)
+	// PruneUsage deletes the hourly history of hours that began before
+	// before and returns how many rows.
+	PruneUsage(ctx context.Context, before time.Time) (int64, error)
+	// UsageHistory returns the hourly history in [f.Since, f.Until), one
+	// row per hour, key and slot that has usage, by hour then key then
+	// slot; f.By picks the key.
+	UsageHistory(ctx context.Context, f UsageFilter) ([]UsageRow, error)
+}
+
+// RollupResult says what a RollupUsage pass did.
+type RollupResult struct {
+	// Changes is how many kernel changes it read; Opened and Closed the
+	// holds it began and ended; Rows the hourly rows it added to.
+	Changes, Opened, Closed, Rows int
+	// From and To are the span it credited open holds over.
+	From, To time.Time
+}
+
+// UsageBy is what UsageHistory rows are keyed by.
+type UsageBy string
+
+const (
+	UsageByUser    UsageBy = "user"
+	UsageByProject UsageBy = "project"
+	UsageByDomain  UsageBy = "domain"
+	UsageByGroup   UsageBy = "group"
+)
+
+// UsageFilter selects hourly history. Zero fields select everything; an
+// empty By keys by user.
+type UsageFilter struct {
+	Since, Until time.Time
+	By           UsageBy
+	Group        string
+	User         string
+	Project      string
+	Slot         string
+}
+
+// UsageRow is one key's use of one slot over one hour: Amount is
+// slot-seconds in the slot's stored unit (thousandths of a cpu, bytes,
+// thousandths of a device) — cpu-hours are Amount / 1000 / 3600.
+type UsageRow struct {
+	Hour   time.Time
+	Key    string
+	Slot   string
+	Amount float64
 }
 
 // AgentFilter selects agents; zero fields select everything.

@@ -56,7 +56,7 @@ type Group struct {
 	// State is ACTIVE, STOPPED or DRAINING; REMOVED only in the answer to
 	// the DELETE that removed the group.
 	State string `json:"state"`
-	// Sequencer orders the queue (fifo, lifo, drf); Selector picks agents
+	// Sequencer orders the queue (fifo, lifo, drf, fairshare); Selector picks agents
 	// (concentrated, dispersed, round-robin).
 	Sequencer string `json:"sequencer"`
 	Selector  string `json:"selector"`
@@ -87,6 +87,25 @@ type Group struct {
 	// Preemption lets a waiting session of a higher priority band evict
 	// preemptible sessions of lower bands; off by default.
 	Preemption Preemption `json:"preemption"`
+	// FairShare is the fairshare sequencer's half-life and shares.
+	FairShare FairShare `json:"fair_share"`
+}
+
+// FairShare is how the fairshare sequencer weighs a group's usage
+// history: past use counts half as much every HalfLife (a duration), and
+// Shares give users ("user:NAME") and projects ("project:NAME") more or
+// less than the 1 a name missing has.
+type FairShare struct {
+	HalfLife string             `json:"half_life"`
+	Shares   map[string]float64 `json:"shares"`
+}
+
+// FairShareRequest changes a group's fair-share settings. HalfLife is a
+// duration ("0s": the default, 168h); Shares are merged into the group's,
+// and a share of 0 removes one (back to 1).
+type FairShareRequest struct {
+	HalfLife *string            `json:"half_life,omitempty"`
+	Shares   map[string]float64 `json:"shares,omitempty"`
 }
 
 // Preemption is a group's priority preemption policy. A victim must have
@@ -142,6 +161,8 @@ type GroupRequest struct {
 	IdleTimeout      *string `json:"idle_timeout,omitempty"`
 	// Preemption changes the group's preemption policy: see Preemption.
 	Preemption *PreemptionRequest `json:"preemption,omitempty"`
+	// FairShare changes the fairshare sequencer's settings.
+	FairShare *FairShareRequest `json:"fair_share,omitempty"`
 }
 
 // TimeoutsRequest changes some of a group's timeouts; a nil one keeps its

@@ -32,6 +32,9 @@ type QueueEntry struct {
 	RequestedSlots map[string]string `json:"requested_slots"`
 	ClusterSize    int               `json:"cluster_size"`
 	Blockers       []Blocker         `json:"blockers"`
+	// FairShare is the session's standing in a fairshare group; absent in
+	// other groups.
+	FairShare *FairShareFactor `json:"fair_share,omitempty"`
 	// EstimatedStart is when a replay of the group says the session
 	// starts, as in why: an estimate, absent when the manager has no
 	// estimator or the session cannot start within a week.

@@ -192,6 +192,9 @@ type Why struct {
 	// Ended says how and why an ended session ended; absent for a live
 	// one.
 	Ended *Ended `json:"ended,omitempty"`
+	// FairShare is the session's standing in a fairshare group; absent
+	// in other groups and for sessions not PENDING.
+	FairShare *FairShareFactor `json:"fair_share,omitempty"`
 }
 
 // Ended is how a session ended: when, its outcome (success, failure,

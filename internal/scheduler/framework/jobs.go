@@ -20,6 +20,9 @@ func (st *State) Uncommit(s *Session) {
 	if g, ok := st.GroupUse[s.Pending.Session.Owner.User]; ok {
 		g.Sub(s.Total.Vec)
 	}
+	if r, ok := st.RoundUse[Association{Project: s.Pending.Session.Owner.Project, User: s.Pending.Session.Owner.User}]; ok {
+		r.Sub(s.Total.Vec)
+	}
 }
 
 // Release gives back the kernels Place reserved for s: one reservation of

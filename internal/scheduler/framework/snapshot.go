@@ -38,6 +38,25 @@ type Snapshot struct {
 	// Preemptions are the group's preemptions within its preemption
 	// window, which the budget and the no-cycle rule count.
 	Preemptions []PreemptionRecord
+	// Decayed is the group's usage history, per project and user, decayed
+	// to Now with the group's fair-share half-life. The store loads it
+	// for a group whose sequencer is fairshare only.
+	Decayed []DecayedUsage
+}
+
+// DecayedUsage is one project and user's past use of the group: per slot
+// (by SlotID), the slot-seconds of each past hour in the slot's stored
+// unit, weighted 2^(-age / half-life), age counted from the middle of the
+// hour to Now (0 for the hour not yet over).
+type DecayedUsage struct {
+	Project, User string
+	Slots         []float64
+}
+
+// Association is a project and user, the unit fair share charges (after
+// SLURM's association of an account and a user).
+type Association struct {
+	Project, User string
 }
 
 // PreemptionRecord is one preemption the store applied.

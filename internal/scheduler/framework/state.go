@@ -164,6 +164,9 @@ type State struct {
 	GroupCap domain.Vec
 	// GroupUse is what each user holds in this group, DRF's numerator.
 	GroupUse map[string]domain.Vec
+	// RoundUse is what each project and user placed this round, which
+	// the fairshare sequencer charges on top of their history.
+	RoundUse map[Association]domain.Vec
 	// Cursor is the round-robin position: the last agent chosen.
 	Cursor domain.AgentID
 
@@ -441,6 +444,16 @@ func (st *State) Commit(s *Session) {
 		st.GroupUse[u] = g
 	}
 	g.Add(s.Total.Vec)
+	a := Association{Project: s.Pending.Session.Owner.Project, User: u}
+	r, ok := st.RoundUse[a]
+	if !ok {
+		if st.RoundUse == nil {
+			st.RoundUse = map[Association]domain.Vec{}
+		}
+		r = make(domain.Vec, st.N)
+		st.RoundUse[a] = r
+	}
+	r.Add(s.Total.Vec)
 }
 
 // DominantShare is the user's largest share of any slot of the group's

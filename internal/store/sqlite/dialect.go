@@ -182,6 +182,8 @@ func encodeRows(r sqlstore.Rows) string {
 				b = strconv.AppendInt(b, c[i], 10)
 			case []time.Time:
 				b = strconv.AppendInt(b, c[i].UnixMicro(), 10)
+			case []float64:
+				b = strconv.AppendFloat(b, c[i], 'g', -1, 64)
 			}
 		}
 		if len(r) > 1 {

@@ -19,7 +19,8 @@ const (
 	// upsertGroup also brings a removed group's name back as a new group
 	// (removed_at cleared): seed 003's Remove ends the object, not its name.
 	upsertGroup = `INSERT INTO resource_groups (` + codec.GroupColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
+    $25, $26)
 ON CONFLICT (name) DO UPDATE SET
     state = excluded.state, sequencer = excluded.sequencer, selector = excluded.selector,
     head_of_line = excluded.head_of_line, max_retries = excluded.max_retries,
@@ -31,7 +32,8 @@ ON CONFLICT (name) DO UPDATE SET
     idle_timeout_ns = excluded.idle_timeout_ns, reserve = excluded.reserve,
     reservation_depth = excluded.reservation_depth, preempt = excluded.preempt,
     preempt_min_runtime_ns = excluded.preempt_min_runtime_ns, preempt_budget = excluded.preempt_budget,
-    preempt_window_ns = excluded.preempt_window_ns, removed_at = NULL`
+    preempt_window_ns = excluded.preempt_window_ns, fairshare_half_life_ns = excluded.fairshare_half_life_ns,
+    fair_shares = excluded.fair_shares, removed_at = NULL`
 	selectGroup  = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE name = $1 AND removed_at IS NULL`
 	selectGroups = `SELECT ` + codec.GroupColumns + ` FROM resource_groups WHERE removed_at IS NULL ORDER BY name`
 	// selectGroupStateShared reads a group's state for CreateSession,

@@ -162,6 +162,12 @@ func (s *Store) loadQueue(ctx context.Context, tx txn, group string, now time.Ti
 			return snap, err
 		}
 	}
+	if snap.Group.Sequencer == domain.FairShareSequencer {
+		// As for preemptions, a second round trip for these groups only.
+		if snap.Decayed, err = s.decayedUsage(ctx, tx, group, now, snap.Group.FairShare.EffectiveHalfLife()); err != nil {
+			return snap, err
+		}
+	}
 	codec.GroupKernels(snap.Pending, kernels)
 	if snap.Dependencies, err = codec.AttachDependencies(snap.Pending, edges); err != nil {
 		return snap, err

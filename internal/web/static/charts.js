@@ -114,20 +114,23 @@ export function swimlanes(items, { now = Date.now(), ended = false, created = ''
 // one path per series, its points at the middle of their step, broken
 // where a step has no sample so a gap in sampling shows as a gap. Drawn
 // at its pixel width, as swimlanes is, so labels keep their size.
-export function lines(series, { from, to, step, width = 900, height = 220, title = 'line chart' } = {}) {
+// max and label let a series of absolute values (slot-hours) use it:
+// points' used run 0 … max, and label writes an axis value.
+export function lines(series, { from, to, step, width = 900, height = 220, title = 'line chart', max = 1,
+  label = (f) => `${f * 100}%` } = {}) {
   const left = 44;
   const right = 16;
   const top = 10;
   const bottom = 26;
   const span = Math.max(1, to - from);
   const x = (t) => left + ((width - left - right) * (t - from)) / span;
-  const y = (f) => top + (height - top - bottom) * (1 - Math.min(1, Math.max(0, f)));
+  const y = (f) => top + (height - top - bottom) * (1 - Math.min(1, Math.max(0, f / max)));
   const svg = s('svg', { class: 'lines', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img',
     'aria-label': title });
   for (const f of [0, 0.25, 0.5, 0.75, 1]) {
-    svg.append(s('line', { x1: left, x2: width - right, y1: y(f), y2: y(f), class: f === 0 ? 'axis-line' : 'grid-line' }));
+    svg.append(s('line', { x1: left, x2: width - right, y1: y(f * max), y2: y(f * max), class: f === 0 ? 'axis-line' : 'grid-line' }));
     if (f * 4 % 2 === 0) {
-      svg.append(s('text', { x: left - 6, y: y(f) + 4, 'text-anchor': 'end', class: 'axis' }, `${f * 100}%`));
+      svg.append(s('text', { x: left - 6, y: y(f * max) + 4, 'text-anchor': 'end', class: 'axis' }, label(f * max)));
     }
   }
   // Five time labels; at most a day apart they are clock times, beyond

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"database/sql"
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -16,7 +17,7 @@ const (
 		pending_timeout_ns, scheduled_timeout_ns, preparing_timeout_ns, prepared_timeout_ns,
 		creating_timeout_ns, terminating_timeout_ns, allowed_types, default_slots, min_slots,
 		default_time_limit_ns, max_time_limit_ns, idle_timeout_ns, reserve, reservation_depth,
-		preempt, preempt_min_runtime_ns, preempt_budget, preempt_window_ns`
+		preempt, preempt_min_runtime_ns, preempt_budget, preempt_window_ns, fairshare_half_life_ns, fair_shares`
 	AgentColumns = `id, resource_group, address, architecture, runtime, status, schedulable,
 		capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels,
 		allows_command, catalog, devices`
@@ -59,6 +60,7 @@ func GroupArgs(reg *domain.Registry, g domain.ResourceGroup) ([]any, error) {
 		int64(t.Creating), int64(t.Terminating), JSONList(g.AllowedTypes), defaults, mins,
 		int64(g.DefaultTimeLimit), int64(g.MaxTimeLimit), int64(g.IdleTimeout), reserve, g.ReservationDepth,
 		boolInt(g.Preemption.Enabled), int64(g.Preemption.MinRuntime), g.Preemption.Budget, int64(g.Preemption.Window),
+		int64(g.FairShare.HalfLife), jsonShares(g.FairShare.Shares),
 	}, nil
 }
 
@@ -74,11 +76,13 @@ func ScanGroup(reg *domain.Registry, sc Scanner) (domain.ResourceGroup, error) {
 		deflim, maxlim, idle     int64
 		reserve                  int64
 		preempt, minRun, window  int64
+		halfLife                 int64
+		shares                   string
 	)
 	if err := sc.Scan(&g.Name, &state, &g.Sequencer, &g.Selector, &hol, &g.MaxRetries,
 		&pend, &sched, &prep, &prepd, &creat, &term, &allowed, &defaults, &mins,
 		&deflim, &maxlim, &idle, &reserve, &g.ReservationDepth,
-		&preempt, &minRun, &g.Preemption.Budget, &window); err != nil {
+		&preempt, &minRun, &g.Preemption.Budget, &window, &halfLife, &shares); err != nil {
 		return g, err
 	}
 	g.DefaultTimeLimit, g.MaxTimeLimit, g.IdleTimeout = time.Duration(deflim), time.Duration(maxlim), time.Duration(idle)
@@ -95,6 +99,10 @@ func ScanGroup(reg *domain.Registry, sc Scanner) (domain.ResourceGroup, error) {
 	g.Timeouts = domain.Timeouts{
 		Pending: time.Duration(pend), Scheduled: time.Duration(sched), Preparing: time.Duration(prep),
 		Prepared: time.Duration(prepd), Creating: time.Duration(creat), Terminating: time.Duration(term),
+	}
+	g.FairShare.HalfLife = time.Duration(halfLife)
+	if shares != "{}" && shares != "" {
+		e.json("fair_shares", shares, &g.FairShare.Shares)
 	}
 	e.json("allowed_types", allowed, &g.AllowedTypes)
 	if len(g.AllowedTypes) == 0 {
@@ -461,4 +469,13 @@ func boolInt(b bool) int64 {
 		return 1
 	}
 	return 0
+}
+
+// jsonShares writes a group's fair shares as a JSON object; none is "{}".
+func jsonShares(m map[string]float64) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(m) // finite floats by string keys always marshal
+	return string(b)
 }
