@@ -315,33 +315,15 @@ func (rf *rgSetFlags) request(f *pflag.FlagSet, name string) (v1.GroupRequest, e
 		}
 		body.State = &up
 	}
-	if f.Changed("sequencer") {
-		body.Sequencer = &rf.seq
-	}
-	if f.Changed("selector") {
-		body.Selector = &rf.sel
-	}
-	if f.Changed("head-of-line") {
-		body.HeadOfLine = &rf.hol
-	}
-	if f.Changed("reservation-depth") {
-		body.ReservationDepth = &rf.depth
-	}
-	if f.Changed("max-retries") {
-		body.MaxRetries = &rf.retries
-	}
-	if f.Changed("allowed-types") {
-		body.AllowedTypes = &rf.types
-	}
-	if f.Changed("default-time-limit") {
-		body.DefaultTimeLimit = &rf.defLimit
-	}
-	if f.Changed("max-time-limit") {
-		body.MaxTimeLimit = &rf.maxLimit
-	}
-	if f.Changed("idle-timeout") {
-		body.IdleTimeout = &rf.idle
-	}
+	body.Sequencer = given(f, "sequencer", &rf.seq)
+	body.Selector = given(f, "selector", &rf.sel)
+	body.HeadOfLine = given(f, "head-of-line", &rf.hol)
+	body.ReservationDepth = given(f, "reservation-depth", &rf.depth)
+	body.MaxRetries = given(f, "max-retries", &rf.retries)
+	body.AllowedTypes = given(f, "allowed-types", &rf.types)
+	body.DefaultTimeLimit = given(f, "default-time-limit", &rf.defLimit)
+	body.MaxTimeLimit = given(f, "max-time-limit", &rf.maxLimit)
+	body.IdleTimeout = given(f, "idle-timeout", &rf.idle)
 	body.Preemption = rf.pre.request(f)
 	if len(rf.timeouts) > 0 {
 		pairs, err := keyValues("timeout", rf.timeouts)

@@ -163,48 +163,24 @@ func (sf *sessionCreateFlags) request(f *pflag.FlagSet, args []string) (v1.Creat
 	}
 	body := v1.CreateSessionRequest{Image: sf.image, Resources: resources, Env: envs, Command: args,
 		Requeue: sf.requeue, Job: sf.job}
-	if f.Changed("name") {
-		body.Name = sf.name
-	}
-	if f.Changed("type") {
-		body.Type = sf.typ
-	}
-	if f.Changed("cluster-size") {
-		body.ClusterSize = &sf.size
-	}
-	if f.Changed("cluster-mode") {
-		body.ClusterMode = sf.mode
-	}
-	if f.Changed("priority") {
-		body.Priority = &sf.priority
-	}
-	if f.Changed("group") {
-		body.ResourceGroup = sf.group
-	}
-	if f.Changed("starts-at") {
-		body.StartsAt = sf.startsAt
-	}
-	if f.Changed("time-limit") {
-		// Sent as typed: the server names time_limit when it is
-		// wrong or above the group's maximum.
-		body.TimeLimit = sf.timeLimit
-	}
-	if f.Changed("preemptible") {
-		body.Preemptible = &sf.preemptible
-	}
+	body.Name = given(f, "name", sf.name)
+	body.Type = given(f, "type", sf.typ)
+	body.ClusterSize = given(f, "cluster-size", &sf.size)
+	body.ClusterMode = given(f, "cluster-mode", sf.mode)
+	body.Priority = given(f, "priority", &sf.priority)
+	body.ResourceGroup = given(f, "group", sf.group)
+	body.StartsAt = given(f, "starts-at", sf.startsAt)
+	// Sent as typed: the server names time_limit when it is wrong or
+	// above the group's maximum.
+	body.TimeLimit = given(f, "time-limit", sf.timeLimit)
+	body.Preemptible = given(f, "preemptible", &sf.preemptible)
 	if f.Changed("no-preempt") {
 		no := false
 		body.Preemptible = &no
 	}
-	if f.Changed("arch") {
-		body.Architecture = sf.arch
-	}
-	if f.Changed("depends-on") {
-		body.DependsOn = sf.deps
-	}
-	if f.Changed("agent") {
-		body.DesignatedAgents = sf.agents
-	}
+	body.Architecture = given(f, "arch", sf.arch)
+	body.DependsOn = given(f, "depends-on", sf.deps)
+	body.DesignatedAgents = given(f, "agent", sf.agents)
 	return body, nil
 }
 
