@@ -352,22 +352,12 @@ func newUserCmd() *cobra.Command {
 		Short: "Create a user and print its token (shown once)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
 			body := v1.CreateUserRequest{Name: args[0], Role: role, Project: project, Domain: dom}
-			var u v1.NewUser
-			raw, err := c.do(cmd.Context(), "POST", "/v1/users", body, &u)
-			if err != nil {
-				return err
-			}
-			if o.json() {
-				return printJSON(cmd.OutOrStdout(), raw)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "created user %s (%s, project %s, domain %s)\ntoken (shown only now): %s\n",
-				u.Name, u.Role, u.Project, u.Domain, u.Token)
-			return nil
+			return call(cmd, &o, "POST", "/v1/users", body, func(w io.Writer, u v1.NewUser) error {
+				fmt.Fprintf(w, "created user %s (%s, project %s, domain %s)\ntoken (shown only now): %s\n",
+					u.Name, u.Role, u.Project, u.Domain, u.Token)
+				return nil
+			})
 		},
 	}
 	create.Flags().StringVar(&role, "role", "user", "admin or user")
@@ -476,21 +466,12 @@ func newPolicyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
 			body := v1.PolicyRequest{MaxSlots: limits, MaxConcurrentSessions: conc, MaxPendingSessions: pend}
-			var p v1.Policy
-			raw, err := c.do(cmd.Context(), "PUT", "/v1/policies/"+url.PathEscape(args[0])+"/"+url.PathEscape(args[1]), body, &p)
-			if err != nil {
-				return err
-			}
-			if o.json() {
-				return printJSON(cmd.OutOrStdout(), raw)
-			}
-			printPolicy(cmd.OutOrStdout(), p)
-			return nil
+			return call(cmd, &o, "PUT", "/v1/policies/"+url.PathEscape(args[0])+"/"+url.PathEscape(args[1]), body,
+				func(w io.Writer, p v1.Policy) error {
+					printPolicy(w, p)
+					return nil
+				})
 		},
 	}
 	set.Flags().StringArrayVar(&slots, "max-slot", nil, "most of a slot in use at once, SLOT=QUANTITY (repeatable)")

@@ -600,23 +600,13 @@ func newSessionHistoryCmd(o *output) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			var h v1.List[v1.History]
-			raw, err := c.do(cmd.Context(), "GET", sessionPath(args[0], "/history"), nil, &h)
-			if err != nil {
-				return err
-			}
-			if o.json() {
-				return printJSON(cmd.OutOrStdout(), raw)
-			}
-			rows := make([][]string, len(h.Items))
-			for i, e := range h.Items {
-				rows[i] = []string{when(&e.At), e.Handler, e.Result, e.From + " → " + e.To, "×" + strconv.Itoa(e.Attempt), orDash(e.Message)}
-			}
-			return table(cmd.OutOrStdout(), []string{"AT", "HANDLER", "RESULT", "STATUS", "TIMES", "MESSAGE"}, rows)
+			return call(cmd, o, "GET", sessionPath(args[0], "/history"), nil, func(w io.Writer, h v1.List[v1.History]) error {
+				rows := make([][]string, len(h.Items))
+				for i, e := range h.Items {
+					rows[i] = []string{when(&e.At), e.Handler, e.Result, e.From + " → " + e.To, "×" + strconv.Itoa(e.Attempt), orDash(e.Message)}
+				}
+				return table(w, []string{"AT", "HANDLER", "RESULT", "STATUS", "TIMES", "MESSAGE"}, rows)
+			})
 		},
 	}
 }
@@ -628,56 +618,49 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			var why v1.Why
-			raw, err := c.do(cmd.Context(), "GET", sessionPath(args[0], "/why"), nil, &why)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if o.json() {
-				return printJSON(w, raw)
-			}
-			switch p := why.Progress; {
-			case why.Ended != nil:
-				e := why.Ended
-				fmt.Fprintf(w, "session ended %s at %s", why.Status, e.At.Local().Format(time.DateTime))
-				if e.Outcome != "" {
-					fmt.Fprintf(w, " (%s)", e.Outcome)
-				}
-				if e.Reason != "" {
-					fmt.Fprintf(w, ": %s", e.Reason)
-				}
-				fmt.Fprintln(w)
-			case p != nil:
-				fmt.Fprintf(w, "session is %s since %s", why.Status, p.Since.Local().Format(time.DateTime))
-				if p.Deadline != nil {
-					fmt.Fprintf(w, "; its %s bound moves it on at %s", p.Bound, p.Deadline.Local().Format(time.DateTime))
-				}
-				fmt.Fprintln(w)
-				for _, line := range p.WaitingFor {
-					fmt.Fprintln(w, "  "+line)
-				}
-				if p.LastFailure != "" {
-					fmt.Fprintln(w, "  last failed attempt: "+p.LastFailure)
-				}
-			case why.Status != "PENDING":
-				fmt.Fprintf(w, "session is %s: nothing holds it in the queue\n", why.Status)
-			case len(why.Blockers) == 0:
-				fmt.Fprintln(w, "nothing blocks it now: the next scheduling round should place it")
-			}
-			for _, b := range why.Blockers {
-				fmt.Fprintln(w, blockerLine(b))
-			}
-			if t := why.EstimatedStart; t != nil {
-				fmt.Fprintf(w, "estimated start: ~%s (estimate)\n", estimateTime(*t, time.Now()))
-			}
-			return nil
+			return call(cmd, o, "GET", sessionPath(args[0], "/why"), nil, printWhy)
 		},
 	}
+}
+
+// printWhy says what holds a session, or how it ended, and what may be
+// done about it.
+func printWhy(w io.Writer, why v1.Why) error {
+	switch p := why.Progress; {
+	case why.Ended != nil:
+		e := why.Ended
+		fmt.Fprintf(w, "session ended %s at %s", why.Status, e.At.Local().Format(time.DateTime))
+		if e.Outcome != "" {
+			fmt.Fprintf(w, " (%s)", e.Outcome)
+		}
+		if e.Reason != "" {
+			fmt.Fprintf(w, ": %s", e.Reason)
+		}
+		fmt.Fprintln(w)
+	case p != nil:
+		fmt.Fprintf(w, "session is %s since %s", why.Status, p.Since.Local().Format(time.DateTime))
+		if p.Deadline != nil {
+			fmt.Fprintf(w, "; its %s bound moves it on at %s", p.Bound, p.Deadline.Local().Format(time.DateTime))
+		}
+		fmt.Fprintln(w)
+		for _, line := range p.WaitingFor {
+			fmt.Fprintln(w, "  "+line)
+		}
+		if p.LastFailure != "" {
+			fmt.Fprintln(w, "  last failed attempt: "+p.LastFailure)
+		}
+	case why.Status != "PENDING":
+		fmt.Fprintf(w, "session is %s: nothing holds it in the queue\n", why.Status)
+	case len(why.Blockers) == 0:
+		fmt.Fprintln(w, "nothing blocks it now: the next scheduling round should place it")
+	}
+	for _, b := range why.Blockers {
+		fmt.Fprintln(w, blockerLine(b))
+	}
+	if t := why.EstimatedStart; t != nil {
+		fmt.Fprintf(w, "estimated start: ~%s (estimate)\n", estimateTime(*t, time.Now()))
+	}
+	return nil
 }
 
 // blockerLine puts one blocker on one line: what, where, the numbers, and
