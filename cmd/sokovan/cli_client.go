@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
@@ -364,6 +365,16 @@ func slotList(m map[string]string) string {
 		parts[i] = k + "=" + m[k]
 	}
 	return strings.Join(parts, " ")
+}
+
+// given is v when the flag name was given, else T's zero value: a request
+// leaves out what the user did not set, so the server's defaults apply.
+func given[T any](f *pflag.FlagSet, name string, v T) T {
+	if !f.Changed(name) {
+		var zero T
+		return zero
+	}
+	return v
 }
 
 // keyValues splits repeated NAME=VALUE flags.

@@ -319,33 +319,15 @@ func (rf *rgSetFlags) request(f *pflag.FlagSet, name string) (v1.GroupRequest, e
 		}
 		body.State = &up
 	}
-	if f.Changed("sequencer") {
-		body.Sequencer = &rf.seq
-	}
-	if f.Changed("selector") {
-		body.Selector = &rf.sel
-	}
-	if f.Changed("head-of-line") {
-		body.HeadOfLine = &rf.hol
-	}
-	if f.Changed("reservation-depth") {
-		body.ReservationDepth = &rf.depth
-	}
-	if f.Changed("max-retries") {
-		body.MaxRetries = &rf.retries
-	}
-	if f.Changed("allowed-types") {
-		body.AllowedTypes = &rf.types
-	}
-	if f.Changed("default-time-limit") {
-		body.DefaultTimeLimit = &rf.defLimit
-	}
-	if f.Changed("max-time-limit") {
-		body.MaxTimeLimit = &rf.maxLimit
-	}
-	if f.Changed("idle-timeout") {
-		body.IdleTimeout = &rf.idle
-	}
+	body.Sequencer = given(f, "sequencer", &rf.seq)
+	body.Selector = given(f, "selector", &rf.sel)
+	body.HeadOfLine = given(f, "head-of-line", &rf.hol)
+	body.ReservationDepth = given(f, "reservation-depth", &rf.depth)
+	body.MaxRetries = given(f, "max-retries", &rf.retries)
+	body.AllowedTypes = given(f, "allowed-types", &rf.types)
+	body.DefaultTimeLimit = given(f, "default-time-limit", &rf.defLimit)
+	body.MaxTimeLimit = given(f, "max-time-limit", &rf.maxLimit)
+	body.IdleTimeout = given(f, "idle-timeout", &rf.idle)
 	body.Preemption = rf.pre.request(f)
 	var err error
 	if body.FairShare, err = rf.fair.request(f); err != nil {
@@ -378,22 +360,12 @@ func newUserCmd() *cobra.Command {
 		Short: "Create a user and print its token (shown once)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
 			body := v1.CreateUserRequest{Name: args[0], Role: role, Project: project, Domain: dom}
-			var u v1.NewUser
-			raw, err := c.do(cmd.Context(), "POST", "/v1/users", body, &u)
-			if err != nil {
-				return err
-			}
-			if o.json() {
-				return printJSON(cmd.OutOrStdout(), raw)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "created user %s (%s, project %s, domain %s)\ntoken (shown only now): %s\n",
-				u.Name, u.Role, u.Project, u.Domain, u.Token)
-			return nil
+			return call(cmd, &o, "POST", "/v1/users", body, func(w io.Writer, u v1.NewUser) error {
+				fmt.Fprintf(w, "created user %s (%s, project %s, domain %s)\ntoken (shown only now): %s\n",
+					u.Name, u.Role, u.Project, u.Domain, u.Token)
+				return nil
+			})
 		},
 	}
 	create.Flags().StringVar(&role, "role", "user", "admin or user")
@@ -517,21 +489,12 @@ func newPolicyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
 			body := v1.PolicyRequest{MaxSlots: limits, MaxConcurrentSessions: conc, MaxPendingSessions: pend}
-			var p v1.Policy
-			raw, err := c.do(cmd.Context(), "PUT", "/v1/policies/"+url.PathEscape(args[0])+"/"+url.PathEscape(args[1]), body, &p)
-			if err != nil {
-				return err
-			}
-			if o.json() {
-				return printJSON(cmd.OutOrStdout(), raw)
-			}
-			printPolicy(cmd.OutOrStdout(), p)
-			return nil
+			return call(cmd, &o, "PUT", "/v1/policies/"+url.PathEscape(args[0])+"/"+url.PathEscape(args[1]), body,
+				func(w io.Writer, p v1.Policy) error {
+					printPolicy(w, p)
+					return nil
+				})
 		},
 	}
 	set.Flags().StringArrayVar(&slots, "max-slot", nil, "most of a slot in use at once, SLOT=QUANTITY (repeatable)")

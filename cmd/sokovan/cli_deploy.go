@@ -143,12 +143,8 @@ func newDeployCreateCmd(o *output) *cobra.Command {
 			body := v1.CreateDeploymentRequest{Name: args[0], Image: spec.image, Resources: resources, Env: envs,
 				Command: args[1:], ResourceGroup: group}
 			f := cmd.Flags()
-			if f.Changed("replicas") {
-				body.Replicas = &replicas
-			}
-			if f.Changed("max-surge") {
-				body.MaxSurge = &surge
-			}
+			body.Replicas = given(f, "replicas", &replicas)
+			body.MaxSurge = given(f, "max-surge", &surge)
 			body.Autoscale = auto.request(cmd)
 			hc := v1.HealthCheck{Path: path, Port: port, Interval: interval, Timeout: timeout, InitialDelay: delay,
 				SuccessThreshold: succ, FailureThreshold: fail}
@@ -391,9 +387,7 @@ func newDeployUpdateCmd(o *output) *cobra.Command {
 			if len(args) > 1 {
 				body.Command = args[1:]
 			}
-			if cmd.Flags().Changed("max-surge") {
-				body.MaxSurge = &surge
-			}
+			body.MaxSurge = given(cmd.Flags(), "max-surge", &surge)
 			body.Autoscale = auto.request(cmd)
 			return call(cmd, o, "PATCH", deploymentPath(args[0]), body, func(w io.Writer, d v1.Deployment) error {
 				fmt.Fprintf(w, "%s  revision %d\n", deploymentLine(d), d.Revision)

@@ -47,9 +47,7 @@ func newJobCmd() *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body := v1.CreateJobRequest{Name: args[0], PermitTimeout: permit, FailurePolicy: policy}
-			if cmd.Flags().Changed("min-available") {
-				body.MinAvailable = &minAvail
-			}
+			body.MinAvailable = given(cmd.Flags(), "min-available", &minAvail)
 			return call(cmd, &o, "POST", "/v1/jobs", body, func(w io.Writer, j v1.Job) error {
 				fmt.Fprintf(w, "%s  %s  %s\n", j.ID, j.Name, j.State)
 				return nil

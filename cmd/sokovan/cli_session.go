@@ -163,48 +163,24 @@ func (sf *sessionCreateFlags) request(f *pflag.FlagSet, args []string) (v1.Creat
 	}
 	body := v1.CreateSessionRequest{Image: sf.image, Resources: resources, Env: envs, Command: args,
 		Requeue: sf.requeue, Job: sf.job}
-	if f.Changed("name") {
-		body.Name = sf.name
-	}
-	if f.Changed("type") {
-		body.Type = sf.typ
-	}
-	if f.Changed("cluster-size") {
-		body.ClusterSize = &sf.size
-	}
-	if f.Changed("cluster-mode") {
-		body.ClusterMode = sf.mode
-	}
-	if f.Changed("priority") {
-		body.Priority = &sf.priority
-	}
-	if f.Changed("group") {
-		body.ResourceGroup = sf.group
-	}
-	if f.Changed("starts-at") {
-		body.StartsAt = sf.startsAt
-	}
-	if f.Changed("time-limit") {
-		// Sent as typed: the server names time_limit when it is
-		// wrong or above the group's maximum.
-		body.TimeLimit = sf.timeLimit
-	}
-	if f.Changed("preemptible") {
-		body.Preemptible = &sf.preemptible
-	}
+	body.Name = given(f, "name", sf.name)
+	body.Type = given(f, "type", sf.typ)
+	body.ClusterSize = given(f, "cluster-size", &sf.size)
+	body.ClusterMode = given(f, "cluster-mode", sf.mode)
+	body.Priority = given(f, "priority", &sf.priority)
+	body.ResourceGroup = given(f, "group", sf.group)
+	body.StartsAt = given(f, "starts-at", sf.startsAt)
+	// Sent as typed: the server names time_limit when it is wrong or
+	// above the group's maximum.
+	body.TimeLimit = given(f, "time-limit", sf.timeLimit)
+	body.Preemptible = given(f, "preemptible", &sf.preemptible)
 	if f.Changed("no-preempt") {
 		no := false
 		body.Preemptible = &no
 	}
-	if f.Changed("arch") {
-		body.Architecture = sf.arch
-	}
-	if f.Changed("depends-on") {
-		body.DependsOn = sf.deps
-	}
-	if f.Changed("agent") {
-		body.DesignatedAgents = sf.agents
-	}
+	body.Architecture = given(f, "arch", sf.arch)
+	body.DependsOn = given(f, "depends-on", sf.deps)
+	body.DesignatedAgents = given(f, "agent", sf.agents)
 	return body, nil
 }
 
@@ -624,23 +600,13 @@ func newSessionHistoryCmd(o *output) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			var h v1.List[v1.History]
-			raw, err := c.do(cmd.Context(), "GET", sessionPath(args[0], "/history"), nil, &h)
-			if err != nil {
-				return err
-			}
-			if o.json() {
-				return printJSON(cmd.OutOrStdout(), raw)
-			}
-			rows := make([][]string, len(h.Items))
-			for i, e := range h.Items {
-				rows[i] = []string{when(&e.At), e.Handler, e.Result, e.From + " → " + e.To, "×" + strconv.Itoa(e.Attempt), orDash(e.Message)}
-			}
-			return table(cmd.OutOrStdout(), []string{"AT", "HANDLER", "RESULT", "STATUS", "TIMES", "MESSAGE"}, rows)
+			return call(cmd, o, "GET", sessionPath(args[0], "/history"), nil, func(w io.Writer, h v1.List[v1.History]) error {
+				rows := make([][]string, len(h.Items))
+				for i, e := range h.Items {
+					rows[i] = []string{when(&e.At), e.Handler, e.Result, e.From + " → " + e.To, "×" + strconv.Itoa(e.Attempt), orDash(e.Message)}
+				}
+				return table(w, []string{"AT", "HANDLER", "RESULT", "STATUS", "TIMES", "MESSAGE"}, rows)
+			})
 		},
 	}
 }
@@ -652,59 +618,52 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			var why v1.Why
-			raw, err := c.do(cmd.Context(), "GET", sessionPath(args[0], "/why"), nil, &why)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if o.json() {
-				return printJSON(w, raw)
-			}
-			switch p := why.Progress; {
-			case why.Ended != nil:
-				e := why.Ended
-				fmt.Fprintf(w, "session ended %s at %s", why.Status, e.At.Local().Format(time.DateTime))
-				if e.Outcome != "" {
-					fmt.Fprintf(w, " (%s)", e.Outcome)
-				}
-				if e.Reason != "" {
-					fmt.Fprintf(w, ": %s", e.Reason)
-				}
-				fmt.Fprintln(w)
-			case p != nil:
-				fmt.Fprintf(w, "session is %s since %s", why.Status, p.Since.Local().Format(time.DateTime))
-				if p.Deadline != nil {
-					fmt.Fprintf(w, "; its %s bound moves it on at %s", p.Bound, p.Deadline.Local().Format(time.DateTime))
-				}
-				fmt.Fprintln(w)
-				for _, line := range p.WaitingFor {
-					fmt.Fprintln(w, "  "+line)
-				}
-				if p.LastFailure != "" {
-					fmt.Fprintln(w, "  last failed attempt: "+p.LastFailure)
-				}
-			case why.Status != "PENDING":
-				fmt.Fprintf(w, "session is %s: nothing holds it in the queue\n", why.Status)
-			case len(why.Blockers) == 0:
-				fmt.Fprintln(w, "nothing blocks it now: the next scheduling round should place it")
-			}
-			for _, b := range why.Blockers {
-				fmt.Fprintln(w, blockerLine(b))
-			}
-			if t := why.EstimatedStart; t != nil {
-				fmt.Fprintf(w, "estimated start: ~%s (estimate)\n", estimateTime(*t, time.Now()))
-			}
-			if f := why.FairShare; f != nil {
-				fmt.Fprintln(w, fairShareLine(f))
-			}
-			return nil
+			return call(cmd, o, "GET", sessionPath(args[0], "/why"), nil, printWhy)
 		},
 	}
+}
+
+// printWhy says what holds a session, or how it ended, and what may be
+// done about it.
+func printWhy(w io.Writer, why v1.Why) error {
+	switch p := why.Progress; {
+	case why.Ended != nil:
+		e := why.Ended
+		fmt.Fprintf(w, "session ended %s at %s", why.Status, e.At.Local().Format(time.DateTime))
+		if e.Outcome != "" {
+			fmt.Fprintf(w, " (%s)", e.Outcome)
+		}
+		if e.Reason != "" {
+			fmt.Fprintf(w, ": %s", e.Reason)
+		}
+		fmt.Fprintln(w)
+	case p != nil:
+		fmt.Fprintf(w, "session is %s since %s", why.Status, p.Since.Local().Format(time.DateTime))
+		if p.Deadline != nil {
+			fmt.Fprintf(w, "; its %s bound moves it on at %s", p.Bound, p.Deadline.Local().Format(time.DateTime))
+		}
+		fmt.Fprintln(w)
+		for _, line := range p.WaitingFor {
+			fmt.Fprintln(w, "  "+line)
+		}
+		if p.LastFailure != "" {
+			fmt.Fprintln(w, "  last failed attempt: "+p.LastFailure)
+		}
+	case why.Status != "PENDING":
+		fmt.Fprintf(w, "session is %s: nothing holds it in the queue\n", why.Status)
+	case len(why.Blockers) == 0:
+		fmt.Fprintln(w, "nothing blocks it now: the next scheduling round should place it")
+	}
+	for _, b := range why.Blockers {
+		fmt.Fprintln(w, blockerLine(b))
+	}
+	if t := why.EstimatedStart; t != nil {
+		fmt.Fprintf(w, "estimated start: ~%s (estimate)\n", estimateTime(*t, time.Now()))
+	}
+	if f := why.FairShare; f != nil {
+		fmt.Fprintln(w, fairShareLine(f))
+	}
+	return nil
 }
 
 // blockerLine puts one blocker on one line: what, where, the numbers, and

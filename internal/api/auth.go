@@ -3,15 +3,14 @@ package api
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/pki"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
 
@@ -24,19 +23,12 @@ const maxTokenLen = 512
 
 // NewToken returns a fresh user token: 32 random bytes, base64url without
 // padding, after TokenPrefix.
-func NewToken() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // crypto/rand.Read does not fail (it aborts the program instead)
-	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b)
-}
+func NewToken() string { return pki.NewSecret(TokenPrefix) }
 
 // HashToken is how a token is stored: its SHA-256. A token carries 256
 // random bits, so a fast unsalted hash is enough; a copy of the users table
 // grants nothing.
-func HashToken(token string) []byte {
-	h := sha256.Sum256([]byte(token))
-	return h[:]
-}
+func HashToken(token string) []byte { return pki.HashSecret(token) }
 
 // Users is what EnsureAdmin needs from the store.
 type Users interface {

@@ -179,12 +179,7 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := v1.List[v1.Group]{Items: make([]v1.Group, len(groups))}
-	for i, g := range groups {
-		out.Items[i] = groupOut(s.slots, g)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return writeList(w, groups, func(g domain.ResourceGroup) v1.Group { return groupOut(s.slots, g) })
 }
 
 func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {

@@ -196,19 +196,28 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	out := make(map[string]reflect.Type, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if !f.IsExported() {
-			continue
+		if name, _, ok := jsonName(f); ok {
+			out[name] = f.Type
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f.Type
 	}
 	return out
+}
+
+// jsonName is the name encoding/json gives field f (the tag's name, else
+// the field name) with the tag's options; false when the field is not
+// encoded (unexported, or tagged "-").
+func jsonName(f reflect.StructField) (name, opts string, ok bool) {
+	if !f.IsExported() {
+		return "", "", false
+	}
+	name, opts, _ = strings.Cut(f.Tag.Get("json"), ",")
+	if name == "-" {
+		return "", "", false
+	}
+	if name == "" {
+		name = f.Name
+	}
+	return name, opts, true
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -335,15 +335,7 @@ func (s *Server) resolveDeployment(ctx context.Context, ref string) (domain.Depl
 		if err != nil {
 			return domain.Deployment{}, false, err
 		}
-		var live []domain.Deployment
-		for _, d := range ds {
-			if !d.Status.Terminal() {
-				live = append(live, d)
-			}
-		}
-		if len(live) > 0 {
-			ds = live
-		}
+		ds = liveFirst(ds, func(d domain.Deployment) bool { return d.Status.Terminal() })
 		switch len(ds) {
 		case 0:
 			return domain.Deployment{}, false, nil
@@ -613,13 +605,10 @@ func (s *Server) deploymentHistory(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	out := v1.List[v1.DeploymentHistory]{Items: make([]v1.DeploymentHistory, 0, len(hs))}
-	for _, h := range hs {
-		out.Items = append(out.Items, v1.DeploymentHistory{At: h.At.UTC(), Route: string(h.Route), Handler: string(h.Cause),
-			Result: string(h.Result), From: h.From, To: h.To, Message: h.Message, Attempt: h.Attempt})
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return writeList(w, hs, func(h domain.DeploymentHistoryEntry) v1.DeploymentHistory {
+		return v1.DeploymentHistory{At: h.At.UTC(), Route: string(h.Route), Handler: string(h.Cause),
+			Result: string(h.Result), From: h.From, To: h.To, Message: h.Message, Attempt: h.Attempt}
+	})
 }
 
 func durationText(d time.Duration) string { return d.String() }

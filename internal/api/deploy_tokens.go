@@ -78,12 +78,7 @@ func (s *Server) listDeployTokens(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	out := v1.List[v1.DeploymentToken]{Items: make([]v1.DeploymentToken, 0, len(ts))}
-	for _, t := range ts {
-		out.Items = append(out.Items, tokenOut(t))
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return writeList(w, ts, tokenOut)
 }
 
 func (s *Server) revokeDeployToken(w http.ResponseWriter, r *http.Request) error {

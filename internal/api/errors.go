@@ -142,6 +142,17 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, ae.Status, v1.ErrorResponse{Error: body})
 }
 
+// writeList answers 200 with items, each converted by out, as a
+// v1.List; no items is an empty list, not null.
+func writeList[T, U any](w http.ResponseWriter, items []T, out func(T) U) error {
+	l := v1.List[U]{Items: make([]U, len(items))}
+	for i, it := range items {
+		l.Items[i] = out(it)
+	}
+	writeJSON(w, http.StatusOK, l)
+	return nil
+}
+
 // writeJSON answers with v. It marshals first so that a value that cannot
 // be written becomes a clean 500 rather than half a body.
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -242,15 +242,9 @@ func (g *schemaGen) fields(t reflect.Type, props map[string]any, required *[]str
 			g.fields(f.Type, props, required)
 			continue
 		}
-		if !f.IsExported() {
+		name, opts, ok := jsonName(f)
+		if !ok {
 			continue
-		}
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
 		}
 		sch := g.schema(f.Type)
 		if enum := f.Tag.Get("enum"); enum != "" {

@@ -273,10 +273,5 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := v1.List[v1.User]{Items: make([]v1.User, len(users))}
-	for i, u := range users {
-		out.Items[i] = userOut(u)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return writeList(w, users, userOut)
 }

@@ -50,15 +50,7 @@ func (s *Server) resolve(ctx context.Context, ref string) (store.SessionWithKern
 	}
 	// A live session holds its name alone (per owner); ended ones may
 	// share it with it and with each other, and give way to it.
-	var live []domain.Session
-	for _, n := range named {
-		if !n.Status.Terminal() {
-			live = append(live, n)
-		}
-	}
-	if len(live) > 0 {
-		named = live
-	}
+	named = liveFirst(named, func(s domain.Session) bool { return s.Status.Terminal() })
 	if len(named) == 1 {
 		return s.get(ctx, named[0].ID)
 	}
@@ -130,4 +122,20 @@ func nameOrNone(name string) string {
 		return "no name"
 	}
 	return name
+}
+
+// liveFirst is the items not ended, or all of them when every one has:
+// what a name matches, where a live holder of the name comes before the
+// ended ones that had it.
+func liveFirst[T any](items []T, ended func(T) bool) []T {
+	var live []T
+	for _, it := range items {
+		if !ended(it) {
+			live = append(live, it)
+		}
+	}
+	if len(live) > 0 {
+		return live
+	}
+	return items
 }

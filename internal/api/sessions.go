@@ -235,12 +235,7 @@ func (s *Server) sessionHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := v1.List[v1.History]{Items: make([]v1.History, len(entries))}
-	for i, e := range entries {
-		out.Items[i] = historyOut(e)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return writeList(w, entries, historyOut)
 }
 
 // why answers from a dry run: the scheduler is pure, so running it on a

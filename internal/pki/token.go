@@ -11,15 +11,23 @@ import (
 const JoinTokenPrefix = "skvj_"
 
 // NewJoinToken makes a join token's secret: 256 random bits.
-func NewJoinToken() string {
+func NewJoinToken() string { return NewSecret(JoinTokenPrefix) }
+
+// HashJoinToken is how a join token is stored and looked up.
+func HashJoinToken(token string) []byte { return HashSecret(token) }
+
+// NewSecret is prefix and 256 random bits, base64url without padding:
+// the form of every bearer secret the cluster hands out.
+func NewSecret(prefix string) string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // crypto/rand.Read does not fail (it aborts the program instead)
-	return JoinTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	return prefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
-// HashJoinToken is how a join token is stored and looked up: its SHA-256,
-// enough for a secret of 256 random bits.
-func HashJoinToken(token string) []byte {
-	h := sha256.Sum256([]byte(token))
+// HashSecret is how a secret of NewSecret's is stored: its SHA-256. A
+// secret carries 256 random bits, so a fast unsalted hash is enough; a
+// copy of the stored hashes grants nothing.
+func HashSecret(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
 	return h[:]
 }

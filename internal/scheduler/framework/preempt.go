@@ -395,13 +395,7 @@ func (p *Preemptor) fit(s *Session, set []int, agents []int32) ([]int32, bool) {
 }
 
 func (p *Preemptor) fits(free []int64, kernels int64, a int32, req *Request) bool {
-	for _, am := range req.Amounts {
-		if int64(am.Q) > free[am.Slot] {
-			return false
-		}
-	}
-	mk := p.st.maxK[a]
-	return mk <= 0 || kernels+int64(req.Kernels) <= int64(mk)
+	return p.st.fitsWork(free, kernels, a, req)
 }
 
 // hold takes out of the round the free slots s counts on besides its

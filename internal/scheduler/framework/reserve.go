@@ -355,13 +355,7 @@ func (w *shadow) reservation(at time.Time) reservation {
 
 // fits is Fits over a working copy of one agent's free slots and kernels.
 func (b *Backfill) fits(free []int64, kernels int64, a int32, req *Request) bool {
-	for _, am := range req.Amounts {
-		if int64(am.Q) > free[am.Slot] {
-			return false
-		}
-	}
-	mk := b.st.maxK[a]
-	return mk <= 0 || kernels+int64(req.Kernels) <= int64(mk)
+	return b.st.fitsWork(free, kernels, a, req)
 }
 
 // Place places s as State.Place does, but keeps it off the slots of every

@@ -377,6 +377,19 @@ func (st *State) Fits(a int32, req *Request) bool {
 	return true
 }
 
+// fitsWork is Fits over a working copy of agent a's free slots and
+// kernel count, in int64 so that a copy may go below zero as it is taken
+// from.
+func (st *State) fitsWork(free []int64, kernels int64, a int32, req *Request) bool {
+	for _, am := range req.Amounts {
+		if int64(am.Q) > free[am.Slot] {
+			return false
+		}
+	}
+	mk := st.maxK[a]
+	return mk <= 0 || kernels+int64(req.Kernels) <= int64(mk)
+}
+
 // Reserve takes req from agent a. It does not check that req fits.
 func (st *State) Reserve(a int32, req *Request) {
 	base := int(a) * st.N

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -349,15 +348,7 @@ func testRegisterGuard(t *testing.T, e Engine) {
 		})
 	}
 	wg.Wait()
-	won := 0
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			won++
-		case !errors.Is(err, store.ErrGuardFailed):
-			t.Errorf("racer %d: %v, want success or ErrGuardFailed", i, err)
-		}
-	}
+	won := winners(t, "racer", errs, store.ErrGuardFailed)
 	if got := f.getAgent("a1"); won != 1 || got.Epoch != 2 {
 		t.Errorf("%d registrations won, epoch %d; want exactly 1 and epoch 2", won, got.Epoch)
 	}

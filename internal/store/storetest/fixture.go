@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -60,6 +61,23 @@ func wantErr(t *testing.T, err, want error, what string) {
 	if !errors.Is(err, want) {
 		t.Fatalf("%s: got error %v, want one that is %v", what, err, want)
 	}
+}
+
+// winners counts the racers of a race whose errs[i] is nil; a racer that
+// lost must have failed with one of lost, and any other error fails the
+// test.
+func winners(t *testing.T, what string, errs []error, lost ...error) int {
+	t.Helper()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !slices.ContainsFunc(lost, func(l error) bool { return errors.Is(err, l) }):
+			t.Errorf("%s %d: %v, want success or one of %v", what, i, err, lost)
+		}
+	}
+	return won
 }
 
 // slots builds a vector from name/quantity pairs as users write them.

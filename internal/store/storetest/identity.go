@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -137,15 +136,7 @@ func testConcurrentJoins(t *testing.T, e Engine) {
 		})
 	}
 	wg.Wait()
-	won := 0
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			won++
-		case !errors.Is(err, store.ErrIdentityTaken):
-			t.Errorf("join %d: %v", i, err)
-		}
-	}
+	won := winners(t, "join", errs, store.ErrIdentityTaken)
 	if won != 1 {
 		t.Fatalf("%d concurrent joins of one id succeeded, want 1", won)
 	}

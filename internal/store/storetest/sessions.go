@@ -385,15 +385,7 @@ func testSessionNames(t *testing.T, e Engine) {
 		}()
 	}
 	wg.Wait()
-	won := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			won++
-		case !errors.Is(err, store.ErrNameTaken) && !errors.Is(err, store.ErrConflict):
-			t.Errorf("racing creation: %v", err)
-		}
-	}
+	won := winners(t, "racing creation", errs, store.ErrNameTaken, store.ErrConflict)
 	if won != 1 {
 		t.Errorf("%d racing creations of one name won, want 1", won)
 	}
