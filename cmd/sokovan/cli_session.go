@@ -741,6 +741,8 @@ func blockerHint(b v1.Blocker) string {
 		return "an admin can reactivate the group (sokovan rg set " + name + " --state ACTIVE)"
 	case "session_type":
 		return "submit it to a resource group that runs this type"
+	case "array":
+		return "it starts when another element of array " + name + " ends (the array's %N cap)"
 	}
 	return ""
 }

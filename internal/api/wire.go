@@ -89,7 +89,7 @@ func (s *Server) blockerOut(b framework.Blocker) v1.Blocker {
 		return fmt.Sprint(int64(v))
 	}
 	switch {
-	case b.Kind == framework.BlockConcurrency || b.Slot != "":
+	case b.Kind == framework.BlockConcurrency || b.Kind == framework.BlockArray || b.Slot != "":
 		out.Requested, out.Available = q(b.Requested), q(b.Available)
 		if b.Capacity != 0 {
 			out.Capacity = q(b.Capacity)
