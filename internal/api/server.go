@@ -30,6 +30,7 @@ type Store interface {
 	store.Groups
 	store.Agents
 	store.Jobs
+	store.Arrays
 	store.Users
 	store.Policies
 	store.Deployments
