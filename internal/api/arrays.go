@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strconv"
 
-	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/admit"
+	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
 )
