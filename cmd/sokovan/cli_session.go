@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,161 +59,172 @@ func sessionPath(id string, rest ...string) string {
 	return "/v1/sessions/" + url.PathEscape(id) + strings.Join(rest, "")
 }
 
+// createFlags are `session create`'s flags, which `sokovan run` shares.
+type createFlags struct {
+	image, name, typ, cpu, mem, mode, group, startsAt, arch string
+	timeLimit, job, array                                   string
+	preemptible, requeue                                    bool
+	slots, deps, agents, env                                []string
+	size, priority                                          int
+	wait, waitEnd                                           bool
+	timeout                                                 time.Duration
+}
+
 func newSessionCreateCmd(o *output) *cobra.Command {
-	var (
-		image, name, typ, cpu, mem, mode, group, startsAt, arch string
-		timeLimit, job                                          string
-		preemptible, requeue                                    bool
-		slots, deps, agents, env                                []string
-		size, priority                                          int
-		wait, waitEnd                                           bool
-		timeout                                                 time.Duration
-	)
+	var cf createFlags
 	cmd := &cobra.Command{
 		Use:   "create --image IMG [flags] [-- COMMAND...]",
-		Short: "Submit a session",
+		Short: "Submit a session, or an array of sessions",
 		Long: "Submit a session. Quantities are per kernel: --cpu 0.5, --mem 4g, --slot cuda.device=1.\n" +
 			"With --wait, follow the session live until it is RUNNING or has ended; the exit status is 0 for\n" +
 			"RUNNING or a successful end, 1 otherwise. With --wait-end, follow it until it has ended (for batch\n" +
 			"jobs); the exit status is 0 only when every kernel exited 0. While waiting, what holds the session (its\n" +
 			"blockers, or what its kernels wait for) is printed whenever it changes. --timeout gives up after a while\n" +
-			"(exit status 1); Ctrl-C stops waiting (exit status 0) and says where the session stands.",
+			"(exit status 1); Ctrl-C stops waiting (exit status 0) and says where the session stands.\n" +
+			"With --array (SLURM's --array: 0-99, 1,3,5-9:2, and %N to run at most N at once) one request submits\n" +
+			"an array of sessions named NAME[index], each with SOKOVAN_ARRAY_INDEX and SOKOVAN_ARRAY_COUNT set;\n" +
+			"--name is then required, and --wait-end waits for every element.",
 		Example: "  sokovan session create --image sleep --cpu 1 --mem 1g --wait\n" +
-			"  sokovan session create --image exit:0 --type batch --cluster-size 2 --cluster-mode multi-node",
+			"  sokovan session create --image exit:0 --type batch --cluster-size 2 --cluster-mode multi-node\n" +
+			"  sokovan session create --image exit:0 --type batch --name sweep --array 0-99%10",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if timeout < 0 || timeout > 0 && !wait && !waitEnd {
-				return errors.New("--timeout is how long --wait or --wait-end waits: give one of them, and a positive duration")
-			}
-			resources, err := keyValues("slot", slots)
+			body, err := cf.body(cmd, args)
 			if err != nil {
 				return err
-			}
-			for _, q := range []struct{ slot, v, flag string }{{"cpu", cpu, "cpu"}, {"mem", mem, "mem"}} {
-				if q.v == "" {
-					continue
-				}
-				if _, dup := resources[q.slot]; dup {
-					return fmt.Errorf("--%s and --slot %s=… both set %s", q.flag, q.slot, q.slot)
-				}
-				resources[q.slot] = q.v
-			}
-			envs, err := keyValues("env", env)
-			if err != nil {
-				return err
-			}
-			// Flags left at their defaults are not sent: the manager's
-			// defaults (and the group's) apply.
-			body := v1.CreateSessionRequest{Image: image, Resources: resources, Env: envs, Command: args}
-			f := cmd.Flags()
-			if f.Changed("name") {
-				body.Name = name
-			}
-			if f.Changed("type") {
-				body.Type = typ
-			}
-			if f.Changed("cluster-size") {
-				body.ClusterSize = &size
-			}
-			if f.Changed("cluster-mode") {
-				body.ClusterMode = mode
-			}
-			if f.Changed("priority") {
-				body.Priority = &priority
-			}
-			if f.Changed("group") {
-				body.ResourceGroup = group
-			}
-			if f.Changed("starts-at") {
-				body.StartsAt = startsAt
-			}
-			if f.Changed("time-limit") {
-				// Sent as typed: the server names time_limit when it is
-				// wrong or above the group's maximum.
-				body.TimeLimit = timeLimit
-			}
-			if f.Changed("preemptible") {
-				body.Preemptible = &preemptible
-			}
-			if f.Changed("no-preempt") {
-				no := false
-				body.Preemptible = &no
-			}
-			body.Requeue = requeue
-			if f.Changed("arch") {
-				body.Architecture = arch
-			}
-			if f.Changed("depends-on") {
-				body.DependsOn = deps
-			}
-			body.Job = job
-			if f.Changed("agent") {
-				body.DesignatedAgents = agents
 			}
 			c, err := newClient(cmd)
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			var s v1.Session
-			raw, err := c.do(ctx, "POST", "/v1/sessions", body, &s)
-			if err != nil {
-				return err
+			if cf.array != "" {
+				return createArray(cmd, c, o, body, cf)
 			}
-			out := cmd.OutOrStdout()
-			if !wait && !waitEnd {
-				if o.json() {
-					return printJSON(out, raw)
-				}
-				fmt.Fprintf(out, "%s  %s\n", s.ID, s.Status)
-				return nil
-			}
-			// In JSON mode the progress goes to stderr and stdout gets
-			// the session as it ended up.
-			progress := out
-			if o.json() {
-				progress = cmd.ErrOrStderr()
-			}
-			waitErr := waitSession(ctx, c, s.ID, progress, waitEnd, timeout)
-			if o.json() {
-				if raw, err := c.do(ctx, "GET", sessionPath(s.ID), nil, nil); err == nil {
-					_ = printJSON(out, raw)
-				}
-			}
-			return waitErr
+			return createSession(cmd, c, o, body, cf)
 		},
 	}
+	cf.register(cmd)
+	return cmd
+}
+
+// body checks the flags and builds the request they ask for.
+func (cf *createFlags) body(cmd *cobra.Command, args []string) (v1.CreateSessionRequest, error) {
+	var body v1.CreateSessionRequest
+	if cf.timeout < 0 || cf.timeout > 0 && !cf.wait && !cf.waitEnd {
+		return body, errors.New("--timeout is how long --wait or --wait-end waits: give one of them, and a positive duration")
+	}
+	if cf.array != "" && cf.wait {
+		return body, errors.New("--wait follows one session: with --array, give --wait-end to wait for every element")
+	}
+	resources, err := keyValues("slot", cf.slots)
+	if err != nil {
+		return body, err
+	}
+	for _, q := range []struct{ slot, v, flag string }{{"cpu", cf.cpu, "cpu"}, {"mem", cf.mem, "mem"}} {
+		if q.v == "" {
+			continue
+		}
+		if _, dup := resources[q.slot]; dup {
+			return body, fmt.Errorf("--%s and --slot %s=… both set %s", q.flag, q.slot, q.slot)
+		}
+		resources[q.slot] = q.v
+	}
+	envs, err := keyValues("env", cf.env)
+	if err != nil {
+		return body, err
+	}
+	// Flags left at their defaults are not sent: the manager's defaults
+	// (and the group's) apply.
+	body = v1.CreateSessionRequest{Image: cf.image, Resources: resources, Env: envs, Command: args,
+		Requeue: cf.requeue, Job: cf.job, Array: cf.array}
 	f := cmd.Flags()
-	f.StringVar(&image, "image", "", "image to run (required)")
-	f.StringVar(&name, "name", "", "session name, unique among your live sessions; every verb accepts it in place of the id")
-	f.StringVar(&typ, "type", "interactive", "interactive, batch or inference")
-	f.StringVar(&cpu, "cpu", "", "CPU cores per kernel, such as 2 or 0.5 (default: the group's, 1 unless set)")
-	f.StringVar(&mem, "mem", "", "memory per kernel, such as 4g, 512m or 4Gi (k/m/g/t are powers of 1024, as are Ki/Mi/Gi/Ti; default: the group's, 1g unless set)")
-	f.StringArrayVar(&slots, "slot", nil, "another slot per kernel, NAME=QUANTITY (repeatable), such as cuda.device=1; a slot not named gets the group's default")
-	f.IntVar(&size, "cluster-size", 1, "number of kernels (1 to 64)")
-	f.StringVar(&mode, "cluster-mode", "single-node", "single-node (all kernels on one agent) or multi-node")
-	f.IntVar(&priority, "priority", 10, "priority, 0 to 100; higher is scheduled first")
-	f.StringVar(&job, "job", "", "job (id or name) the session joins; it starts once the job's min-available members are placed together")
-	f.StringArrayVar(&deps, "depends-on", nil, "session (id, id prefix or name) that must end successfully first (repeatable)")
-	f.BoolVar(&wait, "wait", false, "follow the session until it is RUNNING or has ended")
-	f.BoolVar(&waitEnd, "wait-end", false, "follow the session until it has ended; succeed only if it succeeded")
-	f.DurationVar(&timeout, "timeout", 0, "with --wait or --wait-end: give up after this long (such as 10m), exiting 1 with the session's state")
-	f.StringVarP(&group, "group", "g", "", "resource group (default: the manager's default)")
-	f.StringVar(&startsAt, "starts-at", "", "earliest start, RFC 3339 (such as 2026-03-01T12:00:00Z)")
-	f.StringVar(&timeLimit, "time-limit", "", "end the session this long after it starts running, such as 2h (default: the group's)")
-	f.BoolVar(&preemptible, "preemptible", false, "let higher priority sessions evict this one where the group preempts (default: batch only)")
+	set := func(flag string, apply func()) {
+		if f.Changed(flag) {
+			apply()
+		}
+	}
+	set("name", func() { body.Name = cf.name })
+	set("type", func() { body.Type = cf.typ })
+	set("cluster-size", func() { body.ClusterSize = &cf.size })
+	set("cluster-mode", func() { body.ClusterMode = cf.mode })
+	set("priority", func() { body.Priority = &cf.priority })
+	set("group", func() { body.ResourceGroup = cf.group })
+	set("starts-at", func() { body.StartsAt = cf.startsAt })
+	// Sent as typed: the server names time_limit when it is wrong or
+	// above the group's maximum.
+	set("time-limit", func() { body.TimeLimit = cf.timeLimit })
+	set("preemptible", func() { body.Preemptible = &cf.preemptible })
+	set("no-preempt", func() { no := false; body.Preemptible = &no })
+	set("arch", func() { body.Architecture = cf.arch })
+	set("depends-on", func() { body.DependsOn = cf.deps })
+	set("agent", func() { body.DesignatedAgents = cf.agents })
+	return body, nil
+}
+
+// createSession submits one session and, with --wait or --wait-end,
+// follows it.
+func createSession(cmd *cobra.Command, c *client, o *output, body v1.CreateSessionRequest, cf createFlags) error {
+	ctx := cmd.Context()
+	var s v1.Session
+	raw, err := c.do(ctx, "POST", "/v1/sessions", body, &s)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if !cf.wait && !cf.waitEnd {
+		if o.json() {
+			return printJSON(out, raw)
+		}
+		fmt.Fprintf(out, "%s  %s\n", s.ID, s.Status)
+		return nil
+	}
+	// In JSON mode the progress goes to stderr and stdout gets the
+	// session as it ended up.
+	progress := out
+	if o.json() {
+		progress = cmd.ErrOrStderr()
+	}
+	waitErr := waitSession(ctx, c, s.ID, progress, cf.waitEnd, cf.timeout)
+	if o.json() {
+		if raw, err := c.do(ctx, "GET", sessionPath(s.ID), nil, nil); err == nil {
+			_ = printJSON(out, raw)
+		}
+	}
+	return waitErr
+}
+
+func (cf *createFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&cf.image, "image", "", "image to run (required)")
+	f.StringVar(&cf.name, "name", "", "session name, unique among your live sessions; every verb accepts it in place of the id")
+	f.StringVar(&cf.typ, "type", "interactive", "interactive, batch or inference")
+	f.StringVar(&cf.cpu, "cpu", "", "CPU cores per kernel, such as 2 or 0.5 (default: the group's, 1 unless set)")
+	f.StringVar(&cf.mem, "mem", "", "memory per kernel, such as 4g, 512m or 4Gi (k/m/g/t are powers of 1024, as are Ki/Mi/Gi/Ti; default: the group's, 1g unless set)")
+	f.StringArrayVar(&cf.slots, "slot", nil, "another slot per kernel, NAME=QUANTITY (repeatable), such as cuda.device=1; a slot not named gets the group's default")
+	f.IntVar(&cf.size, "cluster-size", 1, "number of kernels (1 to 64)")
+	f.StringVar(&cf.mode, "cluster-mode", "single-node", "single-node (all kernels on one agent) or multi-node")
+	f.IntVar(&cf.priority, "priority", 10, "priority, 0 to 100; higher is scheduled first")
+	f.StringVar(&cf.job, "job", "", "job (id or name) the session joins; it starts once the job's min-available members are placed together")
+	f.StringVar(&cf.array, "array", "", "submit an array: indexes such as 0-99, 1,3,5-9:2, with %N to run at most N at once (0-99%10); at most 10000 elements, --name required")
+	f.StringArrayVar(&cf.deps, "depends-on", nil, "session (id, id prefix or name) that must end successfully first (repeatable)")
+	f.BoolVar(&cf.wait, "wait", false, "follow the session until it is RUNNING or has ended")
+	f.BoolVar(&cf.waitEnd, "wait-end", false, "follow the session (or every element of an array) until it has ended; succeed only if it succeeded")
+	f.DurationVar(&cf.timeout, "timeout", 0, "with --wait or --wait-end: give up after this long (such as 10m), exiting 1 with the session's state")
+	f.StringVarP(&cf.group, "group", "g", "", "resource group (default: the manager's default)")
+	f.StringVar(&cf.startsAt, "starts-at", "", "earliest start, RFC 3339 (such as 2026-03-01T12:00:00Z)")
+	f.StringVar(&cf.timeLimit, "time-limit", "", "end the session this long after it starts running, such as 2h (default: the group's)")
+	f.BoolVar(&cf.preemptible, "preemptible", false, "let higher priority sessions evict this one where the group preempts (default: batch only)")
 	f.Bool("no-preempt", false, "never let a higher priority session evict this one")
-	f.BoolVar(&requeue, "requeue", false, "when preempted, submit a new attempt of this session")
+	f.BoolVar(&cf.requeue, "requeue", false, "when preempted, submit a new attempt of this session")
 	cmd.MarkFlagsMutuallyExclusive("preemptible", "no-preempt")
-	f.StringVar(&arch, "arch", "", "CPU architecture of the kernels (default x86_64)")
-	f.StringArrayVar(&agents, "agent", nil, "run only on this agent (repeatable)")
-	f.StringArrayVar(&env, "env", nil, "environment variable NAME=VALUE (repeatable)")
+	f.StringVar(&cf.arch, "arch", "", "CPU architecture of the kernels (default x86_64)")
+	f.StringArrayVar(&cf.agents, "agent", nil, "run only on this agent (repeatable)")
+	f.StringArrayVar(&cf.env, "env", nil, "environment variable NAME=VALUE (repeatable)")
 	_ = cmd.MarkFlagRequired("image")
 	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"interactive", "batch", "inference"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("cluster-mode", cobra.FixedCompletions([]string{"single-node", "multi-node"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("depends-on", completeFrom(listSessionIDs))
 	_ = cmd.RegisterFlagCompletionFunc("group", completeFrom(listGroupNames))
 	_ = cmd.RegisterFlagCompletionFunc("agent", completeFrom(listAgentIDs))
-	return cmd
 }
 
 // errWaitEnded reports a session that ended other than successfully.
@@ -411,14 +424,16 @@ func newSessionListCmd(o *output) *cobra.Command {
 		statuses, types   []string
 		limit             int
 		user, name, group string
-		all               bool
+		all, elements     bool
 	)
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List sessions, newest first: live ones and those that ended in the last hour",
 		Long: "List sessions, newest first. Without --all, sessions that ended more than an hour ago are left out.\n" +
-			"RESULT is how an ended session ended (success, failure, cancelled); EXIT is its main kernel's exit code.",
+			"RESULT is how an ended session ended (success, failure, cancelled); EXIT is its main kernel's exit code.\n" +
+			"An array's listed elements are one row, NAME[first-last], with their statuses counted; --elements lists\n" +
+			"arrays' elements one by one instead (and nothing else).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 0 {
@@ -482,11 +497,14 @@ func newSessionListCmd(o *output) *cobra.Command {
 				}
 				return printJSON(cmd.OutOrStdout(), raw)
 			}
-			rows := make([][]string, len(sessions))
-			for i, s := range sessions {
-				rows[i] = []string{shortID(s.ID), orDash(s.Name), s.Owner, s.Type, s.Status, orDash(s.Outcome), mainExit(s),
+			row := func(s v1.Session) []string {
+				return []string{shortID(s.ID), orDash(s.Name), s.Owner, s.Type, s.Status, orDash(s.Outcome), mainExit(s),
 					s.ResourceGroup, slotList(s.RequestedSlots), strconv.Itoa(s.ClusterSize), when(&s.CreatedAt)}
 			}
+			if elements {
+				sessions = slices.DeleteFunc(sessions, func(s v1.Session) bool { return s.Array == "" })
+			}
+			rows := arrayRows(sessions, row, elements)
 			return table(cmd.OutOrStdout(), []string{"ID", "NAME", "OWNER", "TYPE", "STATUS", "RESULT", "EXIT", "GROUP",
 				"PER KERNEL", "KERNELS", "CREATED"}, rows)
 		},
@@ -496,6 +514,7 @@ func newSessionListCmd(o *output) *cobra.Command {
 	f.StringArrayVar(&types, "type", nil, "only sessions of this type: interactive, batch or inference (repeatable)")
 	f.IntVar(&limit, "limit", 0, "at most this many, the newest (0: no limit)")
 	f.BoolVarP(&all, "all", "a", false, "also sessions that ended more than an hour ago")
+	f.BoolVar(&elements, "elements", false, "list arrays' elements one by one (and only them)")
 	f.StringVar(&name, "name", "", "only sessions of this name")
 	f.StringVar(&user, "user", "", "admins: only this user's sessions")
 	f.StringVar(&user, "owner", "", "same as --user")
@@ -547,6 +566,9 @@ func newSessionShowCmd(o *output) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if done, err := showAsArray(cmd, o, args[0]); done {
+				return err
+			}
 			return call(cmd, o, "GET", sessionPath(args[0]), nil, func(w io.Writer, s v1.Session) error {
 				rows := [][]string{
 					{"ID", s.ID}, {"Name", orDash(s.Name)}, {"Owner", s.Owner}, {"Type", s.Type}, {"Image", s.Image},
@@ -629,47 +651,23 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 			}
 			var why v1.Why
 			raw, err := c.do(cmd.Context(), "GET", sessionPath(args[0], "/why"), nil, &why)
-			if err != nil {
-				return err
-			}
 			w := cmd.OutOrStdout()
+			if err != nil {
+				a, araw, found, aerr := asArray(cmd.Context(), c, args[0], err)
+				switch {
+				case aerr != nil:
+					return aerr
+				case !found:
+					return err
+				case o.json():
+					return printJSON(w, araw)
+				}
+				return whyArray(cmd.Context(), c, w, a)
+			}
 			if o.json() {
 				return printJSON(w, raw)
 			}
-			switch p := why.Progress; {
-			case why.Ended != nil:
-				e := why.Ended
-				fmt.Fprintf(w, "session ended %s at %s", why.Status, e.At.Local().Format(time.DateTime))
-				if e.Outcome != "" {
-					fmt.Fprintf(w, " (%s)", e.Outcome)
-				}
-				if e.Reason != "" {
-					fmt.Fprintf(w, ": %s", e.Reason)
-				}
-				fmt.Fprintln(w)
-			case p != nil:
-				fmt.Fprintf(w, "session is %s since %s", why.Status, p.Since.Local().Format(time.DateTime))
-				if p.Deadline != nil {
-					fmt.Fprintf(w, "; its %s bound moves it on at %s", p.Bound, p.Deadline.Local().Format(time.DateTime))
-				}
-				fmt.Fprintln(w)
-				for _, line := range p.WaitingFor {
-					fmt.Fprintln(w, "  "+line)
-				}
-				if p.LastFailure != "" {
-					fmt.Fprintln(w, "  last failed attempt: "+p.LastFailure)
-				}
-			case why.Status != "PENDING":
-				fmt.Fprintf(w, "session is %s: nothing holds it in the queue\n", why.Status)
-			case len(why.Blockers) == 0:
-				fmt.Fprintln(w, "nothing blocks it now: the next scheduling round should place it")
-			}
-			for _, b := range why.Blockers {
-				fmt.Fprintln(w, blockerLine(b))
-			}
-			if t := why.EstimatedStart; t != nil {
-				fmt.Fprintf(w, "estimated start: ~%s (estimate)\n", estimateTime(*t, time.Now()))
-			}
+			printWhy(w, why)
 			return nil
 		},
 	}
@@ -677,6 +675,44 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 
 // blockerLine puts one blocker on one line: what, where, the numbers, and
 // what a person can do about it.
+// printWhy says what holds a session, from its why.
+func printWhy(w io.Writer, why v1.Why) {
+	switch p := why.Progress; {
+	case why.Ended != nil:
+		e := why.Ended
+		fmt.Fprintf(w, "session ended %s at %s", why.Status, e.At.Local().Format(time.DateTime))
+		if e.Outcome != "" {
+			fmt.Fprintf(w, " (%s)", e.Outcome)
+		}
+		if e.Reason != "" {
+			fmt.Fprintf(w, ": %s", e.Reason)
+		}
+		fmt.Fprintln(w)
+	case p != nil:
+		fmt.Fprintf(w, "session is %s since %s", why.Status, p.Since.Local().Format(time.DateTime))
+		if p.Deadline != nil {
+			fmt.Fprintf(w, "; its %s bound moves it on at %s", p.Bound, p.Deadline.Local().Format(time.DateTime))
+		}
+		fmt.Fprintln(w)
+		for _, line := range p.WaitingFor {
+			fmt.Fprintln(w, "  "+line)
+		}
+		if p.LastFailure != "" {
+			fmt.Fprintln(w, "  last failed attempt: "+p.LastFailure)
+		}
+	case why.Status != "PENDING":
+		fmt.Fprintf(w, "session is %s: nothing holds it in the queue\n", why.Status)
+	case len(why.Blockers) == 0:
+		fmt.Fprintln(w, "nothing blocks it now: the next scheduling round should place it")
+	}
+	for _, b := range why.Blockers {
+		fmt.Fprintln(w, blockerLine(b))
+	}
+	if t := why.EstimatedStart; t != nil {
+		fmt.Fprintf(w, "estimated start: ~%s (estimate)\n", estimateTime(*t, time.Now()))
+	}
+}
+
 func blockerLine(b v1.Blocker) string {
 	var parts []string
 	parts = append(parts, b.Kind)
@@ -752,7 +788,7 @@ func newSessionRemoveCmd(o *output) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:               "rm SESSION...",
 		Aliases:           []string{"delete", "terminate"},
-		Short:             "End sessions: PENDING ones are cancelled, others terminated",
+		Short:             "End sessions (or every element of an array): PENDING ones are cancelled, others terminated",
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -771,7 +807,14 @@ func newSessionRemoveCmd(o *output) *cobra.Command {
 				var s v1.Session
 				raw, err := c.do(cmd.Context(), "DELETE", path(id), nil, &s)
 				if err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", id, err))
+					// A name that is no session's may be an array's: rm
+					// ends all its elements in one call.
+					if a, _, found, aerr := asArray(cmd.Context(), c, id, err); found || aerr != nil {
+						err = cmp.Or(aerr, removeArray(cmd.Context(), c, o, cmd.OutOrStdout(), a, force))
+					}
+					if err != nil {
+						errs = append(errs, fmt.Errorf("%s: %w", id, err))
+					}
 					continue
 				}
 				if o.json() {
@@ -808,6 +851,9 @@ what is new every --poll.`,
 				return errors.New("--poll must be positive")
 			}
 			f := logFollower{c: c, id: args[0], kernel: kernel, out: cmd.OutOrStdout(), poll: poll}
+			if err := arrayLogsFor(cmd.Context(), c, &f, follow); err != errNotArray {
+				return err
+			}
 			if follow {
 				err = f.follow(cmd.Context())
 			} else {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -67,10 +68,15 @@ func (a *Admitter) BuildArray(ctx context.Context, req ArrayRequest) (domain.Arr
 	for i, idx := range spec.Indexes {
 		e := sess
 		e.ID, e.Name, e.Array, e.ArrayIndex = req.ElementID(idx), domain.ArrayElementName(name, idx), arr.ID, idx
+		// A microsecond apart (the precision stored), so first-come
+		// sequencers take the elements in index order rather than by
+		// their random ids.
+		e.CreatedAt = sess.CreatedAt.Add(time.Duration(i) * time.Microsecond)
+		e.StatusChangedAt = e.CreatedAt
 		e.Env = make(map[string]string, len(sess.Env)+3)
 		maps.Copy(e.Env, sess.Env)
 		e.Env[domain.EnvArrayIndex], e.Env[domain.EnvArrayCount], e.Env[domain.EnvArrayID] = strconv.Itoa(idx), count, string(arr.ID)
-		out[i] = store.NewSession{Session: e, Kernels: Kernels(e, sess.CreatedAt)}
+		out[i] = store.NewSession{Session: e, Kernels: Kernels(e, e.CreatedAt)}
 	}
 	return arr, out, nil
 }

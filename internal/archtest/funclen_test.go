@@ -27,7 +27,6 @@ var longFuncs = map[string]int{
 	"internal/coordinator/apply.go:Coordinator.apply":                170,
 	"internal/api/routes.go:Server.table":                            162,
 	"internal/scheduler/framework/reserve.go:Backfill.Reserve":       160,
-	"cmd/sokovan/cli_session.go:newSessionCreateCmd":                 156,
 	"cmd/sokovan/agentcmd.go:newAgentDaemonCmd":                      151,
 	"cmd/sokovan/cli_cluster.go:newRGCmd":                            142,
 	"internal/agent/runtime/process/process.go:Runtime.start":        139,
