@@ -28,3 +28,26 @@ func BenchmarkCreateArray(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRemoveArray ends a 10,000-element array, every element
+// PENDING, with one DELETE per iteration (the submit is not timed).
+func BenchmarkRemoveArray(b *testing.B) {
+	const elements = 10000
+	for _, engine := range apitest.Engines {
+		b.Run(engine, func(b *testing.B) {
+			m := apitest.New(b, apitest.Options{Engine: engine, Manual: true})
+			alice := m.User("alice", "user", "p1")
+			for i := range b.N {
+				b.StopTimer()
+				name := fmt.Sprintf("sweep%d", i)
+				if code, raw := m.Raw(alice, "POST", "/v1/arrays", arrayBody(name, fmt.Sprintf("0-%d", elements-1))); code != http.StatusCreated {
+					b.Fatalf("create array: %d %s", code, raw)
+				}
+				b.StartTimer()
+				if code, raw := m.Raw(alice, "DELETE", "/v1/arrays/"+name, nil); code != http.StatusAccepted {
+					b.Fatalf("remove array: %d %s", code, raw)
+				}
+			}
+		})
+	}
+}
