@@ -33,6 +33,11 @@ func TestDashboardArrays(t *testing.T) {
 	b.waitJS(t, "six elements", `document.querySelectorAll('#element-rows tr').length === 6`)
 	b.checkLabels(t, "array")
 	b.checkNames(t, "array")
+	// An element's session page links back to its array.
+	b.run(t, "open an element", chromedp.Click(chromedp.CSS(`#element-rows a`)))
+	b.waitJS(t, "the element's array link", `document.getElementById('session-array')?.textContent === 'sweep'`)
+	b.run(t, "back to the array", chromedp.Click(chromedp.ID("session-array")))
+	b.waitJS(t, "six elements again", `document.querySelectorAll('#element-rows tr').length === 6`)
 	b.run(t, "end every element", chromedp.Click(chromedp.ID("remove-array")))
 	b.waitJS(t, "every element ended", `document.getElementById('remove-array') === null &&
 		[...document.querySelectorAll('#element-rows tr')].every((r) => ['CANCELLED', 'TERMINATED'].includes(r.dataset.status))`)
