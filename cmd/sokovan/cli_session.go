@@ -1,19 +1,20 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
@@ -58,10 +59,10 @@ func sessionPath(id string, rest ...string) string {
 	return "/v1/sessions/" + url.PathEscape(id) + strings.Join(rest, "")
 }
 
-// sessionCreateFlags are `session create`'s flags.
-type sessionCreateFlags struct {
+// createFlags are `session create`'s flags, which `sokovan run` shares.
+type createFlags struct {
 	image, name, typ, cpu, mem, mode, group, startsAt, arch string
-	timeLimit, job                                          string
+	timeLimit, job, array                                   string
 	preemptible, requeue                                    bool
 	slots, deps, agents, env                                []string
 	size, priority                                          int
@@ -70,126 +71,98 @@ type sessionCreateFlags struct {
 }
 
 func newSessionCreateCmd(o *output) *cobra.Command {
-	var sf sessionCreateFlags
+	var cf createFlags
 	cmd := &cobra.Command{
 		Use:   "create --image IMG [flags] [-- COMMAND...]",
-		Short: "Submit a session",
+		Short: "Submit a session, or an array of sessions",
 		Long: "Submit a session. Quantities are per kernel: --cpu 0.5, --mem 4g, --slot cuda.device=1.\n" +
 			"With --wait, follow the session live until it is RUNNING or has ended; the exit status is 0 for\n" +
 			"RUNNING or a successful end, 1 otherwise. With --wait-end, follow it until it has ended (for batch\n" +
 			"jobs); the exit status is 0 only when every kernel exited 0. While waiting, what holds the session (its\n" +
 			"blockers, or what its kernels wait for) is printed whenever it changes. --timeout gives up after a while\n" +
-			"(exit status 1); Ctrl-C stops waiting (exit status 0) and says where the session stands.",
+			"(exit status 1); Ctrl-C stops waiting (exit status 0) and says where the session stands.\n" +
+			"With --array (SLURM's --array: 0-99, 1,3,5-9:2, and %N to run at most N at once) one request submits\n" +
+			"an array of sessions named NAME[index], each with SOKOVAN_ARRAY_INDEX and SOKOVAN_ARRAY_COUNT set;\n" +
+			"--name is then required, and --wait-end waits for every element.",
 		Example: "  sokovan session create --image sleep --cpu 1 --mem 1g --wait\n" +
-			"  sokovan session create --image exit:0 --type batch --cluster-size 2 --cluster-mode multi-node",
+			"  sokovan session create --image exit:0 --type batch --cluster-size 2 --cluster-mode multi-node\n" +
+			"  sokovan session create --image exit:0 --type batch --name sweep --array 0-99%10",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if sf.timeout < 0 || sf.timeout > 0 && !sf.wait && !sf.waitEnd {
-				return errors.New("--timeout is how long --wait or --wait-end waits: give one of them, and a positive duration")
-			}
-			body, err := sf.request(cmd.Flags(), args)
+			body, err := cf.body(cmd, args)
 			if err != nil {
 				return err
 			}
-			return sf.submit(cmd, o, body)
+			c, err := newClient(cmd)
+			if err != nil {
+				return err
+			}
+			if cf.array != "" {
+				return createArray(cmd, c, o, body, cf)
+			}
+			return createSession(cmd, c, o, body, cf)
 		},
 	}
-	sf.register(cmd)
+	cf.register(cmd)
 	return cmd
 }
 
-func (sf *sessionCreateFlags) register(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.StringVar(&sf.image, "image", "", "image to run (required)")
-	f.StringVar(&sf.name, "name", "", "session name, unique among your live sessions; every verb accepts it in place of the id")
-	f.StringVar(&sf.typ, "type", "interactive", "interactive, batch or inference")
-	f.StringVar(&sf.cpu, "cpu", "", "CPU cores per kernel, such as 2 or 0.5 (default: the group's, 1 unless set)")
-	f.StringVar(&sf.mem, "mem", "", "memory per kernel, such as 4g, 512m or 4Gi (k/m/g/t are powers of 1024, as are Ki/Mi/Gi/Ti; default: the group's, 1g unless set)")
-	f.StringArrayVar(&sf.slots, "slot", nil, "another slot per kernel, NAME=QUANTITY (repeatable), such as cuda.device=1; a slot not named gets the group's default")
-	f.IntVar(&sf.size, "cluster-size", 1, "number of kernels (1 to 64)")
-	f.StringVar(&sf.mode, "cluster-mode", "single-node", "single-node (all kernels on one agent) or multi-node")
-	f.IntVar(&sf.priority, "priority", 10, "priority, 0 to 100; higher is scheduled first")
-	f.StringVar(&sf.job, "job", "", "job (id or name) the session joins; it starts once the job's min-available members are placed together")
-	f.StringArrayVar(&sf.deps, "depends-on", nil, "session (id, id prefix or name) that must end successfully first (repeatable)")
-	f.BoolVar(&sf.wait, "wait", false, "follow the session until it is RUNNING or has ended")
-	f.BoolVar(&sf.waitEnd, "wait-end", false, "follow the session until it has ended; succeed only if it succeeded")
-	f.DurationVar(&sf.timeout, "timeout", 0, "with --wait or --wait-end: give up after this long (such as 10m), exiting 1 with the session's state")
-	f.StringVarP(&sf.group, "group", "g", "", "resource group (default: the manager's default)")
-	f.StringVar(&sf.startsAt, "starts-at", "", "earliest start, RFC 3339 (such as 2026-03-01T12:00:00Z)")
-	f.StringVar(&sf.timeLimit, "time-limit", "", "end the session this long after it starts running, such as 2h (default: the group's)")
-	f.BoolVar(&sf.preemptible, "preemptible", false, "let higher priority sessions evict this one where the group preempts (default: batch only)")
-	f.Bool("no-preempt", false, "never let a higher priority session evict this one")
-	f.BoolVar(&sf.requeue, "requeue", false, "when preempted, submit a new attempt of this session")
-	cmd.MarkFlagsMutuallyExclusive("preemptible", "no-preempt")
-	f.StringVar(&sf.arch, "arch", "", "CPU architecture of the kernels (default x86_64)")
-	f.StringArrayVar(&sf.agents, "agent", nil, "run only on this agent (repeatable)")
-	f.StringArrayVar(&sf.env, "env", nil, "environment variable NAME=VALUE (repeatable)")
-	_ = cmd.MarkFlagRequired("image")
-	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"interactive", "batch", "inference"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("cluster-mode", cobra.FixedCompletions([]string{"single-node", "multi-node"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("depends-on", completeFrom(listSessionIDs))
-	_ = cmd.RegisterFlagCompletionFunc("group", completeFrom(listGroupNames))
-	_ = cmd.RegisterFlagCompletionFunc("agent", completeFrom(listAgentIDs))
-}
-
-// resources are the per-kernel slots of --slot, --cpu and --mem; a slot
-// named twice is an error rather than a silent choice.
-func (sf *sessionCreateFlags) resources() (map[string]string, error) {
-	resources, err := keyValues("slot", sf.slots)
-	if err != nil {
-		return nil, err
+// body checks the flags and builds the request they ask for.
+func (cf *createFlags) body(cmd *cobra.Command, args []string) (v1.CreateSessionRequest, error) {
+	var body v1.CreateSessionRequest
+	if cf.timeout < 0 || cf.timeout > 0 && !cf.wait && !cf.waitEnd {
+		return body, errors.New("--timeout is how long --wait or --wait-end waits: give one of them, and a positive duration")
 	}
-	for _, q := range []struct{ slot, v, flag string }{{"cpu", sf.cpu, "cpu"}, {"mem", sf.mem, "mem"}} {
+	if cf.array != "" && cf.wait {
+		return body, errors.New("--wait follows one session: with --array, give --wait-end to wait for every element")
+	}
+	resources, err := keyValues("slot", cf.slots)
+	if err != nil {
+		return body, err
+	}
+	for _, q := range []struct{ slot, v, flag string }{{"cpu", cf.cpu, "cpu"}, {"mem", cf.mem, "mem"}} {
 		if q.v == "" {
 			continue
 		}
 		if _, dup := resources[q.slot]; dup {
-			return nil, fmt.Errorf("--%s and --slot %s=… both set %s", q.flag, q.slot, q.slot)
+			return body, fmt.Errorf("--%s and --slot %s=… both set %s", q.flag, q.slot, q.slot)
 		}
 		resources[q.slot] = q.v
 	}
-	return resources, nil
-}
-
-// request is the session to submit. Flags left at their defaults are not
-// sent: the manager's defaults (and the group's) apply.
-func (sf *sessionCreateFlags) request(f *pflag.FlagSet, args []string) (v1.CreateSessionRequest, error) {
-	resources, err := sf.resources()
+	envs, err := keyValues("env", cf.env)
 	if err != nil {
-		return v1.CreateSessionRequest{}, err
+		return body, err
 	}
-	envs, err := keyValues("env", sf.env)
-	if err != nil {
-		return v1.CreateSessionRequest{}, err
+	// Flags left at their defaults are not sent: the manager's defaults
+	// (and the group's) apply.
+	body = v1.CreateSessionRequest{Image: cf.image, Resources: resources, Env: envs, Command: args,
+		Requeue: cf.requeue, Job: cf.job, Array: cf.array}
+	f := cmd.Flags()
+	set := func(flag string, apply func()) {
+		if f.Changed(flag) {
+			apply()
+		}
 	}
-	body := v1.CreateSessionRequest{Image: sf.image, Resources: resources, Env: envs, Command: args,
-		Requeue: sf.requeue, Job: sf.job}
-	body.Name = given(f, "name", sf.name)
-	body.Type = given(f, "type", sf.typ)
-	body.ClusterSize = given(f, "cluster-size", &sf.size)
-	body.ClusterMode = given(f, "cluster-mode", sf.mode)
-	body.Priority = given(f, "priority", &sf.priority)
-	body.ResourceGroup = given(f, "group", sf.group)
-	body.StartsAt = given(f, "starts-at", sf.startsAt)
+	set("name", func() { body.Name = cf.name })
+	set("type", func() { body.Type = cf.typ })
+	set("cluster-size", func() { body.ClusterSize = &cf.size })
+	set("cluster-mode", func() { body.ClusterMode = cf.mode })
+	set("priority", func() { body.Priority = &cf.priority })
+	set("group", func() { body.ResourceGroup = cf.group })
+	set("starts-at", func() { body.StartsAt = cf.startsAt })
 	// Sent as typed: the server names time_limit when it is wrong or
 	// above the group's maximum.
-	body.TimeLimit = given(f, "time-limit", sf.timeLimit)
-	body.Preemptible = given(f, "preemptible", &sf.preemptible)
-	if f.Changed("no-preempt") {
-		no := false
-		body.Preemptible = &no
-	}
-	body.Architecture = given(f, "arch", sf.arch)
-	body.DependsOn = given(f, "depends-on", sf.deps)
-	body.DesignatedAgents = given(f, "agent", sf.agents)
+	set("time-limit", func() { body.TimeLimit = cf.timeLimit })
+	set("preemptible", func() { body.Preemptible = &cf.preemptible })
+	set("no-preempt", func() { no := false; body.Preemptible = &no })
+	set("arch", func() { body.Architecture = cf.arch })
+	set("depends-on", func() { body.DependsOn = cf.deps })
+	set("agent", func() { body.DesignatedAgents = cf.agents })
 	return body, nil
 }
 
-// submit posts the session and, with --wait or --wait-end, follows it.
-func (sf *sessionCreateFlags) submit(cmd *cobra.Command, o *output, body v1.CreateSessionRequest) error {
-	c, err := newClient(cmd)
-	if err != nil {
-		return err
-	}
+// createSession submits one session and, with --wait or --wait-end,
+// follows it.
+func createSession(cmd *cobra.Command, c *client, o *output, body v1.CreateSessionRequest, cf createFlags) error {
 	ctx := cmd.Context()
 	var s v1.Session
 	raw, err := c.do(ctx, "POST", "/v1/sessions", body, &s)
@@ -197,26 +170,61 @@ func (sf *sessionCreateFlags) submit(cmd *cobra.Command, o *output, body v1.Crea
 		return err
 	}
 	out := cmd.OutOrStdout()
-	if !sf.wait && !sf.waitEnd {
+	if !cf.wait && !cf.waitEnd {
 		if o.json() {
 			return printJSON(out, raw)
 		}
 		fmt.Fprintf(out, "%s  %s\n", s.ID, s.Status)
 		return nil
 	}
-	// In JSON mode the progress goes to stderr and stdout gets
-	// the session as it ended up.
+	// In JSON mode the progress goes to stderr and stdout gets the
+	// session as it ended up.
 	progress := out
 	if o.json() {
 		progress = cmd.ErrOrStderr()
 	}
-	waitErr := waitSession(ctx, c, s.ID, progress, sf.waitEnd, sf.timeout)
+	waitErr := waitSession(ctx, c, s.ID, progress, cf.waitEnd, cf.timeout)
 	if o.json() {
 		if raw, err := c.do(ctx, "GET", sessionPath(s.ID), nil, nil); err == nil {
 			_ = printJSON(out, raw)
 		}
 	}
 	return waitErr
+}
+
+func (cf *createFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&cf.image, "image", "", "image to run (required)")
+	f.StringVar(&cf.name, "name", "", "session name, unique among your live sessions; every verb accepts it in place of the id")
+	f.StringVar(&cf.typ, "type", "interactive", "interactive, batch or inference")
+	f.StringVar(&cf.cpu, "cpu", "", "CPU cores per kernel, such as 2 or 0.5 (default: the group's, 1 unless set)")
+	f.StringVar(&cf.mem, "mem", "", "memory per kernel, such as 4g, 512m or 4Gi (k/m/g/t are powers of 1024, as are Ki/Mi/Gi/Ti; default: the group's, 1g unless set)")
+	f.StringArrayVar(&cf.slots, "slot", nil, "another slot per kernel, NAME=QUANTITY (repeatable), such as cuda.device=1; a slot not named gets the group's default")
+	f.IntVar(&cf.size, "cluster-size", 1, "number of kernels (1 to 64)")
+	f.StringVar(&cf.mode, "cluster-mode", "single-node", "single-node (all kernels on one agent) or multi-node")
+	f.IntVar(&cf.priority, "priority", 10, "priority, 0 to 100; higher is scheduled first")
+	f.StringVar(&cf.job, "job", "", "job (id or name) the session joins; it starts once the job's min-available members are placed together")
+	f.StringVar(&cf.array, "array", "", "submit an array: indexes such as 0-99, 1,3,5-9:2, with %N to run at most N at once (0-99%10); at most 10000 elements, --name required")
+	f.StringArrayVar(&cf.deps, "depends-on", nil, "session (id, id prefix or name) that must end successfully first (repeatable)")
+	f.BoolVar(&cf.wait, "wait", false, "follow the session until it is RUNNING or has ended")
+	f.BoolVar(&cf.waitEnd, "wait-end", false, "follow the session (or every element of an array) until it has ended; succeed only if it succeeded")
+	f.DurationVar(&cf.timeout, "timeout", 0, "with --wait or --wait-end: give up after this long (such as 10m), exiting 1 with the session's state")
+	f.StringVarP(&cf.group, "group", "g", "", "resource group (default: the manager's default)")
+	f.StringVar(&cf.startsAt, "starts-at", "", "earliest start, RFC 3339 (such as 2026-03-01T12:00:00Z)")
+	f.StringVar(&cf.timeLimit, "time-limit", "", "end the session this long after it starts running, such as 2h (default: the group's)")
+	f.BoolVar(&cf.preemptible, "preemptible", false, "let higher priority sessions evict this one where the group preempts (default: batch only)")
+	f.Bool("no-preempt", false, "never let a higher priority session evict this one")
+	f.BoolVar(&cf.requeue, "requeue", false, "when preempted, submit a new attempt of this session")
+	cmd.MarkFlagsMutuallyExclusive("preemptible", "no-preempt")
+	f.StringVar(&cf.arch, "arch", "", "CPU architecture of the kernels (default x86_64)")
+	f.StringArrayVar(&cf.agents, "agent", nil, "run only on this agent (repeatable)")
+	f.StringArrayVar(&cf.env, "env", nil, "environment variable NAME=VALUE (repeatable)")
+	_ = cmd.MarkFlagRequired("image")
+	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"interactive", "batch", "inference"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("cluster-mode", cobra.FixedCompletions([]string{"single-node", "multi-node"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("depends-on", completeFrom(listSessionIDs))
+	_ = cmd.RegisterFlagCompletionFunc("group", completeFrom(listGroupNames))
+	_ = cmd.RegisterFlagCompletionFunc("agent", completeFrom(listAgentIDs))
 }
 
 // errWaitEnded reports a session that ended other than successfully.
@@ -416,14 +424,16 @@ func newSessionListCmd(o *output) *cobra.Command {
 		statuses, types   []string
 		limit             int
 		user, name, group string
-		all               bool
+		all, elements     bool
 	)
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List sessions, newest first: live ones and those that ended in the last hour",
 		Long: "List sessions, newest first. Without --all, sessions that ended more than an hour ago are left out.\n" +
-			"RESULT is how an ended session ended (success, failure, cancelled); EXIT is its main kernel's exit code.",
+			"RESULT is how an ended session ended (success, failure, cancelled); EXIT is its main kernel's exit code.\n" +
+			"An array's listed elements are one row, NAME[first-last], with their statuses counted; --elements lists\n" +
+			"arrays' elements one by one instead (and nothing else).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 0 {
@@ -487,11 +497,14 @@ func newSessionListCmd(o *output) *cobra.Command {
 				}
 				return printJSON(cmd.OutOrStdout(), raw)
 			}
-			rows := make([][]string, len(sessions))
-			for i, s := range sessions {
-				rows[i] = []string{shortID(s.ID), orDash(s.Name), s.Owner, s.Type, s.Status, orDash(s.Outcome), mainExit(s),
+			row := func(s v1.Session) []string {
+				return []string{shortID(s.ID), orDash(s.Name), s.Owner, s.Type, s.Status, orDash(s.Outcome), mainExit(s),
 					s.ResourceGroup, slotList(s.RequestedSlots), strconv.Itoa(s.ClusterSize), when(&s.CreatedAt)}
 			}
+			if elements {
+				sessions = slices.DeleteFunc(sessions, func(s v1.Session) bool { return s.Array == "" })
+			}
+			rows := arrayRows(sessions, row, elements)
 			return table(cmd.OutOrStdout(), []string{"ID", "NAME", "OWNER", "TYPE", "STATUS", "RESULT", "EXIT", "GROUP",
 				"PER KERNEL", "KERNELS", "CREATED"}, rows)
 		},
@@ -501,6 +514,7 @@ func newSessionListCmd(o *output) *cobra.Command {
 	f.StringArrayVar(&types, "type", nil, "only sessions of this type: interactive, batch or inference (repeatable)")
 	f.IntVar(&limit, "limit", 0, "at most this many, the newest (0: no limit)")
 	f.BoolVarP(&all, "all", "a", false, "also sessions that ended more than an hour ago")
+	f.BoolVar(&elements, "elements", false, "list arrays' elements one by one (and only them)")
 	f.StringVar(&name, "name", "", "only sessions of this name")
 	f.StringVar(&user, "user", "", "admins: only this user's sessions")
 	f.StringVar(&user, "owner", "", "same as --user")
@@ -552,6 +566,9 @@ func newSessionShowCmd(o *output) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if done, err := showAsArray(cmd, o, args[0]); done {
+				return err
+			}
 			return call(cmd, o, "GET", sessionPath(args[0]), nil, func(w io.Writer, s v1.Session) error {
 				rows := [][]string{
 					{"ID", s.ID}, {"Name", orDash(s.Name)}, {"Owner", s.Owner}, {"Type", s.Type}, {"Image", s.Image},
@@ -600,13 +617,23 @@ func newSessionHistoryCmd(o *output) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(cmd, o, "GET", sessionPath(args[0], "/history"), nil, func(w io.Writer, h v1.List[v1.History]) error {
-				rows := make([][]string, len(h.Items))
-				for i, e := range h.Items {
-					rows[i] = []string{when(&e.At), e.Handler, e.Result, e.From + " → " + e.To, "×" + strconv.Itoa(e.Attempt), orDash(e.Message)}
-				}
-				return table(w, []string{"AT", "HANDLER", "RESULT", "STATUS", "TIMES", "MESSAGE"}, rows)
-			})
+			c, err := newClient(cmd)
+			if err != nil {
+				return err
+			}
+			var h v1.List[v1.History]
+			raw, err := c.do(cmd.Context(), "GET", sessionPath(args[0], "/history"), nil, &h)
+			if err != nil {
+				return err
+			}
+			if o.json() {
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			rows := make([][]string, len(h.Items))
+			for i, e := range h.Items {
+				rows[i] = []string{when(&e.At), e.Handler, e.Result, e.From + " → " + e.To, "×" + strconv.Itoa(e.Attempt), orDash(e.Message)}
+			}
+			return table(cmd.OutOrStdout(), []string{"AT", "HANDLER", "RESULT", "STATUS", "TIMES", "MESSAGE"}, rows)
 		},
 	}
 }
@@ -618,14 +645,36 @@ func newSessionWhyCmd(o *output) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(cmd, o, "GET", sessionPath(args[0], "/why"), nil, printWhy)
+			c, err := newClient(cmd)
+			if err != nil {
+				return err
+			}
+			var why v1.Why
+			raw, err := c.do(cmd.Context(), "GET", sessionPath(args[0], "/why"), nil, &why)
+			w := cmd.OutOrStdout()
+			if err != nil {
+				a, araw, found, aerr := asArray(cmd.Context(), c, args[0], err)
+				switch {
+				case aerr != nil:
+					return aerr
+				case !found:
+					return err
+				case o.json():
+					return printJSON(w, araw)
+				}
+				return whyArray(cmd.Context(), c, w, a)
+			}
+			if o.json() {
+				return printJSON(w, raw)
+			}
+			printWhy(w, why)
+			return nil
 		},
 	}
 }
 
-// printWhy says what holds a session, or how it ended, and what may be
-// done about it.
-func printWhy(w io.Writer, why v1.Why) error {
+// printWhy says what holds a session, from its why.
+func printWhy(w io.Writer, why v1.Why) {
 	switch p := why.Progress; {
 	case why.Ended != nil:
 		e := why.Ended
@@ -663,7 +712,6 @@ func printWhy(w io.Writer, why v1.Why) error {
 	if f := why.FairShare; f != nil {
 		fmt.Fprintln(w, fairShareLine(f))
 	}
-	return nil
 }
 
 // blockerLine puts one blocker on one line: what, where, the numbers, and
@@ -732,6 +780,8 @@ func blockerHint(b v1.Blocker) string {
 		return "an admin can reactivate the group (sokovan rg set " + name + " --state ACTIVE)"
 	case "session_type":
 		return "submit it to a resource group that runs this type"
+	case "array":
+		return "it starts when another element of array " + name + " ends (the array's %N cap)"
 	}
 	return ""
 }
@@ -741,7 +791,7 @@ func newSessionRemoveCmd(o *output) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:               "rm SESSION...",
 		Aliases:           []string{"delete", "terminate"},
-		Short:             "End sessions: PENDING ones are cancelled, others terminated",
+		Short:             "End sessions (or every element of an array): PENDING ones are cancelled, others terminated",
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -760,7 +810,14 @@ func newSessionRemoveCmd(o *output) *cobra.Command {
 				var s v1.Session
 				raw, err := c.do(cmd.Context(), "DELETE", path(id), nil, &s)
 				if err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", id, err))
+					// A name that is no session's may be an array's: rm
+					// ends all its elements in one call.
+					if a, _, found, aerr := asArray(cmd.Context(), c, id, err); found || aerr != nil {
+						err = cmp.Or(aerr, removeArray(cmd.Context(), c, o, cmd.OutOrStdout(), a, force))
+					}
+					if err != nil {
+						errs = append(errs, fmt.Errorf("%s: %w", id, err))
+					}
 					continue
 				}
 				if o.json() {
@@ -797,6 +854,9 @@ what is new every --poll.`,
 				return errors.New("--poll must be positive")
 			}
 			f := logFollower{c: c, id: args[0], kernel: kernel, out: cmd.OutOrStdout(), poll: poll}
+			if err := arrayLogsFor(cmd.Context(), c, &f, follow); err != errNotArray {
+				return err
+			}
 			if follow {
 				err = f.follow(cmd.Context())
 			} else {

@@ -54,6 +54,9 @@ type Store interface {
 	// creates the session in one transaction, so a cap is exact however
 	// many managers submit at once.
 	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel, limits ...store.PendingLimit) error
+	// CreateArray does for an array and all its elements what
+	// CreateSession does for one session, in one transaction.
+	CreateArray(ctx context.Context, a domain.Array, elements []store.NewSession, limits ...store.PendingLimit) error
 }
 
 // Marker asks for a scheduling round soon (coordinator.Coordinator's
@@ -227,6 +230,9 @@ func (a *Admitter) Build(ctx context.Context, req Request) (domain.Session, []do
 func (a *Admitter) admitContent(req Request, sess *domain.Session) error {
 	if e := CleanText("name", req.Name, maxNameLen); e != nil {
 		return e
+	}
+	if _, _, element := domain.SplitArrayElementName(req.Name); element {
+		return invalid("name", "%q is how an array's element is named (name[index]); choose another name", req.Name)
 	}
 	sess.Name = req.Name
 	sess.Type = domain.TypeInteractive
@@ -429,21 +435,10 @@ func (a *Admitter) Submit(ctx context.Context, sess domain.Session, kernels []do
 				"%s %s already has %d PENDING sessions, the most its policy allows (max_pending_sessions %d); "+
 					"wait for one to start, or end one", full.Limit.Scope, full.Limit.Name, full.Pending, full.Limit.Max)}
 		}
-		var closed *store.GroupClosedError
-		if errors.As(err, &closed) {
-			// The group changed state after Build read it; the store's
-			// answer is the one that holds.
-			return groupClosed(closed.Group, closed.State)
-		}
 		if errors.Is(err, store.ErrNameTaken) {
 			return conflict("name", "you already have a live session named %q; end it, or choose another name", sess.Name)
 		}
-		if errors.Is(err, store.ErrNotFound) {
-			// What it refers to was checked a moment ago; nothing is ever
-			// deleted, so this is a store fault, not the submitter's.
-			return fmt.Errorf("create session: %w", err)
-		}
-		return err
+		return storeRefusal(err)
 	}
 	if a.marker != nil {
 		a.marker.Mark()
@@ -464,6 +459,23 @@ func (a *Admitter) CheckLimits(ctx context.Context, sess domain.Session) error {
 		return e
 	}
 	return nil
+}
+
+// storeRefusal turns the store's answer to a creation into a refusal
+// where it is one.
+func storeRefusal(err error) error {
+	var closed *store.GroupClosedError
+	if errors.As(err, &closed) {
+		// The group changed state after Build read it; the store's
+		// answer is the one that holds.
+		return groupClosed(closed.Group, closed.State)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		// What it refers to was checked a moment ago; nothing is ever
+		// deleted, so this is a store fault, not the submitter's.
+		return fmt.Errorf("create session: %w", err)
+	}
+	return err
 }
 
 // groupClosed refuses a session to a group that accepts no new ones.

@@ -84,7 +84,7 @@ const sessionRefDesc = "{id} is the session's id, a unique prefix of it (6 chara
 func (s *Server) table() []route {
 	return slices.Concat(s.systemRoutes(), s.sessionRoutes(), s.agentRoutes(), s.groupRoutes(),
 		s.policyRoutes(), s.eventRoutes(), s.agentRPCRoutes(),
-		s.userRoutes(), s.jobRoutes(), s.deployRoutes(), s.agentTokenRoutes(), s.applyRoutes(), s.applySchemaRoutes())
+		s.userRoutes(), s.jobRoutes(), s.arrayRoutes(), s.deployRoutes(), s.agentTokenRoutes(), s.applyRoutes(), s.applySchemaRoutes())
 }
 
 // systemRoutes are the unauthenticated routes of probes, metrics and the
@@ -305,6 +305,32 @@ func (s *Server) userRoutes() []route {
 				{name: "project", typ: "string", desc: "only this project"},
 				{name: "slot", typ: "string", desc: "only this slot (e.g. cuda.device)"}},
 			status: http.StatusOK, resp: v1.UsageReport{}, handle: s.usageHistory},
+	}
+}
+
+// arrayRoutes are the routes of session arrays (SLURM's job arrays).
+func (s *Server) arrayRoutes() []route {
+	ref := "{id} is the array's id, a unique prefix of it (6 characters or more), or its name (the live array of " +
+		"that name, else the newest). One element is a session named name[index]: GET /v1/sessions/name[7]."
+	return []route{
+		{method: "POST", path: "/v1/arrays", access: user, summary: "Submit a session array (SLURM's --array)",
+			desc: "The body is a session request with array set to the indexes: \"0-99\", \"1,3,5-9:2\", and an optional " +
+				"%N cap on how many elements hold resources at once (\"0-99%10\"); at most 10000 elements. name is " +
+				"required; each element is a session named name[index] with SOKOVAN_ARRAY_INDEX, SOKOVAN_ARRAY_COUNT and " +
+				"SOKOVAN_ARRAY_ID in its env. Admitted once and stored in one transaction: all elements or none. " +
+				"400 naming array for a bad spec, 409 for a name taken, 429 when the elements would take the caller " +
+				"past max_pending_sessions.",
+			body: v1.CreateSessionRequest{}, status: http.StatusCreated, resp: v1.Array{}, handle: s.createArray},
+		{method: "GET", path: "/v1/arrays", access: user, summary: "List arrays, newest first, with their elements counted",
+			desc:   "Users see their own arrays; admins everyone's. At most 1000.",
+			status: http.StatusOK, resp: v1.List[v1.Array]{}, handle: s.listArrays},
+		{method: "GET", path: "/v1/arrays/{id}", access: user, summary: "One array with its elements in index order",
+			desc: ref, status: http.StatusOK, resp: v1.Array{}, handle: s.getArray},
+		{method: "DELETE", path: "/v1/arrays/{id}", access: user, summary: "End every live element of an array",
+			desc: ref + " PENDING elements are cancelled together, the others terminated (force=true: at once). " +
+				"409 when no element is live.",
+			query:  []param{{name: "force", typ: "boolean", desc: "kill running elements' kernels without the grace period"}},
+			status: http.StatusAccepted, resp: v1.ArrayRemoved{}, handle: s.deleteArray},
 	}
 }
 

@@ -30,6 +30,7 @@ type Store interface {
 	store.Groups
 	store.Agents
 	store.Jobs
+	store.Arrays
 	store.Users
 	store.Policies
 	store.Deployments
@@ -56,6 +57,9 @@ type Sessions interface {
 	// once, anything else live goes TERMINATING; force kills its kernels at
 	// once, without the grace period.
 	Terminate(ctx context.Context, id domain.SessionID, reason string, force bool) (store.SessionWithKernels, error)
+	// TerminateAll ends many sessions as Terminate does, the PENDING ones
+	// together; it returns how many it moved.
+	TerminateAll(ctx context.Context, ids []domain.SessionID, reason string, force bool) (int, error)
 	// Mark asks for a scheduling cycle soon.
 	Mark()
 	// DrainDue ends what still runs on agents whose drain deadline has

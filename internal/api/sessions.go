@@ -31,6 +31,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if req.Array != "" {
+		return invalid("array", "an array is submitted with POST /v1/arrays")
+	}
 	job, err := s.sessionJob(ctx, u, req.Job)
 	if err != nil {
 		return err
@@ -78,12 +81,18 @@ func (s *Server) submit(ctx context.Context, sess domain.Session, kernels []doma
 // buildSession validates a user's request completely and turns it into
 // the records to store (admit.Admitter.Build). It reads but never writes.
 func (s *Server) buildSession(ctx context.Context, u store.User, req v1.CreateSessionRequest) (domain.Session, []domain.Kernel, error) {
-	return s.build(ctx, admit.Request{ID: domain.SessionID(newUUID()), Owner: ownerOf(u), Name: req.Name, Type: req.Type,
+	return s.build(ctx, s.admitRequest(u, req))
+}
+
+// admitRequest is the admission request a user's session request makes,
+// with a new id.
+func (s *Server) admitRequest(u store.User, req v1.CreateSessionRequest) admit.Request {
+	return admit.Request{ID: domain.SessionID(newUUID()), Owner: ownerOf(u), Name: req.Name, Type: req.Type,
 		Image: req.Image, Architecture: req.Architecture, Resources: req.Resources, ClusterMode: req.ClusterMode,
 		ClusterSize: req.ClusterSize, Priority: req.Priority, ResourceGroup: req.ResourceGroup, DependsOn: req.DependsOn,
 		Resolve: s.dependency, StartsAt: req.StartsAt, TimeLimit: req.TimeLimit, Preemptible: req.Preemptible,
 		Requeue: req.Requeue, DesignatedAgents: req.DesignatedAgents, DesignatedStrict: req.DesignatedStrict,
-		Command: req.Command, Env: req.Env})
+		Command: req.Command, Env: req.Env}
 }
 
 // build is admission with its refusals in the API's terms.

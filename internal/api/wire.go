@@ -25,12 +25,16 @@ func (s *Server) sessionOut(sk store.SessionWithKernels) v1.Session {
 		ClusterMode: string(ss.ClusterMode), ClusterSize: ss.ClusterSize, DependsOn: strs(ss.DependsOn),
 		DesignatedAgents: strs(ss.DesignatedAgents), DesignatedStrict: ss.DesignatedStrict,
 		Outcome: ss.Outcome.String(), Command: nonNil(ss.Command), Env: ss.Env, Kernels: []v1.Kernel{},
-		ServicePorts: []v1.ServicePort{}, Job: string(ss.Job),
+		ServicePorts: []v1.ServicePort{}, Job: string(ss.Job), Array: string(ss.Array),
 		Preemptible: ss.Preemptible, Requeue: ss.Requeue, PreemptedBy: string(ss.PreemptedBy),
 		RequeuedFrom: string(ss.RequeuedFrom),
 	}
 	if out.Env == nil {
 		out.Env = map[string]string{}
+	}
+	if ss.Array != "" {
+		i := ss.ArrayIndex
+		out.ArrayIndex = &i
 	}
 	if ss.TimeLimit > 0 {
 		out.TimeLimit = formatDuration(ss.TimeLimit)
@@ -89,7 +93,7 @@ func (s *Server) blockerOut(b framework.Blocker) v1.Blocker {
 		return fmt.Sprint(int64(v))
 	}
 	switch {
-	case b.Kind == framework.BlockConcurrency || b.Slot != "":
+	case b.Kind == framework.BlockConcurrency || b.Kind == framework.BlockArray || b.Slot != "":
 		out.Requested, out.Available = q(b.Requested), q(b.Available)
 		if b.Capacity != 0 {
 			out.Capacity = q(b.Capacity)

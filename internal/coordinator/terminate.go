@@ -20,6 +20,50 @@ func (c *Coordinator) Terminate(ctx context.Context, id domain.SessionID, reason
 	return c.terminate(ctx, id, reason, force, c.forceDestroy)
 }
 
+// TerminateAll ends many sessions at a user's request, as Terminate ends
+// one: the PENDING ones are cancelled together, in one guarded write and
+// one history append, so a 10,000-element array is removed in a few
+// transactions; the live others go through Terminate each. It returns how
+// many sessions it moved.
+func (c *Coordinator) TerminateAll(ctx context.Context, ids []domain.SessionID, reason string, force bool) (int, error) {
+	now := c.clock.Now()
+	pending := []domain.SessionStatus{domain.SessionPending}
+	moved, err := c.store.TransitionSessions(ctx, ids, pending,
+		domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}, reason, now)
+	if err != nil {
+		return 0, err
+	}
+	history := make([]domain.HistoryEntry, len(moved))
+	cancelled := make(map[domain.SessionID]bool, len(moved))
+	for i, id := range moved {
+		cancelled[id] = true
+		history[i] = domain.HistoryEntry{Subject: id, At: now, Cause: domain.HandlerUserCancel,
+			Result: domain.ResultSuccess, From: domain.SessionPending, To: domain.SessionCancelled, Message: reason, Attempt: 1}
+	}
+	if err := c.store.AppendHistory(ctx, history); err != nil {
+		return len(moved), err
+	}
+	n := len(moved)
+	for _, id := range ids {
+		if cancelled[id] {
+			continue
+		}
+		before, err := c.store.GetSession(ctx, id)
+		if err != nil {
+			return n, err
+		}
+		if before.Session.Status.Terminal() || (before.Session.Status == domain.SessionTerminating && !force) {
+			continue
+		}
+		if _, err := c.Terminate(ctx, id, reason, force); err != nil {
+			return n, err
+		}
+		n++
+	}
+	c.Mark()
+	return n, nil
+}
+
 // forceLater is forceDestroy in the background, for the coordinator's own
 // loop: a drained agent that hangs must not hold the loop for a call
 // timeout. The session is TERMINATING already, so a destroy that does not

@@ -278,6 +278,10 @@ type Session struct {
 	// ("" for a session submitted as such): the two ids share nothing, so
 	// this is the link.
 	RequeuedFrom SessionID
+	// Array is the array the session is an element of ("" for none) and
+	// ArrayIndex its index there, both fixed at submission.
+	Array      ArrayID
+	ArrayIndex int
 }
 
 // Cluster roles of a session's kernels.

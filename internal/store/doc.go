@@ -1,6 +1,6 @@
 // Package store owns persistence: the typed errors every engine returns, the
 // row and filter types shared by engines and callers, one interface per
-// aggregate (Groups, Agents, AgentReports, Jobs, Sessions, Scheduling,
+// aggregate (Groups, Agents, AgentReports, Jobs, Arrays, Sessions, Scheduling,
 // Feed, Users, Policies, Usage, and Deployments with the controller's
 // DeploymentControl), and Store, their composition, which the conformance
 // suite (storetest) drives. The store's logic is written once, in
@@ -20,8 +20,9 @@
 //     position has seen every change before it;
 //   - a PendingLimit given to CreateSession is exact however many store
 //     instances create sessions at once: the count and the insert are one
-//     transaction, serialised per limit; so is a session's name, unique
-//     among its owner's live sessions (ErrNameTaken); and so is the
+//     transaction, serialised per limit (CreateArray counts every element
+//     of an array against it); so is a session's name, unique among its
+//     owner's live sessions and live arrays (ErrNameTaken); and so is the
 //     group's admission: CreateSession reads the group's state under a
 //     shared row lock, so no session is created after a change to DRAINING
 //     commits (*GroupClosedError, an ErrConflict); RemoveResourceGroup

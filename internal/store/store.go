@@ -23,6 +23,7 @@ type Store interface {
 	Agents
 	AgentReports
 	Jobs
+	Arrays
 	Sessions
 	Scheduling
 	Feed
@@ -134,6 +135,47 @@ type Jobs interface {
 	// ErrGuardFailed when the job is no longer in e.From.
 	MoveJob(ctx context.Context, e domain.JobHistoryEntry) error
 	JobHistory(ctx context.Context, id domain.JobID) ([]domain.JobHistoryEntry, error)
+}
+
+// Arrays stores session arrays: one row per array, whose elements are
+// ordinary sessions naming it (domain.Session.Array). Each method is one
+// transaction.
+type Arrays interface {
+	// CreateArray stores the array and every element (a new PENDING
+	// session with its kernels and dependencies, as CreateSession takes
+	// one), all or nothing, in one transaction. ErrNameTaken when a live
+	// session or a live array of the owner already has a.Name; each
+	// limit counts every element, so an array that would take its scope
+	// past the limit is refused whole (*LimitError).
+	CreateArray(ctx context.Context, a domain.Array, elements []NewSession, limits ...PendingLimit) error
+	GetArray(ctx context.Context, id domain.ArrayID) (domain.Array, error)
+	// ListArrays returns arrays newest first.
+	ListArrays(ctx context.Context, f ArrayFilter) ([]domain.Array, error)
+	// ArrayElements returns the array's sessions in index order, without
+	// their command, environment and dependencies.
+	ArrayElements(ctx context.Context, id domain.ArrayID) ([]domain.Session, error)
+	// ArraySummaries counts the elements of each array of ids by status
+	// and outcome, in one query; an attempt that preemption requeued is
+	// counted once, as its latest attempt.
+	ArraySummaries(ctx context.Context, ids []domain.ArrayID) (map[domain.ArrayID]domain.ArraySummary, error)
+}
+
+// NewSession is a session to create with its kernels.
+type NewSession struct {
+	Session domain.Session
+	Kernels []domain.Kernel
+}
+
+// ArrayFilter selects arrays.
+type ArrayFilter struct {
+	// User, when set, selects that owner's arrays.
+	User string
+	// Name, when set, selects the arrays of that exact name; IDPrefix
+	// those whose id starts with it.
+	Name     string
+	IDPrefix string
+	// Limit caps the number returned; zero means no cap.
+	Limit int
 }
 
 // Sessions stores sessions and their kernels through their lifecycle,

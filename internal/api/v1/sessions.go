@@ -54,6 +54,10 @@ type CreateSessionRequest struct {
 	// session a member: it starts only with at least min_available members
 	// of the job placed together.
 	Job string `json:"job,omitempty"`
+	// Array (POST /v1/arrays only) is SLURM's --array spec: indexes,
+	// ranges and steps, and an optional cap on how many run at once, such
+	// as "0-99%10" or "1,3,5-9:2%4". POST /v1/sessions refuses it.
+	Array string `json:"array,omitempty"`
 }
 
 // Session is a session with its kernels, as every session endpoint and
@@ -63,6 +67,10 @@ type Session struct {
 	Name string `json:"name"`
 	// Job is the job the session is a member of, if any.
 	Job string `json:"job,omitempty"`
+	// Array is the array the session is an element of, if any, and
+	// ArrayIndex its index there (its SOKOVAN_ARRAY_INDEX).
+	Array      string `json:"array,omitempty"`
+	ArrayIndex *int   `json:"array_index,omitempty"`
 	// Owner, Project and Domain are the submitting user's, charged for
 	// quotas.
 	Owner        string `json:"owner"`

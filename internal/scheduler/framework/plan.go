@@ -123,6 +123,9 @@ const (
 	// (Scope their ids, comma separated): it starts when their slots are
 	// released.
 	BlockPreempting BlockerKind = "preempting"
+	// BlockArray is on an element of an array whose cap (%N) is reached:
+	// Scope "array:<name>", Capacity the cap, Available what is left.
+	BlockArray BlockerKind = "array"
 )
 
 // KernelsSlot is the pseudo slot name blockers use for an agent's kernel cap.
@@ -196,6 +199,10 @@ func (b Blocker) Message(reg *domain.Registry) string {
 		// Requested is the one session that asks to start, not what the
 		// scope runs: that is the limit (Capacity) less what is left.
 		return fmt.Sprintf("%s runs %d of at most %d concurrent sessions", b.Scope, int64(b.Capacity-b.Available), int64(b.Capacity))
+	case BlockArray:
+		running := int64(b.Capacity - b.Available)
+		return fmt.Sprintf("array %s: %d of %d elements running (%%%d)", strings.TrimPrefix(b.Scope, "array:"),
+			running, int64(b.Capacity), int64(b.Capacity))
 	case BlockCapacity, BlockGang:
 		if b.Kind == BlockGang && b.Detail != "" { // a job's gang: the fact is in Detail
 			return b.Scope + ": " + b.Detail

@@ -27,6 +27,9 @@ type Snapshot struct {
 	// Jobs holds every job with a pending member in the group; a member
 	// whose job is missing here is placed as a session of its own.
 	Jobs map[domain.JobID]JobInfo
+	// Arrays holds every array with a cap (%N) and a pending element in
+	// the group; an element whose array is missing here is not capped.
+	Arrays map[domain.ArrayID]ArrayInfo
 	// DeviceHeld is, per agent, the share of each device (by id) that its
 	// live kernels hold; placement assigns only what is left.
 	DeviceHeld map[domain.AgentID]map[string]domain.Quantity
@@ -57,6 +60,14 @@ type DecayedUsage struct {
 // SLURM's association of an account and a user).
 type Association struct {
 	Project, User string
+}
+
+// ArrayInfo is what the array cap needs of an array: its name for the
+// blocker, its cap, and how many of its elements hold resources.
+type ArrayInfo struct {
+	Name       string
+	MaxRunning int
+	Running    int
 }
 
 // PreemptionRecord is one preemption the store applied.

@@ -169,6 +169,9 @@ type State struct {
 	RoundUse map[Association]domain.Vec
 	// Cursor is the round-robin position: the last agent chosen.
 	Cursor domain.AgentID
+	// arrayRunning counts each capped array's elements that hold
+	// resources, this round's placements included.
+	arrayRunning map[domain.ArrayID]int
 
 	version uint64
 	// scope is the group's blocker scope, "group:<name>".
@@ -446,6 +449,14 @@ func (st *State) updateUtil(a int32) {
 // Commit records that session s was placed: owners' holdings and the
 // user's group share grow by its total.
 func (st *State) Commit(s *Session) {
+	if a := s.Pending.Session.Array; a != "" {
+		if _, capped := st.Snap.Arrays[a]; capped {
+			if st.arrayRunning == nil {
+				st.arrayRunning = make(map[domain.ArrayID]int)
+			}
+			st.arrayRunning[a]++
+		}
+	}
 	for _, o := range []*owner{s.User, s.Project, s.Domain} {
 		o.Occupied.Add(s.Total.Vec)
 		o.Active++
@@ -467,6 +478,17 @@ func (st *State) Commit(s *Session) {
 		st.RoundUse[a] = r
 	}
 	r.Add(s.Total.Vec)
+}
+
+// ArrayRunning is how many elements of a capped array hold resources,
+// counting this round's placements; ok is false for an element of no
+// capped array.
+func (st *State) ArrayRunning(a domain.ArrayID) (info ArrayInfo, running int, ok bool) {
+	info, ok = st.Snap.Arrays[a]
+	if !ok || a == "" {
+		return info, 0, false
+	}
+	return info, info.Running + st.arrayRunning[a], true
 }
 
 // DominantShare is the user's largest share of any slot of the group's

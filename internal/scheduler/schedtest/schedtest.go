@@ -178,6 +178,12 @@ func (b *SessionB) Avoid(ids ...string) *SessionB {
 // gang's size.
 func (b *SessionB) Job(id string) *SessionB { b.p.Session.Job = domain.JobID(id); return b }
 
+// Array makes the session element index of array id.
+func (b *SessionB) Array(id string, index int) *SessionB {
+	b.p.Session.Array, b.p.Session.ArrayIndex = domain.ArrayID(id), index
+	return b
+}
+
 // Obj returns the pending session with ClusterSize kernels of the
 // per-kernel request.
 func (b *SessionB) Obj() framework.PendingSession {

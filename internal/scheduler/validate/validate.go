@@ -137,8 +137,26 @@ func (Concurrency) Validate(_ *framework.State, s *framework.Session, out []fram
 	return out
 }
 
+// ArrayCap holds an element of an array while as many of the array's
+// elements hold resources as its cap (SLURM's %N) allows, counting this
+// round's placements, so a round never starts more than the cap.
+type ArrayCap struct{}
+
+func (ArrayCap) Name() string { return "array_cap" }
+
+func (ArrayCap) Validate(st *framework.State, s *framework.Session, out []framework.Blocker) []framework.Blocker {
+	info, running, capped := st.ArrayRunning(s.Pending.Session.Array)
+	if !capped || running < info.MaxRunning {
+		return out
+	}
+	return append(out, framework.Blocker{
+		Kind: framework.BlockArray, Scope: "array:" + info.Name, Requested: 1,
+		Available: domain.Quantity(max(info.MaxRunning-running, 0)), Capacity: domain.Quantity(info.MaxRunning),
+	})
+}
+
 // Defaults returns the validators every group runs, cheapest and most
 // decisive first.
 func Defaults() []framework.Validator {
-	return []framework.Validator{GroupState{}, SessionType{}, Dependencies{}, StartTime{}, Quota{}, Concurrency{}}
+	return []framework.Validator{GroupState{}, SessionType{}, Dependencies{}, StartTime{}, Quota{}, Concurrency{}, ArrayCap{}}
 }

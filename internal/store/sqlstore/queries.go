@@ -100,7 +100,7 @@ ORDER BY id`
 
 const (
 	insertSession = `INSERT INTO sessions (` + codec.SessionSpecColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)`
 	insertKernel = `INSERT INTO kernels (` + codec.KernelColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 	insertDependency = `INSERT INTO session_dependencies (session_id, depends_on) VALUES ($1, $2)`
@@ -140,6 +140,12 @@ LIMIT $6`
 	// of the owner's sessions.
 	countLiveNamed = `SELECT COUNT(*) FROM sessions
 WHERE owner_user = $1 AND name = $2 AND name <> '' AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR')`
+	// A name is live on a live session of its own, or on an array with
+	// a live element.
+	countLiveNamedOrArray = `SELECT (SELECT COUNT(*) FROM sessions
+WHERE owner_user = $1 AND name = $2 AND name <> '' AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR'))
+ + (SELECT COUNT(*) FROM session_arrays a JOIN sessions e ON e.array_id = a.id
+WHERE a.owner_user = $1 AND a.name = $2 AND e.status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR'))`
 	selectDependencies = `SELECT session_id, depends_on FROM session_dependencies
 WHERE session_id {in $1} ORDER BY session_id, depends_on`
 	selectSessionKernels = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE session_id = $1 ORDER BY cluster_idx`

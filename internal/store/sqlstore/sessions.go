@@ -16,35 +16,19 @@ import (
 // dependencies, all or nothing, in one batch; limits add one batch before
 // it that counts under their locks.
 func (s *Store) CreateSession(ctx context.Context, sess domain.Session, kernels []domain.Kernel, limits ...store.PendingLimit) error {
-	kernels, err := codec.NewSession(sess, kernels)
+	limits, err := lockOrder(limits)
 	if err != nil {
 		return err
 	}
-	limits, err = lockOrder(limits)
+	stmts, err := s.sessionStmts(nil, sess, kernels)
 	if err != nil {
 		return err
-	}
-	sessionArgs, err := codec.SessionArgs(s.reg, sess, ts)
-	if err != nil {
-		return err
-	}
-	stmts := make([]Stmt, 0, 1+len(kernels)+len(sess.DependsOn))
-	stmts = append(stmts, Stmt{SQL: insertSession, Args: sessionArgs})
-	for _, k := range kernels {
-		args, err := codec.KernelArgs(s.reg, k, sess.CreatedAt, ts)
-		if err != nil {
-			return err
-		}
-		stmts = append(stmts, Stmt{SQL: insertKernel, Args: args})
-	}
-	for _, d := range sess.DependsOn {
-		stmts = append(stmts, Stmt{SQL: insertDependency, Args: []any{string(sess.ID), string(d)}})
 	}
 	return s.write(ctx, "create session "+string(sess.ID), func(tx txn) error {
-		if err := s.checkName(ctx, tx, sess); err != nil {
+		if err := s.checkName(ctx, tx, sess.Owner.User, sess.Name); err != nil {
 			return err
 		}
-		if err := s.checkLimits(ctx, tx, limits); err != nil {
+		if err := s.checkLimits(ctx, tx, limits, 1); err != nil {
 			return err
 		}
 		if err := s.checkGroupAdmits(ctx, tx, sess.ResourceGroup); err != nil {
@@ -54,16 +38,43 @@ func (s *Store) CreateSession(ctx context.Context, sess domain.Session, kernels 
 	})
 }
 
-// checkName refuses a name that a live session of the same owner has.
-// The name's lock (taken before any limit's, so locks are always taken in
+// sessionStmts appends to stmts the inserts of a new session: its row,
+// its kernels' and its dependencies'.
+func (s *Store) sessionStmts(stmts []Stmt, sess domain.Session, kernels []domain.Kernel) ([]Stmt, error) {
+	kernels, err := codec.NewSession(sess, kernels)
+	if err != nil {
+		return nil, err
+	}
+	sessionArgs, err := codec.SessionArgs(s.reg, sess, ts)
+	if err != nil {
+		return nil, err
+	}
+	stmts = slices.Grow(stmts, 1+len(kernels)+len(sess.DependsOn))
+	stmts = append(stmts, Stmt{SQL: insertSession, Args: sessionArgs})
+	for _, k := range kernels {
+		args, err := codec.KernelArgs(s.reg, k, sess.CreatedAt, ts)
+		if err != nil {
+			return nil, err
+		}
+		stmts = append(stmts, Stmt{SQL: insertKernel, Args: args})
+	}
+	for _, d := range sess.DependsOn {
+		stmts = append(stmts, Stmt{SQL: insertDependency, Args: []any{string(sess.ID), string(d)}})
+	}
+	return stmts, nil
+}
+
+// checkName refuses a name that a live session or a live array of the
+// same owner has: the two share one namespace, so a name stands for one
+// thing in every verb. The name's lock (taken before any limit's, so locks are always taken in
 // one order) makes two creations of one name queue, so the second sees
 // the first's session; the partial unique index of migration 00032 is the
 // backstop should a caller get around it.
-func (s *Store) checkName(ctx context.Context, tx txn, sess domain.Session) error {
-	if sess.Name == "" {
+func (s *Store) checkName(ctx context.Context, tx txn, user, name string) error {
+	if name == "" {
 		return nil
 	}
-	return s.checkNameFree(ctx, tx, "session", countLiveNamed, sess.Owner.User, sess.Name, store.ErrNameTaken)
+	return s.checkNameFree(ctx, tx, "session", countLiveNamedOrArray, user, name, store.ErrNameTaken)
 }
 
 // checkGroupAdmits refuses a session whose group no longer admits new
@@ -121,11 +132,11 @@ func lockOrder(limits []store.PendingLimit) ([]store.PendingLimit, error) {
 }
 
 // checkLimits counts, under each limit's lock, the sessions it caps, and
-// refuses when one is reached. The lock is held until the transaction
+// refuses when adding more would take one past its maximum. The lock is held until the transaction
 // ends, so the next creation under the same limit counts after this one's
 // session is committed (or rolled back); PostgreSQL's READ COMMITTED gives
 // each count a snapshot taken after its lock was granted.
-func (s *Store) checkLimits(ctx context.Context, tx txn, limits []store.PendingLimit) error {
+func (s *Store) checkLimits(ctx context.Context, tx txn, limits []store.PendingLimit, adding int) error {
 	if len(limits) == 0 {
 		return nil
 	}
@@ -143,7 +154,7 @@ func (s *Store) checkLimits(ctx context.Context, tx txn, limits []store.PendingL
 		return err
 	}
 	for i, l := range limits {
-		if counts[i] >= int64(l.Max) {
+		if counts[i]+int64(adding) > int64(l.Max) {
 			return &store.LimitError{Limit: l, Pending: int(counts[i])}
 		}
 	}

@@ -126,6 +126,7 @@ func (s *Store) loadQueue(ctx context.Context, tx txn, group string, now time.Ti
 			return err
 		}},
 		groupJobsStmt(group, &snap),
+		groupArraysStmt(group, &snap),
 		{SQL: selectPendingOfGroup, Args: []any{group}, Row: func(sc codec.Scanner) error {
 			sess, err := codec.ScanSession(s.reg, sc)
 			snap.Pending = append(snap.Pending, framework.PendingSession{Session: sess})

@@ -78,6 +78,8 @@ func Run(t *testing.T, e Engine) {
 		{"ListSessionsPages", testListSessionsPages},
 		{"ListSessionsFilters", testListSessionsFilters},
 		{"SessionNames", testSessionNames},
+		{"Arrays", testArrays},
+		{"ArrayRefusals", testArrayRefusals},
 		{"AvoidAgents", testAvoidAgents},
 		{"Users", testUsers},
 		{"Policies", testPolicies},

@@ -14,6 +14,7 @@ import * as queue from './views/queue.js';
 import * as usage from './views/usage.js';
 import * as deployments from './views/deployments.js';
 import * as jobs from './views/jobs.js';
+import * as arrays from './views/arrays.js';
 
 const root = document.getElementById('app');
 
@@ -30,6 +31,8 @@ const routes = [
   { re: /^#\/deployments\/([^/?]+)$/, view: { render: deployments.renderOne }, nav: 'deployments' },
   { re: /^#\/jobs\/?$/, view: jobs, nav: 'jobs' },
   { re: /^#\/jobs\/([^/?]+)$/, view: { render: jobs.renderOne }, nav: 'jobs' },
+  { re: /^#\/arrays\/?$/, view: arrays, nav: 'arrays' },
+  { re: /^#\/arrays\/([^/?]+)$/, view: { render: arrays.renderOne }, nav: 'arrays' },
 ];
 
 let me = null;
@@ -89,6 +92,7 @@ function shell() {
     h('nav', { 'aria-label': 'Main' },
       link('#/', 'Overview', 'overview'), link('#/sessions', 'Sessions', 'sessions'),
       link('#/deployments', 'Deployments', 'deployments'), link('#/jobs', 'Jobs', 'jobs'),
+      link('#/arrays', 'Arrays', 'arrays'),
       link('#/agents', 'Agents', 'agents'), link('#/groups', 'Resource groups', 'groups'),
       link('#/queue', 'Queue', 'queue'), link('#/usage', 'My usage', 'usage')),
     h('div', { class: 'who' }, live,

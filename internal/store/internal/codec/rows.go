@@ -29,7 +29,7 @@ const (
 	SessionColumns = `id, name, owner_user, owner_project, owner_domain, type, image, architecture,
 		resource_group, cluster_mode, cluster_size, priority, requested, status, status_reason,
 		status_changed_at, created_at, starts_at, designated_agents, designated_strict, avoid_agents,
-		outcome, time_limit_ns, job_id, preemptible, requeue, preempted_by, requeued_from`
+		outcome, time_limit_ns, job_id, preemptible, requeue, preempted_by, requeued_from, array_id, array_index`
 	SessionSpecColumns = SessionColumns + `, command, env`
 	KernelColumns      = `id, session_id, cluster_role, cluster_idx, image, architecture, requested,
 		agent_id, status, status_reason, status_changed_at, container_id, exit_code, service_ports, devices`
@@ -212,7 +212,7 @@ func SessionArgs(reg *domain.Registry, s domain.Session, ts TimeParam) ([]any, e
 		domain.SessionPending.String(), s.StatusReason, ts(s.CreatedAt), ts(s.CreatedAt), ts(s.StartsAt),
 		JSONList(s.DesignatedAgents), s.DesignatedStrict, JSONList(s.AvoidAgents),
 		"", int64(s.TimeLimit), nullString(string(s.Job)), boolInt(s.Preemptible), boolInt(s.Requeue), "",
-		string(s.RequeuedFrom), JSONList(s.Command), JSONMap(s.Env),
+		string(s.RequeuedFrom), nullString(string(s.Array)), s.ArrayIndex, JSONList(s.Command), JSONMap(s.Env),
 	}, nil
 }
 
@@ -239,11 +239,12 @@ func scanSession(reg *domain.Registry, sc Scanner, spec bool) (domain.Session, e
 		job                              sql.NullString
 		preemptible, requeue             int64
 		preemptedBy, requeuedFrom        string
+		array                            sql.NullString
 	)
 	dest := []any{&id, &s.Name, &s.Owner.User, &s.Owner.Project, &s.Owner.Domain, &typ, &s.Image,
 		&s.Architecture, &s.ResourceGroup, &mode, &s.ClusterSize, &s.Priority, &requested, &status,
 		&s.StatusReason, &changed, &created, &starts, &designated, &s.DesignatedStrict, &avoid, &outcome, &limit, &job,
-		&preemptible, &requeue, &preemptedBy, &requeuedFrom}
+		&preemptible, &requeue, &preemptedBy, &requeuedFrom, &array, &s.ArrayIndex}
 	if spec {
 		dest = append(dest, &command, &env)
 	}
@@ -273,6 +274,7 @@ func scanSession(reg *domain.Registry, sc Scanner, spec bool) (domain.Session, e
 	s.Job = domain.JobID(job.String)
 	s.Preemptible, s.Requeue, s.PreemptedBy = preemptible == 1, requeue == 1, domain.SessionID(preemptedBy)
 	s.RequeuedFrom = domain.SessionID(requeuedFrom)
+	s.Array = domain.ArrayID(array.String)
 	if s.PreemptedBy != "" && s.Outcome == domain.OutcomeFailure {
 		// Stored as failure: see migration 00110.
 		s.Outcome = domain.OutcomePreempted

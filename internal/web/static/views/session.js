@@ -87,6 +87,8 @@ export function render(ctx) {
       row('Created', time(se.created_at)), row('Status since', `${time(se.status_changed_at)} (${ago(se.status_changed_at)})`),
       row('Reason', se.status_reason), row('Outcome', se.outcome),
       se.job ? row('Job', h('a', { href: '#/jobs/' + encodeURIComponent(se.job), class: 'mono', id: 'session-job' }, short(se.job))) : null,
+      se.array ? row('Array', [h('a', { href: '#/arrays/' + encodeURIComponent(se.array), id: 'session-array' },
+        (se.name || '').replace(/\[\d+\]$/, '')), ` element ${se.array_index}`]) : null,
       se.depends_on && se.depends_on.length ? row('Depends on', se.depends_on.map((d) =>
         h('a', { href: '#/sessions/' + encodeURIComponent(d), class: 'mono' }, short(d) + ' '))) : null,
       se.command && se.command.length ? row('Command', h('span', { class: 'mono' }, se.command.join(' '))) : null);

@@ -1,0 +1,42 @@
+package coordinator_test
+
+import (
+	"testing"
+
+	"github.com/sokovan-go/sokovan/internal/domain"
+)
+
+// TestTerminateAll: the pending sessions are cancelled together, each
+// with its UserCancel history; a running one is terminated as Terminate
+// would; an ended one is left alone and not counted.
+func TestTerminateAll(t *testing.T) {
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		running := h.submit("sleep", "8", 1, domain.SingleNode)
+		h.until(running, domain.SessionRunning)
+		p1 := h.submit("sleep", "8", 1, domain.SingleNode)
+		p2 := h.submit("sleep", "8", 1, domain.SingleNode)
+		ended := h.submit("sleep", "8", 1, domain.SingleNode)
+		if _, err := h.c.Terminate(h.ctx, ended, "before", false); err != nil {
+			t.Fatal(err)
+		}
+		n, err := h.c.TerminateAll(h.ctx, []domain.SessionID{running, p1, p2, ended}, "array removed", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 3 {
+			t.Fatalf("TerminateAll moved %d, want 3", n)
+		}
+		for _, id := range []domain.SessionID{p1, p2} {
+			h.wantStatus(id, domain.SessionCancelled)
+			h.wantHistory(id, "UserCancel:SUCCESS")
+		}
+		h.wantStatus(running, domain.SessionTerminating)
+		h.wantHistory(running, "UserTerminate:SUCCESS")
+		if got := h.count(ended, "UserCancel:SUCCESS"); got != 1 {
+			t.Errorf("the ended session has %d UserCancel entries, want 1 (its own)", got)
+		}
+		h.until(running, domain.SessionTerminated)
+		h.check()
+	})
+}
