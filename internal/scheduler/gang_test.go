@@ -2,6 +2,8 @@ package scheduler_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -129,7 +131,9 @@ func TestJobGangsWholeOrAbsent(t *testing.T) {
 			}
 		}
 		snap.Jobs = map[domain.JobID]framework.JobInfo{}
-		for id, n := range count {
+		// In id order: drawn in map order, a case could not be replayed.
+		for _, id := range slices.Sorted(maps.Keys(count)) {
+			n := count[id]
 			extra := rapid.IntRange(0, 2).Draw(t, "extra")
 			placed := rapid.IntRange(0, extra).Draw(t, "placed")
 			snap.Jobs[id] = framework.JobInfo{MinAvailable: rapid.IntRange(1, n+extra+1).Draw(t, "min"),
@@ -178,5 +182,35 @@ func TestGangShortOfMembersBlocker(t *testing.T) {
 	}
 	if bs[0].ExceedsCapacity() {
 		t.Error("a gang short of members reads as exceeding capacity")
+	}
+}
+
+// A multi-node gang that fails after an earlier gang's rollback must not
+// leave behind the miss it found while its first kernel held the only
+// GPU: the session after it, which fits that GPU, is placed. (Found by
+// TestJobGangsWholeOrAbsent: the gang's miss count was taken before the
+// rollback's stale misses were dropped, and the truncation re-extended
+// the slice over them.)
+func TestGangRollbackKeepsNoStaleMiss(t *testing.T) {
+	t.Parallel()
+	snap := MakeSnapshot(Agents(MakeAgent("a0", "cpu=8,mem=8g,cuda.device=1"), MakeAgent("a1", "cpu=8,mem=8g")),
+		Sessions(
+			// A miss recorded before any rollback: two GPUs fit nowhere.
+			MakeSession("big", "cpu=1,mem=1g,cuda.device=2").Created(0),
+			// A job of two one-GPU members: one fits, so its gang rolls
+			// back (Release), starting a new miss generation.
+			MakeSession("j-0", "cpu=1,mem=1g,cuda.device=1").Job("j").Created(1),
+			MakeSession("j-1", "cpu=1,mem=1g,cuda.device=1").Job("j").Created(2),
+			// Kernel 1 takes the GPU, kernel 2 misses and the gang unreserves.
+			MakeSession("multi", "cpu=1,mem=1g,cuda.device=1").Multi(2).Created(3),
+			MakeSession("fits", "cpu=1,mem=1g,cuda.device=1").Created(4),
+		))
+	snap.Jobs = map[domain.JobID]framework.JobInfo{"j": {MinAvailable: 2, Live: 2}}
+	plan, err := scheduler.New(scheduler.NewRegistry()).Schedule(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Placements) != 1 || plan.Placements[0].Session != "fits" || plan.Placements[0].Kernels[0].Agent != "a0" {
+		t.Fatalf("placements %+v; want only fits on a0; waiting %+v", plan.Placements, plan.Waiting)
 	}
 }

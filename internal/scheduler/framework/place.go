@@ -72,7 +72,10 @@ func (st *State) placeGang(s *Session, sel Selector) ([]KernelPlacement, []Block
 	cursor := st.Cursor
 	chosen := make([]int32, 0, len(s.PerKernel))
 	var grants [][]domain.DeviceGrant
-	misses := len(s.eligible.misses)
+	// Counted in the current generation: a count of stale misses, which
+	// the first lookup below drops, would re-extend the slice over them
+	// and over a miss found with part of the gang reserved.
+	misses := len(st.liveMisses(s.eligible))
 	for k := range s.PerKernel {
 		req := &s.PerKernel[k]
 		a := st.selectIn(s, sel, req)

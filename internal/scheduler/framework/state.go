@@ -641,12 +641,18 @@ func (st *State) searchID(id domain.AgentID) int32 {
 // after the cursor, in ID order.
 func (st *State) CursorIndex() int32 { return st.searchID(st.Cursor) }
 
-// missed reports that req covers a request none of c could take.
-func (st *State) missed(c *candidates, req *Request) bool {
+// liveMisses returns c's misses, first dropping those of an earlier
+// generation (before an Unreserve): they may no longer hold.
+func (st *State) liveMisses(c *candidates) []*Request {
 	if c.missGen != st.given {
 		c.misses, c.missGen = c.misses[:0], st.given
 	}
-	for _, m := range c.misses {
+	return c.misses
+}
+
+// missed reports that req covers a request none of c could take.
+func (st *State) missed(c *candidates, req *Request) bool {
+	for _, m := range st.liveMisses(c) {
 		if covers(req, m) {
 			return true
 		}
