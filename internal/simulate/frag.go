@@ -25,6 +25,15 @@ type Fragmentation struct {
 	// Series has one point per interval; null where no session waited
 	// for a GPU or no GPU was free, where the share means nothing.
 	Series []*float64 `json:"series"`
+	// Expected is the paper's own form: the target is not the queue but
+	// the whole workload, each GPU request shape weighted by its share of
+	// the workload's GPU sessions; a point is the expected share of free
+	// GPUs on agents where a request drawn from it would not fit. It
+	// stays informative where the queue-based figure cannot: a
+	// work-conserving scheduler leaves waiting only what fits nowhere.
+	// Null where no GPU was free; the mean is over the other points.
+	ExpectedMean   float64    `json:"expected_mean"`
+	ExpectedSeries []*float64 `json:"expected_series"`
 }
 
 // fragNode is one agent during the fragmentation pass.
@@ -34,11 +43,12 @@ type fragNode struct {
 	max     int // kernel cap, 0 for none
 }
 
-// waitShape is a per-kernel request some waiting sessions share, with how
-// many of them wait at the instant.
+// waitShape is a per-kernel request some of the workload's GPU sessions
+// share: how many of them wait at the instant, and how many there are.
 type waitShape struct {
 	req     domain.Vec
 	waiting int
+	all     int
 }
 
 // waitMark is a session starting (+1) or stopping (-1) to wait.
@@ -57,9 +67,10 @@ func (r *runner) fragmentation(cl Cluster, gpu domain.SlotID, end time.Duration)
 	nodes, byID := r.fragNodes(cl)
 	shapes, marks := r.waiting(gpu)
 	samples, width := r.sampling(end)
-	f := &Fragmentation{IntervalS: round3(width.Seconds()), Series: make([]*float64, samples)}
+	f := &Fragmentation{IntervalS: round3(width.Seconds()), Series: make([]*float64, samples),
+		ExpectedSeries: make([]*float64, samples)}
 	hi, mi := 0, 0
-	sum := 0.0
+	sum, esum, en := 0.0, 0.0, 0
 	for b := range samples {
 		at := width/2 + time.Duration(b)*width
 		// A change at the instant itself is after it, as for utilisation.
@@ -83,11 +94,46 @@ func (r *runner) fragmentation(cl Cluster, gpu domain.SlotID, end time.Duration)
 			sum += x
 			f.Instants++
 		}
+		if x, ok := expectedFragmentation(nodes, shapes, gpu); ok {
+			f.ExpectedSeries[b] = &x
+			esum += x
+			en++
+		}
 	}
 	if f.Instants > 0 {
 		f.Mean = round4(sum / float64(f.Instants))
 	}
+	if en > 0 {
+		f.ExpectedMean = round4(esum / float64(en))
+	}
 	return f
+}
+
+// expectedFragmentation weighs each shape by how many of the workload's
+// GPU sessions ask for it (shape.all); false when no GPU is free.
+func expectedFragmentation(nodes []*fragNode, shapes []waitShape, gpu domain.SlotID) (float64, bool) {
+	total := 0
+	for _, s := range shapes {
+		total += s.all
+	}
+	var free, stuck float64
+	for _, n := range nodes {
+		g := n.free.At(gpu)
+		if g <= 0 {
+			continue
+		}
+		free += float64(g)
+		capped := n.max > 0 && n.kernels >= n.max
+		for _, s := range shapes {
+			if capped || !fits(s.req, n.free) {
+				stuck += float64(g) * float64(s.all) / float64(total)
+			}
+		}
+	}
+	if free == 0 || total == 0 {
+		return 0, false
+	}
+	return round4(stuck / free), true
 }
 
 // fragmented is the share of free GPUs on nodes where no waiting shape
@@ -174,6 +220,7 @@ func (r *runner) waiting(gpu domain.SlotID) ([]waitShape, []waitMark) {
 			index[key] = si
 			shapes = append(shapes, waitShape{req: rec.req})
 		}
+		shapes[si].all++
 		marks = append(marks, waitMark{at: seconds(r.w.Sessions[i].Submit), shape: si, delta: 1})
 		switch {
 		case rec.start >= 0:

@@ -361,6 +361,19 @@ func TestFragmentation(t *testing.T) {
 			}
 		})
 	}
+	// Weighted by the workload (two 3-GPU sessions, one 2-GPU): while c
+	// waits nothing fits the free GPUs; at 1100 s agent 1 has 2 free
+	// (only the 2-GPU third fits) and agent 2 has 1: (2·2/3 + 1)/3; then
+	// agent 1's 4 free GPUs fit everything and agent 2's 1 nothing: 1/5.
+	t.Run("expected over the workload", func(t *testing.T) {
+		t.Parallel()
+		f := run(t, workload(t, base), cl).Fragmentation
+		p := func(x float64) *float64 { return &x }
+		want := []*float64{p(1), p(1), p(1), p(1), p(1), p(0.7778), p(0.2), p(0.2), p(0.2), p(0.2)}
+		if diff := cmp.Diff(want, f.ExpectedSeries); diff != "" || f.ExpectedMean != 0.6578 {
+			t.Errorf("expected mean %v, series (-want +got):\n%s", f.ExpectedMean, diff)
+		}
+	})
 	t.Run("no GPUs, no figure", func(t *testing.T) {
 		t.Parallel()
 		v := run(t, workload(t, threeWhole), cluster(t, "agents=1,cpu=4,mem=8g"))
