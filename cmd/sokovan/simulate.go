@@ -113,7 +113,7 @@ func newSimulateCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&workloadFile, "workload", "", "JSONL workload file, one session per line (docs/SIMULATION.md)")
 	f.StringVar(&generate, "generate", "", "generate a workload: sessions=N,users=N,seed=N,load=0.8,… (docs/SIMULATION.md)")
-	f.StringVar(&importSpec, "import", "", "import a public trace: openb:FILE (Alibaba cluster-trace-gpu-v2023 pod list) or helios:FILE")
+	f.StringVar(&importSpec, "import", "", "import a public trace: openb:FILE (Alibaba cluster-trace-gpu-v2023 pod list), helios:FILE (cluster_log.csv) or philly:FILE (cluster_job_log)")
 	f.StringVar(&clusterSpec, "cluster", "", "agents=N,cpu=64,mem=256g,cuda.shares=8[,max_kernels=N], a JSON file, or openb:FILE (the trace's node list)")
 	f.Float64Var(&scaleNodes, "scale-nodes", 1, "with --cluster openb:FILE: the fraction of the nodes kept (0.01), or above 1 a node count; each node shape keeps its share")
 	f.StringArrayVar(&sets, "set", nil, "KEY=VALUE: group.sequencer=drf, group.selector=dispersed, user.max_slots.cuda.shares=8, … (repeatable)")
@@ -178,8 +178,10 @@ func loadWorkload(reg *domain.Registry, cl simulate.Cluster, file, generate, imp
 			w, st, err = simulate.ImportOpenB(f, reg, "cuda.shares")
 		case "helios":
 			w, st, err = simulate.ImportHelios(f, reg, "cuda.shares")
+		case "philly":
+			w, st, err = simulate.ImportPhilly(f, reg, "cuda.shares")
 		default:
-			return simulate.Workload{}, "", fmt.Errorf("--import: unknown format %q (openb or helios)", format)
+			return simulate.Workload{}, "", fmt.Errorf("--import: unknown format %q (openb, helios or philly)", format)
 		}
 		if err != nil {
 			return simulate.Workload{}, "", fmt.Errorf("%s: %w", file, err)

@@ -99,3 +99,24 @@ func TestSimulateImportOnly(t *testing.T) {
 		t.Errorf("a bad --limits: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestSimulateImportPhilly: `simulate import philly:FILE` reads Philly's
+// cluster_job_log layout (the package's sample) and says what it dropped;
+// a file that is not the layout is an error, exit non-zero.
+func TestSimulateImportPhilly(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, nil)
+	sample := filepath.Join("..", "..", "internal", "simulate", "testdata", "philly_sample.json")
+	r := c.run("", "simulate", "import", "philly:"+sample)
+	if r.code != 0 || strings.Count(r.stdout, "\n") != 3 || !strings.Contains(r.stdout, `"id":"application_1506638472019_0002"`) ||
+		!strings.Contains(r.stderr, "imported 3 of 5 rows") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"jobid": "j1"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.run("", "simulate", "import", "philly:"+bad); r.code == 0 || !strings.Contains(r.stderr, "JSON array") {
+		t.Errorf("a file that is no job list: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

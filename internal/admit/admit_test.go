@@ -326,6 +326,18 @@ func TestBuildRefuses(t *testing.T) {
 			r.ClusterSize, r.ClusterMode = ptr(4), "multi-node"
 		}, field: "cluster_size", msg: "a multi-node session of 4 kernels is larger than resource group default: its agents " +
 			"together could ever hold at most 3 of these kernels; ask for fewer or smaller kernels"},
+		// Identical agents are weighed as one shape; each still counts.
+		{name: "multi-node cluster larger than identical agents together", setup: func(m *memStore) {
+			for _, id := range []domain.AgentID{"a1", "a2", "a3"} {
+				m.agents = append(m.agents, domain.Agent{ID: id, ResourceGroup: "default", Capacity: capacity(t, "cpu", "4", "mem", "8g")})
+			}
+			m.agents = append(m.agents, domain.Agent{ID: "a4", ResourceGroup: "default", Capacity: capacity(t, "cpu", "4", "mem", "8g"),
+				MaxKernels: 1})
+		}, req: func(r *admit.Request) {
+			r.Resources = map[string]string{"cpu": "2"}
+			r.ClusterSize, r.ClusterMode = ptr(8), "multi-node"
+		}, field: "cluster_size", msg: "a multi-node session of 8 kernels is larger than resource group default: its agents " +
+			"together could ever hold at most 7 of these kernels; ask for fewer or smaller kernels"},
 		{name: "dependency the resolver refuses", req: func(r *admit.Request) {
 			r.DependsOn = []string{"s0", "nope"}
 			r.Resolve = func(_ context.Context, ref string) (domain.SessionID, error) {

@@ -2,6 +2,7 @@ package admit
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -145,10 +146,11 @@ func fitsGroup(reg *domain.Registry, agents []domain.Agent, group string, sess d
 	if e := wholeDevices(reg, agents, group, sess.Requested); e != nil {
 		return e
 	}
-	if e := fitsSomeAgent(reg, agents, group, sess.Requested); e != nil {
+	shapes := shapesOf(reg, agents)
+	if e := fitsSomeAgent(reg, shapes, group, sess.Requested); e != nil {
 		return e
 	}
-	return clusterFits(reg, agents, group, sess.Requested, sess.ClusterSize, sess.ClusterMode)
+	return clusterFits(shapes, group, sess.Requested, sess.ClusterSize, sess.ClusterMode)
 }
 
 // wholeDevices refuses a fraction of a slot that an agent of the group
@@ -178,14 +180,7 @@ func wholeDevices(reg *domain.Registry, agents []domain.Agent, group string, req
 // devices, one whole unit per device. TERMINATED agents never come back,
 // so they count for nothing; a group with no other agents may yet get a
 // large enough one, so it accepts the request to wait.
-func fitsSomeAgent(reg *domain.Registry, agents []domain.Agent, group string, req domain.Vec) *Error {
-	live := make([]domain.Vec, 0, len(agents))
-	for _, a := range agents {
-		if a.Status == domain.AgentTerminated {
-			continue
-		}
-		live = append(live, agentCapacity(reg, a))
-	}
+func fitsSomeAgent(reg *domain.Registry, live []shape, group string, req domain.Vec) *Error {
 	if len(live) == 0 {
 		return nil
 	}
@@ -199,7 +194,7 @@ func fitsSomeAgent(reg *domain.Registry, agents []domain.Agent, group string, re
 		}
 		var largest domain.Quantity
 		for _, c := range live {
-			largest = max(largest, c.At(id))
+			largest = max(largest, c.capacity.At(id))
 		}
 		if q > largest {
 			return invalid("resources."+reg.Type(id).Name, "requests %s per kernel, more than any agent of resource group %s "+
@@ -209,7 +204,7 @@ func fitsSomeAgent(reg *domain.Registry, agents []domain.Agent, group string, re
 	}
 	// Each slot fits somewhere, but one kernel needs them on one agent.
 	for _, c := range live {
-		if holds(c, req) {
+		if holds(c.capacity, req) {
 			return nil
 		}
 	}
@@ -223,25 +218,20 @@ func fitsSomeAgent(reg *domain.Registry, agents []domain.Agent, group string, re
 // It counts what each agent could ever hold (its capacity and kernel
 // cap), as fitsSomeAgent does one kernel; a group with no agents accepts
 // the request to wait, as there.
-func clusterFits(reg *domain.Registry, agents []domain.Agent, group string, req domain.Vec, size int,
-	mode domain.ClusterMode) *Error {
+func clusterFits(live []shape, group string, req domain.Vec, size int, mode domain.ClusterMode) *Error {
 	if size <= 1 {
 		return nil
 	}
-	most, total, live := 0, 0, 0
-	for _, a := range agents {
-		if a.Status == domain.AgentTerminated {
-			continue
+	most, total := 0, 0
+	for _, c := range live {
+		n := kernelsFit(c.capacity, req, size)
+		if c.maxKernels > 0 {
+			n = min(n, c.maxKernels)
 		}
-		live++
-		n := kernelsFit(agentCapacity(reg, a), req, size)
-		if a.MaxKernels > 0 {
-			n = min(n, a.MaxKernels)
-		}
-		most, total = max(most, n), total+n
+		most, total = max(most, n), total+n*c.count
 	}
 	switch {
-	case live == 0:
+	case len(live) == 0:
 		return nil
 	case mode == domain.SingleNode && most < size:
 		return invalid("cluster_size", "a single-node session of %d kernels needs one agent with room for all of them, and "+
@@ -274,6 +264,47 @@ func holds(capacity, req domain.Vec) bool {
 		}
 	}
 	return true
+}
+
+// shape is what one or more live agents of a group could ever hold:
+// their capacity (agentCapacity) and kernel cap. What fitsGroup decides
+// depends on nothing else, so identical agents are weighed once and
+// counted: a group of a thousand agents of one shape is one shape, not a
+// thousand capacities worked out at every submission.
+type shape struct {
+	capacity   domain.Vec
+	maxKernels int
+	count      int
+}
+
+// shapesOf gives the shapes of the live (not TERMINATED) agents, in the
+// order each shape first appears.
+func shapesOf(reg *domain.Registry, agents []domain.Agent) []shape {
+	var out []shape
+	index := map[string]int{}
+	var key []byte
+	for _, a := range agents {
+		if a.Status == domain.AgentTerminated {
+			continue
+		}
+		// The key is what agentCapacity reads, so agents with one key
+		// have one capacity; it costs no allocation for a known shape.
+		key = key[:0]
+		for i := range reg.Len() {
+			key = binary.AppendVarint(key, int64(a.Capacity.At(domain.SlotID(i))))
+		}
+		key = binary.AppendVarint(key, int64(a.MaxKernels))
+		for _, d := range a.Devices {
+			key = append(append(key, d.Slot...), 0)
+		}
+		if i, ok := index[string(key)]; ok {
+			out[i].count++
+			continue
+		}
+		index[string(key)] = len(out)
+		out = append(out, shape{capacity: agentCapacity(reg, a), maxKernels: a.MaxKernels, count: 1})
+	}
+	return out
 }
 
 // agentCapacity is what an agent could ever hold: its capacity, where a

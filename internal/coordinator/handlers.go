@@ -340,38 +340,22 @@ func (c *Coordinator) Promote(ctx context.Context, p domain.PromotionHandler) (e
 			return fmt.Errorf("%s: %w", p.Name, err)
 		}
 	}
-	// Read the sessions first, in one query, so history can say where each
-	// came from.
-	before, err := c.store.ListSessions(ctx, store.SessionFilter{IDs: ids})
-	if err != nil {
-		return fmt.Errorf("%s: %w", p.Name, err)
-	}
-	from := make(map[domain.SessionID]domain.Session, len(before))
-	for _, s := range before {
-		from[s.ID] = s
-	}
-	reasons := slices.Sorted(maps.Keys(byReason))
-	var moved []domain.SessionID
-	why := make(map[domain.SessionID]string, len(ids))
-	for _, reason := range reasons {
-		m, err := c.store.TransitionSessions(ctx, byReason[reason], p.TargetSession,
-			domain.Transition{Session: p.Success, Judge: p.Judge}, reason, now)
+	// Each move writes its history in its own transaction; the guard
+	// reads where each session came from.
+	var moved []store.Moved
+	for _, reason := range slices.Sorted(maps.Keys(byReason)) {
+		m, err := c.store.MoveSessions(ctx, store.Move{IDs: byReason[reason], From: p.TargetSession,
+			To: domain.Transition{Session: p.Success, Judge: p.Judge}, Reason: reason, Now: now,
+			Note: &store.MoveNote{Handler: p.Name, Result: domain.ResultSuccess, Message: reason}})
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.Name, err)
 		}
-		for _, id := range m {
-			why[id] = reason
-		}
 		moved = append(moved, m...)
 	}
-	hist := make([]domain.HistoryEntry, 0, len(moved))
-	for _, id := range moved {
-		s := from[id]
-		hist = append(hist, domain.HistoryEntry{Subject: id, At: now, Cause: p.Name, Result: domain.ResultSuccess,
-			From: s.Status, To: p.Success, Message: why[id], Attempt: 1})
+	for _, m := range moved {
 		c.metrics.outcome(p.Name, domain.ResultSuccess)
-		if p.Success == domain.SessionRunning && !s.CreatedAt.IsZero() {
-			c.metrics.started(now.Sub(s.CreatedAt))
+		if p.Success == domain.SessionRunning && !m.CreatedAt.IsZero() {
+			c.metrics.started(now.Sub(m.CreatedAt))
 		}
 	}
 	if p.Success == domain.SessionRunning && len(moved) > 0 {
@@ -379,9 +363,6 @@ func (c *Coordinator) Promote(ctx context.Context, p domain.PromotionHandler) (e
 	}
 	if len(moved) > 0 {
 		c.Mark()
-		if err := c.store.AppendHistory(ctx, hist); err != nil {
-			return fmt.Errorf("%s: history: %w", p.Name, err)
-		}
 	}
 	return nil
 }

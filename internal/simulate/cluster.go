@@ -106,6 +106,9 @@ func (cl Cluster) Agents() int {
 	return n
 }
 
+// agentID names the cluster's nth agent (from 1), in pool order.
+func agentID(n int) domain.AgentID { return domain.AgentID(fmt.Sprintf("agent-%05d", n)) }
+
 // capacity sums every agent's slots.
 func (cl Cluster) capacity(reg *domain.Registry) domain.Vec {
 	out := reg.NewVec()

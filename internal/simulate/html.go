@@ -35,7 +35,7 @@ figure{margin:0}figcaption{font-weight:600;margin-bottom:4px}svg text{font:11px 
 	var tb strings.Builder
 	_ = rep.WriteTable(&tb)
 	p("%s</pre>\n", html.EscapeString(tb.String()))
-	p(`<p class="muted">util: mean share of GPU held; wait: submit to RUNNING; jain: Jain's index over users' dominant shares (whole run; mean over time among live users); bsld: bounded slowdown, threshold %gs.</p>`+"\n", SlowdownThreshold.Seconds())
+	p(`<p class="muted">util: mean share of GPU held; frag: mean share of free GPUs that no waiting session could use (instants with a GPU free and a GPU session waiting); wait: submit to RUNNING; jain: Jain's index over users' dominant shares (whole run; mean over time among live users); bsld: bounded slowdown, threshold %gs.</p>`+"\n", SlowdownThreshold.Seconds())
 	for _, v := range rep.Variants {
 		p("<h2>%s</h2>\n", html.EscapeString(v.Name))
 		p("<table><tr><th>class</th><th>sessions</th><th>started</th><th>wait p50</th><th>p95</th><th>p99</th><th>max</th><th>mean</th></tr>\n")
@@ -47,6 +47,9 @@ figure{margin:0}figcaption{font-weight:600;margin-bottom:4px}svg text{font:11px 
 		p("</table>\n<p>Status: %s. Makespan %s. Bounded slowdown mean %.2f, p95 %.2f, max %.2f. Jain %.3f overall, %.3f over time (%d users).",
 			html.EscapeString(statusText(v.Status)), fmtSeconds(v.MakespanS), v.Slowdown.Mean, v.Slowdown.P95, v.Slowdown.Max,
 			v.Fairness.Overall, v.Fairness.OverTime, v.Fairness.Users)
+		if f := v.Fragmentation; f != nil && f.Instants > 0 {
+			p(" GPU fragmentation %.1f%% (mean of %d instants).", 100*f.Mean, f.Instants)
+		}
 		if g := v.BiggestGang; g != nil {
 			p(" Biggest gang: %d kernels, %d sessions, %d started, worst wait %s.", g.ClusterSize, g.Sessions, g.Started, fmtSeconds(g.WorstWaitS))
 		}

@@ -1,6 +1,7 @@
 package simulate_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -123,5 +124,64 @@ func TestImportHelios(t *testing.T) {
 	if s.ID != "j2" || s.Submit != 60 || s.Duration != 60 || s.ClusterSize != 2 || s.ExitCode != 1 ||
 		s.Resources["cuda.shares"] != "8.000" || s.Project != "vc2" {
 		t.Errorf("j2 imported as %+v", s)
+	}
+}
+
+// testdata/philly_sample.json is written for this test in the layout of
+// Philly's cluster_job_log: a job retried on other machines, one killed
+// before it started, one whose attempt never ended, a single-GPU and a
+// 4-GPU job.
+func TestImportPhilly(t *testing.T) {
+	t.Parallel()
+	f, err := os.Open("testdata/philly_sample.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, st, err := simulate.ImportPhilly(f, domain.DefaultRegistry(), "cuda.shares")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStats := simulate.ImportStats{Rows: 5, Kept: 3, Dropped: map[string]int{"never started": 1,
+		"last attempt never started or never ended": 1}}
+	if diff := cmp.Diff(wantStats, st); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+	type got struct {
+		ID, User, Project, GPUs string
+		Submit, Duration        float64
+		Size, Exit              int
+	}
+	var gs []got
+	for _, s := range w.Sessions {
+		gs = append(gs, got{s.ID, s.User, s.Project, s.Resources["cuda.shares"], s.Submit, s.Duration, s.ClusterSize, s.ExitCode})
+	}
+	want := []got{
+		{"application_1506638472019_0005", "u3", "vc-a", "4.000", 0, 1800, 1, 1},
+		{"application_1506638472019_0001", "u1", "vc-a", "1.000", 60, 3600, 1, 0},
+		// Its last attempt: two machines of 8 GPUs, 08:20 to 08:50.
+		{"application_1506638472019_0002", "u2", "vc-b", "8.000", 360, 1800, 2, 1},
+	}
+	if diff := cmp.Diff(want, gs); diff != "" {
+		t.Errorf("sessions (-want +got):\n%s", diff)
+	}
+}
+
+func TestImportPhillyRefuses(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, in, want string }{
+		{"not an array", `{"jobid": "j1"}`, "want a JSON array of jobs"},
+		{"empty file", ``, "want a JSON array of jobs"},
+		{"bad time", `[{"jobid": "j1", "user": "u", "submitted_time": "yesterday", "attempts": []}]`,
+			`job j1: field submitted_time: "yesterday" is not a time like 2006-01-02 15:04:05`},
+		{"wrong type", `[{"jobid": "j1", "attempts": 3}]`, "philly: job 1:"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, err := simulate.ImportPhilly(strings.NewReader(tt.in), domain.DefaultRegistry(), "cuda.shares")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -60,9 +60,12 @@ type Variant struct {
 	Cycles      int         `json:"cycles"`
 	Classes     []Class     `json:"classes"`
 	Utilisation Utilisation `json:"utilisation"`
-	Fairness    Fairness    `json:"fairness"`
-	Slowdown    Slowdown    `json:"bounded_slowdown"`
-	BiggestGang *Gang       `json:"biggest_gang,omitempty"`
+	// Fragmentation is the share of free GPUs no waiting session could
+	// use, over time; nil on a cluster without GPUs.
+	Fragmentation *Fragmentation `json:"gpu_fragmentation,omitempty"`
+	Fairness      Fairness       `json:"fairness"`
+	Slowdown      Slowdown       `json:"bounded_slowdown"`
+	BiggestGang   *Gang          `json:"biggest_gang,omitempty"`
 	// Biggest is the sessions asking the most GPUs in all.
 	Biggest *Biggest `json:"biggest,omitempty"`
 	// Priorities is the wait of each priority, highest first, when the
@@ -324,6 +327,7 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 	}
 	v.Utilisation, v.Fairness = r.timeSeries(capacity, end)
 	v.Windows = r.windows(capacity, end)
+	v.Fragmentation = r.fragmentation(cl, gpu, end)
 	v.Sessions = r.sessionResults(v.Name, end)
 	return v
 }
@@ -641,7 +645,7 @@ func (rep Report) WriteJSON(w io.Writer) error {
 // WriteTable prints the variants side by side.
 func (rep Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "variant\tutil\twait p50\tp95\tp99\tmax\tjain\tjain(t)\tbsld mean\tgang worst\tmakespan\tended\tunfinished\tpreempted\twork lost\t")
+	fmt.Fprintln(tw, "variant\tutil\tfrag\twait p50\tp95\tp99\tmax\tjain\tjain(t)\tbsld mean\tgang worst\tmakespan\tended\tunfinished\tpreempted\twork lost\t")
 	for _, v := range rep.Variants {
 		util := "-"
 		for _, s := range v.Utilisation.Slots {
@@ -651,6 +655,10 @@ func (rep Report) WriteTable(w io.Writer) error {
 		}
 		if util == "-" && len(v.Utilisation.Slots) > 0 {
 			util = fmt.Sprintf("%.1f%% %s", 100*v.Utilisation.Slots[0].Mean, v.Utilisation.Slots[0].Slot)
+		}
+		frag := "-"
+		if f := v.Fragmentation; f != nil && f.Instants > 0 {
+			frag = fmt.Sprintf("%.1f%%", 100*f.Mean)
 		}
 		all := v.Classes[0].Wait
 		gang := "-"
@@ -663,7 +671,7 @@ func (rep Report) WriteTable(w io.Writer) error {
 				ended += n
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.2f\t%s\t%s\t%d\t%d\t%d\t%s\t\n", v.Name, util,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.2f\t%s\t%s\t%d\t%d\t%d\t%s\t\n", v.Name, util, frag,
 			fmtSeconds(all.P50), fmtSeconds(all.P95), fmtSeconds(all.P99), fmtSeconds(all.Max),
 			v.Fairness.Overall, v.Fairness.OverTime, v.Slowdown.Mean, gang, fmtSeconds(v.MakespanS),
 			ended, v.Status["UNFINISHED"]+v.Status["NOT_SUBMITTED"], v.Preempted, fmtSeconds(v.WorkLostS))

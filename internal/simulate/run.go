@@ -162,7 +162,7 @@ func (r *runner) setUp(ctx context.Context, cl Cluster) error {
 		capacity, _ := r.reg.ParseSlots(p.Resources) // validated
 		for range p.Count {
 			n++
-			a, err := r.st.RegisterAgent(ctx, domain.Agent{ID: domain.AgentID(fmt.Sprintf("agent-%05d", n)),
+			a, err := r.st.RegisterAgent(ctx, domain.Agent{ID: agentID(n),
 				ResourceGroup: GroupName, Address: "sim", Architecture: "x86_64", Runtime: "sim",
 				Status: domain.AgentAlive, Schedulable: true, Capacity: capacity, MaxKernels: p.MaxKernels}, r.clock.Now())
 			if err != nil {

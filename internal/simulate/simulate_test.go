@@ -318,3 +318,67 @@ func TestSimulateSizeClasses(t *testing.T) {
 		t.Errorf("biggest %+v, want the one 8-GPU single-kernel session", v.Biggest)
 	}
 }
+
+// Two agents of 4 GPUs each run a 3-GPU session (a until 1000 s, b until
+// 2000 s), leaving one GPU free on each; c asks for 2 from 10 s and
+// waits for a's end. While it waits, both free GPUs are on agents it does
+// not fit: fragmentation 1. With d (1 GPU) queued behind c under
+// head_of_line=block, the same free GPUs are ones d could use: 0.
+func TestFragmentation(t *testing.T) {
+	t.Parallel()
+	const base = `{"id":"a","submit_s":0,"user":"u1","resources":{"cpu":"1","mem":"1g","cuda.shares":"3"},"duration_s":1000}
+{"id":"b","submit_s":0,"user":"u1","resources":{"cpu":"1","mem":"1g","cuda.shares":"3"},"duration_s":2000}
+{"id":"c","submit_s":10,"user":"u2","resources":{"cpu":"1","mem":"1g","cuda.shares":"2"},"duration_s":100}
+`
+	const d = `{"id":"d","submit_s":20,"user":"u3","resources":{"cpu":"1","mem":"1g","cuda.shares":"1"},"duration_s":100}
+`
+	cl := cluster(t, "agents=2,cpu=8,mem=32g,cuda.shares=4")
+	// Ten samples over 2,000 s: the middles of 200-s intervals at 100,
+	// 300, …, 1900 s; c waits over the first five.
+	one, zero := 1.0, 0.0
+	for _, tt := range []struct {
+		name     string
+		jsonl    string
+		want     *float64
+		settings []simulate.Setting
+	}{
+		{"nothing fits the free GPUs", base, &one, nil},
+		{"a waiting session fits them", base + d, &zero, []simulate.Setting{setting(t, "group.head_of_line=block")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := run(t, workload(t, tt.jsonl), cl, tt.settings...)
+			f := v.Fragmentation
+			if f == nil {
+				t.Fatal("no fragmentation on a GPU cluster")
+			}
+			want := make([]*float64, 10)
+			for i := range 5 {
+				want[i] = tt.want
+			}
+			if diff := cmp.Diff(want, f.Series); diff != "" || f.Mean != *tt.want || f.Instants != 5 || f.IntervalS != 200 {
+				t.Errorf("mean %v over %d instants every %v s, series (-want +got):\n%s", f.Mean, f.Instants, f.IntervalS, diff)
+			}
+		})
+	}
+	// Weighted by the workload (two 3-GPU sessions, one 2-GPU): while c
+	// waits nothing fits the free GPUs; at 1100 s agent 1 has 2 free
+	// (only the 2-GPU third fits) and agent 2 has 1: (2·2/3 + 1)/3; then
+	// agent 1's 4 free GPUs fit everything and agent 2's 1 nothing: 1/5.
+	t.Run("expected over the workload", func(t *testing.T) {
+		t.Parallel()
+		f := run(t, workload(t, base), cl).Fragmentation
+		p := func(x float64) *float64 { return &x }
+		want := []*float64{p(1), p(1), p(1), p(1), p(1), p(0.7778), p(0.2), p(0.2), p(0.2), p(0.2)}
+		if diff := cmp.Diff(want, f.ExpectedSeries); diff != "" || f.ExpectedMean != 0.6578 {
+			t.Errorf("expected mean %v, series (-want +got):\n%s", f.ExpectedMean, diff)
+		}
+	})
+	t.Run("no GPUs, no figure", func(t *testing.T) {
+		t.Parallel()
+		v := run(t, workload(t, threeWhole), cluster(t, "agents=1,cpu=4,mem=8g"))
+		if v.Fragmentation != nil {
+			t.Errorf("fragmentation %+v on a cluster without GPUs", v.Fragmentation)
+		}
+	})
+}

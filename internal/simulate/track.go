@@ -31,11 +31,13 @@ type record struct {
 	reason string
 }
 
-// holdChange is a kernel taking (+1) or giving back (-1) its slots.
+// holdChange is a kernel taking (+1) or giving back (-1) its slots on
+// agent.
 type holdChange struct {
 	at    time.Duration
 	sess  int32
 	delta int8
+	agent domain.AgentID
 }
 
 // tracker follows the store's change feed — the record every status
@@ -99,9 +101,9 @@ func (t *tracker) read(ctx context.Context, st store.Store) (int, error) {
 			}
 			switch {
 			case !from && to:
-				t.holds = append(t.holds, holdChange{at: at, sess: int32(i), delta: 1})
+				t.holds = append(t.holds, holdChange{at: at, sess: int32(i), delta: 1, agent: ch.Agent})
 			case from && !to:
-				t.holds = append(t.holds, holdChange{at: at, sess: int32(i), delta: -1})
+				t.holds = append(t.holds, holdChange{at: at, sess: int32(i), delta: -1, agent: ch.Agent})
 			}
 			continue
 		}

@@ -216,6 +216,10 @@ type Sessions interface {
 	// session cannot start over.
 	TransitionSessions(ctx context.Context, ids []domain.SessionID, from []domain.SessionStatus,
 		to domain.Transition, reason string, now time.Time) ([]domain.SessionID, error)
+	// MoveSessions is TransitionSessions that returns, for each session
+	// moved, the status it left and its creation time, and writes
+	// m.Note's history entry for each in the same transaction (when set).
+	MoveSessions(ctx context.Context, m Move) ([]Moved, error)
 	// DueSessions lists, in one query, the RUNNING sessions that by now
 	// are past their time limit or past their group's idle timeout (idle
 	// since their last activity, or since they started when they have
@@ -654,4 +658,31 @@ type DueSession struct {
 	TimeLimit     time.Duration
 	LastActivity  time.Time
 	IdleTimeout   time.Duration
+}
+
+// Move is one MoveSessions: TransitionSessions' arguments, and the
+// history entry to record for each session moved.
+type Move struct {
+	IDs    []domain.SessionID
+	From   []domain.SessionStatus
+	To     domain.Transition
+	Reason string
+	Now    time.Time
+	// Note, when set, is recorded as AppendHistory would record an entry
+	// with the session, Now, the status it left, To.Session and attempt 1.
+	Note *MoveNote
+}
+
+// MoveNote is the handler outcome a Move records.
+type MoveNote struct {
+	Handler domain.HandlerName
+	Result  domain.Result
+	Message string
+}
+
+// Moved is a session MoveSessions moved.
+type Moved struct {
+	ID        domain.SessionID
+	From      domain.SessionStatus
+	CreatedAt time.Time
 }

@@ -18,45 +18,50 @@ func (s *Store) AppendHistory(ctx context.Context, entries []domain.HistoryEntry
 	if len(entries) == 0 {
 		return nil
 	}
+	return s.write(ctx, "append history", func(tx txn) error {
+		return appendHistory(ctx, tx, entries)
+	})
+}
+
+// appendHistory is AppendHistory in tx.
+func appendHistory(ctx context.Context, tx txn, entries []domain.HistoryEntry) error {
 	ids := make([]string, len(entries))
 	for i, e := range entries {
 		ids[i] = string(e.Subject)
 	}
 	ids = uniqueSorted(ids)
-	return s.write(ctx, "append history", func(tx txn) error {
-		if err := tx.lock(ctx, lockSessions, List(ids)); err != nil {
+	if err := tx.lock(ctx, lockSessions, List(ids)); err != nil {
+		return err
+	}
+	last := make(map[domain.SessionID]codec.HistoryRow, len(ids))
+	if err := tx.query(ctx, selectLastHistory, []any{List(ids)}, func(sc codec.Scanner) error {
+		id, h, err := codec.ScanHistory(sc)
+		last[h.Subject] = codec.HistoryRow{RowID: id, Entry: h}
+		return err
+	}); err != nil {
+		return err
+	}
+	updates, inserts := codec.MergeHistory(last, entries)
+	if len(updates) > 0 {
+		rowIDs, attempts, times := make([]int64, len(updates)), make([]int32, len(updates)), make([]time.Time, len(updates))
+		for i, u := range updates {
+			rowIDs[i], attempts[i], times[i] = u.RowID, int32(u.Entry.Attempt), u.Entry.At.UTC()
+		}
+		if err := tx.execN(ctx, len(updates), mergeHistory, Rows{rowIDs, attempts, times}); err != nil {
 			return err
 		}
-		last := make(map[domain.SessionID]codec.HistoryRow, len(ids))
-		if err := tx.query(ctx, selectLastHistory, []any{List(ids)}, func(sc codec.Scanner) error {
-			id, h, err := codec.ScanHistory(sc)
-			last[h.Subject] = codec.HistoryRow{RowID: id, Entry: h}
-			return err
-		}); err != nil {
-			return err
-		}
-		updates, inserts := codec.MergeHistory(last, entries)
-		if len(updates) > 0 {
-			rowIDs, attempts, times := make([]int64, len(updates)), make([]int32, len(updates)), make([]time.Time, len(updates))
-			for i, u := range updates {
-				rowIDs[i], attempts[i], times[i] = u.RowID, int32(u.Entry.Attempt), u.Entry.At.UTC()
-			}
-			if err := tx.execN(ctx, len(updates), mergeHistory, Rows{rowIDs, attempts, times}); err != nil {
-				return err
-			}
-		}
-		if len(inserts) == 0 {
-			return nil
-		}
-		n := len(inserts)
-		sessions, at, handlers, results := make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n)
-		from, to, messages, attempts := make([]string, n), make([]string, n), make([]string, n), make([]int32, n)
-		for i, h := range inserts {
-			sessions[i], at[i], handlers[i], results[i] = string(h.Subject), h.At.UTC(), string(h.Cause), string(h.Result)
-			from[i], to[i], messages[i], attempts[i] = codec.StatusName(h.From), codec.StatusName(h.To), h.Message, int32(h.Attempt)
-		}
-		return tx.execN(ctx, n, insertHistory, Rows{sessions, at, handlers, results, from, to, messages, attempts})
-	})
+	}
+	if len(inserts) == 0 {
+		return nil
+	}
+	n := len(inserts)
+	sessions, at, handlers, results := make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n)
+	from, to, messages, attempts := make([]string, n), make([]string, n), make([]string, n), make([]int32, n)
+	for i, h := range inserts {
+		sessions[i], at[i], handlers[i], results[i] = string(h.Subject), h.At.UTC(), string(h.Cause), string(h.Result)
+		from[i], to[i], messages[i], attempts[i] = codec.StatusName(h.From), codec.StatusName(h.To), h.Message, int32(h.Attempt)
+	}
+	return tx.execN(ctx, n, insertHistory, Rows{sessions, at, handlers, results, from, to, messages, attempts})
 }
 
 // History returns a session's entries oldest first.

@@ -171,66 +171,95 @@ func (s *Store) writeOccupancy(ctx context.Context, tx txn, agents []*planguard.
 // kernels, releasing what the kernels stop holding.
 func (s *Store) TransitionSessions(ctx context.Context, ids []domain.SessionID, from []domain.SessionStatus,
 	to domain.Transition, reason string, now time.Time) ([]domain.SessionID, error) {
+	moved, err := s.MoveSessions(ctx, store.Move{IDs: ids, From: from, To: to, Reason: reason, Now: now})
+	if err != nil {
+		return nil, err
+	}
+	changed := make([]domain.SessionID, len(moved))
+	for i, m := range moved {
+		changed[i] = m.ID
+	}
+	return changed, nil
+}
+
+// MoveSessions is TransitionSessions that also writes the move's history
+// in its transaction, one transaction where a handler used to take two.
+func (s *Store) MoveSessions(ctx context.Context, m store.Move) ([]store.Moved, error) {
 	var preds []string
-	if to.Kernel != 0 {
+	if m.To.Kernel != 0 {
 		var err error
-		if preds, err = codec.KernelMoves(to.Kernel); err != nil {
+		if preds, err = codec.KernelMoves(m.To.Kernel); err != nil {
 			return nil, fmt.Errorf("transition sessions: %w", err)
 		}
 	}
-	var changed []domain.SessionID
+	var moved []store.Moved
 	err := s.write(ctx, "transition sessions", func(tx txn) error {
-		changed = nil
-		var moved []string
-		guard := lockGuardSessions
-		if to.Session == domain.SessionPending {
-			guard = lockGuardRequeue
-		}
-		args := []any{List(codec.Strings(ids)), List(codec.StatusNames(from))}
-		if err := tx.query(ctx, guard, args, func(sc codec.Scanner) error {
-			var id string
-			err := sc.Scan(&id)
-			moved = append(moved, id)
-			return err
-		}); err != nil || len(moved) == 0 {
+		var err error
+		if moved, err = s.transition(ctx, tx, m, preds); err != nil || len(moved) == 0 || m.Note == nil {
 			return err
 		}
-		if to.Session != 0 {
-			if _, err := tx.exec(ctx, moveSessions, codec.StatusName(to.Session), reason, ts(now), List(moved)); err != nil {
-				return err
-			}
+		hist := make([]domain.HistoryEntry, len(moved))
+		for i, x := range moved {
+			hist[i] = domain.HistoryEntry{Subject: x.ID, At: m.Now, Cause: m.Note.Handler, Result: m.Note.Result,
+				From: x.From, To: m.To.Session, Message: m.Note.Message, Attempt: 1}
 		}
-		if to.Kernel != 0 {
-			if err := s.moveKernels(ctx, tx, moved, preds, to.Kernel, reason, now); err != nil {
-				return err
-			}
-		}
-		if to.Fail {
-			if _, err := tx.exec(ctx, markFailed, List(moved)); err != nil {
-				return err
-			}
-		}
-		if to.Judge {
-			// Under the sessions' locks, which every kernel update takes
-			// first, so the kernels ended are the ones the match saw.
-			if _, err := tx.exec(ctx, judgeEnded, List(moved)); err != nil {
-				return err
-			}
-		}
-		if to.Session.Terminal() {
-			if _, err := tx.exec(ctx, setOutcome, List(moved)); err != nil {
-				return err
-			}
-		}
-		for _, id := range moved {
-			changed = append(changed, domain.SessionID(id))
-		}
-		return nil
+		return appendHistory(ctx, tx, hist)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return changed, nil
+	return moved, nil
+}
+
+// transition is MoveSessions' move, in tx: it returns the sessions that
+// matched the guard, in id order.
+func (s *Store) transition(ctx context.Context, tx txn, m store.Move, preds []string) ([]store.Moved, error) {
+	var moved []store.Moved
+	guard := lockGuardSessions
+	if m.To.Session == domain.SessionPending {
+		guard = lockGuardRequeue
+	}
+	args := []any{List(codec.Strings(m.IDs)), List(codec.StatusNames(m.From))}
+	if err := tx.query(ctx, guard, args, func(sc codec.Scanner) error {
+		g, err := codec.ScanGuarded(sc)
+		moved = append(moved, g)
+		return err
+	}); err != nil || len(moved) == 0 {
+		return nil, err
+	}
+	ids := make([]string, len(moved))
+	for i, g := range moved {
+		ids[i] = string(g.ID)
+	}
+	to, now := m.To, m.Now
+	if to.Session != 0 {
+		if _, err := tx.exec(ctx, moveSessions, codec.StatusName(to.Session), m.Reason, ts(now), List(ids)); err != nil {
+			return nil, err
+		}
+	}
+	if to.Kernel != 0 {
+		if err := s.moveKernels(ctx, tx, ids, preds, to.Kernel, m.Reason, now); err != nil {
+			return nil, err
+		}
+	}
+	if to.Fail {
+		if _, err := tx.exec(ctx, markFailed, List(ids)); err != nil {
+			return nil, err
+		}
+	}
+	if to.Judge {
+		// Under the sessions' locks, which every kernel update takes
+		// first, so the kernels ended are the ones the match saw.
+		if _, err := tx.exec(ctx, judgeEnded, List(ids)); err != nil {
+			return nil, err
+		}
+	}
+	if to.Session.Terminal() {
+		if _, err := tx.exec(ctx, setOutcome, List(ids)); err != nil {
+			return nil, err
+		}
+	}
+	return moved, nil
 }
 
 func (s *Store) moveKernels(ctx context.Context, tx txn, sessions, preds []string,

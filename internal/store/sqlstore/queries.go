@@ -252,12 +252,12 @@ FROM {rows $1 u(id text, occupied jsonb, kernels int)}
 WHERE agents.id = u.id`
 	lockOccupancy = `SELECT id, occupied, kernel_count FROM agents WHERE id {in $1} ORDER BY id {lock}`
 
-	lockGuardSessions = `SELECT id FROM sessions WHERE id {in $1} AND status {in $2}
+	lockGuardSessions = `SELECT id, status, created_at FROM sessions WHERE id {in $1} AND status {in $2}
 ORDER BY id {lock}`
 	// lockGuardRequeue is lockGuardSessions for a move back to PENDING: a
 	// session with a kernel that already ended cannot start over, because
 	// that kernel cannot follow it (DESIGN.md invariant 2).
-	lockGuardRequeue = `SELECT id FROM sessions s WHERE id {in $1} AND status {in $2}
+	lockGuardRequeue = `SELECT id, status, created_at FROM sessions s WHERE id {in $1} AND status {in $2}
   AND NOT EXISTS (SELECT 1 FROM kernels k WHERE k.session_id = s.id
                   AND k.status IN ('TERMINATED', 'CANCELLED', 'ERROR'))
 ORDER BY id {lock}`

@@ -325,3 +325,54 @@ func testUpdateKernel(t *testing.T, e Engine) {
 		domain.Transition{Session: domain.SessionError, Kernel: domain.KernelError})
 	f.invariant()
 }
+
+// testMoveSessions checks that a move returns where each session came
+// from and writes its history in the same call, and only for the
+// sessions the guard let through.
+func testMoveSessions(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g")
+	f.agent("g-a", "g", []string{"cpu", "8"})
+	run := f.session("run", "g", "alice", 1, []string{"cpu", "1"})
+	f.schedule("g", run, "g-a")
+	f.advance("run", domain.SessionRunning)
+	f.session("wait", "g", "alice", 1, []string{"cpu", "1"})
+	before := map[domain.SessionID][]domain.HistoryEntry{}
+	for _, id := range []domain.SessionID{"run", "wait"} {
+		h, err := f.s.History(f.ctx, id)
+		f.must(err, "history of %s", id)
+		before[id] = h
+	}
+	note := &store.MoveNote{Handler: domain.HandlerDetectTermination, Result: domain.ResultSuccess, Message: "exit 0"}
+	got, err := f.s.MoveSessions(f.ctx, store.Move{IDs: []domain.SessionID{"wait", "run", "ghost"},
+		From: []domain.SessionStatus{domain.SessionRunning}, To: domain.Transition{Session: domain.SessionTerminating},
+		Reason: "exit 0", Now: at(60), Note: note})
+	f.must(err, "move")
+	want := []store.Moved{{ID: "run", From: domain.SessionRunning, CreatedAt: f.get("run").Session.CreatedAt}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("moved (-want +got):\n%s", diff)
+	}
+	if st, _ := statuses(f.get("run")); st != domain.SessionTerminating {
+		t.Errorf("run is %s, want TERMINATING", st)
+	}
+	h, err := f.s.History(f.ctx, "run")
+	f.must(err, "history of run")
+	wantEntry := domain.HistoryEntry{Subject: "run", At: at(60), Cause: domain.HandlerDetectTermination,
+		Result: domain.ResultSuccess, From: domain.SessionRunning, To: domain.SessionTerminating, Message: "exit 0", Attempt: 1}
+	if diff := cmp.Diff(append(before["run"], wantEntry), h); diff != "" {
+		t.Errorf("history of run (-want +got):\n%s", diff)
+	}
+	h, err = f.s.History(f.ctx, "wait")
+	f.must(err, "history of wait")
+	if diff := cmp.Diff(before["wait"], h); diff != "" {
+		t.Errorf("the guard refused wait, yet its history changed (-want +got):\n%s", diff)
+	}
+	// A move no session passes writes nothing and says so.
+	got, err = f.s.MoveSessions(f.ctx, store.Move{IDs: []domain.SessionID{"wait"},
+		From: []domain.SessionStatus{domain.SessionRunning}, To: domain.Transition{Session: domain.SessionTerminating}, Now: at(61), Note: note})
+	f.must(err, "empty move")
+	if len(got) != 0 {
+		t.Errorf("moved %v, want none", got)
+	}
+	f.invariant()
+}

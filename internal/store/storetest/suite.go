@@ -89,6 +89,7 @@ func Run(t *testing.T, e Engine) {
 		{"ApplyPlanSeesEarlierPlacements", testApplyPlanSeesEarlierPlacements},
 		{"ApplyPlanErrors", testApplyPlanErrors},
 		{"TransitionSessions", testTransitionSessions},
+		{"MoveSessions", testMoveSessions},
 		{"ReleaseOnce", testReleaseOnce},
 		{"KernelsAheadStay", testKernelsAheadStay},
 		{"Outcome", testOutcome},

@@ -481,3 +481,22 @@ func jsonShares(m map[string]float64) string {
 	b, _ := json.Marshal(m) // finite floats by string keys always marshal
 	return string(b)
 }
+
+// ScanGuarded reads a session that a move's guard locked: its id, the
+// status it is moving from and when it was created, which the move's
+// history and metrics need without a read of their own.
+func ScanGuarded(sc Scanner) (store.Moved, error) {
+	var (
+		m          store.Moved
+		id, status string
+		created    rawTime
+	)
+	if err := sc.Scan(&id, &status, &created); err != nil {
+		return m, err
+	}
+	m.ID = domain.SessionID(id)
+	e := rowErr{table: "sessions", id: id}
+	m.From = e.sessionStatus("status", status)
+	m.CreatedAt = e.time("created_at", created)
+	return m, e.err
+}
