@@ -249,7 +249,7 @@ func (a *Agent) register(ctx context.Context) error {
 			ID: a.cfg.ID, ResourceGroup: a.cfg.ResourceGroup, Address: a.advertise(), Architecture: a.cfg.Architecture,
 			Runtime: a.cfg.Runtime, Capacity: a.cfg.Capacity, MaxKernels: a.cfg.MaxKernels, Images: a.rt.Images(),
 			Catalog: catalogOf(a.rt), Kernels: a.reports(), Waiting: a.waiting(), AllowsCommand: a.cfg.AllowsCommand,
-			Devices: a.cfg.Devices,
+			Devices: a.cfg.Devices, KernelAddress: a.cfg.KernelAddress,
 		})
 		if err == nil {
 			a.mu.Lock()

@@ -60,6 +60,44 @@ func TestCreateKernelsSaysWherePeersAre(t *testing.T) {
 	}
 }
 
+type agentLookup map[domain.AgentID]domain.Agent
+
+func (l agentLookup) GetAgent(_ context.Context, id domain.AgentID) (domain.Agent, error) {
+	return l[id], nil
+}
+
+// TestPeersAreToldKernelAddresses: an agent that registered a kernel
+// address (--kernel-address, the network its kernels talk on) is named to
+// its peers by it, not by the address the manager calls it at; one that
+// registered none or a wildcard is named by that address's host.
+func TestPeersAreToldKernelAddresses(t *testing.T) {
+	t.Parallel()
+	got := make(chan agentrpc.CreateKernels, 1)
+	a1 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in agentrpc.CreateKernels
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		got <- in
+		agentrpc.WriteJSON(w, http.StatusOK, agentrpc.Created{})
+	}))
+	defer a1.Close()
+	l := agentLookup{
+		"a1": {ID: "a1", Address: a1.URL, KernelAddress: "10.88.0.21"},
+		"a2": {ID: "a2", Address: "mgmt-a2.example:6001", KernelAddress: "10.88.0.22"},
+		"a3": {ID: "a3", Address: "10.77.0.23:6001", KernelAddress: "0.0.0.0"},
+		"a4": {ID: "a4", Address: "10.77.0.24:6001"},
+	}
+	ags := agentgw.NewAgents(agentrpc.NewAgentClient(l, token), domain.DefaultRegistry())
+	spec := coordinator.KernelSpec{KernelSpec: domain.KernelSpec{Kernel: "k0", Session: "s", Image: "sleep", ClusterRole: "main",
+		ClusterSize: 4, ClusterHosts: []string{"main0", "sub1", "sub2", "sub3"}}, ClusterAgents: []domain.AgentID{"a1", "a2", "a3", "a4"}}
+	if err := ags.CreateKernels(context.Background(), "a1", []coordinator.KernelSpec{spec}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.88.0.21", "10.88.0.22", "10.77.0.23", "10.77.0.24"}
+	if in := <-got; len(in.Kernels) != 1 || !slices.Equal(in.Kernels[0].ClusterAddrs, want) {
+		t.Errorf("cluster addresses sent: %+v, want %v", in.Kernels, want)
+	}
+}
+
 // The coordinator hands over a kernel's request as a Vec; the wire carries
 // it as slot names and quantities, formatted here with the manager's
 // registry, and the rest of the spec and the time limit as they were.

@@ -107,7 +107,7 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, err := g.store.RegisterAgent(r.Context(), domain.Agent{
-		ID: in.ID, ResourceGroup: in.ResourceGroup, Address: in.Address, Architecture: in.Architecture,
+		ID: in.ID, ResourceGroup: in.ResourceGroup, Address: in.Address, KernelAddress: in.KernelAddress, Architecture: in.Architecture,
 		Runtime: in.Runtime, Status: domain.AgentAlive, Schedulable: true, Capacity: capacity,
 		MaxKernels: in.MaxKernels, Images: in.Images, Catalog: in.Catalog, AllowsCommand: in.AllowsCommand,
 		Devices: in.Devices,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -30,6 +31,8 @@ type AgentClient struct {
 	hc     *http.Client
 	mu     sync.Mutex
 	addrs  map[domain.AgentID]string
+	// peers caches each agent's kernel host (Host) beside its address.
+	peers map[domain.AgentID]string
 	// perAgent, when set (UseAgentTLS), makes each agent's TLS
 	// configuration, and clients holds each agent's connections.
 	perAgent func(context.Context, domain.AgentID) *tls.Config
@@ -39,7 +42,7 @@ type AgentClient struct {
 // NewAgentClient returns a client that finds agents through lookup.
 func NewAgentClient(lookup AgentLookup, token string) *AgentClient {
 	return &AgentClient{lookup: lookup, token: token, hc: &http.Client{Timeout: 10 * time.Minute},
-		addrs: map[domain.AgentID]string{}}
+		addrs: map[domain.AgentID]string{}, peers: map[domain.AgentID]string{}}
 }
 
 // base returns the agent's RPC base URL. Addresses are cached; a failed
@@ -59,23 +62,38 @@ func (c *AgentClient) base(ctx context.Context, id domain.AgentID) (string, erro
 		}
 		c.mu.Lock()
 		c.addrs[id] = addr
+		c.peers[id] = peerHost(a.KernelAddress, addr)
 		c.mu.Unlock()
 	}
 	return strings.TrimRight(addr, "/"), nil
 }
 
-// Host is the host part of the agent's registered address: where the
-// manager, and other agents' kernels, reach it and its kernels.
+// Host is where other agents' kernels reach this agent's kernels; see
+// peerHost.
 func (c *AgentClient) Host(ctx context.Context, id domain.AgentID) (string, error) {
-	base, err := c.base(ctx, id)
-	if err != nil {
+	if _, err := c.base(ctx, id); err != nil {
 		return "", err
 	}
-	u, err := url.Parse(base)
-	if err != nil || u.Hostname() == "" {
-		return "", fmt.Errorf("agent %s: address %q names no host", id, base)
+	c.mu.Lock()
+	h := c.peers[id]
+	c.mu.Unlock()
+	if h == "" {
+		return "", fmt.Errorf("agent %s: neither its kernel address nor its address names a host", id)
 	}
-	return u.Hostname(), nil
+	return h, nil
+}
+
+// peerHost is an agent's registered kernel address, or, for an agent that
+// registered none or a wildcard, the host part of the address the manager
+// calls it at (base); empty when neither names a host.
+func peerHost(kernelAddress, base string) string {
+	if ip := net.ParseIP(kernelAddress); kernelAddress != "" && (ip == nil || !ip.IsUnspecified()) {
+		return kernelAddress
+	}
+	if u, err := url.Parse(base); err == nil {
+		return u.Hostname()
+	}
+	return ""
 }
 
 func (c *AgentClient) do(ctx context.Context, id domain.AgentID, path string, in, out any) error {
@@ -86,6 +104,7 @@ func (c *AgentClient) do(ctx context.Context, id domain.AgentID, path string, in
 	if err := call(ctx, c.client(id), base+path, c.token, in, out); err != nil {
 		c.mu.Lock()
 		delete(c.addrs, id)
+		delete(c.peers, id)
 		if hc, ok := c.clients[id]; ok {
 			// Its next connection is made afresh, its certificate
 			// checked again (revocation included), and an agent that

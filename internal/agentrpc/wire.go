@@ -6,9 +6,12 @@ import "github.com/sokovan-go/sokovan/internal/domain"
 // forgot it. Kernels lists what it runs now, so the manager can settle
 // what died with an earlier incarnation.
 type Register struct {
-	ID            domain.AgentID    `json:"id"`
-	ResourceGroup string            `json:"resource_group"`
-	Address       string            `json:"address"`
+	ID            domain.AgentID `json:"id"`
+	ResourceGroup string         `json:"resource_group"`
+	Address       string         `json:"address"`
+	// KernelAddress is where the agent's kernels bind and their peers
+	// reach them; agents of earlier releases leave it out.
+	KernelAddress string            `json:"kernel_address,omitempty"`
 	Architecture  string            `json:"architecture"`
 	Runtime       string            `json:"runtime"`
 	Capacity      map[string]string `json:"capacity"`

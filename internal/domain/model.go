@@ -159,6 +159,10 @@ type Agent struct {
 	ID            AgentID
 	ResourceGroup string
 	Address       string
+	// KernelAddress is where its kernels bind and reach each other
+	// (agent --kernel-address); empty for an agent of an earlier
+	// release, whose Address host stands in.
+	KernelAddress string
 	Architecture  string
 	Runtime       string
 	Status        AgentStatus

@@ -63,14 +63,14 @@ WHERE resource_group = $1 AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR')
 
 const (
 	registerAgent = `INSERT INTO agents (` + codec.AgentColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
 ON CONFLICT (id) DO UPDATE SET
     resource_group = excluded.resource_group, address = excluded.address, catalog = excluded.catalog,
     architecture = excluded.architecture, runtime = excluded.runtime, status = 'ALIVE',
     capacity = excluded.capacity, max_kernels = excluded.max_kernels,
     last_heartbeat = excluded.last_heartbeat, epoch = agents.epoch + 1,
     images = excluded.images, labels = excluded.labels, allows_command = excluded.allows_command,
-    devices = excluded.devices
+    devices = excluded.devices, kernel_address = excluded.kernel_address
 RETURNING ` + codec.AgentColumns
 	heartbeatAgent           = `UPDATE agents SET last_heartbeat = $1 WHERE id = $2 AND epoch = $3 AND status = 'ALIVE'`
 	selectAgentEpoch         = `SELECT epoch FROM agents WHERE id = $1`

@@ -167,11 +167,13 @@ func testAgents(t *testing.T, e Engine) {
 
 	a.Capacity = f.slots("cpu", "16", "mem", "64g")
 	a.Address = "10.0.0.2:6001"
+	a.KernelAddress = "10.8.0.2"      // and its kernels moved with it
 	a.Catalog = []string{"http-echo"} // a new build of the agent knows other images
 	a.Schedulable = true              // a restarting agent does not lift a cordon
 	got, err = f.s.RegisterAgent(f.ctx, a, at(5))
 	f.must(err, "re-register")
 	want.Capacity, want.Address, want.LastHeartbeat, want.Catalog = a.Capacity, a.Address, at(5), a.Catalog
+	want.KernelAddress = a.KernelAddress
 	want.Epoch, want.Schedulable, want.Status = 2, false, domain.AgentAlive
 	want.Occupied, want.KernelCount = f.slots("cpu", "2"), 1
 	if diff := cmp.Diff(want, got); diff != "" {

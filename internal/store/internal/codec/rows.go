@@ -20,7 +20,7 @@ const (
 		preempt, preempt_min_runtime_ns, preempt_budget, preempt_window_ns, fairshare_half_life_ns, fair_shares`
 	AgentColumns = `id, resource_group, address, architecture, runtime, status, schedulable,
 		capacity, occupied, max_kernels, kernel_count, last_heartbeat, epoch, images, labels,
-		allows_command, catalog, devices`
+		allows_command, catalog, devices, kernel_address`
 	// SessionColumns leave out a session's command and environment: they
 	// may run to tens of kilobytes each, and only kernel creation and
 	// showing the one session need them, while schedulers and listings
@@ -131,7 +131,7 @@ func AgentArgs(reg *domain.Registry, a domain.Agent, now time.Time, ts TimeParam
 		string(a.ID), a.ResourceGroup, a.Address, a.Architecture, a.Runtime,
 		domain.AgentAlive.String(), a.Schedulable, capacity, "{}", a.MaxKernels, 0,
 		ts(now), int64(1), JSONList(a.Images), JSONMap(a.Labels), a.AllowsCommand, JSONList(a.Catalog),
-		JSONDevices(a.Devices),
+		JSONDevices(a.Devices), a.KernelAddress,
 	}, nil
 }
 
@@ -153,7 +153,7 @@ func scanAgentRow(sc Scanner) (agentRow, rowErr, error) {
 	a := &r.a
 	if err := sc.Scan(&r.id, &a.ResourceGroup, &a.Address, &a.Architecture, &a.Runtime, &r.status,
 		&a.Schedulable, &r.capacity, &r.occupied, &a.MaxKernels, &a.KernelCount, &r.heartbeat, &a.Epoch,
-		&r.images, &r.labels, &a.AllowsCommand, &r.catalog, &r.devices); err != nil {
+		&r.images, &r.labels, &a.AllowsCommand, &r.catalog, &r.devices, &a.KernelAddress); err != nil {
 		return r, rowErr{}, err
 	}
 	a.ID = domain.AgentID(r.id)
