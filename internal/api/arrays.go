@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/sokovan-go/sokovan/internal/admit"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
@@ -90,11 +89,9 @@ func (s *Server) deleteArray(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	force := false
-	if v := r.URL.Query().Get("force"); v != "" {
-		if force, err = strconv.ParseBool(v); err != nil {
-			return invalid("force", "must be true or false")
-		}
+	force, err := queryBool(r, "force")
+	if err != nil {
+		return err
 	}
 	elems, err := s.store.ArrayElements(ctx, a.ID)
 	if err != nil {

@@ -306,11 +306,9 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	force := false
-	if v := r.URL.Query().Get("force"); v != "" {
-		if force, err = strconv.ParseBool(v); err != nil {
-			return invalid("force", "must be true or false")
-		}
+	force, err := queryBool(r, "force")
+	if err != nil {
+		return err
 	}
 	if st := sk.Session.Status; st.Terminal() {
 		return conflict("session %s has already ended (%s)", sk.Session.ID, st)
