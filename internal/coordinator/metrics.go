@@ -44,14 +44,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Session outcomes by handler and result."}, []string{"handler", "result"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sokovan_handler_duration_seconds",
 			Help: "Handler run time.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"handler"}),
-		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sokovan_pending_sessions",
-			Help: "PENDING sessions per resource group at the last scheduling round."}, []string{"resource_group"}),
+		pending: perGroupGauge("sokovan_pending_sessions",
+			"PENDING sessions per resource group at the last scheduling round."),
 		startLat: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sokovan_session_start_seconds",
 			Help: "Time from submit to RUNNING.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 16)}),
 		byStatus: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sokovan_sessions",
 			Help: "Live (not ended) sessions by status, at the last sweep."}, []string{"status"}),
-		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_scheduling_rounds_total",
-			Help: "Scheduling rounds run per resource group with sessions PENDING."}, []string{"resource_group"}),
+		rounds: perGroupCounter("sokovan_scheduling_rounds_total",
+			"Scheduling rounds run per resource group with sessions PENDING."),
 		decided: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_scheduling_decisions_total",
 			Help: "What scheduling rounds decided per PENDING session, by resource group and result " +
 				"(scheduled, rejected by the plan applier, waiting, impossible)."}, []string{"resource_group", "result"}),
@@ -68,9 +68,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.byStatus.WithLabelValues(s.String())
 		}
 	}
-	if reg != nil {
-		reg.MustRegister(m.runs, m.outcomes, m.duration, m.pending, m.startLat, m.byStatus, m.rounds, m.decided, m.wait)
-	}
+	register(reg, m.runs, m.outcomes, m.duration, m.pending, m.startLat, m.byStatus, m.rounds, m.decided, m.wait)
 	m.gang = newGangMetrics(reg)
 	return m
 }

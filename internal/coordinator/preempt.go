@@ -21,14 +21,12 @@ type preemptMetrics struct {
 
 func newPreemptMetrics(reg prometheus.Registerer) *preemptMetrics {
 	m := &preemptMetrics{
-		count: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_preemptions_total",
-			Help: "Sessions preempted by higher priority sessions, per resource group."}, []string{"resource_group"}),
-		workLost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_preemption_work_lost_seconds_total",
-			Help: "Run time of preempted sessions thrown away, per resource group."}, []string{"resource_group"}),
+		count: perGroupCounter("sokovan_preemptions_total",
+			"Sessions preempted by higher priority sessions, per resource group."),
+		workLost: perGroupCounter("sokovan_preemption_work_lost_seconds_total",
+			"Run time of preempted sessions thrown away, per resource group."),
 	}
-	if reg != nil {
-		reg.MustRegister(m.count, m.workLost)
-	}
+	register(reg, m.count, m.workLost)
 	return m
 }
 
