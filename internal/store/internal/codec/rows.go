@@ -158,9 +158,7 @@ func scanAgentRow(sc Scanner) (agentRow, rowErr, error) {
 	}
 	a.ID = domain.AgentID(r.id)
 	e := rowErr{table: "agents", id: r.id}
-	var err error
-	a.Status, err = domain.ParseAgentStatus(r.status)
-	e.fail("status", err)
+	a.Status = parsed(&e, "status", r.status, domain.ParseAgentStatus)
 	a.LastHeartbeat = e.time("last_heartbeat", r.heartbeat)
 	return r, e, nil
 }
