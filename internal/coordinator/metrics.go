@@ -58,8 +58,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sokovan_queue_wait_seconds",
 			Help:    "Time from submit to placement (PENDING to SCHEDULED) per resource group.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 18)}, []string{"resource_group"}),
-		reserve: newReserveMetrics(reg),
-		preempt: newPreemptMetrics(reg),
+		reserve: &reserveMetrics{
+			held: perGroupGauge("sokovan_reservations",
+				"Waiting sessions holding reservations per resource group at the last scheduling round."),
+			backfilled: perGroupCounter("sokovan_backfilled_placements_total",
+				"Sessions placed past a reservation, checked not to delay it, and applied, per resource group."),
+		},
+		preempt: &preemptMetrics{
+			count: perGroupCounter("sokovan_preemptions_total",
+				"Sessions preempted by higher priority sessions, per resource group."),
+			workLost: perGroupCounter("sokovan_preemption_work_lost_seconds_total",
+				"Run time of preempted sessions thrown away, per resource group."),
+		},
 	}
 	// Every live status is exported from the start, at 0 until the first
 	// sweep counts it, so a dashboard never finds the series absent.
@@ -68,9 +78,28 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.byStatus.WithLabelValues(s.String())
 		}
 	}
-	register(reg, m.runs, m.outcomes, m.duration, m.pending, m.startLat, m.byStatus, m.rounds, m.decided, m.wait)
+	register(reg, m.runs, m.outcomes, m.duration, m.pending, m.startLat, m.byStatus, m.rounds, m.decided, m.wait,
+		m.reserve.held, m.reserve.backfilled, m.preempt.count, m.preempt.workLost)
 	m.gang = newGangMetrics(reg)
 	return m
+}
+
+// perGroupCounter and perGroupGauge make a series labelled by resource
+// group, the label most of the coordinator's series carry.
+func perGroupCounter(name, help string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"resource_group"})
+}
+
+func perGroupGauge(name, help string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"resource_group"})
+}
+
+// register registers cs on reg; a nil reg (tests, the simulator) keeps
+// them unregistered.
+func register(reg prometheus.Registerer, cs ...prometheus.Collector) {
+	if reg != nil {
+		reg.MustRegister(cs...)
+	}
 }
 
 // round counts one scheduling round of group and what it decided. Every

@@ -19,17 +19,6 @@ type preemptMetrics struct {
 	workLost *prometheus.CounterVec
 }
 
-func newPreemptMetrics(reg prometheus.Registerer) *preemptMetrics {
-	m := &preemptMetrics{
-		count: perGroupCounter("sokovan_preemptions_total",
-			"Sessions preempted by higher priority sessions, per resource group."),
-		workLost: perGroupCounter("sokovan_preemption_work_lost_seconds_total",
-			"Run time of preempted sessions thrown away, per resource group."),
-	}
-	register(reg, m.count, m.workLost)
-	return m
-}
-
 // preempted records the preemptions the store applied: metrics, and
 // history on the victim ("preempted by"), the preemptor ("preempting")
 // and a victim's new attempt ("requeued"). The victims are TERMINATING
