@@ -73,6 +73,18 @@ func (s *specFlags) envs() (map[string]string, error) {
 	return keyValues("env", s.env)
 }
 
+// parse reads the flags create and update both take: resources, then
+// environment, so with both wrong the --cpu/--mem/--slot error is the one said.
+func (s *specFlags) parse() (resources, envs map[string]string, err error) {
+	if resources, err = s.resources(); err != nil {
+		return nil, nil, err
+	}
+	if envs, err = s.envs(); err != nil {
+		return nil, nil, err
+	}
+	return resources, envs, nil
+}
+
 // autoscaleFlags are --autoscale-*, shared by create and update.
 type autoscaleFlags struct {
 	min, max         int
@@ -132,11 +144,7 @@ func newDeployCreateCmd(o *output) *cobra.Command {
 			if spec.image == "" {
 				return errors.New("--image is required")
 			}
-			resources, err := spec.resources()
-			if err != nil {
-				return err
-			}
-			envs, err := spec.envs()
+			resources, envs, err := spec.parse()
 			if err != nil {
 				return err
 			}
@@ -377,11 +385,7 @@ func newDeployUpdateCmd(o *output) *cobra.Command {
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeFrom(listDeploymentNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resources, err := spec.resources()
-			if err != nil {
-				return err
-			}
-			envs, err := spec.envs()
+			resources, envs, err := spec.parse()
 			if err != nil {
 				return err
 			}
