@@ -238,9 +238,5 @@ func liveCount(sum domain.ArraySummary) int {
 }
 
 func arrayIDs(arrays []domain.Array) []domain.ArrayID {
-	ids := make([]domain.ArrayID, len(arrays))
-	for i, a := range arrays {
-		ids[i] = a.ID
-	}
-	return ids
+	return mapped(arrays, func(a domain.Array) domain.ArrayID { return a.ID })
 }

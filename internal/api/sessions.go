@@ -209,10 +209,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]domain.SessionID, len(sessions))
-	for i, ss := range sessions {
-		ids[i] = ss.ID
-	}
+	ids := mapped(sessions, func(ss domain.Session) domain.SessionID { return ss.ID })
 	byS := map[domain.SessionID][]domain.Kernel{}
 	if len(ids) > 0 {
 		kernels, err := s.store.ListKernels(ctx, store.KernelFilter{Sessions: ids})
