@@ -1,8 +1,11 @@
 package runtime_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,5 +48,37 @@ func TestClockAndLogDefaults(t *testing.T) {
 	now, _ = runtime.ClockAndLog(func() time.Time { return fixed }, nil)
 	if !now().Equal(fixed) {
 		t.Fatal("a given clock was replaced")
+	}
+}
+
+// Await is the wait Outbox.Flush, the sim clock and the conformance
+// recorder share: done is asked again at each change, and an ended ctx
+// ends the wait with its error.
+func TestAwait(t *testing.T) {
+	var mu sync.Mutex
+	n, changed := 0, make(chan struct{})
+	bump := func() {
+		mu.Lock()
+		n++
+		close(changed)
+		changed = make(chan struct{})
+		mu.Unlock()
+	}
+	ch := func() <-chan struct{} { return changed }
+	errc := make(chan error, 1)
+	go func() { errc <- runtime.Await(context.Background(), &mu, func() bool { return n >= 3 }, ch) }()
+	for range 3 {
+		bump()
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := runtime.Await(ctx, &mu, func() bool { return false }, ch); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ended ctx: %v", err)
+	}
+	if err := runtime.Await(ctx, &mu, func() bool { return true }, ch); err != nil {
+		t.Fatalf("done at once, even with ctx ended: %v", err)
 	}
 }
