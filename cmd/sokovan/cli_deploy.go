@@ -73,6 +73,18 @@ func (s *specFlags) envs() (map[string]string, error) {
 	return keyValues("env", s.env)
 }
 
+// parse reads the flags create and update both take: resources, then
+// environment, so with both wrong the --cpu/--mem/--slot error is the one said.
+func (s *specFlags) parse() (resources, envs map[string]string, err error) {
+	if resources, err = s.resources(); err != nil {
+		return nil, nil, err
+	}
+	if envs, err = s.envs(); err != nil {
+		return nil, nil, err
+	}
+	return resources, envs, nil
+}
+
 // autoscaleFlags are --autoscale-*, shared by create and update.
 type autoscaleFlags struct {
 	min, max         int
@@ -132,11 +144,7 @@ func newDeployCreateCmd(o *output) *cobra.Command {
 			if spec.image == "" {
 				return errors.New("--image is required")
 			}
-			resources, err := spec.resources()
-			if err != nil {
-				return err
-			}
-			envs, err := spec.envs()
+			resources, envs, err := spec.parse()
 			if err != nil {
 				return err
 			}
@@ -228,6 +236,12 @@ func waitReady(cmd *cobra.Command, o *output, c *client, id string, limit time.D
 
 // deploymentLine sums a deployment up: its status and its routes by
 // status.
+// printDeploymentLine renders a deployment a command changed as its line.
+func printDeploymentLine(w io.Writer, d v1.Deployment) error {
+	fmt.Fprintln(w, deploymentLine(d))
+	return nil
+}
+
 func deploymentLine(d v1.Deployment) string {
 	counts := map[string]int{}
 	var order []string
@@ -351,11 +365,7 @@ func newDeployScaleCmd(o *output) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("REPLICAS must be a number, not %q", args[1])
 			}
-			return call(cmd, o, "PATCH", deploymentPath(args[0]), v1.UpdateDeploymentRequest{Replicas: &n},
-				func(w io.Writer, d v1.Deployment) error {
-					fmt.Fprintln(w, deploymentLine(d))
-					return nil
-				})
+			return call(cmd, o, "PATCH", deploymentPath(args[0]), v1.UpdateDeploymentRequest{Replicas: &n}, printDeploymentLine)
 		},
 	}
 }
@@ -375,11 +385,7 @@ func newDeployUpdateCmd(o *output) *cobra.Command {
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeFrom(listDeploymentNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resources, err := spec.resources()
-			if err != nil {
-				return err
-			}
-			envs, err := spec.envs()
+			resources, envs, err := spec.parse()
 			if err != nil {
 				return err
 			}
@@ -409,10 +415,7 @@ func newDeployRmCmd(o *output) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listDeploymentNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(cmd, o, "DELETE", deploymentPath(args[0]), nil, func(w io.Writer, d v1.Deployment) error {
-				fmt.Fprintln(w, deploymentLine(d))
-				return nil
-			})
+			return call(cmd, o, "DELETE", deploymentPath(args[0]), nil, printDeploymentLine)
 		},
 	}
 }
@@ -447,11 +450,7 @@ func newDeployHistoryCmd(o *output) *cobra.Command {
 					} else if len(route) > 8 {
 						route = route[:8]
 					}
-					from := h.From
-					if from == "" {
-						from = "-"
-					}
-					rows[i] = []string{when(&h.At), route, h.Handler, h.Result, from + " → " + h.To, strconv.Itoa(h.Attempt), h.Message}
+					rows[i] = []string{when(&h.At), route, h.Handler, h.Result, orDash(h.From) + " → " + h.To, strconv.Itoa(h.Attempt), h.Message}
 				}
 				return table(w, []string{"AT", "ROUTE", "HANDLER", "RESULT", "MOVE", "TIMES", "MESSAGE"}, rows)
 			})

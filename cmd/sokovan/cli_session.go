@@ -617,23 +617,13 @@ func newSessionHistoryCmd(o *output) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeFrom(listSessionIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			var h v1.List[v1.History]
-			raw, err := c.do(cmd.Context(), "GET", sessionPath(args[0], "/history"), nil, &h)
-			if err != nil {
-				return err
-			}
-			if o.json() {
-				return printJSON(cmd.OutOrStdout(), raw)
-			}
-			rows := make([][]string, len(h.Items))
-			for i, e := range h.Items {
-				rows[i] = []string{when(&e.At), e.Handler, e.Result, e.From + " → " + e.To, "×" + strconv.Itoa(e.Attempt), orDash(e.Message)}
-			}
-			return table(cmd.OutOrStdout(), []string{"AT", "HANDLER", "RESULT", "STATUS", "TIMES", "MESSAGE"}, rows)
+			return call(cmd, o, "GET", sessionPath(args[0], "/history"), nil, func(w io.Writer, h v1.List[v1.History]) error {
+				rows := make([][]string, len(h.Items))
+				for i, e := range h.Items {
+					rows[i] = []string{when(&e.At), e.Handler, e.Result, e.From + " → " + e.To, "×" + strconv.Itoa(e.Attempt), orDash(e.Message)}
+				}
+				return table(w, []string{"AT", "HANDLER", "RESULT", "STATUS", "TIMES", "MESSAGE"}, rows)
+			})
 		},
 	}
 }

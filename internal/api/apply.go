@@ -69,12 +69,9 @@ type applyPlan struct {
 
 func (s *Server) apply(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	dry := false
-	if v := r.URL.Query().Get("dry_run"); v != "" {
-		var err error
-		if dry, err = strconv.ParseBool(v); err != nil {
-			return invalid("dry_run", "must be true or false")
-		}
+	dry, err := queryBool(r, "dry_run")
+	if err != nil {
+		return err
 	}
 	objs, err := decodeApply(r)
 	if err != nil {

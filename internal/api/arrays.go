@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/sokovan-go/sokovan/internal/admit"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
@@ -90,11 +89,9 @@ func (s *Server) deleteArray(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	force := false
-	if v := r.URL.Query().Get("force"); v != "" {
-		if force, err = strconv.ParseBool(v); err != nil {
-			return invalid("force", "must be true or false")
-		}
+	force, err := queryBool(r, "force")
+	if err != nil {
+		return err
 	}
 	elems, err := s.store.ArrayElements(ctx, a.ID)
 	if err != nil {
@@ -241,9 +238,5 @@ func liveCount(sum domain.ArraySummary) int {
 }
 
 func arrayIDs(arrays []domain.Array) []domain.ArrayID {
-	ids := make([]domain.ArrayID, len(arrays))
-	for i, a := range arrays {
-		ids[i] = a.ID
-	}
-	return ids
+	return mapped(arrays, func(a domain.Array) domain.ArrayID { return a.ID })
 }

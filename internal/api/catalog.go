@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,12 +28,9 @@ const nameRule = "must be 1 to 64 of letters, digits, '.', '_', '@' and '-', sta
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
 	filter := store.AgentFilter{Group: r.URL.Query().Get("resource_group")}
-	all := false
-	if v := r.URL.Query().Get("all"); v != "" {
-		var err error
-		if all, err = strconv.ParseBool(v); err != nil {
-			return invalid("all", "must be true or false")
-		}
+	all, err := queryBool(r, "all")
+	if err != nil {
+		return err
 	}
 	if !all {
 		// Retired agents are history, not capacity: they stay readable

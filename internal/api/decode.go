@@ -246,3 +246,17 @@ func cleanText(field, s string, maxLen int) *apiError {
 }
 
 func validID(s string) bool { return admit.ValidID(s) }
+
+// queryBool reads an optional boolean query parameter: absent is false,
+// and a value strconv cannot read is a 400 naming the parameter.
+func queryBool(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, invalid(name, "must be true or false")
+	}
+	return b, nil
+}

@@ -272,11 +272,7 @@ func (s *Server) listDeployments(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]domain.DeploymentID, len(ds))
-	for i, d := range ds {
-		ids[i] = d.ID
-	}
-	routes, err := s.liveRoutes(ctx, ids...)
+	routes, err := s.liveRoutes(ctx, mapped(ds, func(d domain.Deployment) domain.DeploymentID { return d.ID })...)
 	if err != nil {
 		return err
 	}

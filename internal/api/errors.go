@@ -145,12 +145,18 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 // writeList answers 200 with items, each converted by out, as a
 // v1.List; no items is an empty list, not null.
 func writeList[T, U any](w http.ResponseWriter, items []T, out func(T) U) error {
-	l := v1.List[U]{Items: make([]U, len(items))}
-	for i, it := range items {
-		l.Items[i] = out(it)
-	}
-	writeJSON(w, http.StatusOK, l)
+	writeJSON(w, http.StatusOK, v1.List[U]{Items: mapped(items, out)})
 	return nil
+}
+
+// mapped is items each converted by f, in order; never nil, so an empty
+// list is written as [] and not null.
+func mapped[T, U any](items []T, f func(T) U) []U {
+	out := make([]U, len(items))
+	for i, it := range items {
+		out[i] = f(it)
+	}
+	return out
 }
 
 // writeJSON answers with v. It marshals first so that a value that cannot

@@ -209,10 +209,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]domain.SessionID, len(sessions))
-	for i, ss := range sessions {
-		ids[i] = ss.ID
-	}
+	ids := mapped(sessions, func(ss domain.Session) domain.SessionID { return ss.ID })
 	byS := map[domain.SessionID][]domain.Kernel{}
 	if len(ids) > 0 {
 		kernels, err := s.store.ListKernels(ctx, store.KernelFilter{Sessions: ids})
@@ -306,11 +303,9 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	force := false
-	if v := r.URL.Query().Get("force"); v != "" {
-		if force, err = strconv.ParseBool(v); err != nil {
-			return invalid("force", "must be true or false")
-		}
+	force, err := queryBool(r, "force")
+	if err != nil {
+		return err
 	}
 	if st := sk.Session.Status; st.Terminal() {
 		return conflict("session %s has already ended (%s)", sk.Session.ID, st)

@@ -95,6 +95,38 @@ type planned[T any] struct {
 	fan  *fanOut
 }
 
+// calls makes one agent call of each packed batch, do asking its agent
+// for its items.
+func (p planned[T]) calls(do func(ctx context.Context, agent domain.AgentID, items []T) error) []*agentCall {
+	var calls []*agentCall
+	for _, pc := range p.pack.each() {
+		calls = append(calls, &agentCall{agent: pc.agent, sessions: pc.sessions, do: func(ctx context.Context) error {
+			return do(ctx, pc.agent, pc.items)
+		}})
+	}
+	return calls
+}
+
+// handlerTargets reads what a handler run works on: its targets, which
+// narrow (when given) may cut down, and the resource groups. No targets
+// and no error is nothing to do, and then the groups are not read.
+func (c *Coordinator) handlerTargets(ctx context.Context, h domain.LifecycleHandler,
+	narrow func(context.Context, []store.SessionWithKernels) ([]store.SessionWithKernels, error),
+) ([]store.SessionWithKernels, groups, error) {
+	targets, err := c.targets(ctx, h)
+	if err == nil && narrow != nil {
+		targets, err = narrow(ctx, targets)
+	}
+	if err != nil || len(targets) == 0 {
+		return nil, groups{}, err
+	}
+	gs, err := c.groups(ctx)
+	if err != nil {
+		return nil, groups{}, err
+	}
+	return targets, gs, nil
+}
+
 // plan sorts targets for a handler whose calls are of kind: work says
 // what a target needs from which agents, or false when the handler does
 // not attempt it. A target whose agents have no call free is left out,
@@ -135,15 +167,9 @@ func plan[T any](c *Coordinator, kind callKind, targets []store.SessionWithKerne
 func (c *Coordinator) PrepareSessions(ctx context.Context) error {
 	defer c.metrics.run(domain.HandlerPrepareSessions, time.Now())
 	h := lifecycle(domain.HandlerPrepareSessions)
-	targets, err := c.targets(ctx, h)
-	if err == nil {
-		targets, err = c.permit(ctx, targets) // job members wait for their gang (jobs.go)
-	}
+	// Job members wait for their gang (jobs.go).
+	targets, gs, err := c.handlerTargets(ctx, h, c.permit)
 	if err != nil || len(targets) == 0 {
-		return err
-	}
-	gs, err := c.groups(ctx)
-	if err != nil {
 		return err
 	}
 	wanted := func(k domain.Kernel) bool { return slices.Contains(h.TargetKernel, k.Status) }
@@ -246,12 +272,8 @@ func sortedAgents[V any](m map[domain.AgentID]V) []domain.AgentID {
 func (c *Coordinator) StartSessions(ctx context.Context) error {
 	defer c.metrics.run(domain.HandlerStartSessions, time.Now())
 	h := lifecycle(domain.HandlerStartSessions)
-	targets, err := c.targets(ctx, h)
+	targets, gs, err := c.handlerTargets(ctx, h, nil)
 	if err != nil || len(targets) == 0 {
-		return err
-	}
-	gs, err := c.groups(ctx)
-	if err != nil {
 		return err
 	}
 	// A PREPARED session is always attempted, even with no PREPARED kernel
@@ -283,13 +305,7 @@ func (c *Coordinator) StartSessions(ctx context.Context) error {
 	if err := c.apply(ctx, h, handlerPolicy{}, p.now, p.res, gs); err != nil {
 		return err
 	}
-	var calls []*agentCall
-	for _, pc := range p.pack.each() {
-		calls = append(calls, &agentCall{agent: pc.agent, sessions: pc.sessions, do: func(ctx context.Context) error {
-			return c.agents.CreateKernels(ctx, pc.agent, pc.items)
-		}})
-	}
-	return c.dispatch(ctx, callCreate, calls, func(ctx context.Context, done []*agentCall) error {
+	return c.dispatch(ctx, callCreate, p.calls(c.agents.CreateKernels), func(ctx context.Context, done []*agentCall) error {
 		var res Result
 		settled := fan.done(done)
 		for _, t := range settled {
@@ -352,12 +368,8 @@ func (c *Coordinator) TerminateSessions(ctx context.Context) error {
 	defer c.metrics.run(domain.HandlerTerminateSessions, time.Now())
 	h := lifecycle(domain.HandlerTerminateSessions)
 	pol := handlerPolicy{retryUntilExpiry: true}
-	targets, err := c.targets(ctx, h)
+	targets, gs, err := c.handlerTargets(ctx, h, nil)
 	if err != nil || len(targets) == 0 {
-		return err
-	}
-	gs, err := c.groups(ctx)
-	if err != nil {
 		return err
 	}
 	live := func(k domain.Kernel) bool { return !k.Status.Terminal() && k.Status.HoldsResources() }
@@ -374,13 +386,7 @@ func (c *Coordinator) TerminateSessions(ctx context.Context) error {
 	if err := c.apply(ctx, h, pol, p.now, p.res, gs); err != nil {
 		return err
 	}
-	var calls []*agentCall
-	for _, pc := range p.pack.each() {
-		calls = append(calls, &agentCall{agent: pc.agent, sessions: pc.sessions, do: func(ctx context.Context) error {
-			return c.destroyOn(ctx, pc.agent, pc.items)
-		}})
-	}
-	return c.dispatch(ctx, callDestroy, calls, func(ctx context.Context, done []*agentCall) error {
+	return c.dispatch(ctx, callDestroy, p.calls(c.destroyOn), func(ctx context.Context, done []*agentCall) error {
 		now := c.clock.Now()
 		var res Result
 		settled := fan.done(done)

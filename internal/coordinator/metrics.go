@@ -44,22 +44,32 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Session outcomes by handler and result."}, []string{"handler", "result"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sokovan_handler_duration_seconds",
 			Help: "Handler run time.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"handler"}),
-		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sokovan_pending_sessions",
-			Help: "PENDING sessions per resource group at the last scheduling round."}, []string{"resource_group"}),
+		pending: perGroupGauge("sokovan_pending_sessions",
+			"PENDING sessions per resource group at the last scheduling round."),
 		startLat: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sokovan_session_start_seconds",
 			Help: "Time from submit to RUNNING.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 16)}),
 		byStatus: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sokovan_sessions",
 			Help: "Live (not ended) sessions by status, at the last sweep."}, []string{"status"}),
-		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_scheduling_rounds_total",
-			Help: "Scheduling rounds run per resource group with sessions PENDING."}, []string{"resource_group"}),
+		rounds: perGroupCounter("sokovan_scheduling_rounds_total",
+			"Scheduling rounds run per resource group with sessions PENDING."),
 		decided: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_scheduling_decisions_total",
 			Help: "What scheduling rounds decided per PENDING session, by resource group and result " +
 				"(scheduled, rejected by the plan applier, waiting, impossible)."}, []string{"resource_group", "result"}),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sokovan_queue_wait_seconds",
 			Help:    "Time from submit to placement (PENDING to SCHEDULED) per resource group.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 18)}, []string{"resource_group"}),
-		reserve: newReserveMetrics(reg),
-		preempt: newPreemptMetrics(reg),
+		reserve: &reserveMetrics{
+			held: perGroupGauge("sokovan_reservations",
+				"Waiting sessions holding reservations per resource group at the last scheduling round."),
+			backfilled: perGroupCounter("sokovan_backfilled_placements_total",
+				"Sessions placed past a reservation, checked not to delay it, and applied, per resource group."),
+		},
+		preempt: &preemptMetrics{
+			count: perGroupCounter("sokovan_preemptions_total",
+				"Sessions preempted by higher priority sessions, per resource group."),
+			workLost: perGroupCounter("sokovan_preemption_work_lost_seconds_total",
+				"Run time of preempted sessions thrown away, per resource group."),
+		},
 	}
 	// Every live status is exported from the start, at 0 until the first
 	// sweep counts it, so a dashboard never finds the series absent.
@@ -68,11 +78,28 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.byStatus.WithLabelValues(s.String())
 		}
 	}
-	if reg != nil {
-		reg.MustRegister(m.runs, m.outcomes, m.duration, m.pending, m.startLat, m.byStatus, m.rounds, m.decided, m.wait)
-	}
+	register(reg, m.runs, m.outcomes, m.duration, m.pending, m.startLat, m.byStatus, m.rounds, m.decided, m.wait,
+		m.reserve.held, m.reserve.backfilled, m.preempt.count, m.preempt.workLost)
 	m.gang = newGangMetrics(reg)
 	return m
+}
+
+// perGroupCounter and perGroupGauge make a series labelled by resource
+// group, the label most of the coordinator's series carry.
+func perGroupCounter(name, help string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"resource_group"})
+}
+
+func perGroupGauge(name, help string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"resource_group"})
+}
+
+// register registers cs on reg; a nil reg (tests, the simulator) keeps
+// them unregistered.
+func register(reg prometheus.Registerer, cs ...prometheus.Collector) {
+	if reg != nil {
+		reg.MustRegister(cs...)
+	}
 }
 
 // round counts one scheduling round of group and what it decided. Every

@@ -44,9 +44,7 @@ func newGangMetrics(reg prometheus.Registerer) *gangMetrics {
 		reservations: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sokovan_job_reservations",
 			Help: "Job members holding a reservation (SCHEDULED) that has not started yet."}),
 	}
-	if reg != nil {
-		reg.MustRegister(g.attempts, g.duration, g.size, g.waiting, g.reservations)
-	}
+	register(reg, g.attempts, g.duration, g.size, g.waiting, g.reservations)
 	return g
 }
 

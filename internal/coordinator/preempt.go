@@ -19,19 +19,6 @@ type preemptMetrics struct {
 	workLost *prometheus.CounterVec
 }
 
-func newPreemptMetrics(reg prometheus.Registerer) *preemptMetrics {
-	m := &preemptMetrics{
-		count: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_preemptions_total",
-			Help: "Sessions preempted by higher priority sessions, per resource group."}, []string{"resource_group"}),
-		workLost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_preemption_work_lost_seconds_total",
-			Help: "Run time of preempted sessions thrown away, per resource group."}, []string{"resource_group"}),
-	}
-	if reg != nil {
-		reg.MustRegister(m.count, m.workLost)
-	}
-	return m
-}
-
 // preempted records the preemptions the store applied: metrics, and
 // history on the victim ("preempted by"), the preemptor ("preempting")
 // and a victim's new attempt ("requeued"). The victims are TERMINATING

@@ -15,21 +15,6 @@ type reserveMetrics struct {
 	backfilled *prometheus.CounterVec
 }
 
-func newReserveMetrics(reg prometheus.Registerer) *reserveMetrics {
-	m := &reserveMetrics{
-		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sokovan_reservations",
-			Help: "Waiting sessions holding reservations per resource group at the last scheduling round."},
-			[]string{"resource_group"}),
-		backfilled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_backfilled_placements_total",
-			Help: "Sessions placed past a reservation, checked not to delay it, and applied, per resource group."},
-			[]string{"resource_group"}),
-	}
-	if reg != nil {
-		reg.MustRegister(m.held, m.backfilled)
-	}
-	return m
-}
-
 // reservations records one round's reservations and the backfills among
 // the placements the store applied.
 func (m *reserveMetrics) reservations(group string, plan framework.Plan, applied []domain.SessionID) {

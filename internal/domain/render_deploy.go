@@ -9,13 +9,16 @@ import (
 // renderDeployments writes the deployment and route sections of
 // docs/states.md from DeploymentHandlers, RouteHandlers and RouteBounds.
 func renderDeployments(b *strings.Builder) {
-	b.WriteString("## Deployments\n\n")
-	b.WriteString("Seed 001's EndpointLifecycle. Deployment handlers return SUCCESS or FAILURE only:\n")
-	b.WriteString("no retries, no expiry. CREATED is read as PENDING and never written. The last row,\n")
-	b.WriteString("RolloutDeployment, is ours: seed 001 names DEPLOYING (a rolling update) without a handler.\n")
-	b.WriteString("The seed's table is the controller's alone; the moves a user's request makes, drawn with\n")
-	b.WriteString("the request's name, are made by the API in the write that takes the request (a destroy\n")
-	b.WriteString("sets replicas 0 and DESTROYING in one write), and the handlers go on from there.\n\n")
+	b.WriteString(`## Deployments
+
+Seed 001's EndpointLifecycle. Deployment handlers return SUCCESS or FAILURE only:
+no retries, no expiry. CREATED is read as PENDING and never written. The last row,
+RolloutDeployment, is ours: seed 001 names DEPLOYING (a rolling update) without a handler.
+The seed's table is the controller's alone; the moves a user's request makes, drawn with
+the request's name, are made by the API in the write that takes the request (a destroy
+sets replicas 0 and DESTROYING in one write), and the handlers go on from there.
+
+`)
 	b.WriteString("```mermaid\nstateDiagram-v2\n")
 	fmt.Fprintf(b, "    [*] --> %v\n", DeploymentPending)
 	for _, m := range UserMoves() {
@@ -44,11 +47,14 @@ func renderDeployments(b *strings.Builder) {
 	}
 	b.WriteString("\n")
 
-	b.WriteString("## Routes\n\n")
-	b.WriteString("Seed 001's RouteStatus: one route is one inference session. Route handlers return\n")
-	b.WriteString("SUCCESS, FAILURE or STALE (no fresh health check result). A route is also ended by the\n")
-	b.WriteString("deployment handlers, outside the route table, when the deployment no longer wants it;\n")
-	b.WriteString("those edges are labelled with the deployment handler.\n\n")
+	b.WriteString(`## Routes
+
+Seed 001's RouteStatus: one route is one inference session. Route handlers return
+SUCCESS, FAILURE or STALE (no fresh health check result). A route is also ended by the
+deployment handlers, outside the route table, when the deployment no longer wants it;
+those edges are labelled with the deployment handler.
+
+`)
 	b.WriteString("```mermaid\nstateDiagram-v2\n")
 	fmt.Fprintf(b, "    [*] --> %v\n", RouteProvisioning)
 	for _, h := range RouteHandlers() {
@@ -84,10 +90,14 @@ func renderDeployments(b *strings.Builder) {
 	for _, e := range RouteEnds() {
 		fmt.Fprintf(b, "| %s | %s | %s | %v |\n", e.Handler, e.When, joinStatuses(e.From), RouteTerminating)
 	}
-	b.WriteString("\n### Bounded residence\n\n")
-	b.WriteString("No route stays in a non-terminal status for ever. HEALTHY and DEGRADED are bounded by\n")
-	b.WriteString("the health check (STALE, then consecutive failures); the others by a time bound whose\n")
-	b.WriteString("end is recorded as this handler's outcome:\n\n")
+	b.WriteString(`
+### Bounded residence
+
+No route stays in a non-terminal status for ever. HEALTHY and DEGRADED are bounded by
+the health check (STALE, then consecutive failures); the others by a time bound whose
+end is recorded as this handler's outcome:
+
+`)
 	b.WriteString("| Status | Ended by | Result |\n|---|---|---|\n")
 	for _, rb := range RouteBounds() {
 		h, _ := RouteHandlerByName(rb.Handler)

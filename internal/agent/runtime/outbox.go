@@ -69,14 +69,21 @@ func (o *Outbox) deliver(drained chan struct{}) {
 // Flush waits until every event emitted before the call has been handed to
 // the sink and the delivery goroutine has exited, or ctx ends.
 func (o *Outbox) Flush(ctx context.Context) error {
+	return Await(ctx, &o.mu, func() bool { return !o.running }, func() <-chan struct{} { return o.drained })
+}
+
+// Await blocks until done holds or ctx ends. done and changed are called
+// with mu held; changed gives a channel that is closed at the next change
+// done could see, after which done is asked again.
+func Await(ctx context.Context, mu sync.Locker, done func() bool, changed func() <-chan struct{}) error {
 	for {
-		o.mu.Lock()
-		if !o.running {
-			o.mu.Unlock()
+		mu.Lock()
+		if done() {
+			mu.Unlock()
 			return nil
 		}
-		ch := o.drained
-		o.mu.Unlock()
+		ch := changed()
+		mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():

@@ -390,11 +390,8 @@ func (ix *agentIndex) trim(an *answer) {
 // touch recomputes the maxima on the path from t down to x.
 func (ix *agentIndex) touch(t, x int32) int32 {
 	if t != x {
-		if ix.less(x, t) {
-			ix.left[t] = ix.touch(ix.left[t], x)
-		} else {
-			ix.right[t] = ix.touch(ix.right[t], x)
-		}
+		c := ix.toward(t, x)
+		*c = ix.touch(*c, x)
 	}
 	ix.pull(t)
 	return t
@@ -404,13 +401,20 @@ func (ix *agentIndex) remove(t, x int32) int32 {
 	if t == x {
 		return ix.merge(ix.left[t], ix.right[t])
 	}
-	if ix.less(x, t) {
-		ix.left[t] = ix.remove(ix.left[t], x)
-	} else {
-		ix.right[t] = ix.remove(ix.right[t], x)
-	}
+	c := ix.toward(t, x)
+	*c = ix.remove(*c, x)
 	ix.pull(t)
 	return t
+}
+
+// toward is t's link to the subtree x is in or goes into, where touch,
+// remove and insert go on. The node arrays never grow, so the pointer
+// stays good while the recursion below rewrites other links.
+func (ix *agentIndex) toward(t, x int32) *int32 {
+	if ix.less(x, t) {
+		return &ix.left[t]
+	}
+	return &ix.right[t]
 }
 
 func (ix *agentIndex) insert(t, x int32) int32 {
@@ -423,11 +427,8 @@ func (ix *agentIndex) insert(t, x int32) int32 {
 		ix.pull(x)
 		return x
 	}
-	if ix.less(x, t) {
-		ix.left[t] = ix.insert(ix.left[t], x)
-	} else {
-		ix.right[t] = ix.insert(ix.right[t], x)
-	}
+	c := ix.toward(t, x)
+	*c = ix.insert(*c, x)
 	ix.pull(t)
 	return t
 }

@@ -171,15 +171,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("docker runtime: no data dir")
 	}
-	dir, err := filepath.Abs(cfg.DataDir)
+	dir, err := runtime.PrivateDir(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("docker runtime: %w", err)
 	}
 	cfg.DataDir = dir
-	// Private: it holds SSH keys and kernels' output.
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("docker runtime: %w", err)
-	}
 	if cfg.NetworkMode == "" {
 		cfg.NetworkMode = defaultNetworkMode
 	}
@@ -201,21 +197,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		cli.Close()
 		return nil, fmt.Errorf("docker runtime: engine at %s: %w", cli.DaemonHost(), err)
 	}
-	r := &Runtime{
-		cfg: cfg,
-		cli: cli,
-		now: cfg.Now,
-		log: cfg.Log,
-		out: runtime.NewOutbox(cfg.Sink),
-	}
-	if r.now == nil {
-		r.now = time.Now
-	}
+	r := &Runtime{cfg: cfg, cli: cli, out: runtime.NewOutbox(cfg.Sink)}
+	r.now, r.log = runtime.ClockAndLog(cfg.Now, cfg.Log)
 	r.kernels = runtime.NewTable[box](r.out, r.now)
 	r.images = runtime.NewImages(r.out, r.now)
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
-	}
 	// Detached from New's context, which only bounds the connection
 	// check; Close ends it.
 	r.bg, r.cancelBG = context.WithCancel(context.WithoutCancel(ctx))

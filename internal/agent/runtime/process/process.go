@@ -219,20 +219,13 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	r := &Runtime{
 		cfg:    cfg,
-		now:    cfg.Now,
-		log:    cfg.Log,
 		out:    runtime.NewOutbox(cfg.Sink),
 		uids:   make(map[int]domain.KernelID),
 		asUser: os.Geteuid() == 0 && !cfg.RunAsAgentUser,
 	}
-	if r.now == nil {
-		r.now = time.Now
-	}
+	r.now, r.log = runtime.ClockAndLog(cfg.Now, cfg.Log)
 	r.kernels = runtime.NewTable[proc](r.out, r.now)
 	r.images = runtime.NewImages(r.out, r.now)
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
-	}
 	dog, err := startWatchdog(cfg.WatchdogExe, cfg.BaseEnv)
 	if err != nil {
 		return nil, fmt.Errorf("process runtime: %w", err)

@@ -1,11 +1,13 @@
 package runtimetest
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 	"github.com/sokovan-go/sokovan/internal/domain"
 )
 
@@ -53,24 +55,20 @@ func (r *Recorder) Count(pred func(domain.KernelEvent) bool) int {
 // WaitFor returns the first event matching pred, waiting for it.
 func (r *Recorder) WaitFor(t testing.TB, what string, pred func(domain.KernelEvent) bool) domain.KernelEvent {
 	t.Helper()
-	deadline := time.NewTimer(r.limit)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		for _, e := range r.events {
-			if pred(e) {
-				r.mu.Unlock()
-				return e
-			}
+	ctx, cancel := context.WithTimeout(context.Background(), r.limit)
+	defer cancel()
+	var found domain.KernelEvent
+	match := func() bool {
+		i := slices.IndexFunc(r.events, pred)
+		if i >= 0 {
+			found = r.events[i]
 		}
-		ch := r.changed
-		r.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("no %s event within %v; events: %+v", what, r.limit, r.All())
-		}
+		return i >= 0
 	}
+	if runtime.Await(ctx, &r.mu, match, func() <-chan struct{} { return r.changed }) != nil {
+		t.Fatalf("no %s event within %v; events: %+v", what, r.limit, r.All())
+	}
+	return found
 }
 
 // Exit waits for the kernel's kernel_terminated event.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/sokovan-go/sokovan/internal/agent/runtime"
 )
 
 // Clock is the time source a sim runtime runs on.
@@ -133,20 +135,7 @@ func (c *ManualClock) WaitScheduled(ctx context.Context, n uint64) error {
 // waitFor blocks until done, which reads the clock under its lock, holds
 // or ctx ends; it looks again each time the clock changes.
 func (c *ManualClock) waitFor(ctx context.Context, done func() bool) error {
-	for {
-		c.mu.Lock()
-		if done() {
-			c.mu.Unlock()
-			return nil
-		}
-		ch := c.changed
-		c.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return runtime.Await(ctx, &c.mu, done, func() <-chan struct{} { return c.changed })
 }
 
 func (c *ManualClock) notifyLocked() {

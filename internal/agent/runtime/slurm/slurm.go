@@ -130,14 +130,11 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Partition == "" {
 		return nil, errors.New("slurm runtime: Partition is required")
 	}
-	dir, err := filepath.Abs(cfg.WorkDir)
+	dir, err := runtime.PrivateDir(cfg.WorkDir)
 	if err != nil {
 		return nil, fmt.Errorf("slurm runtime: %w", err)
 	}
 	cfg.WorkDir = dir
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("slurm runtime: %w", err)
-	}
 	if cfg.JobPrefix == "" {
 		cfg.JobPrefix = "sokovan-"
 	}
@@ -153,12 +150,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.CloseGrace <= 0 {
 		cfg.CloseGrace = 5 * time.Second
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
+	cfg.Now, cfg.Log = runtime.ClockAndLog(cfg.Now, cfg.Log)
 	out := runtime.NewOutbox(cfg.Sink)
 	r := &Runtime{cfg: cfg, cmds: cfg.Commands.withDefaults(), now: cfg.Now, log: cfg.Log, out: out,
 		kernels: runtime.NewTable[*job](out, cfg.Now), images: runtime.NewImages(out, cfg.Now), ids: make(map[domain.KernelID]struct{}), loopDone: make(chan struct{})}

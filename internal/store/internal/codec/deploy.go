@@ -62,9 +62,7 @@ func ScanDeployment(sc Scanner) (domain.Deployment, error) {
 	}
 	d.ID = domain.DeploymentID(id)
 	e := rowErr{table: "deployments", id: id}
-	st, err := domain.ParseDeploymentStatus(status)
-	e.fail("status", err)
-	d.Status = st
+	d.Status = parsed(&e, "status", status, domain.ParseDeploymentStatus)
 	d.StatusChangedAt = e.time("status_changed_at", changed)
 	d.CreatedAt = e.time("created_at", created)
 	d.NextStartAt = e.time("next_start_at", next)
@@ -102,9 +100,7 @@ func ScanRoute(sc Scanner) (domain.Route, error) {
 	}
 	r.ID, r.Deployment, r.Session = domain.RouteID(id), domain.DeploymentID(dep), domain.SessionID(sess)
 	e := rowErr{table: "deployment_routes", id: id}
-	st, err := domain.ParseRouteStatus(status)
-	e.fail("status", err)
-	r.Status = st
+	r.Status = parsed(&e, "status", status, domain.ParseRouteStatus)
 	r.StatusChangedAt = e.time("status_changed_at", changed)
 	r.CreatedAt = e.time("created_at", created)
 	r.CheckedAt = e.time("checked_at", checked)

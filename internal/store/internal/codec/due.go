@@ -25,9 +25,7 @@ func ScanDue(sc Scanner) (store.DueSession, error) {
 	}
 	d.ID = domain.SessionID(id)
 	e := rowErr{table: "sessions", id: id}
-	var err error
-	d.Type, err = domain.ParseSessionType(typ)
-	e.fail("type", err)
+	d.Type = parsed(&e, "type", typ, domain.ParseSessionType)
 	d.Started = e.time("status_changed_at", started)
 	d.LastActivity = e.time("last_activity", last)
 	d.TimeLimit, d.IdleTimeout = time.Duration(limit), time.Duration(idleness)

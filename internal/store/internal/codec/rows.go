@@ -87,11 +87,8 @@ func ScanGroup(reg *domain.Registry, sc Scanner) (domain.ResourceGroup, error) {
 	}
 	g.DefaultTimeLimit, g.MaxTimeLimit, g.IdleTimeout = time.Duration(deflim), time.Duration(maxlim), time.Duration(idle)
 	e := rowErr{table: "resource_groups", id: g.Name}
-	var err error
-	g.State, err = domain.ParseGroupState(state)
-	e.fail("state", err)
-	g.HeadOfLine, err = domain.ParseHeadOfLine(hol)
-	e.fail("head_of_line", err)
+	g.State = parsed(&e, "state", state, domain.ParseGroupState)
+	g.HeadOfLine = parsed(&e, "head_of_line", hol, domain.ParseHeadOfLine)
 	if reserve == 1 {
 		g.HeadOfLine = domain.HOLReserve
 	}
@@ -158,9 +155,7 @@ func scanAgentRow(sc Scanner) (agentRow, rowErr, error) {
 	}
 	a.ID = domain.AgentID(r.id)
 	e := rowErr{table: "agents", id: r.id}
-	var err error
-	a.Status, err = domain.ParseAgentStatus(r.status)
-	e.fail("status", err)
+	a.Status = parsed(&e, "status", r.status, domain.ParseAgentStatus)
 	a.LastHeartbeat = e.time("last_heartbeat", r.heartbeat)
 	return r, e, nil
 }
@@ -253,11 +248,8 @@ func scanSession(reg *domain.Registry, sc Scanner, spec bool) (domain.Session, e
 	}
 	s.ID = domain.SessionID(id)
 	e := rowErr{table: "sessions", id: id}
-	var err error
-	s.Type, err = domain.ParseSessionType(typ)
-	e.fail("type", err)
-	s.ClusterMode, err = domain.ParseClusterMode(mode)
-	e.fail("cluster_mode", err)
+	s.Type = parsed(&e, "type", typ, domain.ParseSessionType)
+	s.ClusterMode = parsed(&e, "cluster_mode", mode, domain.ParseClusterMode)
 	s.Requested = e.slots("requested", reg, requested)
 	s.Status = e.sessionStatus("status", status)
 	if s.Status == 0 {
@@ -268,8 +260,7 @@ func scanSession(reg *domain.Registry, sc Scanner, spec bool) (domain.Session, e
 	s.StartsAt = e.time("starts_at", starts)
 	s.DesignatedAgents = e.agentList("designated_agents", designated)
 	s.AvoidAgents = e.agentList("avoid_agents", avoid)
-	s.Outcome, err = domain.ParseOutcome(outcome)
-	e.fail("outcome", err)
+	s.Outcome = parsed(&e, "outcome", outcome, domain.ParseOutcome)
 	s.TimeLimit = time.Duration(limit)
 	s.Job = domain.JobID(job.String)
 	s.Preemptible, s.Requeue, s.PreemptedBy = preemptible == 1, requeue == 1, domain.SessionID(preemptedBy)
@@ -390,9 +381,8 @@ func ScanPolicy(reg *domain.Registry, sc Scanner) (domain.Policy, error) {
 		return p, err
 	}
 	e := rowErr{table: "policies", id: scope + ":" + p.Name}
+	p.Scope = parsed(&e, "scope", scope, domain.ParsePolicyScope)
 	var err error
-	p.Scope, err = domain.ParsePolicyScope(scope)
-	e.fail("scope", err)
 	p.MaxSlots, err = DecodeLimits(reg, slots)
 	e.fail("max_slots", err)
 	return p, e.err

@@ -96,7 +96,12 @@ func (e *rowErr) sessionStatus(column, s string) domain.SessionStatus {
 }
 
 func (e *rowErr) kernelStatus(column, s string) domain.KernelStatus {
-	v, err := domain.ParseKernelStatus(s)
+	return parsed(e, column, s, domain.ParseKernelStatus)
+}
+
+// parsed reads a column with parse, recording its error on e.
+func parsed[T any](e *rowErr, column, s string, parse func(string) (T, error)) T {
+	v, err := parse(s)
 	e.fail(column, err)
 	return v
 }
