@@ -17,7 +17,7 @@ const (
 	selectArrays = `SELECT ` + arrayColumns + ` FROM session_arrays
 WHERE ($1 = '' OR owner_user = $1) AND ($2 = '' OR name = $2) AND ($3 = '' OR substr(id, 1, length($3)) = $3)
 ORDER BY created_ns DESC, id DESC
-LIMIT $4`
+LIMIT CAST($4 AS BIGINT)`
 	selectArrayElements = `SELECT ` + codec.SessionColumns + ` FROM sessions WHERE array_id = $1
 ORDER BY array_index, created_at, id`
 	// A preempted attempt that was requeued gives way to its requeued

@@ -130,11 +130,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 	sessionsOldest = sessionsFilter + `
   AND ($8 = '' OR (created_at, id) > (SELECT created_at, id FROM sessions WHERE id = $8))
 ORDER BY created_at, id
-LIMIT $6`
+LIMIT CAST($6 AS BIGINT)`
 	sessionsNewest = sessionsFilter + `
   AND ($8 = '' OR (created_at, id) < (SELECT created_at, id FROM sessions WHERE id = $8))
 ORDER BY created_at DESC, id DESC
-LIMIT $6`
+LIMIT CAST($6 AS BIGINT)`
 	// Only asked for a name; name <> '' lets SQLite see that the partial
 	// index sessions_live_name covers the query, rather than walking all
 	// of the owner's sessions.
@@ -163,11 +163,11 @@ ORDER BY session_id, cluster_idx`
 	// A limit counts no further than its maximum ($2), so a large
 	// project's or domain's queue is not walked to the end.
 	countPendingOfUser = `SELECT COUNT(*) FROM (SELECT 1 FROM sessions
-WHERE status = 'PENDING' AND owner_user = $1 LIMIT $2) p`
+WHERE status = 'PENDING' AND owner_user = $1 LIMIT CAST($2 AS BIGINT)) p`
 	countPendingOfProject = `SELECT COUNT(*) FROM (SELECT 1 FROM sessions
-WHERE status = 'PENDING' AND owner_project = $1 LIMIT $2) p`
+WHERE status = 'PENDING' AND owner_project = $1 LIMIT CAST($2 AS BIGINT)) p`
 	countPendingOfDomain = `SELECT COUNT(*) FROM (SELECT 1 FROM sessions
-WHERE status = 'PENDING' AND owner_domain = $1 LIMIT $2) p`
+WHERE status = 'PENDING' AND owner_domain = $1 LIMIT CAST($2 AS BIGINT)) p`
 	selectKernel      = `SELECT ` + codec.KernelColumns + ` FROM kernels WHERE id = $1`
 	lockAvoidAgents   = `SELECT avoid_agents FROM sessions WHERE id = $1 {lock}`
 	updateAvoidAgents = `UPDATE sessions SET avoid_agents = $1 WHERE id = $2`
@@ -357,7 +357,7 @@ WHERE {pos} > $1
   AND ($2 = '' OR owner_user = $2)
   AND ({empty $3} OR session_id {in $3})
 ORDER BY {pos}
-LIMIT $4`
+LIMIT CAST($4 AS BIGINT)`
 	selectLastChange = `SELECT COALESCE(MAX({pos}), 0) FROM status_changes`
 	// Never the highest position: numbering continues after it, and it
 	// must not go back. Walks the position index from the oldest row to
