@@ -339,6 +339,9 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			}
 			continue
 		}
+		if reply.Renew && a.cfg.Identity != nil {
+			a.cfg.Identity.RenewSoon()
+		}
 		a.destroyAll(ctx, reply.Destroy)
 	}
 }

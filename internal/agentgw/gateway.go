@@ -207,7 +207,7 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, "heartbeat", err)
 		return
 	}
-	agentrpc.WriteJSON(w, http.StatusOK, agentrpc.HeartbeatReply{Destroy: destroy})
+	agentrpc.WriteJSON(w, http.StatusOK, agentrpc.HeartbeatReply{Destroy: destroy, Renew: g.stale(r)})
 }
 
 // refreshCapacity keeps the capacity a heartbeat carries when it changed,
