@@ -12,7 +12,7 @@ import (
 func (s *Server) clusterCARoutes() []route {
 	return []route{
 		{method: "GET", path: "/v1/cluster-ca", access: admin, summary: "The cluster CA and its rotation",
-			desc: "409 when agents have no identities (--insecure-shared-agent-token).",
+			desc:   "409 when agents have no identities (--insecure-shared-agent-token).",
 			status: http.StatusOK, resp: v1.ClusterCA{}, handle: s.getClusterCA},
 		{method: "POST", path: "/v1/cluster-ca/rotate", access: admin, summary: "Start rotating the cluster CA",
 			desc: "A new CA is made and stored beside the current one. Both are trusted until the rotation is finished; " +

@@ -2,9 +2,9 @@ package manager_test
 
 import (
 	"context"
-	"errors"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
