@@ -27,6 +27,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/deploy"
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/pki"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
 	"github.com/sokovan-go/sokovan/internal/simulate"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -72,6 +73,9 @@ type Options struct {
 	// PostgreSQL one: it opens a store instance of its own on the same
 	// database, and the same admin token and users are valid on both.
 	Share *Manager
+	// ClusterCA, when set, gives agents identities: a cluster CA is
+	// stored and the API serves it (join tokens' ca, /v1/cluster-ca).
+	ClusterCA bool
 }
 
 // Manager is one running manager.
@@ -153,6 +157,15 @@ func New(t testing.TB, opts Options) *Manager {
 			fmt.Fprintf(w, `{"agent_rpc":%q}`, r.URL.Path)
 		}),
 		Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if opts.ClusterCA {
+		certPEM, keyPEM, err := pki.NewCA("test cluster CA", time.Now())
+		if err == nil {
+			deps.ClusterCA, _, err = st.InitClusterCA(ctx, certPEM, keyPEM, time.Now())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	if opts.Estimate {
 		deps.Estimate, deps.EstimateWith = simulate.Estimator(st, reg, clock.Wall), simulate.EstimatorWith(st, reg, clock.Wall)
 	}
