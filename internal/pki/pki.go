@@ -198,10 +198,17 @@ func (ca *CA) Bundle() []byte { return ca.cur.Load().bundle }
 // Fingerprint is the CA's own certificate's Fingerprint.
 func (ca *CA) Fingerprint() string { return Fingerprint(ca.Cert()) }
 
-// Issued reports whether the CA's own key signed cert: a certificate of a
-// CA trusted beside it (the one a rotation replaces) is not.
+// Issued reports whether the CA's own key signed cert, a certificate
+// verified already against Pool: one of a CA trusted beside it (the one a
+// rotation replaces) was not. Among trusted CAs the key ids tell which
+// signed it without a signature check (it runs on every heartbeat); both
+// CAs of a rotation have the same name, so the name cannot.
 func (ca *CA) Issued(cert *x509.Certificate) bool {
-	return bytes.Equal(cert.RawIssuer, ca.Cert().RawSubject) && cert.CheckSignatureFrom(ca.Cert()) == nil
+	own := ca.Cert()
+	if len(cert.AuthorityKeyId) > 0 && len(own.SubjectKeyId) > 0 {
+		return bytes.Equal(cert.AuthorityKeyId, own.SubjectKeyId)
+	}
+	return bytes.Equal(cert.RawIssuer, own.RawSubject) && cert.CheckSignatureFrom(own) == nil
 }
 
 // Sign issues a certificate naming id for the key of csrPEM, valid from
