@@ -26,20 +26,21 @@ type identityCluster struct {
 	t   *testing.T
 	ctx context.Context
 	m   *manager.Manager
+	db  string
 }
 
 func newIdentityCluster(t *testing.T) *identityCluster {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	m, err := manager.Open(ctx, manager.Config{DB: filepath.Join(t.TempDir(), "s.db"), Listen: "127.0.0.1:0",
-		AgentIdentity: true})
+	db := filepath.Join(t.TempDir(), "s.db")
+	m, err := manager.Open(ctx, manager.Config{DB: db, Listen: "127.0.0.1:0", AgentIdentity: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return &identityCluster{t: t, ctx: ctx, m: m}
+	return &identityCluster{t: t, ctx: ctx, m: m, db: db}
 }
 
 // join starts agent id, joined with a fresh token, heartbeating every
@@ -259,4 +260,71 @@ func TestRevokeDropsOpenConnections(t *testing.T) {
 	if _, err := c.m.Agents.Kernels(c.ctx, "r1"); err == nil || !strings.Contains(err.Error(), "revoked") {
 		t.Fatalf("calling r1 after its certificate was revoked: %v, want a refusal", err)
 	}
+}
+
+// TestOtherManagersAdoptARotation: a rotation made through one manager
+// is adopted by another on the same store without being told (it reads
+// the CA every 5 s): it accepts certificates of the new CA, and after the
+// finish refuses those of the old.
+func TestOtherManagersAdoptARotation(t *testing.T) {
+	t.Parallel()
+	c := newIdentityCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	other, err := manager.Open(ctx, manager.Config{DB: c.db, Listen: "127.0.0.1:0", AgentIdentity: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- other.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	o := &identityCluster{t: t, ctx: ctx, m: other}
+
+	old, err := c.m.Store.ClusterCA(c.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca1, err := pki.LoadCA(old.CertPEM, old.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2PEM, k2PEM, err := pki.NewCA("sokovan cluster CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca2, err := pki.LoadCA(c2PEM, k2PEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairOf := func(ca *pki.CA) tls.Certificate {
+		cp, kp, err := ca.Issue(pki.Identity{Role: pki.RoleAgent, ID: "x"}, time.Hour, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := tls.X509KeyPair(cp, kp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pair
+	}
+	cert1, cert2 := pairOf(ca1), pairOf(ca2)
+	if got := o.callWith(cert2); got != 0 && got != http.StatusUnauthorized {
+		t.Fatalf("a CA2 certificate before the rotation: %d, want it refused", got)
+	}
+	if err := c.m.Store.RotateClusterCA(c.ctx, store.ClusterCA{CertPEM: c2PEM, KeyPEM: k2PEM}, ca1.Fingerprint(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	c.m.IdentityChanged(c.ctx)
+	o.eventually("the other manager accepts CA2", func() bool { return o.callWith(cert2) == http.StatusBadRequest })
+	if got := o.callWith(cert1); got != http.StatusBadRequest {
+		t.Fatalf("a CA1 certificate during the rotation: %d, want it accepted", got)
+	}
+	if err := c.m.Store.FinishCARotation(c.ctx, ca2.Fingerprint(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	c.m.IdentityChanged(c.ctx)
+	o.eventually("the other manager refuses CA1", func() bool {
+		got := o.callWith(cert1)
+		return got == 0 || got == http.StatusUnauthorized
+	})
+	o.eventually("the other manager serves a CA2 certificate", func() bool { return o.managerIssuer(ca2.Cert()) == 0 })
 }
