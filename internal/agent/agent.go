@@ -339,8 +339,8 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			}
 			continue
 		}
-		if reply.Renew && a.cfg.Identity != nil {
-			a.cfg.Identity.RenewSoon()
+		if id := a.cfg.Identity; id != nil && (reply.Renew || !id.trustsOnly(reply.Trusted)) {
+			id.RenewSoon()
 		}
 		a.destroyAll(ctx, reply.Destroy)
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
@@ -178,6 +179,20 @@ func (i *Identity) RenewSoon() {
 	case i.soon <- struct{}{}:
 	default:
 	}
+}
+
+// trustsOnly reports whether the agent trusts no CA but those of
+// fingerprints (none given: a manager that does not say).
+func (i *Identity) trustsOnly(fingerprints []string) bool {
+	if len(fingerprints) == 0 {
+		return true
+	}
+	for _, f := range i.ca.Fingerprints() {
+		if !slices.Contains(fingerprints, f) {
+			return false
+		}
+	}
+	return true
 }
 
 // renew asks for a certificate for a new key and uses it from the next

@@ -70,6 +70,12 @@ type HeartbeatReply struct {
 	// Renew asks the agent to renew its certificate now: it is of a
 	// cluster CA being rotated out.
 	Renew bool `json:"renew,omitempty"`
+	// Trusted are the fingerprints of the CAs the manager trusts now. An
+	// agent that trusts another renews now, for the renewal's answer
+	// carries the CAs to trust: once a rotation finishes, agents stop
+	// trusting managers of the old CA within a heartbeat, not at their
+	// next renewal.
+	Trusted []string `json:"trusted,omitempty"`
 }
 
 // KernelReport is one kernel the agent has.

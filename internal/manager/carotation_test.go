@@ -240,6 +240,13 @@ func TestCARotationWithoutDowntime(t *testing.T) {
 	if _, err := c.m.Agents.Kernels(c.ctx, "a1"); err != nil {
 		t.Fatalf("calling a1 after the rotation: %v", err)
 	}
+	// a1 stops trusting CA1 within a heartbeat, not at its next renewal
+	// days later: a manager certificate made with CA1's key (the reason
+	// to rotate, if it leaked) no longer fools it.
+	c.eventually("a1 trusts CA2 alone", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "cluster-ca.pem"))
+		return err == nil && strings.Count(string(b), "BEGIN CERTIFICATE") == 1 && strings.Contains(string(b), strings.TrimSpace(string(c2PEM)))
+	})
 }
 
 // TestRevokeDropsOpenConnections: a connection the manager already holds

@@ -64,8 +64,10 @@ type caState struct {
 	// bundle is certPEM followed by the other CAs trusted beside it (the
 	// one being replaced, during a rotation).
 	bundle []byte
-	key    *ecdsa.PrivateKey
-	pool   *x509.CertPool
+	// all are the CAs trusted, the CA's own first.
+	all  []*x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
 }
 
 // NewCA creates a self-signed CA valid from now for CALifetime, and
@@ -140,6 +142,7 @@ func CACert(bundlePEM []byte, trusted ...[]byte) (*CA, error) {
 				st.certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 			}
 			st.pool.AddCert(c)
+			st.all = append(st.all, c)
 			st.bundle = append(st.bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
 		}
 	}
@@ -194,6 +197,16 @@ func (ca *CA) CertPEM() []byte { return ca.cur.Load().certPEM }
 // Bundle is every CA certificate trusted, the CA's own first, in PEM:
 // what a peer must trust to verify certificates of any of them.
 func (ca *CA) Bundle() []byte { return ca.cur.Load().bundle }
+
+// Fingerprints are the Fingerprints of every CA trusted, the CA's own
+// first.
+func (ca *CA) Fingerprints() []string {
+	var out []string
+	for _, c := range ca.cur.Load().all {
+		out = append(out, Fingerprint(c))
+	}
+	return out
+}
 
 // Fingerprint is the CA's own certificate's Fingerprint.
 func (ca *CA) Fingerprint() string { return Fingerprint(ca.Cert()) }
