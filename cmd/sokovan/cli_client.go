@@ -24,12 +24,12 @@ import (
 )
 
 // addClientCommands adds the verbs that talk to a manager's API: session,
-// job, agent, rg, user, policy, login, queue, usage, deploy, apply and get. They find
+// job, agent, rg, user, policy, login, queue, usage, deploy, apply, get and ca. They find
 // the manager through SOKOVAN_ADDR and SOKOVAN_TOKEN, else the file
 // `sokovan login` writes.
 func addClientCommands(root *cobra.Command) {
 	for _, c := range []*cobra.Command{newSessionCmd(), newJobCmd(), newAgentCmd(), newRGCmd(), newUserCmd(), newPolicyCmd(),
-		newLoginCmd(), newQueueCmd(), newUsageCmd(), newDeployCmd(), newApplyCmd(), newGetCmd()} {
+		newLoginCmd(), newQueueCmd(), newUsageCmd(), newDeployCmd(), newApplyCmd(), newGetCmd(), newCACmd()} {
 		registerCA(c)
 		root.AddCommand(c)
 	}

@@ -33,7 +33,7 @@ func userAPIWith(p manager.Parts, adminToken string, cfg api.Config) (http.Handl
 	}
 	deps := api.Deps{
 		Store: p.Store, Sessions: p.Coordinator, Slots: p.Slots, Plugins: p.Plugins, Hooks: p.Hooks, Admit: p.Admit,
-		AgentRPC: p.Gateway, AgentToken: p.AgentToken, ClusterCA: p.ClusterCA, Logs: p.Agents.Logs, Gatherer: p.Gatherer, Registerer: p.Registerer,
+		AgentRPC: p.Gateway, AgentToken: p.AgentToken, ClusterCA: p.ClusterCA, IdentityChanged: p.IdentityChanged, Logs: p.Agents.Logs, Gatherer: p.Gatherer, Registerer: p.Registerer,
 		Ready: func(ctx context.Context) error {
 			_, err := p.Store.ListResourceGroups(ctx)
 			return err

@@ -339,6 +339,9 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			}
 			continue
 		}
+		if id := a.cfg.Identity; id != nil && (reply.Renew || !id.trustsOnly(reply.Trusted)) {
+			id.RenewSoon()
+		}
 		a.destroyAll(ctx, reply.Destroy)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/agentrpc"
@@ -33,6 +34,9 @@ type Identity struct {
 	dir  string
 	ca   *pki.CA
 	pair *pki.Keypair
+	// soon asks the renewals to renew now: the managers rotate the
+	// cluster CA and this certificate is of the old one.
+	soon chan struct{}
 }
 
 // Joined reports whether dir holds an identity already.
@@ -119,7 +123,7 @@ func LoadIdentity(dir string) (*Identity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("identity in %s: %w", dir, err)
 	}
-	return &Identity{dir: dir, ca: ca, pair: pair}, nil
+	return &Identity{dir: dir, ca: ca, pair: pair, soon: make(chan struct{}, 1)}, nil
 }
 
 // ID is the agent id the certificate names.
@@ -153,6 +157,7 @@ func (i *Identity) renewals(ctx context.Context, mc *agentrpc.ManagerClient, now
 		case <-ctx.Done():
 			return
 		case <-time.After(max(wait, time.Second)):
+		case <-i.soon:
 		}
 		if err := i.renew(ctx, mc); err != nil {
 			log.Warn("certificate not renewed; retrying", "err", err, "expires", i.pair.Leaf().NotAfter)
@@ -165,6 +170,29 @@ func (i *Identity) renewals(ctx context.Context, mc *agentrpc.ManagerClient, now
 		}
 		log.Info("certificate renewed", "expires", i.pair.Leaf().NotAfter)
 	}
+}
+
+// RenewSoon has the certificate renewed now rather than at 2/3 of its
+// lifetime; asking again before that renewal is one request.
+func (i *Identity) RenewSoon() {
+	select {
+	case i.soon <- struct{}{}:
+	default:
+	}
+}
+
+// trustsOnly reports whether the agent trusts no CA but those of
+// fingerprints (none given: a manager that does not say).
+func (i *Identity) trustsOnly(fingerprints []string) bool {
+	if len(fingerprints) == 0 {
+		return true
+	}
+	for _, f := range i.ca.Fingerprints() {
+		if !slices.Contains(fingerprints, f) {
+			return false
+		}
+	}
+	return true
 }
 
 // renew asks for a certificate for a new key and uses it from the next
@@ -186,9 +214,16 @@ func (i *Identity) renew(ctx context.Context, mc *agentrpc.ManagerClient) error 
 	if err != nil {
 		return err
 	}
+	// The CAs the answer names are those managers may present from now
+	// on: during a rotation the new one and the old, after it the new.
+	ca, err := pki.CACert([]byte(got.CA))
+	if err != nil {
+		return fmt.Errorf("renew: the managers' CA: %w", err)
+	}
 	if err := i.pair.Set([]byte(got.Certificate), keyPEM); err != nil {
 		return err
 	}
+	i.ca.Set(ca)
 	mc.CloseIdle()
 	return save(i.dir, keyPEM, []byte(got.Certificate), []byte(got.CA))
 }

@@ -207,7 +207,11 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, "heartbeat", err)
 		return
 	}
-	agentrpc.WriteJSON(w, http.StatusOK, agentrpc.HeartbeatReply{Destroy: destroy})
+	reply := agentrpc.HeartbeatReply{Destroy: destroy, Renew: g.stale(r)}
+	if g.identity != nil {
+		reply.Trusted = g.identity.CA.Fingerprints()
+	}
+	agentrpc.WriteJSON(w, http.StatusOK, reply)
 }
 
 // refreshCapacity keeps the capacity a heartbeat carries when it changed,

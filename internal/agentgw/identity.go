@@ -127,7 +127,11 @@ func (g *Gateway) renew(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) issue(w http.ResponseWriter, r *http.Request, agent domain.AgentID, csr string,
 	record func(context.Context, store.AgentCertificate) error) {
 	now := g.now()
-	certPEM, err := g.identity.CA.Sign([]byte(csr), pki.Identity{Role: pki.RoleAgent, ID: string(agent)}, g.identity.TTL, now)
+	// One view of the CA for the whole issue: a rotation adopted meanwhile
+	// must not record one issuer for a certificate of the other.
+	ca := g.identity.CA.Snapshot()
+	issuer := ca.Cert()
+	certPEM, err := ca.Sign([]byte(csr), pki.Identity{Role: pki.RoleAgent, ID: string(agent)}, g.identity.TTL, now)
 	if err != nil {
 		agentrpc.WriteError(w, http.StatusBadRequest, fmt.Errorf("csr: %w", err))
 		return
@@ -137,7 +141,8 @@ func (g *Gateway) issue(w http.ResponseWriter, r *http.Request, agent domain.Age
 		g.fail(w, "join", err)
 		return
 	}
-	err = record(r.Context(), store.AgentCertificate{Serial: pki.Serial(cert), Agent: agent, NotAfter: cert.NotAfter})
+	err = record(r.Context(), store.AgentCertificate{Serial: pki.Serial(cert), Agent: agent, NotAfter: cert.NotAfter,
+		Issuer: pki.Fingerprint(issuer)})
 	switch {
 	case errors.Is(err, store.ErrUnknownJoinToken):
 		agentrpc.WriteError(w, http.StatusUnauthorized, errors.New("token: no such join token"))
@@ -153,7 +158,7 @@ func (g *Gateway) issue(w http.ResponseWriter, r *http.Request, agent domain.Age
 		return
 	}
 	g.log.Info("agent certificate issued", "agent", agent, "serial", pki.Serial(cert), "not_after", cert.NotAfter)
-	agentrpc.WriteJSON(w, http.StatusOK, agentrpc.Certificate{Certificate: string(certPEM), CA: string(g.identity.CA.CertPEM)})
+	agentrpc.WriteJSON(w, http.StatusOK, agentrpc.Certificate{Certificate: string(certPEM), CA: string(ca.Bundle())})
 }
 
 // revokedCache is the gateway's copy of the revoked serials. Its lock
@@ -237,4 +242,14 @@ func (g *Gateway) Forget() {
 		g.revoked.gen++
 		g.revoked.mu.Unlock()
 	}
+}
+
+// stale reports whether the caller's certificate is of a CA that is being
+// rotated out: the heartbeat's answer then asks the agent to renew now,
+// not at 2/3 of its lifetime, so the rotation can finish.
+func (g *Gateway) stale(r *http.Request) bool {
+	if g.identity == nil || r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return false
+	}
+	return !g.identity.CA.Issued(r.TLS.PeerCertificates[0])
 }

@@ -336,7 +336,7 @@ func TestExpiredAgentRejoins(t *testing.T) {
 	dir, state := filepath.Join(data, "identity"), filepath.Join(data, "kernels", "k1.log")
 	keyPEM, _ := pki.EncodeKey(key)
 	for name, b := range map[string][]byte{filepath.Join(dir, "agent.pem"): append(certPEM, keyPEM...),
-		filepath.Join(dir, "cluster-ca.pem"): m.ca.CertPEM, state: []byte("kept")} {
+		filepath.Join(dir, "cluster-ca.pem"): m.ca.CertPEM(), state: []byte("kept")} {
 		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
 			t.Fatal(err)
 		}

@@ -37,6 +37,8 @@ type AgentClient struct {
 	// configuration, and clients holds each agent's connections.
 	perAgent func(context.Context, domain.AgentID) *tls.Config
 	clients  map[domain.AgentID]*http.Client
+	// conns are the open TLS connections to agents (DropRevoked).
+	conns map[*trackedConn]struct{}
 }
 
 // NewAgentClient returns a client that finds agents through lookup.

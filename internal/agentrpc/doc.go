@@ -14,5 +14,5 @@
 // (coordinator, scheduler, store, kernelstate), so the agent binary links
 // none of them. The manager's side of the wire is internal/agentgw.
 //
-// Imports: internal/domain.
+// Imports: internal/domain, internal/pki.
 package agentrpc

@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/pki"
 )
 
 // UseTLS makes the client call managers over TLS with cfg, which presents
@@ -56,11 +58,61 @@ func (c *AgentClient) client(agent domain.AgentID) *http.Client {
 			raw.Close()
 			return nil, err
 		}
-		return conn, nil
+		return c.track(conn), nil
 	}
 	hc := &http.Client{Timeout: c.hc.Timeout, Transport: t}
 	c.clients[agent] = hc
 	return hc
+}
+
+// trackedConn is a connection to an agent that DropRevoked can find: it
+// leaves the client's set when closed, by whoever closes it.
+type trackedConn struct {
+	*tls.Conn
+	c    *AgentClient
+	once sync.Once
+}
+
+func (t *trackedConn) Close() error {
+	t.once.Do(func() {
+		t.c.mu.Lock()
+		delete(t.c.conns, t)
+		t.c.mu.Unlock()
+	})
+	return t.Conn.Close()
+}
+
+func (c *AgentClient) track(conn *tls.Conn) net.Conn {
+	t := &trackedConn{Conn: conn, c: c}
+	c.mu.Lock()
+	if c.conns == nil {
+		c.conns = map[*trackedConn]struct{}{}
+	}
+	c.conns[t] = struct{}{}
+	c.mu.Unlock()
+	return t
+}
+
+// DropRevoked closes every open connection to an agent whose certificate
+// revoked holds, idle or in a call, and says how many: a revocation
+// would otherwise reach a connection only when it is made, and a pooled
+// one lives on as long as it is used.
+func (c *AgentClient) DropRevoked(revoked func(serial string) bool) int {
+	if revoked == nil {
+		return 0
+	}
+	var drop []*trackedConn
+	c.mu.Lock()
+	for t := range c.conns {
+		if peers := t.ConnectionState().PeerCertificates; len(peers) > 0 && revoked(pki.Serial(peers[0])) {
+			drop = append(drop, t)
+		}
+	}
+	c.mu.Unlock()
+	for _, t := range drop {
+		t.Close()
+	}
+	return len(drop)
 }
 
 func tlsTransport(cfg *tls.Config) *http.Transport {

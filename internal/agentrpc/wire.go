@@ -70,6 +70,15 @@ type WaitingKernel struct {
 type HeartbeatReply struct {
 	Destroy    []domain.KernelID `json:"destroy"`
 	Reregister bool              `json:"reregister,omitempty"`
+	// Renew asks the agent to renew its certificate now: it is of a
+	// cluster CA being rotated out.
+	Renew bool `json:"renew,omitempty"`
+	// Trusted are the fingerprints of the CAs the manager trusts now. An
+	// agent that trusts another renews now, for the renewal's answer
+	// carries the CAs to trust: once a rotation finishes, agents stop
+	// trusting managers of the old CA within a heartbeat, not at their
+	// next renewal.
+	Trusted []string `json:"trusted,omitempty"`
 }
 
 // KernelReport is one kernel the agent has.
@@ -195,7 +204,8 @@ type Renew struct {
 }
 
 // Certificate answers Join and Renew: the agent's certificate and the
-// cluster CA's, in PEM.
+// cluster CA's, in PEM; during a CA rotation CA holds both the new CA and
+// the old, which the agent trusts managers with from then on.
 type Certificate struct {
 	Certificate string `json:"certificate"`
 	CA          string `json:"ca"`

@@ -48,7 +48,16 @@ func (s *Server) createAgentToken(w http.ResponseWriter, r *http.Request) error 
 	if err := s.store.CreateJoinToken(r.Context(), t, pki.HashJoinToken(token)); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, v1.AgentToken{ID: t.ID, Token: token, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
-		Uses: t.Uses, CA: string(s.clusterCA)})
+	out := v1.AgentToken{ID: t.ID, Token: token, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Uses: t.Uses}
+	if s.clusterCA != nil {
+		// Every CA trusted now, read from the store: during a rotation an
+		// agent joining must trust managers of either.
+		ca, err := s.clusterCAState(r)
+		if err != nil {
+			return err
+		}
+		out.CA = ca.Certificates
+	}
+	writeJSON(w, http.StatusCreated, out)
 	return nil
 }

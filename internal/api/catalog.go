@@ -167,6 +167,11 @@ func (s *Server) revokeAgent(r *http.Request, id domain.AgentID) error {
 	if n > 0 {
 		s.log.Info("agent certificates revoked", "agent", id, "count", n)
 	}
+	if err == nil && s.identityChanged != nil {
+		// Open connections to the agent are closed now: a revocation
+		// otherwise reaches only connections made after it.
+		s.identityChanged(r.Context())
+	}
 	return err
 }
 

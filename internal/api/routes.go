@@ -84,7 +84,7 @@ const sessionRefDesc = "{id} is the session's id, a unique prefix of it (6 chara
 func (s *Server) table() []route {
 	return slices.Concat(s.systemRoutes(), s.sessionRoutes(), s.agentRoutes(), s.groupRoutes(),
 		s.policyRoutes(), s.eventRoutes(), s.agentRPCRoutes(),
-		s.userRoutes(), s.jobRoutes(), s.arrayRoutes(), s.deployRoutes(), s.agentTokenRoutes(), s.applyRoutes(), s.applySchemaRoutes())
+		s.userRoutes(), s.jobRoutes(), s.arrayRoutes(), s.deployRoutes(), s.agentTokenRoutes(), s.clusterCARoutes(), s.applyRoutes(), s.applySchemaRoutes())
 }
 
 // systemRoutes are the unauthenticated routes of probes, metrics and the

@@ -36,6 +36,10 @@ type Store interface {
 	store.Deployments
 	CreateJoinToken(ctx context.Context, t store.JoinToken, hash []byte) error
 	RevokeAgentCertificates(ctx context.Context, agent domain.AgentID, at time.Time) (int, error)
+	ClusterCA(ctx context.Context) (store.ClusterCA, error)
+	RotateClusterCA(ctx context.Context, next store.ClusterCA, oldIssuer string, at time.Time) error
+	StaleAgents(ctx context.Context, issuer string, now time.Time) ([]domain.AgentID, error)
+	FinishCARotation(ctx context.Context, issuer string, now time.Time) error
 	CreateSession(ctx context.Context, s domain.Session, kernels []domain.Kernel, limits ...store.PendingLimit) error
 	GetSession(ctx context.Context, id domain.SessionID) (store.SessionWithKernels, error)
 	ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error)
@@ -92,9 +96,12 @@ type Deps struct {
 	// identities: a join token's answer carries it, for agents to trust
 	// the managers with when they join.
 	ClusterCA []byte
-	Sessions  Sessions
-	Slots     *domain.Registry
-	Plugins   *scheduler.Registry
+	// IdentityChanged, when set, is told of an `agent rm` or a CA
+	// rotation served here, for the manager to act on it at once.
+	IdentityChanged func(context.Context)
+	Sessions        Sessions
+	Slots           *domain.Registry
+	Plugins         *scheduler.Registry
 	// AgentRPC serves agents under /v1/agent/; it sees the full request
 	// path. Only AgentToken opens it.
 	AgentRPC   http.Handler
@@ -198,13 +205,15 @@ type Server struct {
 	agentRPC       http.Handler
 	agentTokenHash []byte
 	clusterCA      []byte
-	logs           LogsFunc
-	gatherer       prometheus.Gatherer
-	requests       *prometheus.CounterVec
-	latency        *prometheus.HistogramVec
-	ready          func(ctx context.Context) error
-	clock          Clock
-	log            *slog.Logger
+	// identityChanged is Deps.IdentityChanged.
+	identityChanged func(context.Context)
+	logs            LogsFunc
+	gatherer        prometheus.Gatherer
+	requests        *prometheus.CounterVec
+	latency         *prometheus.HistogramVec
+	ready           func(ctx context.Context) error
+	clock           Clock
+	log             *slog.Logger
 
 	mux     *http.ServeMux
 	routes  []route
@@ -265,7 +274,7 @@ func New(cfg Config, d Deps) *Server {
 	if d.AgentToken != "" {
 		s.agentTokenHash = HashToken(d.AgentToken)
 	}
-	s.clusterCA = d.ClusterCA
+	s.clusterCA, s.identityChanged = d.ClusterCA, d.IdentityChanged
 	if d.Registerer != nil {
 		// Labelled by route pattern, not path, so ids do not make series.
 		s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sokovan_api_requests_total",

@@ -95,6 +95,9 @@ type Parts struct {
 	// ClusterCA is the cluster CA's certificate (PEM) when agents have
 	// identities (Config.AgentIdentity).
 	ClusterCA []byte
+	// IdentityChanged, set when agents have identities, makes the manager
+	// act at once on an `agent rm` or a CA rotation it served.
+	IdentityChanged func(context.Context)
 	// Admit admits sessions; the user API and the deployments' routes
 	// share it.
 	Admit *admit.Admitter
@@ -183,7 +186,8 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 			return nil, err
 		}
 		m.identity.wire(gw, agents, st, cfg.AgentCertTTL, cfg.AgentTokenAllowed)
-		m.ClusterCA = m.identity.ca.CertPEM
+		m.ClusterCA = m.identity.ca.Bundle()
+		m.IdentityChanged = func(ctx context.Context) { m.identity.changed(ctx, gw, agents, true) }
 	} else {
 		cfg.Log.Warn("INSECURE: agents are authenticated by the shared agent token (sokovan dev, or server " +
 			"--insecure-shared-agent-token): " +
@@ -299,6 +303,10 @@ func (m *Manager) Run(ctx context.Context) error {
 	if m.identity != nil {
 		part(func(ctx context.Context) error {
 			m.identity.renewals(ctx)
+			return nil
+		})
+		part(func(ctx context.Context) error {
+			m.identity.watch(ctx, m.gw, m.Agents)
 			return nil
 		})
 	}

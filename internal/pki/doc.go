@@ -6,8 +6,9 @@
 // "manager:<id>" in the certificate's URI SAN and its common name; it is
 // what a peer is, whatever its request bodies say.
 //
-// It is a leaf beside agentrpc: the agent binary links it to make its key
-// and request, the manager to sign and verify.
+// It is a leaf below agentrpc (which reads serials of the connections it
+// holds to agents): the agent binary links it to make its key and
+// request, the manager to sign and verify.
 //
 // Imports: none.
 package pki

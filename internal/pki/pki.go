@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -15,6 +16,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,12 +51,23 @@ func ParseIdentity(s string) (Identity, error) {
 	return Identity{Role: role, ID: id}, nil
 }
 
-// CA signs and verifies the cluster's certificates.
+// CA signs and verifies the cluster's certificates. What it is can be
+// replaced while connections use it (Set): a manager adopts a rotated CA,
+// and an agent the bundle a renewal brings, from the next handshake on.
 type CA struct {
-	Cert    *x509.Certificate
-	CertPEM []byte
-	key     *ecdsa.PrivateKey
-	pool    *x509.CertPool
+	cur atomic.Pointer[caState]
+}
+
+type caState struct {
+	cert    *x509.Certificate
+	certPEM []byte
+	// bundle is certPEM followed by the other CAs trusted beside it (the
+	// one being replaced, during a rotation).
+	bundle []byte
+	// all are the CAs trusted, the CA's own first.
+	all  []*x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
 }
 
 // NewCA creates a self-signed CA valid from now for CALifetime, and
@@ -90,44 +103,126 @@ func NewCA(name string, now time.Time) (certPEM, keyPEM []byte, err error) {
 }
 
 // LoadCA reads a CA from its PEM certificate and key, checking that they
-// belong together and that the certificate is a CA's.
-func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
-	cert, err := ParseCert(certPEM)
+// belong together and that the certificate is a CA's. The CAs of trusted
+// (PEM certificates) verify beside it; it signs alone.
+func LoadCA(certPEM, keyPEM []byte, trusted ...[]byte) (*CA, error) {
+	ca, err := CACert(certPEM, trusted...)
 	if err != nil {
-		return nil, fmt.Errorf("ca certificate: %w", err)
-	}
-	if !cert.IsCA {
-		return nil, errors.New("ca certificate: not a CA")
+		return nil, err
 	}
 	key, err := ParseKey(keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("ca key: %w", err)
 	}
-	if !key.PublicKey.Equal(cert.PublicKey) {
+	st := ca.cur.Load()
+	if !key.PublicKey.Equal(st.cert.PublicKey) {
 		return nil, errors.New("ca key does not match its certificate")
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &CA{Cert: cert, CertPEM: certPEM, key: key, pool: pool}, nil
+	st.key = key
+	return ca, nil
 }
 
-// CACert is the CA as its certificate alone: it verifies, and cannot sign
-// (an agent's view of the cluster CA).
-func CACert(certPEM []byte) (*CA, error) {
-	cert, err := ParseCert(certPEM)
-	if err != nil {
-		return nil, fmt.Errorf("ca certificate: %w", err)
+// CACert is the CA as certificates alone: it verifies, and cannot sign
+// (an agent's view of the cluster CA). bundlePEM may hold several CAs,
+// all trusted (the new and the old, during a rotation); the first is the
+// CA's own certificate. trusted adds more.
+func CACert(bundlePEM []byte, trusted ...[]byte) (*CA, error) {
+	st := &caState{pool: x509.NewCertPool()}
+	for _, b := range append([][]byte{bundlePEM}, trusted...) {
+		certs, err := parseCerts(b)
+		if err != nil {
+			return nil, fmt.Errorf("ca certificate: %w", err)
+		}
+		for _, c := range certs {
+			if !c.IsCA {
+				return nil, errors.New("ca certificate: not a CA")
+			}
+			if st.cert == nil {
+				st.cert = c
+				st.certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+			}
+			st.pool.AddCert(c)
+			st.all = append(st.all, c)
+			st.bundle = append(st.bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+		}
 	}
-	if !cert.IsCA {
-		return nil, errors.New("ca certificate: not a CA")
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &CA{Cert: cert, CertPEM: certPEM, pool: pool}, nil
+	ca := &CA{}
+	ca.cur.Store(st)
+	return ca, nil
 }
 
-// Pool is the set of roots that holds only this CA.
-func (ca *CA) Pool() *x509.CertPool { return ca.pool }
+// parseCerts reads every PEM certificate of b, at least one.
+func parseCerts(b []byte) ([]*x509.Certificate, error) {
+	var out []*x509.Certificate
+	for len(b) > 0 {
+		var block *pem.Block
+		if block, b = pem.Decode(b); block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return nil, errors.New("not a PEM certificate")
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("not a PEM certificate")
+	}
+	return out, nil
+}
+
+// Snapshot is the CA as it is now, unchanged by a later Set.
+func (ca *CA) Snapshot() *CA {
+	out := &CA{}
+	out.cur.Store(ca.cur.Load())
+	return out
+}
+
+// Set makes ca what next is now: its certificate, key and trusted CAs.
+func (ca *CA) Set(next *CA) { ca.cur.Store(next.cur.Load()) }
+
+// Pool is the set of roots the CA verifies with: its own certificate and
+// those trusted beside it.
+func (ca *CA) Pool() *x509.CertPool { return ca.cur.Load().pool }
+
+// Cert is the CA's own certificate, the one it signs under.
+func (ca *CA) Cert() *x509.Certificate { return ca.cur.Load().cert }
+
+// CertPEM is Cert in PEM.
+func (ca *CA) CertPEM() []byte { return ca.cur.Load().certPEM }
+
+// Bundle is every CA certificate trusted, the CA's own first, in PEM:
+// what a peer must trust to verify certificates of any of them.
+func (ca *CA) Bundle() []byte { return ca.cur.Load().bundle }
+
+// Fingerprints are the Fingerprints of every CA trusted, the CA's own
+// first.
+func (ca *CA) Fingerprints() []string {
+	var out []string
+	for _, c := range ca.cur.Load().all {
+		out = append(out, Fingerprint(c))
+	}
+	return out
+}
+
+// Fingerprint is the CA's own certificate's Fingerprint.
+func (ca *CA) Fingerprint() string { return Fingerprint(ca.Cert()) }
+
+// Issued reports whether the CA's own key signed cert, a certificate
+// verified already against Pool: one of a CA trusted beside it (the one a
+// rotation replaces) was not. Among trusted CAs the key ids tell which
+// signed it without a signature check (it runs on every heartbeat); both
+// CAs of a rotation have the same name, so the name cannot.
+func (ca *CA) Issued(cert *x509.Certificate) bool {
+	own := ca.Cert()
+	if len(cert.AuthorityKeyId) > 0 && len(own.SubjectKeyId) > 0 {
+		return bytes.Equal(cert.AuthorityKeyId, own.SubjectKeyId)
+	}
+	return bytes.Equal(cert.RawIssuer, own.RawSubject) && cert.CheckSignatureFrom(own) == nil
+}
 
 // Sign issues a certificate naming id for the key of csrPEM, valid from
 // now for ttl, and (for a server reached by name) hosts: DNS names and IP
@@ -137,7 +232,8 @@ func (ca *CA) Sign(csrPEM []byte, id Identity, ttl time.Duration, now time.Time,
 	if _, err := ParseIdentity(id.String()); err != nil {
 		return nil, err
 	}
-	if ca.key == nil {
+	st := ca.cur.Load()
+	if st.key == nil {
 		return nil, errors.New("this CA holds no key to sign with")
 	}
 	if ttl <= 0 {
@@ -161,8 +257,8 @@ func (ca *CA) Sign(csrPEM []byte, id Identity, ttl time.Duration, now time.Time,
 		return nil, err
 	}
 	notAfter := now.Add(ttl)
-	if notAfter.After(ca.Cert.NotAfter) {
-		notAfter = ca.Cert.NotAfter
+	if notAfter.After(st.cert.NotAfter) {
+		notAfter = st.cert.NotAfter
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
@@ -182,7 +278,7 @@ func (ca *CA) Sign(csrPEM []byte, id Identity, ttl time.Duration, now time.Time,
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, csr.PublicKey, ca.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, st.cert, csr.PublicKey, st.key)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +310,7 @@ var ErrRevoked = errors.New("certificate revoked")
 // revoked (may be nil) does not hold its serial, and returns the identity
 // it names.
 func (ca *CA) Verify(cert *x509.Certificate, now time.Time, revoked func(serial string) bool) (Identity, error) {
-	_, err := cert.Verify(x509.VerifyOptions{Roots: ca.pool, CurrentTime: now,
+	_, err := cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), CurrentTime: now,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
 	if err != nil {
 		return Identity{}, err

@@ -270,3 +270,76 @@ func TestClientConfigPinsThePeer(t *testing.T) {
 		}
 	}
 }
+
+// TestCATrustFollowsSet: a server configuration made before a rotation
+// takes client certificates of the CAs trusted at each handshake — a
+// new CA's once Set trusts it beside the old, the old's no more once Set
+// drops it — and Issued tells the CA's own certificates from those of a
+// CA trusted beside it.
+func TestCATrustFollowsSet(t *testing.T) {
+	now := time.Now()
+	ca1 := testCA(t, now)
+	c2, k2, err := NewCA("test cluster", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvCert, srvKey := issue(t, ca1, Identity{RoleAgent, "node-1"}, time.Hour, now)
+	srvPair, err := NewKeypair(srvCert, srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust := ca1.Snapshot()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Listener = tls.NewListener(srv.Listener, ServerConfig(trust, srvPair, Peer{Role: RoleManager}))
+	srv.Start()
+	defer srv.Close()
+	url := strings.Replace(srv.URL, "http://", "https://", 1)
+	call := func(signer *CA) error {
+		c, k := issue(t, signer, Identity{RoleManager, "m"}, time.Hour, now)
+		pair, err := NewKeypair(c, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: ClientConfig(ca1, pair, Peer{Role: RoleAgent})}}
+		resp, err := hc.Get(url)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	ca2, err := LoadCA(c2, k2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if call(ca2) == nil {
+		t.Fatal("a certificate of CA2 was accepted before CA2 was trusted")
+	}
+	rotating, err := LoadCA(c2, k2, ca1.CertPEM())
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust.Set(rotating)
+	if err := call(ca2); err != nil {
+		t.Fatalf("a certificate of CA2 during the rotation: %v", err)
+	}
+	if err := call(ca1); err != nil {
+		t.Fatalf("a certificate of CA1 during the rotation: %v", err)
+	}
+	if n := strings.Count(string(trust.Bundle()), "BEGIN CERTIFICATE"); n != 2 || string(trust.CertPEM()) != string(c2) {
+		t.Fatalf("the bundle holds %d CAs (want 2), the CA's own first", n)
+	}
+	l1, _ := ParseCert(issueCert(t, ca1))
+	l2, _ := ParseCert(issueCert(t, ca2))
+	if trust.Issued(l1) || !trust.Issued(l2) {
+		t.Fatal("Issued does not tell CA2's certificates from CA1's")
+	}
+	trust.Set(ca2)
+	if call(ca1) == nil {
+		t.Fatal("a certificate of CA1 was accepted after the rotation finished")
+	}
+}
+
+func issueCert(t *testing.T, ca *CA) []byte {
+	c, _ := issue(t, ca, Identity{RoleAgent, "x"}, time.Hour, time.Now())
+	return c
+}

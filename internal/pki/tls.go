@@ -75,8 +75,10 @@ func ServerConfig(ca *CA, k *Keypair, p Peer) *tls.Config {
 	return &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return k.cur.Load(), nil },
-		ClientAuth:     tls.RequireAndVerifyClientCert,
-		ClientCAs:      ca.Pool(),
+		// The chain is verified in VerifyConnection against the CAs
+		// trusted at that handshake: ClientCAs would fix them for good,
+		// and a rotation changes them.
+		ClientAuth: tls.RequireAnyClientCert,
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			return checkPeer(ca.Pool(), cs, p)
 		},
@@ -99,8 +101,15 @@ func OptionalClientConfig(ca *CA, k *Keypair) *tls.Config {
 // reads who a certificate names.
 func AcceptClientCerts(c *tls.Config, ca *CA) *tls.Config {
 	c = c.Clone()
-	c.ClientAuth = tls.VerifyClientCertIfGiven
-	c.ClientCAs = ca.Pool()
+	// Verified below against the CAs trusted at this handshake, which a
+	// rotation changes; ClientCAs would fix them for good.
+	c.ClientAuth = tls.RequestClientCert
+	c.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return nil
+		}
+		return checkPeer(ca.Pool(), cs, Peer{})
+	}
 	return c
 }
 

@@ -34,7 +34,45 @@ type Identities interface {
 	// RevokedCertificates lists the serials of revoked certificates not
 	// yet expired at now: those a verifier must still refuse.
 	RevokedCertificates(ctx context.Context, now time.Time) ([]string, error)
+	// ClusterCA reads the stored CA, and the one being replaced while a
+	// rotation runs.
+	ClusterCA(ctx context.Context) (ClusterCA, error)
+	// RotateClusterCA makes next the CA agents' certificates are issued
+	// by and keeps the current one beside it as Previous; certificates
+	// recorded with no issuer are the current CA's, named oldIssuer.
+	// ErrCARotating while a rotation runs already.
+	RotateClusterCA(ctx context.Context, next ClusterCA, oldIssuer string, at time.Time) error
+	// StaleAgents lists the agents whose live certificates (neither
+	// revoked nor expired at now) are all of another CA than issuer:
+	// those that have not renewed since a rotation.
+	StaleAgents(ctx context.Context, issuer string, now time.Time) ([]domain.AgentID, error)
+	// FinishCARotation drops the previous CA, unless a live agent still
+	// holds only certificates of another CA than issuer
+	// (*CARotationPending naming them) or no rotation runs
+	// (ErrNoCARotation).
+	FinishCARotation(ctx context.Context, issuer string, now time.Time) error
 }
+
+// ClusterCA is the stored cluster CA: its certificate and key (PEM), and
+// while a rotation runs the CA being replaced.
+type ClusterCA struct {
+	CertPEM, KeyPEM                 []byte
+	PreviousCertPEM, PreviousKeyPEM []byte
+}
+
+// CARotationPending refuses to finish a rotation: the agents named hold
+// certificates of the old CA only, and would be cut off.
+type CARotationPending struct {
+	Agents []domain.AgentID
+}
+
+func (e *CARotationPending) Error() string {
+	return fmt.Sprintf("agents %v still hold certificates of the old CA only: wait for them to renew "+
+		"(a running agent does within a heartbeat), or remove them (agent rm)", e.Agents)
+}
+
+// Unwrap makes it a conflict.
+func (e *CARotationPending) Unwrap() error { return ErrConflict }
 
 // JoinToken is a bootstrap credential an agent joins the cluster with.
 type JoinToken struct {
@@ -50,6 +88,8 @@ type AgentCertificate struct {
 	Serial   string
 	Agent    domain.AgentID
 	NotAfter time.Time
+	// Issuer is the fingerprint of the CA that issued it.
+	Issuer string
 }
 
 // Why a join or renewal is refused.
@@ -58,4 +98,6 @@ var (
 	ErrJoinTokenSpent   = fmt.Errorf("%w: the join token expired or was used up", ErrGuardFailed)
 	ErrIdentityTaken    = fmt.Errorf("%w: the agent id holds a live certificate; "+
 		"renew with it, or revoke it (agent rm) before joining again", ErrConflict)
+	ErrCARotating   = fmt.Errorf("%w: a CA rotation runs already; finish it first", ErrConflict)
+	ErrNoCARotation = fmt.Errorf("%w: no CA rotation runs", ErrConflict)
 )

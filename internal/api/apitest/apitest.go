@@ -27,6 +27,7 @@ import (
 	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/deploy"
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/pki"
 	"github.com/sokovan-go/sokovan/internal/scheduler"
 	"github.com/sokovan-go/sokovan/internal/simulate"
 	"github.com/sokovan-go/sokovan/internal/store"
@@ -72,6 +73,9 @@ type Options struct {
 	// PostgreSQL one: it opens a store instance of its own on the same
 	// database, and the same admin token and users are valid on both.
 	Share *Manager
+	// ClusterCA, when set, gives agents identities: a cluster CA is
+	// stored and the API serves it (join tokens' ca, /v1/cluster-ca).
+	ClusterCA bool
 }
 
 // Manager is one running manager.
@@ -88,9 +92,7 @@ type Manager struct {
 	db string
 }
 
-// New starts a manager and stops it when the test ends.
-func New(t testing.TB, opts Options) *Manager {
-	t.Helper()
+func (opts Options) withDefaults() Options {
 	if opts.Engine == "" {
 		opts.Engine = "sqlite"
 	}
@@ -100,17 +102,31 @@ func New(t testing.TB, opts Options) *Manager {
 	if opts.AgentCapacity == nil {
 		opts.AgentCapacity = map[string]string{"cpu": "8", "mem": "16g"}
 	}
-	ctx := context.Background()
-	reg := domain.DefaultRegistry()
-	db := ""
+	return opts
+}
+
+// database is the PostgreSQL database the manager opens ("" for SQLite
+// in a temporary file): the shared manager's, or a new one.
+func database(t testing.TB, opts Options) string {
 	if opts.Share != nil {
 		if opts.Engine != "postgres" || opts.Share.db == "" {
 			t.Fatal("apitest: only a PostgreSQL manager can be shared")
 		}
-		db = opts.Share.db
-	} else if opts.Engine == "postgres" {
-		db = pgtest.NewDatabase(t)
+		return opts.Share.db
 	}
+	if opts.Engine == "postgres" {
+		return pgtest.NewDatabase(t)
+	}
+	return ""
+}
+
+// New starts a manager and stops it when the test ends.
+func New(t testing.TB, opts Options) *Manager {
+	t.Helper()
+	opts = opts.withDefaults()
+	ctx := context.Background()
+	reg := domain.DefaultRegistry()
+	db := database(t, opts)
 	st := open(t, opts.Engine, db, reg)
 	if err := st.PutResourceGroup(ctx, domain.ResourceGroup{Name: "default", State: domain.GroupActive,
 		Sequencer: "fifo", Selector: "dispersed", HeadOfLine: domain.HOLSkip, MaxRetries: 3,
@@ -153,6 +169,9 @@ func New(t testing.TB, opts Options) *Manager {
 			fmt.Fprintf(w, `{"agent_rpc":%q}`, r.URL.Path)
 		}),
 		Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if opts.ClusterCA {
+		deps.ClusterCA = initClusterCA(t, st)
+	}
 	if opts.Estimate {
 		deps.Estimate, deps.EstimateWith = simulate.Estimator(st, reg, clock.Wall), simulate.EstimatorWith(st, reg, clock.Wall)
 	}
@@ -460,4 +479,17 @@ func (a *Agents) DestroyKernel(_ context.Context, agent domain.AgentID, kernel d
 		go a.emit(domain.KernelEvent{Kind: domain.EventKernelTerminated, Agent: agent, Kernel: kernel, ExitCode: &code, Message: "destroyed"})
 	}
 	return nil
+}
+
+// initClusterCA stores a cluster CA, as a manager giving agents
+// identities does, and returns its certificate.
+func initClusterCA(t testing.TB, st store.Store) []byte {
+	certPEM, keyPEM, err := pki.NewCA("test cluster CA", time.Now())
+	if err == nil {
+		certPEM, _, err = st.InitClusterCA(context.Background(), certPEM, keyPEM, time.Now())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certPEM
 }

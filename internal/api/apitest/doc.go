@@ -9,7 +9,7 @@
 // store/pgtest, internal/scheduler, internal/domain.
 //
 // Imports: internal/clock, internal/api, internal/api/v1, internal/admit, internal/agentgw,
-// internal/coordinator, internal/deploy, internal/domain,
+// internal/coordinator, internal/deploy, internal/domain, internal/pki,
 // internal/scheduler, internal/simulate, internal/store/...,
 // github.com/prometheus/client_golang/prometheus.
 package apitest

@@ -83,3 +83,21 @@ type AgentToken struct {
 	// managers with; empty where agents have no identities.
 	CA string `json:"ca,omitempty"`
 }
+
+// ClusterCA is the state of the cluster CA (GET /v1/cluster-ca, and the
+// answer of a rotation's start and finish).
+type ClusterCA struct {
+	// Fingerprint is the SHA-256 of the CA agents' certificates are
+	// issued by.
+	Fingerprint string `json:"fingerprint"`
+	// Rotating is true between `ca rotate` and `ca rotate --finish`;
+	// Previous is then the fingerprint of the CA being replaced.
+	Rotating bool   `json:"rotating"`
+	Previous string `json:"previous,omitempty"`
+	// Certificates holds every CA trusted now (PEM), the current one
+	// first: what users' and agents' --ca files should hold.
+	Certificates string `json:"certificates"`
+	// StaleAgents, during a rotation, are the agents still holding only
+	// certificates of the previous CA: finishing waits for them.
+	StaleAgents []string `json:"stale_agents,omitempty"`
+}

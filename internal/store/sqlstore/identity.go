@@ -24,9 +24,25 @@ WHERE token_hash = $1 AND expires_at > $2 AND (uses_left IS NULL OR uses_left > 
 WHERE agent_id = $1 AND revoked_at IS NULL AND not_after > $2 ORDER BY serial`
 	liveAgentCert = `SELECT COUNT(*) FROM agent_certificates
 WHERE serial = $1 AND agent_id = $2 AND revoked_at IS NULL AND not_after > $3`
-	insertAgentCert  = `INSERT INTO agent_certificates (serial, agent_id, not_after) VALUES ($1, $2, $3)`
+	insertAgentCert  = `INSERT INTO agent_certificates (serial, agent_id, not_after, issuer) VALUES ($1, $2, $3, $4)`
 	revokeAgentCerts = `UPDATE agent_certificates SET revoked_at = $2 WHERE agent_id = $1 AND revoked_at IS NULL`
 	selectRevoked    = `SELECT serial FROM agent_certificates WHERE revoked_at IS NOT NULL AND not_after > $1 ORDER BY serial`
+
+	selectFullCA = `SELECT cert_pem, key_pem, COALESCE(previous_cert_pem, ''), COALESCE(previous_key_pem, '')
+FROM cluster_ca WHERE id = 1`
+	rotateCA = `UPDATE cluster_ca SET previous_cert_pem = cert_pem, previous_key_pem = key_pem, cert_pem = $1, key_pem = $2
+WHERE id = 1 AND previous_cert_pem IS NULL`
+	nameOldIssuer = `UPDATE agent_certificates SET issuer = $1 WHERE issuer IS NULL`
+	// An agent is stale while none of its live certificates is of the
+	// current CA: an agent that renewed still has its old certificate
+	// live until it expires, and that one must not hold up finishing.
+	staleAgents = `SELECT DISTINCT agent_id FROM agent_certificates c
+WHERE revoked_at IS NULL AND not_after > $2 AND NOT EXISTS (
+  SELECT 1 FROM agent_certificates n
+  WHERE n.agent_id = c.agent_id AND n.issuer = $1 AND n.revoked_at IS NULL AND n.not_after > $2)
+ORDER BY agent_id`
+	finishCA = `UPDATE cluster_ca SET previous_cert_pem = NULL, previous_key_pem = NULL
+WHERE id = 1 AND previous_cert_pem IS NOT NULL`
 )
 
 // InitClusterCA stores the first CA and returns the stored one.
@@ -84,7 +100,7 @@ func (s *Store) JoinAgent(ctx context.Context, hash []byte, c store.AgentCertifi
 		if len(live) > 0 {
 			return store.ErrIdentityTaken
 		}
-		_, err = tx.exec(ctx, insertAgentCert, c.Serial, string(c.Agent), c.NotAfter.UTC())
+		_, err = tx.exec(ctx, insertAgentCert, c.Serial, string(c.Agent), c.NotAfter.UTC(), nullable(c.Issuer))
 		return err
 	})
 }
@@ -99,7 +115,7 @@ func (s *Store) RenewAgentCertificate(ctx context.Context, old string, c store.A
 		if found == 0 {
 			return store.ErrIdentityTaken
 		}
-		_, err := tx.exec(ctx, insertAgentCert, c.Serial, string(c.Agent), c.NotAfter.UTC())
+		_, err := tx.exec(ctx, insertAgentCert, c.Serial, string(c.Agent), c.NotAfter.UTC(), nullable(c.Issuer))
 		return err
 	})
 }
@@ -124,4 +140,83 @@ func scanString(sc codec.Scanner) (string, error) {
 	var v string
 	err := sc.Scan(&v)
 	return v, err
+}
+
+// nullable stores an empty string as NULL.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// ClusterCA reads the stored CA and, during a rotation, the previous one.
+func (s *Store) ClusterCA(ctx context.Context) (store.ClusterCA, error) {
+	var out store.ClusterCA
+	err := s.read(ctx, "cluster ca", func(tx txn) error {
+		var c, k, pc, pk string
+		if err := tx.queryRow(ctx, selectFullCA).Scan(&c, &k, &pc, &pk); err != nil {
+			return err
+		}
+		out = store.ClusterCA{CertPEM: []byte(c), KeyPEM: []byte(k)}
+		if pc != "" {
+			out.PreviousCertPEM, out.PreviousKeyPEM = []byte(pc), []byte(pk)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RotateClusterCA puts next in place and keeps the current CA as previous.
+func (s *Store) RotateClusterCA(ctx context.Context, next store.ClusterCA, oldIssuer string, at time.Time) error {
+	return s.write(ctx, "rotate cluster ca", func(tx txn) error {
+		if err := tx.lock(ctx, lockJoins); err != nil {
+			return err
+		}
+		n, err := tx.exec(ctx, rotateCA, string(next.CertPEM), string(next.KeyPEM))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return store.ErrCARotating
+		}
+		_, err = tx.exec(ctx, nameOldIssuer, oldIssuer)
+		return err
+	})
+}
+
+// StaleAgents lists agents with no live certificate of issuer.
+func (s *Store) StaleAgents(ctx context.Context, issuer string, now time.Time) ([]domain.AgentID, error) {
+	return readAll(ctx, s, "stale agents", staleAgents, []any{issuer, now.UTC()}, scanAgentID)
+}
+
+// FinishCARotation drops the previous CA once no live agent needs it.
+func (s *Store) FinishCARotation(ctx context.Context, issuer string, now time.Time) error {
+	return s.write(ctx, "finish ca rotation", func(tx txn) error {
+		// The joins' lock: a join or renewal under the old CA cannot
+		// slip in between the check and the drop.
+		if err := tx.lock(ctx, lockJoins); err != nil {
+			return err
+		}
+		stale, err := queryAll(ctx, tx, staleAgents, []any{issuer, now.UTC()}, scanAgentID)
+		if err != nil {
+			return err
+		}
+		if len(stale) > 0 {
+			return &store.CARotationPending{Agents: stale}
+		}
+		n, err := tx.exec(ctx, finishCA)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return store.ErrNoCARotation
+		}
+		return nil
+	})
+}
+
+func scanAgentID(sc codec.Scanner) (domain.AgentID, error) {
+	v, err := scanString(sc)
+	return domain.AgentID(v), err
 }

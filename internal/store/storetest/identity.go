@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -140,4 +141,48 @@ func testConcurrentJoins(t *testing.T, e Engine) {
 	if won != 1 {
 		t.Fatalf("%d concurrent joins of one id succeeded, want 1", won)
 	}
+}
+
+// testCARotation: a rotation keeps the old CA beside the new one and
+// names the old CA in certificates recorded without an issuer; finishing
+// is refused while a live agent holds only old certificates, naming it,
+// and drops the old CA once every live agent has one of the new.
+func testCARotation(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	_, _, err := f.s.InitClusterCA(f.ctx, []byte("ca1"), []byte("key1"), at(0))
+	f.must(err, "init")
+	wantErr(t, f.s.FinishCARotation(f.ctx, "fp1", at(1)), store.ErrNoCARotation, "finish without a rotation")
+	f.must(f.s.CreateJoinToken(f.ctx, store.JoinToken{ID: "t", CreatedAt: at(0), ExpiresAt: at(3600)}, []byte("h")), "token")
+	for _, a := range []string{"a", "b", "gone"} {
+		f.must(f.s.JoinAgent(f.ctx, []byte("h"), store.AgentCertificate{Serial: "s-" + a, Agent: domain.AgentID(a),
+			NotAfter: at(1000)}, at(1)), "join %s", a)
+	}
+	f.must(f.s.RotateClusterCA(f.ctx, store.ClusterCA{CertPEM: []byte("ca2"), KeyPEM: []byte("key2")}, "fp1", at(2)), "rotate")
+	wantErr(t, f.s.RotateClusterCA(f.ctx, store.ClusterCA{CertPEM: []byte("ca3"), KeyPEM: []byte("key3")}, "fp2", at(3)),
+		store.ErrCARotating, "second rotation")
+	ca, err := f.s.ClusterCA(f.ctx)
+	f.must(err, "read")
+	if string(ca.CertPEM) != "ca2" || string(ca.KeyPEM) != "key2" || string(ca.PreviousCertPEM) != "ca1" || string(ca.PreviousKeyPEM) != "key1" {
+		t.Fatalf("during the rotation: %q", ca)
+	}
+	f.must(f.s.RenewAgentCertificate(f.ctx, "s-a", store.AgentCertificate{Serial: "s-a2", Agent: "a", NotAfter: at(2000),
+		Issuer: "fp2"}, at(4)), "renew a under the new CA")
+	_, err = f.s.RevokeAgentCertificates(f.ctx, "gone", at(5))
+	f.must(err, "revoke gone")
+	stale, err := f.s.StaleAgents(f.ctx, "fp2", at(6))
+	f.must(err, "stale")
+	if fmt.Sprint(stale) != "[b]" {
+		t.Fatalf("stale agents %v, want [b]", stale)
+	}
+	var pending *store.CARotationPending
+	err = f.s.FinishCARotation(f.ctx, "fp2", at(6))
+	if !errors.As(err, &pending) || fmt.Sprint(pending.Agents) != "[b]" || !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("finish with b on the old CA: %v, want a conflict naming b", err)
+	}
+	// b's old certificate expires: nothing holds the old CA any more.
+	f.must(f.s.FinishCARotation(f.ctx, "fp2", at(1000)), "finish")
+	if ca, err = f.s.ClusterCA(f.ctx); err != nil || string(ca.CertPEM) != "ca2" || ca.PreviousCertPEM != nil {
+		t.Fatalf("after finishing: %q, %v", ca, err)
+	}
+	f.must(f.s.RotateClusterCA(f.ctx, store.ClusterCA{CertPEM: []byte("ca3"), KeyPEM: []byte("key3")}, "fp2", at(1001)), "rotate again")
 }

@@ -120,6 +120,7 @@ func Run(t *testing.T, e Engine) {
 		{"AgentDrains", testAgentDrains},
 		{"Jobs", testJobs},
 		{"ClusterCA", testClusterCA},
+		{"CARotation", testCARotation},
 		{"JoinTokens", testJoinTokens},
 		{"AgentCertificates", testAgentCertificates},
 		{"ConcurrentJoins", testConcurrentJoins},
