@@ -124,10 +124,14 @@ func waitArray(ctx context.Context, c *client, a v1.Array, out io.Writer, timeou
 			return a, raw, fmt.Errorf("array %s: %w after %s: %s", a.Name, errWaitTimeout, timeout, arrayCounts(a.Statuses))
 		case <-tick.C:
 		}
+		// Decoded afresh: into the old value, its Statuses map would keep
+		// the counts of statuses no element has any more.
+		var next v1.Array
 		var err error
-		if raw, err = c.do(ctx, "GET", "/v1/arrays/"+url.PathEscape(a.ID), nil, &a); err != nil {
+		if raw, err = c.do(ctx, "GET", "/v1/arrays/"+url.PathEscape(a.ID), nil, &next); err != nil {
 			return a, raw, err
 		}
+		a = next
 		if now := arrayCounts(a.Statuses); now != last {
 			fmt.Fprintf(out, "%s  %s\n", time.Now().Format(time.TimeOnly), now)
 			last = now

@@ -72,3 +72,18 @@ func CheckUserEnvName(name string) error {
 	}
 	return nil
 }
+
+// managerSetEnv are names under a reserved prefix that the manager itself
+// sets in a session's environment, after admission has refused them from
+// the user: an array element's index, count and array.
+var managerSetEnv = map[string]bool{EnvArrayIndex: true, EnvArrayCount: true, EnvArrayID: true}
+
+// CheckKernelEnvName says why an agent must refuse a kernel's environment
+// variable name, or nil: what a user may set, and what the manager sets
+// for it (managerSetEnv).
+func CheckKernelEnvName(name string) error {
+	if managerSetEnv[name] {
+		return nil
+	}
+	return CheckUserEnvName(name)
+}

@@ -35,3 +35,22 @@ func TestCheckUserEnvName(t *testing.T) {
 		}
 	}
 }
+
+// An array element's variables are set by the manager after admission:
+// a user may not set them, an agent accepts them.
+func TestCheckKernelEnvName(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{domain.EnvArrayIndex, domain.EnvArrayCount, domain.EnvArrayID} {
+		if domain.CheckUserEnvName(name) == nil {
+			t.Errorf("a user may set %s", name)
+		}
+		if err := domain.CheckKernelEnvName(name); err != nil {
+			t.Errorf("CheckKernelEnvName(%s) = %v, want nil", name, err)
+		}
+	}
+	for _, name := range []string{"SOKOVAN_BIND_HOST", "LD_PRELOAD", "PATH"} {
+		if domain.CheckKernelEnvName(name) == nil {
+			t.Errorf("an agent accepts %s", name)
+		}
+	}
+}

@@ -259,8 +259,9 @@ func (s Spec) Validate() error {
 	}
 	for k, v := range s.Env {
 		// The manager refuses these at submit; an agent checks again since
-		// it is the one whose host they would reach.
-		if err := domain.CheckUserEnvName(k); err != nil {
+		// it is the one whose host they would reach. Names the manager
+		// sets itself (an array element's) pass.
+		if err := domain.CheckKernelEnvName(k); err != nil {
 			return fmt.Errorf("%w: kernel %s: environment: %v", ErrInvalidSpec, s.Kernel, err)
 		}
 		if strings.ContainsRune(v, 0) {

@@ -122,6 +122,12 @@ func TestSpecValidate(t *testing.T) {
 		{"env name with =", func(s *runtime.Spec) { s.Env = map[string]string{"A=B": "c"} }, false},
 		{"env value with NUL", func(s *runtime.Spec) { s.Env = map[string]string{"A": "b\x00"} }, false},
 		{"command with NUL", func(s *runtime.Spec) { s.Command = []string{"a\x00"} }, false},
+		// An array element's variables are the manager's, set after
+		// admission refused them from the user; the runtime's own are not.
+		{"array element's env", func(s *runtime.Spec) {
+			s.Env = map[string]string{domain.EnvArrayIndex: "3", domain.EnvArrayCount: "6", domain.EnvArrayID: "a1"}
+		}, true},
+		{"runtime's env", func(s *runtime.Spec) { s.Env = map[string]string{runtime.EnvBindHost: "0.0.0.0"} }, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
