@@ -120,3 +120,27 @@ func TestSimulateImportPhilly(t *testing.T) {
 		t.Errorf("a file that is no job list: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestSimulateSaysWhySessionsWereRejected: a workload the cluster cannot
+// take at all (Philly's jobs ask cuda.shares of a cluster offering
+// cuda.device) is reported as rejected, with the first refusal's reason,
+// not as sessions that ended with no wait.
+func TestSimulateSaysWhySessionsWereRejected(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, nil)
+	sample := filepath.Join("..", "..", "internal", "simulate", "testdata", "philly_sample.json")
+	r := c.run("", "simulate", "--import", "philly:"+sample, "--cluster", "agents=2,cpu=32,mem=128g,cuda.device=8")
+	if r.code != 0 || !strings.Contains(r.stdout, "REJECTED defaults: 3 session(s) refused at submit, the first because: ") ||
+		!strings.Contains(r.stdout, "cuda.shares") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	// The row's last five values: ended, rejected, unfinished, preempted,
+	// work lost (the header's names are not one word each).
+	row := strings.Fields(strings.Split(r.stdout, "\n")[1])
+	at := func(col string) string {
+		return row[len(row)-5+map[string]int{"ended": 0, "rejected": 1}[col]]
+	}
+	if at("ended") != "0" || at("rejected") != "3" {
+		t.Errorf("ended %q, rejected %q; want 0 and 3:\n%s", at("ended"), at("rejected"), r.stdout)
+	}
+}

@@ -80,6 +80,10 @@ type Variant struct {
 	// figures are then of what had happened by then: sessions still live
 	// are UNFINISHED, those not yet due NOT_SUBMITTED.
 	Partial string `json:"partial,omitempty"`
+	// Rejected is why the first session refused at submit was refused
+	// (status REJECTED), so that a run whose cluster cannot take the
+	// workload says so rather than reporting empty waits.
+	Rejected string `json:"rejected,omitempty"`
 	// Sessions is each session's result, for --sessions; not in the
 	// report's JSON, which summarises.
 	Sessions []SessionResult `json:"-"`
@@ -242,6 +246,9 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 			continue
 		case rec.rejected != "":
 			v.Status["REJECTED"]++
+			if v.Rejected == "" {
+				v.Rejected = rec.rejected
+			}
 			continue
 		case rec.end < 0:
 			v.Status["UNFINISHED"]++
@@ -645,7 +652,7 @@ func (rep Report) WriteJSON(w io.Writer) error {
 // WriteTable prints the variants side by side.
 func (rep Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "variant\tutil\tfrag\twait p50\tp95\tp99\tmax\tjain\tjain(t)\tbsld mean\tgang worst\tmakespan\tended\tunfinished\tpreempted\twork lost\t")
+	fmt.Fprintln(tw, "variant\tutil\tfrag\twait p50\tp95\tp99\tmax\tjain\tjain(t)\tbsld mean\tgang worst\tmakespan\tended\trejected\tunfinished\tpreempted\twork lost\t")
 	for _, v := range rep.Variants {
 		util := "-"
 		for _, s := range v.Utilisation.Slots {
@@ -667,14 +674,14 @@ func (rep Report) WriteTable(w io.Writer) error {
 		}
 		ended := 0
 		for k, n := range v.Status {
-			if k != "UNFINISHED" && k != "NOT_SUBMITTED" {
+			if k != "UNFINISHED" && k != "NOT_SUBMITTED" && k != "REJECTED" {
 				ended += n
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.2f\t%s\t%s\t%d\t%d\t%d\t%s\t\n", v.Name, util, frag,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.2f\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t\n", v.Name, util, frag,
 			fmtSeconds(all.P50), fmtSeconds(all.P95), fmtSeconds(all.P99), fmtSeconds(all.Max),
 			v.Fairness.Overall, v.Fairness.OverTime, v.Slowdown.Mean, gang, fmtSeconds(v.MakespanS),
-			ended, v.Status["UNFINISHED"]+v.Status["NOT_SUBMITTED"], v.Preempted, fmtSeconds(v.WorkLostS))
+			ended, v.Status["REJECTED"], v.Status["UNFINISHED"]+v.Status["NOT_SUBMITTED"], v.Preempted, fmtSeconds(v.WorkLostS))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -682,6 +689,9 @@ func (rep Report) WriteTable(w io.Writer) error {
 	for _, v := range rep.Variants {
 		if v.Partial != "" {
 			fmt.Fprintf(w, "PARTIAL %s: %s\n", v.Name, v.Partial)
+		}
+		if n := v.Status["REJECTED"]; n > 0 {
+			fmt.Fprintf(w, "REJECTED %s: %d session(s) refused at submit, the first because: %s\n", v.Name, n, v.Rejected)
 		}
 	}
 	return rep.writeWindows(w)
