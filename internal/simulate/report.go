@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -246,9 +247,7 @@ func (r *runner) report(cl Cluster, settings []Setting) Variant {
 			continue
 		case rec.rejected != "":
 			v.Status["REJECTED"]++
-			if v.Rejected == "" {
-				v.Rejected = rec.rejected
-			}
+			v.Rejected = cmp.Or(v.Rejected, rec.rejected) // the first refusal's
 			continue
 		case rec.end < 0:
 			v.Status["UNFINISHED"]++
