@@ -56,9 +56,14 @@ WHERE id = $1 AND status {in $9}
 	selectLastDeploymentHistory = `SELECT id, ` + codec.DeploymentHistoryColumns + ` FROM deployment_history
 WHERE id IN (SELECT MAX(id) FROM deployment_history WHERE deployment_id {in $1} AND route_id {in $2}
 GROUP BY deployment_id, route_id)`
-	mergeDeploymentHistory  = `UPDATE deployment_history SET attempt = $2, at = $3 WHERE id = $1`
+	mergeDeploymentHistory = `UPDATE deployment_history SET attempt = u.attempt, at = u.at
+FROM {rows $1 u(id bigint, attempt int, at timestamptz)}
+WHERE deployment_history.id = u.id`
+	// Rows are inserted in the batch's order, so the ids they get keep it.
 	insertDeploymentHistory = `INSERT INTO deployment_history (` + codec.DeploymentHistoryColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+SELECT u.deployment_id, u.route_id, u.at, u.handler, u.result, u.from_status, u.to_status, u.message, u.attempt
+FROM {rows $1 u(deployment_id text, route_id text, at timestamptz, handler text, result text, from_status text, to_status text, message text, attempt int)}
+ORDER BY u.n`
 	selectDeploymentHistory = `SELECT id, ` + codec.DeploymentHistoryColumns + ` FROM deployment_history
 WHERE deployment_id = $1 ORDER BY id`
 )
@@ -272,18 +277,28 @@ func (s *Store) AppendDeploymentHistory(ctx context.Context, entries []domain.De
 			return err
 		}
 		updates, inserts := codec.MergeRepeats(last, entries, func(e domain.DeploymentHistoryEntry) key { return key{e.Subject, e.Route} })
-		for _, u := range updates {
-			if _, err := tx.exec(ctx, mergeDeploymentHistory, u.RowID, u.Entry.Attempt, u.Entry.At.UTC()); err != nil {
+		// One statement for the merges and one for the new entries, as
+		// the sessions' history does: health checks append for every route.
+		if n := len(updates); n > 0 {
+			ids, attempts, times := make([]int64, n), make([]int32, n), make([]time.Time, n)
+			for i, u := range updates {
+				ids[i], attempts[i], times[i] = u.RowID, int32(u.Entry.Attempt), u.Entry.At.UTC()
+			}
+			if err := tx.execN(ctx, n, mergeDeploymentHistory, Rows{ids, attempts, times}); err != nil {
 				return err
 			}
 		}
-		for _, e := range inserts {
-			if _, err := tx.exec(ctx, insertDeploymentHistory, string(e.Subject), string(e.Route), e.At.UTC(),
-				string(e.Cause), string(e.Result), e.From, e.To, e.Message, e.Attempt); err != nil {
-				return err
-			}
+		n := len(inserts)
+		if n == 0 {
+			return nil
 		}
-		return nil
+		deps, routes, at, causes := make([]string, n), make([]string, n), make([]time.Time, n), make([]string, n)
+		results, from, to, msgs, attempts := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]int32, n)
+		for i, e := range inserts {
+			deps[i], routes[i], at[i], causes[i] = string(e.Subject), string(e.Route), e.At.UTC(), string(e.Cause)
+			results[i], from[i], to[i], msgs[i], attempts[i] = string(e.Result), e.From, e.To, e.Message, int32(e.Attempt)
+		}
+		return tx.execN(ctx, n, insertDeploymentHistory, Rows{deps, routes, at, causes, results, from, to, msgs, attempts})
 	})
 }
 
