@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -38,7 +37,7 @@ func newAgentTokenCmd(o *output) *cobra.Command {
 					if t.CA == "" {
 						return errors.New("--ca-out: the manager gives agents no identities (it runs --insecure-shared-agent-token)")
 					}
-					if err := os.WriteFile(caOut, []byte(t.CA), 0o644); err != nil {
+					if err := writeFileAtomic(caOut, []byte(t.CA), 0o644); err != nil {
 						return fmt.Errorf("--ca-out: %w", err)
 					}
 				}

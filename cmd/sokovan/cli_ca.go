@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -69,7 +68,7 @@ func caRender(caOut string) func(io.Writer, v1.ClusterCA) error {
 			fmt.Fprintf(w, "stale:     %s\n", stale)
 		}
 		if caOut != "" {
-			if err := os.WriteFile(caOut, []byte(ca.Certificates), 0o644); err != nil {
+			if err := writeFileAtomic(caOut, []byte(ca.Certificates), 0o644); err != nil {
 				return fmt.Errorf("--ca-out: %w", err)
 			}
 		}

@@ -86,15 +86,22 @@ func saveConfig(cfg clientConfig) (string, error) {
 		return "", err
 	}
 	b, _ := json.MarshalIndent(cfg, "", "  ") // two strings always marshal
+	return path, writeFileAtomic(path, append(b, '\n'), 0o600)
+}
+
+// writeFileAtomic replaces path with data in one rename, so that whoever
+// waits for the file (a script, an agent's --ca) never reads it half
+// written.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return "", err
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
 	}
 	// WriteFile keeps the mode of a file that exists; make sure.
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		return "", err
+	if err := os.Chmod(tmp, mode); err != nil {
+		return err
 	}
-	return path, os.Rename(tmp, path)
+	return os.Rename(tmp, path)
 }
 
 // client talks to one manager.

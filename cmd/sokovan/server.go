@@ -53,7 +53,7 @@ func newServerCmd() *cobra.Command {
 				if len(m.ClusterCA) == 0 {
 					return errors.New("--cluster-ca-out: with --insecure-shared-agent-token there is no cluster CA")
 				}
-				if err := os.WriteFile(caOut, m.ClusterCA, 0o644); err != nil {
+				if err := writeFileAtomic(caOut, m.ClusterCA, 0o644); err != nil {
 					return fmt.Errorf("--cluster-ca-out: %w", err)
 				}
 			}
