@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
@@ -29,16 +27,16 @@ func TestDashboardArrays(t *testing.T) {
 	b.checkLabels(t, "arrays")
 	b.checkNames(t, "arrays")
 	b.waitJS(t, "two running, counted", `document.querySelector('#array-rows .counts')?.textContent === '4 PENDING, 2 RUNNING'`)
-	b.run(t, "open the array", chromedp.Click(chromedp.CSS(`#array-rows a`)))
+	b.click(t, "open the array", `#array-rows a`)
 	b.waitJS(t, "six elements", `document.querySelectorAll('#element-rows tr').length === 6`)
 	b.checkLabels(t, "array")
 	b.checkNames(t, "array")
 	// An element's session page links back to its array.
-	b.run(t, "open an element", chromedp.Click(chromedp.CSS(`#element-rows a`)))
+	b.click(t, "open an element", `#element-rows a`)
 	b.waitJS(t, "the element's array link", `document.getElementById('session-array')?.textContent === 'sweep'`)
-	b.run(t, "back to the array", chromedp.Click(chromedp.ID("session-array")))
+	b.click(t, "back to the array", "#session-array")
 	b.waitJS(t, "six elements again", `document.querySelectorAll('#element-rows tr').length === 6`)
-	b.run(t, "end every element", chromedp.Click(chromedp.ID("remove-array")))
+	b.click(t, "end every element", "#remove-array")
 	b.waitJS(t, "every element ended", `document.getElementById('remove-array') === null &&
 		[...document.querySelectorAll('#element-rows tr')].every((r) => ['CANCELLED', 'TERMINATED'].includes(r.dataset.status))`)
 }

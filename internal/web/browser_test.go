@@ -345,13 +345,13 @@ func TestDashboardUser(t *testing.T) {
 	b.shot(t, "sessions")
 
 	// Its page: the timeline has a RUNNING lane and the logs are read.
-	b.run(t, "open the session", chromedp.Click(chromedp.CSS(`#session-rows tr a`)))
+	b.click(t, "open the session", `#session-rows tr a`)
 	b.waitJS(t, "the timeline's RUNNING span", `document.querySelector('#timeline svg rect.span[data-status=RUNNING]') !== null`)
 	b.waitJS(t, "the logs", `document.getElementById('logs').textContent.includes('hello from kernel')`)
 	b.checkLabels(t, "session")
 	b.shot(t, "session-running")
 
-	b.run(t, "cancel it", chromedp.Click(chromedp.ID("cancel")))
+	b.click(t, "cancel it", "#cancel")
 	b.waitJS(t, "the session TERMINATED", `document.getElementById('main').dataset.status === 'TERMINATED'`)
 	b.shot(t, "session-terminated")
 
@@ -435,7 +435,7 @@ func TestDashboardAdmin(t *testing.T) {
 
 	b.go_(t, "#/agents", `document.querySelectorAll('#agent-rows tr').length === 2`)
 	b.checkLabels(t, "agents")
-	b.run(t, "cordon agent-1", chromedp.Click(chromedp.CSS(`#agent-rows tr[data-id="agent-1"] button[data-verb=cordon]`)))
+	b.click(t, "cordon agent-1", `#agent-rows tr[data-id="agent-1"] button[data-verb=cordon]`)
 	b.waitJS(t, "agent-1 cordoned on the page",
 		`document.querySelector('#agent-rows tr[data-id="agent-1"]').dataset.schedulable === 'false'`)
 	var a v1.Agent
@@ -444,7 +444,7 @@ func TestDashboardAdmin(t *testing.T) {
 		t.Error("the cordon button did not cordon agent-1")
 	}
 	b.shot(t, "agents-cordoned")
-	b.run(t, "uncordon agent-1", chromedp.Click(chromedp.CSS(`#agent-rows tr[data-id="agent-1"] button[data-verb=uncordon]`)))
+	b.click(t, "uncordon agent-1", `#agent-rows tr[data-id="agent-1"] button[data-verb=uncordon]`)
 	b.waitJS(t, "agent-1 schedulable again",
 		`document.querySelector('#agent-rows tr[data-id="agent-1"]').dataset.schedulable === 'true'`)
 
@@ -545,11 +545,11 @@ func TestDashboardQueue(t *testing.T) {
 	}
 	b.waitJS(t, "second-wait at the head of the queue", fmt.Sprintf(`(() => { const r = document.querySelectorAll('#queue-rows tr');
 		return r.length === 1 && r[0].dataset.id === %q && r[0].dataset.position === '1'; })()`, second.ID))
-	b.run(t, "refresh", chromedp.Click(chromedp.ID("queue-refresh")))
+	b.click(t, "refresh", "#queue-refresh")
 	b.waitJS(t, "the refresh done", `!document.getElementById('queue-refresh').disabled`)
 
 	// bob sees alice's pending session only as a count.
-	b.run(t, "sign out", chromedp.Click(chromedp.CSS(`header .who button`)))
+	b.click(t, "sign out", `header .who button`)
 	b.login(t, d.URL, bob, "bob")
 	b.go_(t, "#/queue/default", `document.getElementById('queue-summary').dataset.hidden === '1'`)
 	b.checkLabels(t, "queue as bob")
@@ -572,7 +572,7 @@ func TestDashboardQueue(t *testing.T) {
 	b.go_(t, "#/usage", `document.getElementById('usage-limits').textContent.includes('No user, project or domain policy')`)
 
 	// An admin sees every session, with its owner.
-	b.run(t, "sign out", chromedp.Click(chromedp.CSS(`header .who button`)))
+	b.click(t, "sign out", `header .who button`)
 	b.login(t, d.URL, d.AdminToken, "admin")
 	b.go_(t, "#/queue", `document.querySelectorAll('#queue-rows tr').length === 1`)
 	if owner := eval[string](t, b, `document.querySelector('#queue-rows td[data-label=Owner]').textContent`); owner != "alice" {

@@ -141,16 +141,16 @@ func TestDashboardDeployments(t *testing.T) {
 
 	// Destroy asks first; Keep it changes nothing.
 	b.go_(t, "#/deployments/"+dep.ID, `document.querySelectorAll('#route-rows tr').length === 2`)
-	b.run(t, "destroy, then keep", chromedp.Click(chromedp.ID("destroy")))
+	b.click(t, "destroy, then keep", "#destroy")
 	b.waitJS(t, "the question", `!document.getElementById('destroy-confirm').hidden && document.activeElement.id === 'destroy-yes'`)
 	if q := eval[string](t, b, `document.getElementById('destroy-q').textContent`); !strings.Contains(q, "llm") {
 		t.Errorf("the confirmation %q does not name the deployment", q)
 	}
 	b.shot(t, "deployment-confirm")
-	b.run(t, "keep it", chromedp.Click(chromedp.ID("destroy-no")))
+	b.click(t, "keep it", "#destroy-no")
 	b.waitJS(t, "the question gone", `document.getElementById('destroy-confirm').hidden`)
 	// Escape is Keep it too, and the focus goes back to Destroy….
-	b.run(t, "destroy, then Escape", chromedp.Click(chromedp.ID("destroy")))
+	b.click(t, "destroy, then Escape", "#destroy")
 	b.waitJS(t, "the question", `document.activeElement.id === 'destroy-yes'`)
 	b.run(t, "Escape", chromedp.KeyEvent(kb.Escape))
 	b.waitJS(t, "the question gone, focus on Destroy…", `document.getElementById('destroy-confirm').hidden && document.activeElement.id === 'destroy'`)
@@ -158,16 +158,16 @@ func TestDashboardDeployments(t *testing.T) {
 	if got.Status == "DESTROYING" || got.Status == "DESTROYED" {
 		t.Fatalf("Keep it destroyed the deployment: %s", got.Status)
 	}
-	b.run(t, "destroy for real", chromedp.Click(chromedp.ID("destroy")))
+	b.click(t, "destroy for real", "#destroy")
 	b.waitJS(t, "the question", `!document.getElementById('destroy-confirm').hidden`)
-	b.run(t, "confirm", chromedp.Click(chromedp.ID("destroy-yes")))
+	b.click(t, "confirm", "#destroy-yes")
 	b.waitJS(t, "DESTROYED with no routes", `document.getElementById('main').dataset.status === 'DESTROYED' &&
 		document.getElementById('main').dataset.routes === '0' && document.getElementById('destroy').hidden`)
 	b.shot(t, "deployment-destroyed")
 
 	// The list leaves DESTROYED deployments out until asked.
 	b.go_(t, "#/deployments", `document.getElementById('deployment-count')?.textContent === 'No deployments yet.'`)
-	b.run(t, "include destroyed", chromedp.Click(chromedp.ID("d-all")))
+	b.click(t, "include destroyed", "#d-all")
 	b.waitJS(t, "the destroyed one listed", `document.querySelector('#deployment-rows tr[data-name=llm]')?.dataset.status === 'DESTROYED'`)
 	if !b.noCSPViolations(t) {
 		t.Error("the page broke its Content-Security-Policy")
@@ -282,12 +282,12 @@ func TestDashboardDeploymentManage(t *testing.T) {
 	b.waitJS(t, "the rule on the page", `document.getElementById('autoscale-state').textContent.startsWith('On: 1 to 3') &&
 		!document.getElementById('autoscale-off').hidden`)
 	b.shot(t, "deployment-manage")
-	b.run(t, "turn autoscaling off", chromedp.Click(chromedp.ID("autoscale-off")))
+	b.click(t, "turn autoscaling off", "#autoscale-off")
 	apitest.Eventually(t, 10*time.Second, "autoscaling off", func() bool { return get().Autoscale == nil })
 	b.waitJS(t, "off on the page", `document.getElementById('autoscale-state').textContent.startsWith('Off')`)
 
 	// Tokens: created and shown once, listed, opening the proxy until revoked.
-	b.run(t, "create a token", chromedp.Click(chromedp.ID("token-create")))
+	b.click(t, "create a token", "#token-create")
 	b.waitJS(t, "the new token", `document.getElementById('token-value')?.textContent.startsWith('skvd_')`)
 	tok := eval[string](t, b, `document.getElementById('token-value').textContent`)
 	var toks v1.List[v1.DeploymentToken]
@@ -302,14 +302,14 @@ func TestDashboardDeploymentManage(t *testing.T) {
 	}
 	b.checkNames(t, "deployment with a token")
 	b.shot(t, "deployment-token")
-	b.run(t, "kept it", chromedp.Click(chromedp.ID("token-done")))
+	b.click(t, "kept it", "#token-done")
 	b.waitJS(t, "the value gone", `document.getElementById('token-new').hidden`)
 	b.go_(t, "#/deployments", `document.querySelector('#deployment-rows tr[data-name=llm]') !== null`)
 	b.go_(t, "#/deployments/"+dep.ID, `document.querySelector('#token-rows tr[data-id="`+tokID+`"]') !== null`)
 	if strings.Contains(eval[string](t, b, `document.body.textContent`), tok) {
 		t.Error("the token's value is shown again")
 	}
-	b.run(t, "revoke it", chromedp.Click(chromedp.CSS(`#token-rows tr[data-id="`+tokID+`"] button[data-verb=revoke]`)))
+	b.click(t, "revoke it", `#token-rows tr[data-id="`+tokID+`"] button[data-verb=revoke]`)
 	b.waitJS(t, "the token revoked", `document.querySelector('#token-rows tr[data-id="`+tokID+`"]').dataset.status === 'revoked'`)
 	d.Do(alice, "GET", "/v1/deployments/"+dep.ID+"/tokens", nil, &toks)
 	if len(toks.Items) != 1 || toks.Items[0].RevokedAt == nil {

@@ -85,14 +85,14 @@ func TestDashboardJobs(t *testing.T) {
 	b.shot(t, "job-running")
 
 	// A member's page links back to its job.
-	b.run(t, "open a member", chromedp.Click(chromedp.CSS(`#member-rows a`)))
+	b.click(t, "open a member", `#member-rows a`)
 	b.waitJS(t, "the member's link to its job", `document.getElementById('session-job')?.getAttribute('href') === '#/jobs/`+job.ID+`'`)
 
 	b.go_(t, "#/jobs", `document.querySelector('#job-rows tr[data-state=RUNNING] td.placed')?.textContent === '2 / 2'`)
 	b.shot(t, "jobs")
-	b.run(t, "open the job", chromedp.Click(chromedp.CSS(`#job-rows tr a`)))
+	b.click(t, "open the job", `#job-rows tr a`)
 	b.waitJS(t, "the cancel button", `document.getElementById('cancel-job') !== null`)
-	b.run(t, "cancel it", chromedp.Click(chromedp.ID("cancel-job")))
+	b.click(t, "cancel it", "#cancel-job")
 	b.waitJS(t, "the job FAILED, its members TERMINATED, no cancel button", `document.getElementById('main').dataset.state === 'FAILED' &&
 		[...document.querySelectorAll('#member-rows tr')].every(r => r.dataset.status === 'TERMINATED') &&
 		document.getElementById('cancel-job') === null`)

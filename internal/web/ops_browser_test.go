@@ -44,7 +44,7 @@ func TestDashboardAgentDrain(t *testing.T) {
 	row := fmt.Sprintf(`#agent-rows tr[data-id=%q]`, agent)
 	// The row's Drain… hands the agent to the form and the focus to its
 	// deadline, so a keyboard user types it next.
-	b.run(t, "Drain… on the agent", chromedp.Click(chromedp.CSS(row+` button[data-verb=drain]`)))
+	b.click(t, "Drain… on the agent", row+` button[data-verb=drain]`)
 	type formT struct {
 		Agent string `json:"agent"`
 		Focus string `json:"focus"`
@@ -81,7 +81,7 @@ func TestDashboardAgentDrain(t *testing.T) {
 	b.waitJS(t, "drained after the deadline", `document.querySelector('`+row+`').dataset.drained === 'true' &&
 		document.querySelector('`+row+` td.placement').textContent.includes('drained')`)
 	b.shot(t, "drained")
-	b.run(t, "uncordon", chromedp.Click(chromedp.CSS(row+` button[data-verb=uncordon]`)))
+	b.click(t, "uncordon", row+` button[data-verb=uncordon]`)
 	b.waitJS(t, "schedulable, no drain", `(() => { const r = document.querySelector('`+row+`');
 		return r.dataset.schedulable === 'true' && r.dataset.remaining === undefined; })()`)
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
 )
@@ -72,7 +70,7 @@ func TestDashboardReservations(t *testing.T) {
 	}
 	b.shot(t, "session-held-back")
 
-	b.run(t, "sign out", chromedp.Click(chromedp.CSS(`header .who button`)))
+	b.click(t, "sign out", `header .who button`)
 	b.login(t, d.URL, bob, "bob")
 	b.go_(t, "#/sessions/"+bobs.ID, `document.querySelector('#why .blocker[data-kind=reservation]') !== null`)
 	text := eval[string](t, b, `document.querySelector('#why .blocker[data-kind=reservation]').textContent`)
