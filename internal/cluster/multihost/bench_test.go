@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -19,7 +21,8 @@ import (
 // benchmarks measure on loopback: a manager on one host, two process
 // agents on two more, PostgreSQL reached over the bridge. It reports
 // submit → RUNNING for sessions submitted one at a time (each polled every
-// 5 ms through the API), and a request's round trip to an http-echo on a
+// 5 ms through the API), with agents joined by a join token and TLS
+// throughout as a cluster runs by default, and a request's round trip to an http-echo on a
 // remote agent, straight to the kernel's address and through the
 // manager's session proxy, whose difference is the proxy's cost across
 // hosts.
@@ -35,15 +38,32 @@ func BenchmarkAcrossHosts(b *testing.B) {
 	u.Host = c.forward(u.Host)
 	m := c.addHost("m1", 11)
 	agents := []*host{c.addHost("a1", 21), c.addHost("a2", 22)}
+	// The production default: agent identities from a join token, TLS
+	// between manager and agents and to the API.
+	caFile := filepath.Join(c.dir, "m1-ca.pem")
 	c.run(m, []string{"SOKOVAN_ADMIN_TOKEN=" + adminToken}, "server", "--db", u.String(), "--listen", m.ip+":8470",
-		"--agent-token", agentToken, "--insecure-shared-agent-token", "--cycle-interval", "1s")
-	for i, a := range agents {
+		"--cluster-ca-out", caFile, "--cycle-interval", "1s")
+	eventually(b, 60*time.Second, "the cluster CA", func() (bool, string) {
+		if gone := c.exited(); gone != "" {
+			b.Fatalf("exited: %s", gone)
+		}
+		_, err := os.Stat(caFile)
+		return err == nil, fmt.Sprint(err)
+	})
+	useClusterCA(b, caFile)
+	a := api{b, "https://" + m.ip + ":8470"}
+	eventually(b, 60*time.Second, "the manager ready", func() (bool, string) {
+		code, raw := a.do("GET", "/readyz", nil)
+		return code == 200, fmt.Sprintf("%d %s", code, raw)
+	})
+	var join v1.AgentToken
+	a.decode("POST", "/v1/agent-tokens", map[string]any{"ttl": "1h", "uses": len(agents)}, &join, 201)
+	for i, ag := range agents {
 		first := 3100000000 + i*10000
-		c.run(a, nil, "agent", "run", "--id", a.name, "--runtime", "process", "--manager", "http://"+m.ip+":8470",
-			"--token", agentToken, "--cpu", "64", "--mem", "64g", "--kernel-uids", fmt.Sprintf("%d-%d", first, first+999),
-			"--data-dir", c.dir+"/"+a.name)
+		c.run(ag, nil, "agent", "run", "--id", ag.name, "--runtime", "process", "--manager", a.base,
+			"--join-token", join.Token, "--ca", caFile, "--cpu", "64", "--mem", "64g",
+			"--kernel-uids", fmt.Sprintf("%d-%d", first, first+999), "--data-dir", c.dir+"/"+ag.name)
 	}
-	a := api{b, "http://" + m.ip + ":8470"}
 	eventually(b, 60*time.Second, "2 agents ALIVE", func() (bool, string) {
 		code, raw := a.do("GET", "/v1/agents", nil)
 		var list struct{ Items []v1.Agent }
@@ -85,7 +105,7 @@ func BenchmarkAcrossHosts(b *testing.B) {
 			toRunning = append(toRunning, time.Since(t0))
 			a.endAll(id)
 		}
-		hc := &http.Client{Timeout: 5 * time.Second}
+		hc := &http.Client{Timeout: 5 * time.Second, Transport: managerTransport}
 		get := func(u string, auth bool) time.Duration {
 			req, _ := http.NewRequest("GET", u, nil)
 			if auth {

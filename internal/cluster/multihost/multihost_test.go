@@ -35,9 +35,6 @@ import (
 
 const (
 	adminToken = "mh-admin-token-0123456789"
-	// agentToken is the bench's: it runs the shared token's insecure
-	// mode, which the test does not.
-	agentToken = "mh-agent-token-0123456789"
 	// The managers' bounds, short so the faults play out in seconds:
 	// an agent silent for heartbeatTimeout is LOST, and its kernels are
 	// ended lostGrace later. The etcd election's lease is 5 s
