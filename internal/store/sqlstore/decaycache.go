@@ -162,7 +162,9 @@ func (d *decayCache) bring(ctx context.Context, s *Store, tx txn, group string, 
 	hl := float64(halfLife.Microseconds())
 	var stmts []Stmt
 	span := func(from, to time.Time, sign int64) {
-		if !from.Before(to) {
+		// Rows are at hours' starts: a span without one has none, and
+		// the horizon moves every load but passes an hour once an hour.
+		if !ceilHour(from).Before(to) {
 			return
 		}
 		stmts = append(stmts, Stmt{SQL: selectDecayedRange, Args: []any{group, b.ref, hl, from, to},
