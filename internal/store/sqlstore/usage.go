@@ -440,10 +440,14 @@ func (s *Store) UsageHistory(ctx context.Context, f store.UsageFilter) ([]store.
 // every hour. Hours older than 30 half-lives (a weight under 1e-9) are
 // left unread.
 const selectDecayedUsage = `SELECT owner_project, owner_user, slot,
-    SUM(amount * CASE WHEN {micros hour} >= $2 THEN 1.0
-        ELSE power(2.0, CAST({micros hour} - $2 AS DOUBLE PRECISION) / CAST($3 AS DOUBLE PRECISION)) END)
+    SUM(amount * ` + decayWeight + `)
 FROM usage_hourly WHERE resource_group = $1 AND hour >= $4
 GROUP BY owner_project, owner_user, slot ORDER BY owner_project, owner_user, slot`
+
+// decayWeight is hour's weight at mid $2 with half-life $3, both in
+// microseconds.
+const decayWeight = `CASE WHEN {micros hour} >= $2 THEN 1.0
+        ELSE power(2.0, CAST({micros hour} - $2 AS DOUBLE PRECISION) / CAST($3 AS DOUBLE PRECISION)) END`
 
 // decayedUsage reads the group's history for the fairshare sequencer.
 func (s *Store) decayedUsage(ctx context.Context, tx txn, group string, now time.Time, halfLife time.Duration) ([]framework.DecayedUsage, error) {
