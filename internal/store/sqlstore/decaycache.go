@@ -52,7 +52,9 @@ import (
 //
 // It lives in the snapshot cache and under its lock, which LoadSnapshot
 // holds for its whole read transaction anyway: loads are one at a time
-// already, and the reads it adds are small.
+// already, and the reads it adds are small. A whole read holds the lock
+// as long as every fairshare load held it before the cache, now about
+// once an hour.
 type decayCache struct {
 	groups map[string]*decayBase
 }
