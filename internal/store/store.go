@@ -632,9 +632,9 @@ type Rejection struct {
 }
 
 // FaultHook is for tests only: an engine calls it at the named points
-// inside ApplyPlan's transaction, and an error it returns aborts the
-// transaction there, as a crash or a lost connection would. Production code
-// leaves it nil.
+// inside ApplyPlan's transaction (and at FaultDecayRebase inside
+// LoadSnapshot's), and an error it returns aborts the transaction there,
+// as a crash or a lost connection would. Production code leaves it nil.
 type FaultHook func(point string) error
 
 // Fault points inside ApplyPlan, in the order they are reached.
@@ -645,6 +645,11 @@ const (
 	FaultAgents   = "agents"   // agents written
 	FaultCommit   = "commit"   // just before commit
 )
+
+// FaultDecayRebase is reached inside LoadSnapshot when a fairshare
+// group's decayed usage is read whole rather than brought forward from
+// the store's cache; tests count it.
+const FaultDecayRebase = "decay rebase"
 
 // DueSession is a RUNNING session with what its hook needs to decide
 // whether it ends: Started is when it became RUNNING (its status change

@@ -36,3 +36,20 @@ SELECT 's' || i || '-k0', 's' || i, 'main', 0, 'sleep', 'x86_64', '{"cpu":"1000"
 func BenchmarkApplyPlan(b *testing.B) {
 	storetest.BenchApplyPlanOn(b, engine(), seed)
 }
+
+// decayFill writes storetest's fair-share history with recursive CTEs.
+const decayFill = `WITH RECURSIVE h(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM h WHERE i + 1 < {hours}),
+    u(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM u WHERE j + 1 < {users}),
+    s(slot) AS (VALUES ('cpu'), ('mem'), ('cuda.device'))
+INSERT INTO usage_hourly (resource_group, hour, owner_user, owner_project, owner_domain, slot, amount)
+SELECT 'bench', ({end} - i * 3600) * 1000000, 'u' || j, 'p' || (j % 5), 'd', slot, 3600.0 * (1 + (i + j) % 7)
+FROM h, u, s`
+
+// BenchmarkDecayedUsage times a fairshare group's LoadSnapshot over 90
+// days of hourly history of 50 users and 3 slots (324,000 rows): the full
+// read, a store's first load, and its cached loads after.
+//
+//	go test -run '^$' -bench DecayedUsage -benchtime 20x ./internal/store/sqlite/
+func BenchmarkDecayedUsage(b *testing.B) {
+	storetest.BenchDecayedUsageOn(b, engine(), decayFill)
+}

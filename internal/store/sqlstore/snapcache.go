@@ -65,6 +65,10 @@ type snapCache struct {
 
 	active map[domain.SessionID]owner
 	counts map[owner]int
+
+	// decay is the fair-share cache (decaycache.go), kept apart from what
+	// rebuild resets: the change feed does not move it.
+	decay decayCache
 }
 
 type holdTemplate struct {

@@ -27,9 +27,16 @@ func (s *Store) LoadSnapshot(ctx context.Context, group string, now time.Time) (
 	var snap framework.Snapshot
 	err := s.read(ctx, "load snapshot of group "+group, func(tx txn) error {
 		var holds bool
+		var cut usageCut
+		decayed := func(ctx context.Context, tx txn, group string, now time.Time, halfLife time.Duration) ([]framework.DecayedUsage, error) {
+			return c.decay.read(ctx, s, tx, group, now, halfLife, cut)
+		}
 		var err error
-		snap, err = s.loadQueue(ctx, tx, group, now, Stmt{SQL: selectGroupHolds, Args: []any{group},
-			Row: func(sc codec.Scanner) error { return sc.Scan(&holds) }})
+		// The watermark is read for every group, in the batch's one
+		// round trip, though only a fairshare group's load uses it.
+		snap, err = s.loadQueue(ctx, tx, group, now, decayed,
+			Stmt{SQL: selectGroupHolds, Args: []any{group}, Row: func(sc codec.Scanner) error { return sc.Scan(&holds) }},
+			Stmt{SQL: selectUsageCut, Row: func(sc codec.Scanner) error { return sc.Scan(&cut.rolled, &cut.gen) }})
 		if err != nil {
 			return err
 		}
@@ -83,7 +90,7 @@ func (s *Store) LoadSnapshotUncached(ctx context.Context, group string, now time
 				return err
 			}},
 		}
-		q, err := s.loadQueue(ctx, tx, group, now, cluster...)
+		q, err := s.loadQueue(ctx, tx, group, now, s.decayedUsage, cluster...)
 		if err != nil {
 			return err
 		}
@@ -100,11 +107,16 @@ func (s *Store) LoadSnapshotUncached(ctx context.Context, group string, now time
 	return snap, nil
 }
 
+// decayedFn reads a fairshare group's decayed usage history in tx.
+type decayedFn func(ctx context.Context, tx txn, group string, now time.Time, halfLife time.Duration) ([]framework.DecayedUsage, error)
+
 // loadQueue reads what a round needs of the group itself: its
 // configuration and cursor, its queue with the queue's kernels,
-// dependencies, jobs and policies, and its recent preemptions. extra run
-// in the same batch.
-func (s *Store) loadQueue(ctx context.Context, tx txn, group string, now time.Time, extra ...Stmt) (framework.Snapshot, error) {
+// dependencies, jobs and policies, its recent preemptions and, for a
+// fairshare group, its usage history through decayed. extra run in the
+// same batch.
+func (s *Store) loadQueue(ctx context.Context, tx txn, group string, now time.Time, decayed decayedFn,
+	extra ...Stmt) (framework.Snapshot, error) {
 	snap := framework.Snapshot{Now: now, Slots: s.reg}
 	var (
 		groupFound bool
@@ -165,7 +177,7 @@ func (s *Store) loadQueue(ctx context.Context, tx txn, group string, now time.Ti
 	}
 	if snap.Group.Sequencer == domain.FairShareSequencer {
 		// As for preemptions, a second round trip for these groups only.
-		if snap.Decayed, err = s.decayedUsage(ctx, tx, group, now, snap.Group.FairShare.EffectiveHalfLife()); err != nil {
+		if snap.Decayed, err = decayed(ctx, tx, group, now, snap.Group.FairShare.EffectiveHalfLife()); err != nil {
 			return snap, err
 		}
 	}

@@ -19,8 +19,14 @@ import (
 // pass, never skipped, since numbering only goes up.
 const (
 	selectUsageWatermark = `SELECT pos, {micros rolled_at} FROM usage_watermark WHERE id = 1 {lock}`
-	updateUsageWatermark = `UPDATE usage_watermark SET pos = $1, rolled_at = $2 WHERE id = 1`
-	selectKernelChanges  = `SELECT {pos}, kernel_id, from_status, to_status, {micros at} FROM status_changes
+	// final_gen moves when a pass writes an hour before the hour of the
+	// previous pass's end, which the fair-share cache took as final
+	// (decaycache.go).
+	updateUsageWatermark = `UPDATE usage_watermark SET pos = $1, rolled_at = $2, final_gen = final_gen + $3
+WHERE id = 1`
+	lockUsageWatermark  = `SELECT id FROM usage_watermark WHERE id = 1 {lock}`
+	bumpUsageFinalGen   = `UPDATE usage_watermark SET final_gen = final_gen + 1 WHERE id = 1`
+	selectKernelChanges = `SELECT {pos}, kernel_id, from_status, to_status, {micros at} FROM status_changes
 WHERE {pos} > $1 AND kind = 'kernel' ORDER BY {pos}`
 	selectUsageOpen = `SELECT kernel_id, resource_group, owner_user, owner_project, owner_domain, requested,
     {micros since} FROM usage_open`
@@ -124,7 +130,7 @@ func (s *Store) startUsage(ctx context.Context, tx txn, now time.Time, res *stor
 	if err := insertHolds(ctx, tx, list); err != nil {
 		return err
 	}
-	_, err = tx.exec(ctx, updateUsageWatermark, head, ts(now))
+	_, err = tx.exec(ctx, updateUsageWatermark, head, ts(now), 0)
 	return err
 }
 
@@ -211,8 +217,21 @@ func (s *Store) rollup(ctx context.Context, tx txn, pos int64, now time.Time, re
 	if err := insertHolds(ctx, tx, fresh); err != nil {
 		return err
 	}
-	_, err = tx.exec(ctx, updateUsageWatermark, pos, ts(now))
+	_, err = tx.exec(ctx, updateUsageWatermark, pos, ts(now), backdated(acc, res.From))
 	return err
+}
+
+// backdated is 1 when acc credits an hour before the hour of from, the
+// previous pass's end: a hold opened by a change stamped before it. Only
+// such a credit changes an hour a reader may have taken as final.
+func backdated(acc map[hourKey]float64, from time.Time) int {
+	cut := from.Truncate(time.Hour)
+	for k := range acc {
+		if k.hour.Before(cut) {
+			return 1
+		}
+	}
+	return 0
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
@@ -348,9 +367,24 @@ func cmpKeys(a, b hourKey) int {
 	return 0
 }
 
-// PruneUsage: see store.Usage.
+// PruneUsage: see store.Usage. Deleting hours changes what the
+// fair-share cache took as final, so a prune that deletes any moves
+// final_gen; it locks the watermark first, as a rollup does, so the two
+// take their locks in one order.
 func (s *Store) PruneUsage(ctx context.Context, before time.Time) (int64, error) {
-	return s.deleteBefore(ctx, "prune usage", pruneUsageHourly, before)
+	var n int64
+	err := s.write(ctx, "prune usage", func(tx txn) error {
+		if err := tx.lock(ctx, lockUsageWatermark); err != nil {
+			return err
+		}
+		var err error
+		if n, err = tx.exec(ctx, pruneUsageHourly, ts(before)); err != nil || n == 0 {
+			return err
+		}
+		_, err = tx.exec(ctx, bumpUsageFinalGen)
+		return err
+	})
+	return n, err
 }
 
 // usageHistory is one query per key column, so no column name is ever
@@ -406,10 +440,14 @@ func (s *Store) UsageHistory(ctx context.Context, f store.UsageFilter) ([]store.
 // every hour. Hours older than 30 half-lives (a weight under 1e-9) are
 // left unread.
 const selectDecayedUsage = `SELECT owner_project, owner_user, slot,
-    SUM(amount * CASE WHEN {micros hour} >= $2 THEN 1.0
-        ELSE power(2.0, CAST({micros hour} - $2 AS DOUBLE PRECISION) / CAST($3 AS DOUBLE PRECISION)) END)
+    SUM(amount * ` + decayWeight + `)
 FROM usage_hourly WHERE resource_group = $1 AND hour >= $4
 GROUP BY owner_project, owner_user, slot ORDER BY owner_project, owner_user, slot`
+
+// decayWeight is hour's weight at mid $2 with half-life $3, both in
+// microseconds.
+const decayWeight = `CASE WHEN {micros hour} >= $2 THEN 1.0
+        ELSE power(2.0, CAST({micros hour} - $2 AS DOUBLE PRECISION) / CAST($3 AS DOUBLE PRECISION)) END`
 
 // decayedUsage reads the group's history for the fairshare sequencer.
 func (s *Store) decayedUsage(ctx context.Context, tx txn, group string, now time.Time, halfLife time.Duration) ([]framework.DecayedUsage, error) {

@@ -115,6 +115,7 @@ func Run(t *testing.T, e Engine) {
 		{"UsageRollup", testUsageRollup},
 		{"UsageRollupStartsFromNow", testUsageRollupStartsFromNow},
 		{"FairShareSnapshot", testFairShareSnapshot},
+		{"DecayedUsageCache", testDecayedUsageCache},
 		{"UsageRollupConcurrent", testUsageRollupConcurrent},
 		{"HeldByUser", testHeldByUser},
 		{"AgentDrains", testAgentDrains},
