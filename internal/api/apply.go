@@ -28,10 +28,14 @@ func (s *Server) applyRoutes() []route {
 			"among the caller's live objects of the kind: none of that name is created; one with the same spec is " +
 			"unchanged; a deployment with another spec is updated as PATCH /v1/deployments/{id} does (a new image, " +
 			"command, resources or env rolls out); a session or job with another spec is refused with 409 naming the " +
-			"field, as neither can change once submitted. Every object is checked, as its create route checks it, " +
+			"field, as neither can change once submitted. A Session whose spec has array is an array, as POST " +
+			"/v1/arrays makes one, named by the object: its live array of the name is the one meant, compared by its " +
+			"indexes and its elements' spec, and a name is one live session or one live array (409 at spec.array " +
+			"otherwise); a Job's member cannot be one. Every object is checked, as its create route checks it, " +
 			"before any is written, so a refusal (its field is objects[i].… in the request) writes nothing. With " +
 			"dry_run=true nothing is written, and each new session says where the scheduler would have it wait now " +
-			"(its blockers, as why reports them) and its estimated start.",
+			"(its blockers, as why reports them) and its estimated start; a new array says so of each element, its " +
+			"item of its first.",
 		query: []param{{name: "dry_run", typ: "boolean", desc: "check everything and answer what would be done, writing nothing"}},
 		body:  v1.ApplyRequest{}, status: http.StatusOK, resp: v1.Apply{}, handle: s.apply}}
 }
