@@ -32,7 +32,10 @@ func newApplyCmd() *cobra.Command {
 			"deployment rolls out its new spec. A session or job cannot change once submitted: a changed one is\n" +
 			"refused. Every object is checked before any is written, so a refusal, which names the file, line,\n" +
 			"object and field, changes nothing. --dry-run checks everything on the manager, writes nothing, and\n" +
-			"says where each new session would wait and when it is estimated to start.",
+			"says where each new session would wait and when it is estimated to start.\n\n" +
+			"A Session whose spec has array (\"0-99%10\", as session create --array takes it) is an array, named by\n" +
+			"the object: its elements are NAME[index]. It cannot change once submitted, as a session cannot; it\n" +
+			"cannot be a Job's member.",
 		Example: "  sokovan apply -f train.yaml\n  sokovan apply -f ./jobs/ --dry-run\n  sokovan get session train -o yaml | sokovan apply -f -",
 		Args:    cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error { return o.check() },
@@ -97,8 +100,13 @@ func printApply(w io.Writer, objs []fileObject, out v1.Apply) error {
 		if len(it.Changed) > 0 {
 			action += " (" + strings.Join(it.Changed, ", ") + ")"
 		}
+		if it.Array != "" {
+			action += fmt.Sprintf(" (array %s: %d elements)", it.Array, it.Count)
+		}
 		fmt.Fprintf(w, "%s %s\n", label, action)
-		if it.Wait != "" {
+		if it.Wait != "" && len(it.Elements) > 0 {
+			fmt.Fprintf(w, "  %s[%d], the first element: %s\n", it.Name, it.Elements[0].Index, it.Wait)
+		} else if it.Wait != "" {
 			fmt.Fprintf(w, "  %s\n", it.Wait)
 		}
 		for _, b := range it.Blockers[min(1, len(it.Blockers)):] {
@@ -111,17 +119,40 @@ func printApply(w io.Writer, objs []fileObject, out v1.Apply) error {
 				fmt.Fprintln(w, "  estimated start: none (it cannot start, or not within a week)")
 			}
 		}
+		if len(it.Elements) > 1 {
+			fmt.Fprintf(w, "  %s\n", elementsLine(it))
+		}
 	}
 	return nil
+}
+
+// elementsLine sums up a dry run's elements of an array: how many would
+// start now, and when the last is estimated to start.
+func elementsLine(it v1.ApplyItem) string {
+	now := 0
+	for _, e := range it.Elements {
+		if strings.HasPrefix(e.Wait, "starts now") {
+			now++
+		}
+	}
+	last := it.Elements[len(it.Elements)-1]
+	line := fmt.Sprintf("%d of %d elements would start now; the last, %s[%d], ", now, len(it.Elements), it.Name, last.Index)
+	if last.EstimatedStart == nil {
+		return line + "has no estimated start"
+	}
+	return line + "is estimated to start " + when(last.EstimatedStart)
 }
 
 func newGetCmd() *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "get session|job|deployment NAME",
+		Use:   "get session|job|deployment|array NAME",
 		Short: "Write an object as a file that `sokovan apply` takes",
 		Long: "Writes the session, job (with its live members) or deployment as an apply object, its spec as the\n" +
-			"manager completed it (defaults filled in). Applying the output again changes nothing.",
+			"manager completed it (defaults filled in). Applying the output again changes nothing.\n\n" +
+			"An array is a Session object with spec.array: `get session NAME` (or `get array NAME`) of an array's\n" +
+			"name writes its index spec and its elements' spec. An element (NAME[i]) is not written on its own:\n" +
+			"get the array.",
 		Example: "  sokovan get deployment web -o yaml > web.yaml",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -154,10 +185,26 @@ func getObject(ctx context.Context, c *client, kind, ref string) (any, error) {
 	switch strings.ToLower(kind) {
 	case "session", "sessions":
 		var s v1.Session
-		if _, err := c.do(ctx, "GET", "/v1/sessions/"+url.PathEscape(ref), nil, &s); err != nil {
+		_, err := c.do(ctx, "GET", "/v1/sessions/"+url.PathEscape(ref), nil, &s)
+		if a, _, found, aerr := asArray(ctx, c, ref, err); aerr != nil || found {
+			if aerr != nil {
+				return nil, aerr
+			}
+			return arrayObject(ctx, c, a)
+		}
+		if err != nil {
 			return nil, err
 		}
+		if s.Array != "" {
+			return nil, elementRefused(ctx, c, ref, s)
+		}
 		return v1.SessionObject{Kind: v1.KindSession, Name: s.Name, Spec: sessionSpec(s)}, nil
+	case "array", "arrays":
+		var a v1.Array
+		if _, err := c.do(ctx, "GET", arrayPath(ref), nil, &a); err != nil {
+			return nil, err
+		}
+		return arrayObject(ctx, c, a)
 	case "job", "jobs":
 		var j v1.Job
 		if _, err := c.do(ctx, "GET", "/v1/jobs/"+url.PathEscape(ref), nil, &j); err != nil {
@@ -186,7 +233,45 @@ func getObject(ctx context.Context, c *client, kind, ref string) (any, error) {
 		}
 		return v1.DeploymentObject{Kind: v1.KindDeployment, Name: d.Name, Spec: deploymentSpec(d)}, nil
 	}
-	return nil, fmt.Errorf("unknown kind %q: want session, job or deployment", kind)
+	return nil, fmt.Errorf("unknown kind %q: want session, job, deployment or array", kind)
+}
+
+// arrayObject is an array as a Session object with spec.array: its
+// index spec, and the spec of its elements as one of them holds it, less
+// the variables each element gets of its own.
+func arrayObject(ctx context.Context, c *client, a v1.Array) (v1.SessionObject, error) {
+	if len(a.Elements) == 0 {
+		return v1.SessionObject{}, fmt.Errorf("array %s (%s) lists no elements", a.Name, a.ID)
+	}
+	var s v1.Session
+	if _, err := c.do(ctx, "GET", sessionPath(a.Elements[0].ID), nil, &s); err != nil {
+		return v1.SessionObject{}, err
+	}
+	spec := sessionSpec(s)
+	spec.Array = a.Spec
+	spec.Env = nil
+	for k, v := range s.Env {
+		if k == "SOKOVAN_ARRAY_INDEX" || k == "SOKOVAN_ARRAY_COUNT" || k == "SOKOVAN_ARRAY_ID" {
+			continue
+		}
+		if spec.Env == nil {
+			spec.Env = map[string]string{}
+		}
+		spec.Env[k] = v
+	}
+	return v1.SessionObject{Kind: v1.KindSession, Name: a.Name, Spec: spec}, nil
+}
+
+// elementRefused says why an array's element is no object of its own:
+// applied, it would be a new session beside the array, so get the array.
+func elementRefused(ctx context.Context, c *client, ref string, s v1.Session) error {
+	name := s.Array
+	var a v1.Array
+	if _, err := c.do(ctx, "GET", arrayPath(s.Array), nil, &a); err == nil {
+		name = a.Name
+	}
+	return fmt.Errorf("%s is an element of array %s, which is applied as a whole: get the array (sokovan get session %s)",
+		ref, name, name)
 }
 
 func ended(status string) bool {

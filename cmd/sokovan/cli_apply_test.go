@@ -212,3 +212,70 @@ func TestCLIGetRoundTrip(t *testing.T) {
 		t.Errorf("changed session: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// An array applies as a Session with spec.array: created once, then
+// unchanged; `get session NAME` (or `get array NAME`) of it writes a file
+// that applies unchanged, without the variables each element gets of
+// its own; an element is refused, pointing at the array; a job member
+// with an array is refused at its file and line; a dry run sums up the
+// elements.
+func TestCLIApplyArray(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{Manual: true, Agents: 1, Estimate: true})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p1")
+	dir := t.TempDir()
+	f := writeApplyFile(t, dir, "sweep.yaml", "kind: Session\nname: sweep\nspec:\n  image: sleep\n  array: 0-2\n  resources: {cpu: 1, mem: 1g}\n  env: {LR: 0.1}\n")
+	if out := c.ok(alice, "apply", "-f", f); !strings.Contains(out, "session/sweep created (array 0-2: 3 elements)") {
+		t.Errorf("apply printed %q", out)
+	}
+	var a v1.Array
+	if code := m.Do(alice, "GET", "/v1/arrays/sweep", nil, &a); code != 200 || a.Count != 3 {
+		t.Fatalf("array sweep: %d %+v", code, a)
+	}
+	if out := c.ok(alice, "apply", "-f", f); !strings.Contains(out, "session/sweep unchanged (array 0-2: 3 elements)") {
+		t.Errorf("apply again printed %q", out)
+	}
+	for _, args := range [][]string{{"session", "sweep", "-o", "yaml"}, {"session", "sweep", "-o", "json"}, {"array", "sweep"}} {
+		got := c.ok(alice, append([]string{"get"}, args...)...)
+		if strings.Contains(got, "SOKOVAN_") || !strings.Contains(got, "0-2") || !strings.Contains(got, "LR") {
+			t.Errorf("get %v wrote:\n%s", args, got)
+		}
+		ext := "yaml"
+		if args[len(args)-1] == "json" {
+			ext = "json"
+		}
+		before := counts(t, m)
+		out := c.ok(alice, "apply", "-f", writeApplyFile(t, dir, "got."+ext, got))
+		if !strings.Contains(out, "session/sweep unchanged") {
+			t.Errorf("get %v applied as:\n%s\nfrom:\n%s", args, out, got)
+		}
+		if after := counts(t, m); after != before {
+			t.Errorf("get %v: apply wrote: %v → %v", args, before, after)
+		}
+	}
+	r := c.run(alice, "get", "session", "sweep[1]")
+	if r.code == 0 || !strings.Contains(r.stderr, "sweep[1] is an element of array sweep") ||
+		!strings.Contains(r.stderr, "sokovan get session sweep") {
+		t.Errorf("get of an element: exit %d, stderr %q", r.code, r.stderr)
+	}
+	member := writeApplyFile(t, dir, "member.yaml", "kind: Job\nname: j\nspec: {}\nmembers:\n- name: m\n  spec:\n    image: sleep\n    array: 0-3\n")
+	before := counts(t, m)
+	if r := c.run(alice, "apply", "-f", member); r.code == 0 || !strings.Contains(r.stderr, `member.yaml:8: Job "j": members[0].spec.array: `) {
+		t.Errorf("job member with an array: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if after := counts(t, m); after != before {
+		t.Errorf("refused apply wrote: %v → %v", before, after)
+	}
+	grid := writeApplyFile(t, dir, "grid.yaml", "kind: Session\nname: grid\nspec: {image: sleep, array: 0-3%2, resources: {cpu: 1, mem: 1g}}\n")
+	out := c.ok(alice, "apply", "-f", grid, "--dry-run")
+	for _, want := range []string{"session/grid would be created (array 0-3%2: 4 elements)", "grid[0], the first element: starts now",
+		"2 of 4 elements would start now; the last, grid[3], is estimated to start "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out)
+		}
+	}
+	if after := counts(t, m); after != before {
+		t.Errorf("dry run wrote: %v → %v", before, after)
+	}
+}

@@ -28,10 +28,14 @@ func (s *Server) applyRoutes() []route {
 			"among the caller's live objects of the kind: none of that name is created; one with the same spec is " +
 			"unchanged; a deployment with another spec is updated as PATCH /v1/deployments/{id} does (a new image, " +
 			"command, resources or env rolls out); a session or job with another spec is refused with 409 naming the " +
-			"field, as neither can change once submitted. Every object is checked, as its create route checks it, " +
+			"field, as neither can change once submitted. A Session whose spec has array is an array, as POST " +
+			"/v1/arrays makes one, named by the object: its live array of the name is the one meant, compared by its " +
+			"indexes and its elements' spec, and a name is one live session or one live array (409 at spec.array " +
+			"otherwise); a Job's member cannot be one. Every object is checked, as its create route checks it, " +
 			"before any is written, so a refusal (its field is objects[i].… in the request) writes nothing. With " +
 			"dry_run=true nothing is written, and each new session says where the scheduler would have it wait now " +
-			"(its blockers, as why reports them) and its estimated start.",
+			"(its blockers, as why reports them) and its estimated start; a new array says so of each element, its " +
+			"item of its first.",
 		query: []param{{name: "dry_run", typ: "boolean", desc: "check everything and answer what would be done, writing nothing"}},
 		body:  v1.ApplyRequest{}, status: http.StatusOK, resp: v1.Apply{}, handle: s.apply}}
 }
@@ -59,10 +63,15 @@ type applyPlan struct {
 	// objects may depend on or join them.
 	sessions map[string]domain.SessionID
 	jobs     map[string]domain.Job
-	// fresh are the new sessions, and itemOf their items, for a dry
-	// run's round and estimate.
-	fresh  []framework.PendingSession
-	itemOf map[domain.SessionID]int
+	// fresh are the new sessions, arrays' elements included, and itemOf
+	// the items of the sessions, elementOf the elements of the arrays
+	// (in order in elements), for a dry run's round and estimate.
+	fresh     []framework.PendingSession
+	itemOf    map[domain.SessionID]int
+	elementOf map[domain.SessionID]*dryElement
+	elements  []*dryElement
+	// arrays are the new arrays, whose cap a dry run's round applies.
+	arrays map[domain.ArrayID]domain.Array
 	// jobGroup is the resource group of each job's members.
 	jobGroup map[domain.JobID]string
 }
@@ -78,7 +87,8 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := &applyPlan{u: caller(ctx), sessions: map[string]domain.SessionID{}, jobs: map[string]domain.Job{},
-		itemOf: map[domain.SessionID]int{}, jobGroup: map[domain.JobID]string{}}
+		itemOf: map[domain.SessionID]int{}, jobGroup: map[domain.JobID]string{},
+		elementOf: map[domain.SessionID]*dryElement{}, arrays: map[domain.ArrayID]domain.Array{}}
 	for _, o := range objs {
 		if err := s.planObject(ctx, p, o); err != nil {
 			return err
@@ -88,6 +98,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request) error {
 		if err := s.dryWait(ctx, p); err != nil {
 			return err
 		}
+		p.foldElements()
 	} else {
 		for i, write := range p.writes {
 			if err := write(ctx); err != nil {
@@ -259,6 +270,11 @@ func specName(field, objName, specName string) (string, error) {
 func (s *Server) planObject(ctx context.Context, p *applyPlan, o applyObject) error {
 	item := v1.ApplyItem{Object: o.index, Kind: o.kind, Name: o.name}
 	switch {
+	case o.sess != nil && o.sess.Spec.Array != "":
+		if o.sess.Spec.Job != "" {
+			return invalid(o.field+".spec.job", "an array's elements cannot join a job")
+		}
+		return s.planArray(ctx, p, o.field, item, o.sess.Spec)
 	case o.sess != nil:
 		var job domain.Job
 		if ref := o.sess.Spec.Job; ref != "" {
@@ -301,12 +317,8 @@ func (s *Server) planSession(ctx context.Context, p *applyPlan, field string, it
 	if spec.Name, err = specName(field, item.Name, spec.Name); err != nil {
 		return err
 	}
-	req := admit.Request{ID: domain.SessionID(newUUID()), Owner: ownerOf(p.u), Name: spec.Name, Type: spec.Type,
-		Image: spec.Image, Architecture: spec.Architecture, Resources: spec.Resources, ClusterMode: spec.ClusterMode,
-		ClusterSize: spec.ClusterSize, Priority: spec.Priority, ResourceGroup: spec.ResourceGroup, DependsOn: spec.DependsOn,
-		Resolve: p.resolver(s), StartsAt: spec.StartsAt, TimeLimit: spec.TimeLimit, Preemptible: spec.Preemptible,
-		Requeue: spec.Requeue, DesignatedAgents: spec.DesignatedAgents, DesignatedStrict: spec.DesignatedStrict,
-		Command: spec.Command, Env: spec.Env}
+	req := s.admitRequest(p.u, spec)
+	req.Resolve = p.resolver(s)
 	sess, kernels, err := s.build(ctx, req)
 	if err != nil {
 		return at(field+".spec", err)
@@ -330,6 +342,9 @@ func (s *Server) planSession(ctx context.Context, p *applyPlan, field string, it
 		p.sessions[spec.Name] = live.ID
 		p.items = append(p.items, item)
 		return nil
+	}
+	if err := s.nameNotArray(ctx, p.u, field, spec.Name); err != nil {
+		return err
 	}
 	if job.ID != "" && !job.State.Admits() {
 		e := conflict("job %s is %s and takes no new members", job.Name, job.State)
@@ -439,6 +454,9 @@ func (s *Server) planJob(ctx context.Context, p *applyPlan, o applyObject, item 
 	p.items = append(p.items, item)
 	for k, m := range o.job.Members {
 		f := fmt.Sprintf("%s.members[%d]", o.field, k)
+		if m.Spec.Array != "" {
+			return invalid(f+".spec.array", "a job's member cannot be an array: an array's elements cannot join a job")
+		}
 		if ref := m.Spec.Job; ref != "" && ref != j.Name && ref != string(j.ID) {
 			return invalid(f+".spec.job", "is %q, but a member belongs to the job that holds it (%q): leave it out", ref, j.Name)
 		}
@@ -552,6 +570,7 @@ func (s *Server) dryWaitGroup(ctx context.Context, p *applyPlan, group string, f
 		return err
 	}
 	snap.Pending = append(snap.Pending, fresh...)
+	p.dryArrays(&snap, fresh)
 	jobs, err := s.dryJobs(ctx, p, &snap, fresh)
 	if err != nil {
 		return err
@@ -568,13 +587,13 @@ func (s *Server) dryWaitGroup(ctx context.Context, p *applyPlan, group string, f
 		owners[ps.Session.ID] = ps.Session.Owner.User
 	}
 	for _, pl := range plan.Placements {
-		if i, ok := p.itemOf[pl.Session]; ok {
-			p.items[i].Wait = "starts now: the scheduler would place it in its next round"
+		if it := p.dryItem(pl.Session); it != nil {
+			it.Wait = "starts now: the scheduler would place it in its next round"
 		}
 	}
 	for n, d := range append(append([]framework.Decision(nil), plan.Impossible...), plan.Waiting...) {
-		i, ok := p.itemOf[d.Session]
-		if !ok {
+		it := p.dryItem(d.Session)
+		if it == nil {
 			continue
 		}
 		never := n < len(plan.Impossible)
@@ -583,9 +602,9 @@ func (s *Server) dryWaitGroup(ctx context.Context, p *applyPlan, group string, f
 			if hidden {
 				bo.Message = "queued behind another session, which does not fit yet"
 			}
-			p.items[i].Blockers = append(p.items[i].Blockers, bo)
+			it.Blockers = append(it.Blockers, bo)
 		}
-		p.items[i].Wait = waitWords(never, p.items[i].Blockers)
+		it.Wait = waitWords(never, it.Blockers)
 	}
 	if s.estWith == nil {
 		return nil
@@ -599,7 +618,9 @@ func (s *Server) dryWaitGroup(ctx context.Context, p *applyPlan, group string, f
 	}
 	for _, ps := range fresh {
 		if t, ok := starts[ps.Session.ID]; ok {
-			p.items[p.itemOf[ps.Session.ID]].EstimatedStart = &t
+			if it := p.dryItem(ps.Session.ID); it != nil {
+				it.EstimatedStart = &t
+			}
 		}
 	}
 	return nil

@@ -143,3 +143,27 @@ func autoscaleEqual(a, b *domain.Autoscale) bool {
 	}
 	return *a == *b
 }
+
+// arrayDiff is sessionDiff for arrays: the indexes and cap first, the
+// spec as written or not ("0-2" is "0,1,2"), then the elements' spec, as
+// one element of each shows it, without the variables each element gets
+// of its own.
+func arrayDiff(want domain.Array, wantElem domain.Session, live domain.Array, liveElem domain.Session) string {
+	w, werr := domain.ParseArraySpec(want.Spec)
+	l, lerr := domain.ParseArraySpec(live.Spec)
+	if werr != nil || lerr != nil || w.MaxRunning != l.MaxRunning || !slices.Equal(w.Indexes, l.Indexes) {
+		return "array"
+	}
+	return sessionDiff(withoutArrayEnv(wantElem), withoutArrayEnv(liveElem))
+}
+
+// withoutArrayEnv is the session with the array's own variables taken
+// out of its environment.
+func withoutArrayEnv(s domain.Session) domain.Session {
+	env := maps.Clone(s.Env)
+	for _, k := range []string{domain.EnvArrayIndex, domain.EnvArrayCount, domain.EnvArrayID} {
+		delete(env, k)
+	}
+	s.Env = env
+	return s
+}

@@ -157,6 +157,9 @@ func (r *runner) setUpLive(ctx context.Context, live Live, known map[domain.Sess
 		if !jobs[s.Job] {
 			s.Job = "" // its job is not in the replay: replayed as a plain session
 		}
+		// Nor are arrays: an element is replayed as a session of its own,
+		// its array's cap (%N) not held.
+		s.Array, s.ArrayIndex = "", 0
 		ks := make([]domain.Kernel, len(ls.Kernels))
 		for i, k := range ls.Kernels {
 			ks[i] = domain.Kernel{ID: k.ID, SessionID: s.ID, ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx,

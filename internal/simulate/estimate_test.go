@@ -2,6 +2,7 @@ package simulate_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -209,5 +210,42 @@ func TestEstimateStartsAtOnce(t *testing.T) {
 	}
 	if at, ok := got["s1"]; !ok || at.Sub(now).Abs() > time.Second {
 		t.Errorf("estimate of a session that fits now: %v (present %v), want about %v", at, ok, now)
+	}
+}
+
+// The replay has no arrays: an array's elements, running or pending,
+// made the whole replay fail (the element named an array the replay's
+// store lacks), so no session of the group had an estimate. They are
+// replayed as sessions of their own now.
+func TestEstimateWithArrayElements(t *testing.T) {
+	reg := domain.DefaultRegistry()
+	now := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
+	req, err := reg.ParseSlots(map[string]string{"cpu": "2", "mem": "4g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity, _ := reg.ParseSlots(map[string]string{"cpu": "4", "mem": "16g"})
+	element := func(index int, agent domain.AgentID) simulate.LiveSession {
+		id := domain.SessionID(fmt.Sprintf("e%d", index))
+		s := domain.Session{ID: id, Name: domain.ArrayElementName("sweep", index), Owner: domain.Owner{User: "alice", Project: "p", Domain: "default"},
+			Type: domain.TypeBatch, Architecture: "x86_64", ClusterMode: domain.SingleNode, ClusterSize: 1,
+			Priority: 10, Requested: req, CreatedAt: now.Add(-time.Hour), Array: "a1", ArrayIndex: index}
+		k := domain.Kernel{ID: domain.KernelID(string(id) + "-k0"), SessionID: s.ID, ClusterRole: domain.RoleMain,
+			Architecture: "x86_64", Requested: req.Clone(), Agent: agent}
+		return simulate.LiveSession{Session: s, Kernels: []domain.Kernel{k}}
+	}
+	group := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
+		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
+	agent := domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
+		Capacity: capacity}
+	running, pending := element(0, "a1"), element(1, "")
+	running.End, pending.Run = now.Add(30*time.Minute), time.Hour
+	got, err := simulate.Estimate(context.Background(), simulate.Live{Now: now, Slots: reg, Group: group,
+		Agents: []domain.Agent{agent}, Running: []simulate.LiveSession{running}, Pending: []simulate.LiveSession{pending}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := got["e1"]; !ok || at.Sub(now).Abs() > time.Second {
+		t.Errorf("estimate of a pending element beside a running one: %v (present %v), want about %v", at, ok, now)
 	}
 }

@@ -88,4 +88,21 @@ type ApplyItem struct {
 	// replay of its group estimates with it (and the file's other new
 	// sessions) queued; absent when there is none.
 	EstimatedStart *time.Time `json:"estimated_start,omitempty"`
+	// Array is set for a Session object with spec.array: the object is
+	// an array (POST /v1/arrays), ID is the array's id, Array its index
+	// spec and Count its number of elements. In a dry run of a new array,
+	// Wait, Blockers and EstimatedStart are its first element's, and
+	// Elements says the same of each element, in index order.
+	Array    string         `json:"array,omitempty"`
+	Count    int            `json:"count,omitempty"`
+	Elements []ApplyElement `json:"elements,omitempty"`
+}
+
+// ApplyElement is, in a dry run of a new array, what one element would
+// wait for and when it is estimated to start, as ApplyItem says of a
+// session.
+type ApplyElement struct {
+	Index          int        `json:"index"`
+	Wait           string     `json:"wait,omitempty"`
+	EstimatedStart *time.Time `json:"estimated_start,omitempty"`
 }

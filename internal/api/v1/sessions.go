@@ -54,9 +54,11 @@ type CreateSessionRequest struct {
 	// session a member: it starts only with at least min_available members
 	// of the job placed together.
 	Job string `json:"job,omitempty"`
-	// Array (POST /v1/arrays only) is SLURM's --array spec: indexes,
-	// ranges and steps, and an optional cap on how many run at once, such
-	// as "0-99%10" or "1,3,5-9:2%4". POST /v1/sessions refuses it.
+	// Array is SLURM's --array spec: indexes, ranges and steps, and an
+	// optional cap on how many run at once, such as "0-99%10" or
+	// "1,3,5-9:2%4". POST /v1/arrays and a Session object of an apply
+	// file take it (the object is then an array); POST /v1/sessions and
+	// a Job's members refuse it.
 	Array string `json:"array,omitempty"`
 }
 
