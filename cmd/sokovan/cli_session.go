@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
+	"github.com/sokovan-go/sokovan/internal/simulate"
 )
 
 func newSessionCmd() *cobra.Command {
@@ -697,7 +699,7 @@ func printWhy(w io.Writer, why v1.Why) {
 		fmt.Fprintln(w, blockerLine(b))
 	}
 	if t := why.EstimatedStart; t != nil {
-		fmt.Fprintf(w, "estimated start: ~%s (estimate)\n", estimateTime(*t, time.Now()))
+		fmt.Fprintf(w, "estimated start: ~%s (%s)\n", estimateTime(*t, time.Now()), estimateBasis())
 	}
 	if f := why.FairShare; f != nil {
 		fmt.Fprintln(w, fairShareLine(f))
@@ -862,6 +864,18 @@ what is new every --poll.`,
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the session ends")
 	cmd.Flags().DurationVar(&poll, "poll", 500*time.Millisecond, "with -f: how often to ask for new output")
 	return cmd
+}
+
+// estimateBasis says what the estimate guessed: without it, an
+// interactive session ahead with no time limit moves the estimate hours
+// out and the user cannot tell why.
+func estimateBasis() string {
+	types := slices.Sorted(maps.Keys(simulate.TypicalRun))
+	parts := make([]string, len(types))
+	for i, t := range types {
+		parts[i] = fmt.Sprintf("%s %gh", t, simulate.TypicalRun[t].Hours())
+	}
+	return "estimate: sessions end at their time limit, or without one after " + strings.Join(parts, ", ")
 }
 
 // estimateTime writes an estimated start in local time to the minute,

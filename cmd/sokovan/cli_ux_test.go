@@ -259,3 +259,18 @@ func TestCLIWaitBlocked(t *testing.T) {
 		t.Errorf("wait after Ctrl-C printed:\n%s", got)
 	}
 }
+
+// TestWhySaysWhatTheEstimateGuessed: an estimate hours out is read with
+// the run times it assumed for sessions without a time limit, so a user
+// can tell why it is that far.
+func TestWhySaysWhatTheEstimateGuessed(t *testing.T) {
+	at := time.Now().Add(8 * time.Hour)
+	var b strings.Builder
+	printWhy(&b, v1.Why{Status: "PENDING", EstimatedStart: &at})
+	out := b.String()
+	for _, want := range []string{"estimated start: ~", "without one after", "interactive 8h", "batch 1h"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("why printed %q, want %q in it", out, want)
+		}
+	}
+}
