@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // directivePrefix starts a line of flags at the top of a script, as
@@ -27,30 +28,35 @@ func newRunCmd() *cobra.Command {
 	create.Flags().StringVarP(&o.format, "output", "o", "table", "output format: table or json (the API's JSON)")
 	create.Flags().String(caFlag, "", "PEM file of a CA to trust, beside the system's, for an https:// manager (or SOKOVAN_CA)")
 	cmd := &cobra.Command{
-		Use:   "run SCRIPT [flags] [-- ARGS...]",
+		Use:   "run [flags] SCRIPT [flags] [-- ARGS...]",
 		Short: "Submit a script as a batch session, with flags from its #SOKOVAN lines",
 		Long: "Submit SCRIPT as a session's command, as sbatch submits a script: lines at its top that begin with\n" +
 			"#SOKOVAN hold `session create` flags (#SOKOVAN --cpu 2 --mem 4g), read until the first line that is\n" +
 			"neither a comment nor blank. Flags on the command line win over the script's. The session is a batch\n" +
 			"one unless --type says otherwise; the script runs with the interpreter of its #! line (default\n" +
 			"/bin/sh), given ARGS after --. The agent must run sessions' own commands (agent run --allow-command).",
-		Example: "  sokovan run train.sh --wait-end\n" +
+		Example: "  sokovan run train.sh --wait-end\n  sokovan run --array 0-9%2 train.sh\n" +
 			"  # train.sh:\n  #!/bin/bash\n  #SOKOVAN --image sleep --cpu 2 --mem 4g --name train\n  echo training $1",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+			line, after := args, []string(nil)
+			if i := slices.Index(args, "--"); i >= 0 {
+				line, after = args[:i], args[i+1:]
+			}
+			f := create.Flags()
+			at := scriptArg(f, line)
+			if len(args) == 0 || slices.Contains(line, "-h") || slices.Contains(line, "--help") {
 				return cmd.Help()
 			}
-			path, rest := args[0], args[1:]
+			if at < 0 {
+				return fmt.Errorf("no script to submit: sokovan %s", cmd.Use)
+			}
+			path := line[at]
+			line = slices.Delete(slices.Clone(line), at, at+1)
 			script, directives, err := readScript(path)
 			if err != nil {
 				return err
 			}
-			line, after := rest, []string(nil)
-			if i := slices.Index(rest, "--"); i >= 0 {
-				line, after = rest[:i], rest[i+1:]
-			}
-			f := create.Flags()
 			for _, d := range directives {
 				if err := f.Parse(d.args); err != nil {
 					return fmt.Errorf("%s:%d: %s: %w", path, d.line, directivePrefix, err)
@@ -83,6 +89,32 @@ func newRunCmd() *cobra.Command {
 			c.Long, c.Use, c.Example, create.Flags().FlagUsages())
 	})
 	return cmd
+}
+
+// scriptArg is the index in args of the script: the first argument that
+// is neither a flag nor a flag's value, so flags may come before the
+// script as sbatch takes them (sokovan run --array 0-9 job.sh) or after
+// it. -1 when there is none.
+func scriptArg(f *pflag.FlagSet, args []string) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if len(a) < 2 || a[0] != '-' {
+			return i
+		}
+		name, _, valued := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		var fl *pflag.Flag
+		if strings.HasPrefix(a, "--") {
+			fl = f.Lookup(name)
+		} else if len(name) == 1 {
+			fl = f.ShorthandLookup(name)
+		}
+		// A flag that takes a value and was not given one with = takes
+		// the next argument; an unknown flag is left to Parse to refuse.
+		if fl != nil && fl.NoOptDefVal == "" && !valued {
+			i++
+		}
+	}
+	return -1
 }
 
 // directive is one #SOKOVAN line's flags and where it stood.

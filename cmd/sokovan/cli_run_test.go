@@ -61,3 +61,37 @@ func TestCLIRunScript(t *testing.T) {
 		t.Errorf("sessions after the bad script: %d items (%d), want only the first", len(list.Items), code)
 	}
 }
+
+// TestCLIRunFlagsBeforeScript: flags may come before the script, as
+// sbatch users write them (sbatch --array=0-9 job.sh), valued ones with
+// their value as the next argument or after =, and they still win over
+// the script's #SOKOVAN lines.
+func TestCLIRunFlagsBeforeScript(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p")
+	path := filepath.Join(t.TempDir(), "job.sh")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n#SOKOVAN --image sleep --cpu 2 --mem 256m --name sweep\necho $SOKOVAN_ARRAY_INDEX\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.ok(alice, "run", "--array", "0-2", "--cpu=1", "-o", "json", path)
+	var arrays v1.List[v1.Array]
+	if code := m.Do(alice, "GET", "/v1/arrays", nil, &arrays); code != 200 || len(arrays.Items) != 1 {
+		t.Fatalf("arrays after run --array before the script: %d (%d), want one", len(arrays.Items), code)
+	}
+	if a := arrays.Items[0]; a.Name != "sweep" || a.Count != 3 {
+		t.Errorf("array %q of %d elements, want sweep of 3", a.Name, a.Count)
+	}
+	var list v1.SessionPage
+	if code := m.Do(alice, "GET", "/v1/sessions", nil, &list); code != 200 || len(list.Items) != 3 {
+		t.Fatalf("sessions: %d (%d), want the 3 elements", len(list.Items), code)
+	}
+	if cpu := list.Items[0].RequestedSlots["cpu"]; cpu != "1" {
+		t.Errorf("an element asks cpu %s, want the command line's 1 over the script's 2", cpu)
+	}
+	// Flags and no script: an error that says so, not "open --array".
+	if r := c.run(alice, "run", "--array", "0-2"); r.code == 0 || !strings.Contains(r.stderr, "no script to submit") {
+		t.Errorf("run with flags and no script: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
