@@ -113,7 +113,23 @@ func (p planned[T]) calls(do func(ctx context.Context, agent domain.AgentID, ite
 func (c *Coordinator) handlerTargets(ctx context.Context, h domain.LifecycleHandler,
 	narrow func(context.Context, []store.SessionWithKernels) ([]store.SessionWithKernels, error),
 ) ([]store.SessionWithKernels, groups, error) {
+	// A handler that last found no session in its statuses looks again
+	// only once the feed says one moved into them (touched.go): with
+	// nothing to do, a cycle's three listings were most of its reads.
+	moved, upTo, err := c.touched.movedInto(ctx, c.store, h.Name, h.TargetSession, c.clock.Now(), c.conf().ChangeRetention)
+	if err != nil {
+		return nil, groups{}, err
+	}
+	if !moved {
+		c.touched.done(h.Name, upTo)
+		return nil, groups{}, nil
+	}
 	targets, err := c.targets(ctx, h)
+	if err == nil && len(targets) == 0 {
+		c.touched.done(h.Name, upTo)
+	} else {
+		c.touched.forget(h.Name)
+	}
 	if err == nil && narrow != nil {
 		targets, err = narrow(ctx, targets)
 	}

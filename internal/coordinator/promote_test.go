@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -128,6 +129,77 @@ func TestPromotionsCheckOnlyChangedSessions(t *testing.T) {
 			if !full {
 				t.Error("after a full page of changes, no check of every session")
 			}
+		})
+	}
+}
+
+// listingStore records the statuses each session listing asked for.
+type listingStore struct {
+	store.Store
+	mu    sync.Mutex
+	lists [][]domain.SessionStatus
+}
+
+func (s *listingStore) ListSessions(ctx context.Context, f store.SessionFilter) ([]domain.Session, error) {
+	s.mu.Lock()
+	s.lists = append(s.lists, f.Statuses)
+	s.mu.Unlock()
+	return s.Store.ListSessions(ctx, f)
+}
+
+// take returns the listings since the last take that asked for any of
+// statuses.
+func (s *listingStore) take(statuses ...domain.SessionStatus) [][]domain.SessionStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][]domain.SessionStatus
+	for _, l := range s.lists {
+		for _, st := range statuses {
+			if slices.Contains(l, st) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	s.lists = nil
+	return out
+}
+
+// TestHandlersListOnlyAfterAMoveIntoTheirStatuses: a lifecycle handler
+// that found no session in its statuses does not list them again while
+// nothing moves into them; a session another manager moves there (a
+// change of the feed like any other) is listed and handled at the next
+// cycle, and a new submission still goes all the way to RUNNING.
+func TestHandlersListOnlyAfterAMoveIntoTheirStatuses(t *testing.T) {
+	targets := []domain.SessionStatus{domain.SessionScheduled, domain.SessionPrepared, domain.SessionTerminating}
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			h := newHarness(t, engine, 2, nil)
+			ls := &listingStore{Store: h.st}
+			h.c = coordinator.New(coordinator.Deps{Store: ls, Agents: h.agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
+				Clock: h.clock}, coordinator.Config{CallTimeout: time.Second})
+			a := h.submit("sleep", "1", 1, domain.SingleNode)
+			h.until(a, domain.SessionRunning)
+			h.steps(2)
+			ls.take()
+			h.steps(3)
+			if got := ls.take(targets...); len(got) != 0 {
+				t.Fatalf("cycles with nothing moved listed %v, want no listing", got)
+			}
+
+			other := coordinator.New(coordinator.Deps{Store: h.st, Agents: h.agents, Scheduler: scheduler.New(scheduler.NewRegistry()),
+				Clock: h.clock}, coordinator.Config{CallTimeout: time.Second})
+			if _, err := other.Terminate(h.ctx, a, "ended by another manager", false); err != nil {
+				t.Fatal(err)
+			}
+			h.step()
+			if got := ls.take(domain.SessionTerminating); len(got) == 0 {
+				t.Fatal("after a session moved to TERMINATING, no listing of TERMINATING")
+			}
+			h.until(a, domain.SessionTerminated)
+
+			b := h.submit("sleep", "1", 1, domain.SingleNode)
+			h.until(b, domain.SessionRunning)
 		})
 	}
 }

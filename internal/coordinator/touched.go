@@ -36,6 +36,9 @@ type touched struct {
 type touch struct {
 	pos     int64
 	session domain.SessionID
+	// into is the status a session change moved it to; zero for a
+	// kernel's change.
+	into domain.SessionStatus
 }
 
 // since returns the sessions handler h must check, and the position the
@@ -44,27 +47,61 @@ func (t *touched) since(ctx context.Context, st Store, h domain.HandlerName, now
 	ids []domain.SessionID, upTo int64, all bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	tail, marked, err := t.after(ctx, st, h, now, retention)
+	if !marked || err != nil {
+		return nil, t.feed.Pos(), true, err
+	}
+	for _, x := range tail {
+		ids = append(ids, x.session)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), t.feed.Pos(), false, nil
+}
+
+// movedInto reports whether a session moved into one of statuses since
+// h's mark, and the position the answer covers; true when h has no mark
+// or the feed must be taken as all changed. A handler that found no
+// session in its statuses marks the position it read before looking
+// (done): until a session moves into them, looking again finds none, and
+// every such move is a row of the feed.
+func (t *touched) movedInto(ctx context.Context, st Store, h domain.HandlerName, statuses []domain.SessionStatus,
+	now time.Time, retention time.Duration) (bool, int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tail, marked, err := t.after(ctx, st, h, now, retention)
+	if !marked || err != nil {
+		return true, t.feed.Pos(), err
+	}
+	moved := slices.ContainsFunc(tail, func(x touch) bool { return x.into != 0 && slices.Contains(statuses, x.into) })
+	return moved, t.feed.Pos(), nil
+}
+
+// after reads the feed on and returns the log after h's mark; marked is
+// false when h has no mark or the feed restarted (everything is to be
+// taken as changed). t.mu is held.
+func (t *touched) after(ctx context.Context, st Store, h domain.HandlerName, now time.Time, retention time.Duration) (
+	tail []touch, marked bool, err error) {
 	t.feed.Page = feedPage
 	chs, restarted, err := t.feed.Next(ctx, st, now, retention)
 	if restarted {
 		t.log = nil
 		clear(t.mark)
-		return nil, t.feed.Pos(), true, err
+		return nil, false, err
 	}
 	for _, ch := range chs {
-		t.log = append(t.log, touch{ch.Pos, ch.Session})
+		x := touch{pos: ch.Pos, session: ch.Session}
+		if ch.Kind == store.ChangeSession {
+			x.into, _ = domain.ParseSessionStatus(ch.To) // a name this release does not know matches nothing
+		}
+		t.log = append(t.log, x)
 	}
 	mark, ok := t.mark[h]
 	if !ok {
-		return nil, t.feed.Pos(), true, nil
+		return nil, false, nil
 	}
 	// The log is in feed order: what is after the mark is its tail.
 	i, _ := slices.BinarySearchFunc(t.log, mark+1, func(x touch, pos int64) int { return cmp.Compare(x.pos, pos) })
-	for _, x := range t.log[i:] {
-		ids = append(ids, x.session)
-	}
-	slices.Sort(ids)
-	return slices.Compact(ids), t.feed.Pos(), false, nil
+	return t.log[i:len(t.log):len(t.log)], true, nil
 }
 
 // done records that h checked every session it had to up to upTo.
