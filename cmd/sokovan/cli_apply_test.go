@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sokovan-go/sokovan/internal/api/apitest"
 	v1 "github.com/sokovan-go/sokovan/internal/api/v1"
@@ -278,4 +279,25 @@ func TestCLIApplyArray(t *testing.T) {
 	if after := counts(t, m); after != before {
 		t.Errorf("dry run wrote: %v → %v", before, after)
 	}
+	// grid[3], held by the cap, starts when grid[0] or grid[1] ends: after
+	// the first element, not with it.
+	first, last := printedTime(t, out, "estimated start: "), printedTime(t, out, "grid[3], is estimated to start ")
+	if !last.After(first) {
+		t.Errorf("grid[3] is estimated to start at %v, not after grid[0]'s %v:\n%s", last, first, out)
+	}
+}
+
+// printedTime reads the time the CLI printed (as when writes it) after
+// prefix in out.
+func printedTime(t *testing.T, out, prefix string) time.Time {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, prefix)
+	if !ok || len(rest) < len(time.DateTime) {
+		t.Fatalf("no time after %q in:\n%s", prefix, out)
+	}
+	at, err := time.ParseInLocation(time.DateTime, rest[:len(time.DateTime)], time.Local)
+	if err != nil {
+		t.Fatalf("time after %q: %v", prefix, err)
+	}
+	return at
 }

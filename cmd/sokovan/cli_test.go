@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -476,6 +477,52 @@ func TestCLISimulateFrom(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("simulate --from lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestCLISimulateFromHoldsArrayCap: simulate --from replays an array's
+// cap (%2) as the manager holds it: with elements 0 and 1 running for
+// their 10-minute limits, element 2 is estimated to start when one ends,
+// not at once, though the agent has room for it.
+func TestCLISimulateFromHoldsArrayCap(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{})
+	c := newCLI(t, m)
+	alice := m.User("alice", "user", "p1")
+	body := map[string]any{"name": "sweep", "image": "sleep", "array": "0-3%2", "time_limit": "10m",
+		"resources": map[string]string{"cpu": "1"}}
+	if code := m.Do(alice, "POST", "/v1/arrays", body, nil); code != http.StatusCreated {
+		t.Fatalf("create array: %d", code)
+	}
+	var a v1.Array
+	apitest.Eventually(t, 20*time.Second, "two elements running", func() bool {
+		m.Do(alice, "GET", "/v1/arrays/sweep", nil, &a)
+		return a.Statuses["RUNNING"] == 2
+	})
+	started := time.Now()
+	out := c.ok(m.AdminToken, "simulate", "--from", m.URL)
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, a.Elements[2].ID) {
+			line = l
+		}
+	}
+	_, est, ok := strings.Cut(line, "~")
+	est, _, _ = strings.Cut(est, " (estimate)")
+	if !ok {
+		t.Fatalf("simulate --from has no estimate for sweep[2]:\n%s", out)
+	}
+	at, err := time.ParseInLocation("15:04", est, time.Local)
+	if err == nil {
+		y, mo, d := started.Local().Date()
+		at = time.Date(y, mo, d, at.Hour(), at.Minute(), 0, 0, time.Local)
+	} else if at, err = time.ParseInLocation("2006-01-02 15:04", est, time.Local); err != nil {
+		t.Fatalf("estimate of sweep[2] %q: %v", est, err)
+	}
+	// Printed to the minute: an element's limit runs out at least 9
+	// minutes from now.
+	if at.Before(started.Add(9 * time.Minute)) {
+		t.Errorf("sweep[2] is estimated to start at %s, not when a running element's 10-minute limit runs out:\n%s", est, out)
 	}
 }
 

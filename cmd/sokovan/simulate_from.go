@@ -113,6 +113,9 @@ func loadLive(ctx context.Context, c *client, reg *domain.Registry, g v1.Group, 
 		}
 		after = page.Next
 	}
+	if live.Arrays, err = cappedArraysOf(ctx, c, live.Pending); err != nil {
+		return live, err
+	}
 	for _, o := range slices.SortedFunc(func(yield func([2]string) bool) {
 		for o := range owners {
 			if !yield(o) {
@@ -143,6 +146,30 @@ func loadLive(ctx context.Context, c *client, reg *domain.Registry, g v1.Group, 
 			MaxConcurrentSessions: p.MaxConcurrentSessions, MaxPendingSessions: p.MaxPendingSessions})
 	}
 	return live, nil
+}
+
+// cappedArraysOf reads the capped arrays of the pending elements, so the
+// replay holds their caps as the manager's does; an uncapped array's
+// elements schedule as sessions of their own.
+func cappedArraysOf(ctx context.Context, c *client, pending []simulate.LiveSession) ([]domain.Array, error) {
+	var out []domain.Array
+	seen := map[domain.ArrayID]bool{}
+	for _, p := range pending {
+		id := p.Session.Array
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		var a v1.Array
+		if _, err := c.do(ctx, "GET", "/v1/arrays/"+url.PathEscape(string(id)), nil, &a); err != nil {
+			return nil, fmt.Errorf("array %s: %w", id, err)
+		}
+		if a.MaxRunning > 0 {
+			out = append(out, domain.Array{ID: id, Name: a.Name, Owner: p.Session.Owner, Spec: a.Spec, Count: a.Count,
+				MaxRunning: a.MaxRunning, CreatedAt: a.CreatedAt})
+		}
+	}
+	return out, nil
 }
 
 func groupIn(reg *domain.Registry, g v1.Group) (domain.ResourceGroup, error) {
@@ -193,7 +220,10 @@ func sessionIn(reg *domain.Registry, s v1.Session, now time.Time) (simulate.Live
 		Owner: domain.Owner{User: s.Owner, Project: s.Project, Domain: s.Domain}, Type: domain.SessionType(s.Type),
 		Image: s.Image, Architecture: s.Architecture, ResourceGroup: s.ResourceGroup, ClusterMode: domain.ClusterMode(s.ClusterMode),
 		ClusterSize: s.ClusterSize, Priority: s.Priority, Requested: req, Status: st, StatusChangedAt: s.StatusChangedAt,
-		CreatedAt: s.CreatedAt, DesignatedStrict: s.DesignatedStrict}
+		CreatedAt: s.CreatedAt, DesignatedStrict: s.DesignatedStrict, Array: domain.ArrayID(s.Array)}
+	if s.ArrayIndex != nil {
+		sess.ArrayIndex = *s.ArrayIndex
+	}
 	if s.StartsAt != nil {
 		sess.StartsAt = *s.StartsAt
 	}

@@ -570,7 +570,7 @@ func (s *Server) dryWaitGroup(ctx context.Context, p *applyPlan, group string, f
 		return err
 	}
 	snap.Pending = append(snap.Pending, fresh...)
-	p.dryArrays(&snap, fresh)
+	arrays := p.dryArrays(&snap, fresh)
 	jobs, err := s.dryJobs(ctx, p, &snap, fresh)
 	if err != nil {
 		return err
@@ -611,7 +611,7 @@ func (s *Server) dryWaitGroup(ctx context.Context, p *applyPlan, group string, f
 	}
 	// The blockers stand without the estimate; a failed replay only
 	// leaves it out, as why does.
-	starts, err := s.estWith(ctx, group, fresh, jobs)
+	starts, err := s.estWith(ctx, group, fresh, jobs, arrays)
 	if err != nil {
 		s.log.Warn("estimate start (dry run)", "group", group, "err", err)
 		return nil
@@ -714,6 +714,8 @@ func (s *Server) dryDependencies(ctx context.Context, p *applyPlan, snap *framew
 }
 
 // EstimateWithFunc is EstimateFunc with sessions not yet stored queued
-// after the group's own, and the jobs they belong to: what a dry run of
-// apply estimates with. The manager passes simulate.EstimatorWith.
-type EstimateWithFunc func(ctx context.Context, group string, extra []framework.PendingSession, jobs []domain.Job) (map[domain.SessionID]time.Time, error)
+// after the group's own, and the jobs and capped arrays they belong to:
+// what a dry run of apply estimates with. The manager passes
+// simulate.EstimatorWith.
+type EstimateWithFunc func(ctx context.Context, group string, extra []framework.PendingSession, jobs []domain.Job,
+	arrays []domain.Array) (map[domain.SessionID]time.Time, error)

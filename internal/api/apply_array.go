@@ -171,16 +171,23 @@ func (p *applyPlan) foldElements() {
 // dryArrays puts the new capped arrays with elements among fresh into
 // the snapshot, as the store loads a capped array with a pending
 // element, none of its elements holding resources yet, so the round
-// holds the elements past the cap as it would.
-func (p *applyPlan) dryArrays(snap *framework.Snapshot, fresh []framework.PendingSession) {
+// holds the elements past the cap as it would; it returns them for the
+// estimate, whose replay holds the caps too.
+func (p *applyPlan) dryArrays(snap *framework.Snapshot, fresh []framework.PendingSession) []domain.Array {
+	var arrays []domain.Array
 	for _, ps := range fresh {
 		a, ok := p.arrays[ps.Session.Array]
 		if !ok || a.MaxRunning == 0 {
+			continue
+		}
+		if _, seen := snap.Arrays[a.ID]; seen {
 			continue
 		}
 		if snap.Arrays == nil {
 			snap.Arrays = map[domain.ArrayID]framework.ArrayInfo{}
 		}
 		snap.Arrays[a.ID] = framework.ArrayInfo{Name: a.Name, MaxRunning: a.MaxRunning}
+		arrays = append(arrays, a)
 	}
+	return arrays
 }

@@ -163,7 +163,18 @@ func TestApplyArrayDryRun(t *testing.T) {
 			want = "waits: array sweep: 2 of 2 elements running (%2)"
 		}
 		if e.Index != k || !strings.HasPrefix(e.Wait, want) || e.EstimatedStart == nil {
-			t.Errorf("element %d: %+v, want index %d, %q and an estimate", k, e, k, want)
+			t.Fatalf("element %d: %+v, want index %d, %q and an estimate", k, e, k, want)
+		}
+	}
+	// The estimate holds the cap as the round does: an element past it
+	// starts when one of the first two ends, after them, not beside them.
+	for _, k := range []int{2, 3} {
+		e := it.Elements[k]
+		for _, first := range it.Elements[:2] {
+			if !e.EstimatedStart.After(*first.EstimatedStart) {
+				t.Errorf("element %d, held by the cap, is estimated to start at %v, not after element %d's %v",
+					k, e.EstimatedStart, first.Index, first.EstimatedStart)
+			}
 		}
 	}
 	if it.Wait != it.Elements[0].Wait || it.EstimatedStart == nil || !it.EstimatedStart.Equal(*it.Elements[0].EstimatedStart) {

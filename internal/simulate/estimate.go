@@ -9,6 +9,7 @@ import (
 
 	"github.com/sokovan-go/sokovan/internal/domain"
 	"github.com/sokovan-go/sokovan/internal/scheduler/framework"
+	"github.com/sokovan-go/sokovan/internal/store"
 )
 
 // Live is one resource group as it stands, what Estimate starts from.
@@ -29,6 +30,10 @@ type Live struct {
 	// Jobs are the jobs of the running and pending sessions, so their
 	// gangs are replayed too.
 	Jobs []domain.Job
+	// Arrays are the capped (%N) arrays of the running and pending
+	// sessions, so the replay holds each cap as the scheduler does; an
+	// element of an array not here is replayed as a session of its own.
+	Arrays []domain.Array
 }
 
 // LiveSession is a session of Live with its kernels and what is expected
@@ -99,10 +104,12 @@ func Estimate(ctx context.Context, live Live, horizon time.Duration) (map[domain
 	return out, nil
 }
 
-// setUpLive stores the group, its policies and agents, places the running
-// sessions where they run (through the plan applier, so occupancy is the
-// store's own sum) and queues the pending ones with their creation times,
-// so the queue keeps its order.
+// setUpLive stores the group, its policies, jobs and agents, creates the
+// running and pending sessions (the elements of each array with their
+// array, so its cap holds), places the running ones where they run
+// (through the plan applier, so occupancy is the store's own sum) and
+// queues the pending ones with their creation times, so the queue keeps
+// its order.
 func (r *runner) setUpLive(ctx context.Context, live Live, known map[domain.SessionID]bool) error {
 	if err := r.st.PutResourceGroup(ctx, live.Group); err != nil {
 		return err
@@ -120,61 +127,18 @@ func (r *runner) setUpLive(ctx context.Context, live Live, known map[domain.Sess
 		}
 		jobs[j.ID] = true
 	}
-	for n, a := range live.Agents {
-		if a.Status != domain.AgentAlive {
-			continue // it takes nothing new while it is not back
-		}
-		a.ResourceGroup, a.Address, a.Runtime = live.Group.Name, "sim", "sim"
-		got, err := r.st.RegisterAgent(ctx, a, now)
-		if err != nil {
-			return fmt.Errorf("agent %s: %w", a.ID, err)
-		}
-		if !a.Schedulable {
-			if err := r.st.SetAgentSchedulable(ctx, a.ID, false); err != nil {
-				return err
-			}
-		}
-		if err := r.fleet.add(got.ID, got.Epoch, r.clock, uint64(n+1)*0x9e3779b97f4a7c15); err != nil {
-			return err
-		}
+	alive, err := r.registerLive(ctx, live)
+	if err != nil {
+		return err
 	}
-	alive := map[domain.AgentID]bool{}
-	for _, a := range live.Agents {
-		alive[a.ID] = a.Status == domain.AgentAlive
+	arrays := map[domain.ArrayID]bool{}
+	for _, a := range live.Arrays {
+		arrays[a.ID] = true
 	}
-	add := func(ls LiveSession, run time.Duration) error {
-		s := ls.Session
-		s.ResourceGroup, s.Status, s.Image = live.Group.Name, domain.SessionPending, "exit:0"
-		if s.CreatedAt.IsZero() || s.CreatedAt.After(now) {
-			s.CreatedAt = now
-		}
-		s.StatusChangedAt = s.CreatedAt
-		s.Env = map[string]string{"SOKOVAN_EXIT_AFTER": strconv.FormatFloat(max(run, time.Second).Seconds(), 'f', -1, 64)}
-		s.Command = nil
-		// Ended dependencies are not in the replay; had one failed, the
-		// session would have been cancelled already.
-		s.DependsOn = slices.DeleteFunc(slices.Clone(s.DependsOn), func(d domain.SessionID) bool { return !known[d] })
-		if !jobs[s.Job] {
-			s.Job = "" // its job is not in the replay: replayed as a plain session
-		}
-		// Nor are arrays: an element is replayed as a session of its own,
-		// its array's cap (%N) not held.
-		s.Array, s.ArrayIndex = "", 0
-		ks := make([]domain.Kernel, len(ls.Kernels))
-		for i, k := range ls.Kernels {
-			ks[i] = domain.Kernel{ID: k.ID, SessionID: s.ID, ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx,
-				Image: s.Image, Architecture: k.Architecture, Requested: k.Requested.Clone(),
-				Status: domain.KernelPending, StatusChangedAt: s.CreatedAt}
-		}
-		if len(ks) == 0 {
-			return nil // nothing of it is held or queued
-		}
-		s.ClusterSize = len(ks)
-		if err := r.st.CreateSession(ctx, s, ks); err != nil {
-			return fmt.Errorf("session %s: %w", s.ID, err)
-		}
-		return nil
-	}
+	var (
+		made   []store.NewSession
+		places []framework.Placement
+	)
 	for _, ls := range live.Running {
 		pl := framework.Placement{Session: ls.Session.ID}
 		placeable := true
@@ -186,22 +150,114 @@ func (r *runner) setUpLive(ctx context.Context, live Live, known map[domain.Sess
 		if !placeable || len(ls.Kernels) == 0 {
 			continue // on a lost agent, or holding nothing: the replay has no room for it
 		}
-		if err := add(ls, ls.End.Sub(now)); err != nil {
-			return err
-		}
-		res, err := r.st.ApplyPlan(ctx, framework.Plan{Group: live.Group.Name, Placements: []framework.Placement{pl}}, now)
-		if err != nil {
-			return fmt.Errorf("place running session %s: %w", ls.Session.ID, err)
-		}
-		if len(res.Rejected) > 0 {
-			return fmt.Errorf("place running session %s: %s", ls.Session.ID, res.Rejected[0].Reason)
-		}
+		made = append(made, replayed(live.Group.Name, ls, ls.End.Sub(now), now, known, jobs, arrays))
+		places = append(places, pl)
 	}
 	for _, ls := range live.Pending {
-		if err := add(ls, ls.Run); err != nil {
-			return err
+		if len(ls.Kernels) > 0 { // else nothing of it is queued
+			made = append(made, replayed(live.Group.Name, ls, ls.Run, now, known, jobs, arrays))
+		}
+	}
+	if err := r.createLive(ctx, live.Arrays, made); err != nil {
+		return err
+	}
+	for _, pl := range places {
+		res, err := r.st.ApplyPlan(ctx, framework.Plan{Group: live.Group.Name, Placements: []framework.Placement{pl}}, now)
+		if err != nil {
+			return fmt.Errorf("place running session %s: %w", pl.Session, err)
+		}
+		if len(res.Rejected) > 0 {
+			return fmt.Errorf("place running session %s: %s", pl.Session, res.Rejected[0].Reason)
 		}
 	}
 	r.start()
+	return nil
+}
+
+// registerLive registers the group's ALIVE agents with the replay's store
+// and fleet, and says which agents are alive.
+func (r *runner) registerLive(ctx context.Context, live Live) (map[domain.AgentID]bool, error) {
+	now := r.clock.Now()
+	alive := map[domain.AgentID]bool{}
+	for n, a := range live.Agents {
+		alive[a.ID] = a.Status == domain.AgentAlive
+		if a.Status != domain.AgentAlive {
+			continue // it takes nothing new while it is not back
+		}
+		a.ResourceGroup, a.Address, a.Runtime = live.Group.Name, "sim", "sim"
+		got, err := r.st.RegisterAgent(ctx, a, now)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: %w", a.ID, err)
+		}
+		if !a.Schedulable {
+			if err := r.st.SetAgentSchedulable(ctx, a.ID, false); err != nil {
+				return nil, err
+			}
+		}
+		if err := r.fleet.add(got.ID, got.Epoch, r.clock, uint64(n+1)*0x9e3779b97f4a7c15); err != nil {
+			return nil, err
+		}
+	}
+	return alive, nil
+}
+
+// replayed is ls as the replay stores it: a PENDING session of the group
+// on the sim runtime that exits after run, with only what the replay
+// holds of its dependencies, job and array.
+func replayed(group string, ls LiveSession, run time.Duration, now time.Time, known map[domain.SessionID]bool,
+	jobs map[domain.JobID]bool, arrays map[domain.ArrayID]bool) store.NewSession {
+	s := ls.Session
+	s.ResourceGroup, s.Status, s.Image = group, domain.SessionPending, "exit:0"
+	if s.CreatedAt.IsZero() || s.CreatedAt.After(now) {
+		s.CreatedAt = now
+	}
+	s.StatusChangedAt = s.CreatedAt
+	s.Env = map[string]string{"SOKOVAN_EXIT_AFTER": strconv.FormatFloat(max(run, time.Second).Seconds(), 'f', -1, 64)}
+	s.Command = nil
+	// Ended dependencies are not in the replay; had one failed, the
+	// session would have been cancelled already.
+	s.DependsOn = slices.DeleteFunc(slices.Clone(s.DependsOn), func(d domain.SessionID) bool { return !known[d] })
+	if !jobs[s.Job] {
+		s.Job = "" // its job is not in the replay: replayed as a plain session
+	}
+	if !arrays[s.Array] {
+		s.Array, s.ArrayIndex = "", 0 // nor is its array: no cap to hold
+	}
+	ks := make([]domain.Kernel, len(ls.Kernels))
+	for i, k := range ls.Kernels {
+		ks[i] = domain.Kernel{ID: k.ID, SessionID: s.ID, ClusterRole: k.ClusterRole, ClusterIdx: k.ClusterIdx,
+			Image: s.Image, Architecture: k.Architecture, Requested: k.Requested.Clone(),
+			Status: domain.KernelPending, StatusChangedAt: s.CreatedAt}
+	}
+	s.ClusterSize = len(ks)
+	return store.NewSession{Session: s, Kernels: ks}
+}
+
+// createLive stores the replay's sessions: each array's elements with
+// their array, in one CreateArray as production stores them, the rest
+// one by one. An array counts only its elements in the replay; the ended
+// ones no longer count toward its cap.
+func (r *runner) createLive(ctx context.Context, arrays []domain.Array, made []store.NewSession) error {
+	elems := map[domain.ArrayID][]store.NewSession{}
+	for _, ns := range made {
+		if ns.Session.Array != "" {
+			elems[ns.Session.Array] = append(elems[ns.Session.Array], ns)
+			continue
+		}
+		if err := r.st.CreateSession(ctx, ns.Session, ns.Kernels); err != nil {
+			return fmt.Errorf("session %s: %w", ns.Session.ID, err)
+		}
+	}
+	for _, a := range arrays {
+		es := elems[a.ID]
+		if len(es) == 0 {
+			continue
+		}
+		delete(elems, a.ID) // one row per array, however often it is listed
+		a.Count = len(es)
+		if err := r.st.CreateArray(ctx, a, es); err != nil {
+			return fmt.Errorf("array %s: %w", a.ID, err)
+		}
+	}
 	return nil
 }

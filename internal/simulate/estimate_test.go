@@ -213,10 +213,10 @@ func TestEstimateStartsAtOnce(t *testing.T) {
 	}
 }
 
-// The replay has no arrays: an array's elements, running or pending,
-// made the whole replay fail (the element named an array the replay's
-// store lacks), so no session of the group had an estimate. They are
-// replayed as sessions of their own now.
+// An element whose array Live does not carry (an uncapped one) made the
+// whole replay fail (the element named an array the replay's store
+// lacks), so no session of the group had an estimate. It is replayed as
+// a session of its own now.
 func TestEstimateWithArrayElements(t *testing.T) {
 	reg := domain.DefaultRegistry()
 	now := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
@@ -248,4 +248,71 @@ func TestEstimateWithArrayElements(t *testing.T) {
 	if at, ok := got["e1"]; !ok || at.Sub(now).Abs() > time.Second {
 		t.Errorf("estimate of a pending element beside a running one: %v (present %v), want about %v", at, ok, now)
 	}
+}
+
+// TestEstimateHoldsArrayCap: the replay holds an array's cap (%N) as the
+// scheduler does, so an element past it is estimated to start when an
+// element before it ends, not at once beside them. Each element fits on
+// the empty agent; only the cap of 2 holds elements 2 and 3 back.
+func TestEstimateHoldsArrayCap(t *testing.T) {
+	reg := domain.DefaultRegistry()
+	now := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
+	req, err := reg.ParseSlots(map[string]string{"cpu": "1", "mem": "1g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity, _ := reg.ParseSlots(map[string]string{"cpu": "16", "mem": "64g"})
+	owner := domain.Owner{User: "alice", Project: "p", Domain: "default"}
+	arr := domain.Array{ID: "arr1", Name: "sweep", Owner: owner, Spec: "0-3%2", Count: 4, MaxRunning: 2,
+		CreatedAt: now.Add(-time.Hour)}
+	element := func(index int, agent domain.AgentID) simulate.LiveSession {
+		id := domain.SessionID(fmt.Sprintf("e%d", index))
+		s := domain.Session{ID: id, Name: domain.ArrayElementName("sweep", index), Owner: owner,
+			Type: domain.TypeBatch, Architecture: "x86_64", ClusterMode: domain.SingleNode, ClusterSize: 1,
+			Priority: 10, Requested: req, CreatedAt: now.Add(-time.Hour), Array: arr.ID, ArrayIndex: index}
+		k := domain.Kernel{ID: domain.KernelID(string(id) + "-k0"), SessionID: s.ID, ClusterRole: domain.RoleMain,
+			Architecture: "x86_64", Requested: req.Clone(), Agent: agent}
+		return simulate.LiveSession{Session: s, Kernels: []domain.Kernel{k}}
+	}
+	group := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
+		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
+	agent := domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
+		Capacity: capacity}
+
+	t.Run("all pending", func(t *testing.T) {
+		es := []simulate.LiveSession{element(0, ""), element(1, ""), element(2, ""), element(3, "")}
+		es[0].Run, es[1].Run, es[2].Run, es[3].Run = 30*time.Minute, 45*time.Minute, time.Hour, time.Hour
+		got, err := simulate.Estimate(context.Background(), simulate.Live{Now: now, Slots: reg, Group: group,
+			Agents: []domain.Agent{agent}, Pending: es, Arrays: []domain.Array{arr}}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 0 and 1 start now; 2 when 0 ends, 3 when 1 ends.
+		for id, want := range map[domain.SessionID]time.Time{"e0": now, "e1": now,
+			"e2": now.Add(30 * time.Minute), "e3": now.Add(45 * time.Minute)} {
+			if at, ok := got[id]; !ok || at.Sub(want).Abs() > time.Second {
+				t.Errorf("estimate of %s: %v (present %v), want about %v", id, at, ok, want)
+			}
+		}
+	})
+	t.Run("one running", func(t *testing.T) {
+		running := element(0, "a1")
+		running.End = now.Add(20 * time.Minute)
+		es := []simulate.LiveSession{element(1, ""), element(2, ""), element(3, "")}
+		es[0].Run, es[1].Run, es[2].Run = 50*time.Minute, time.Hour, time.Hour
+		got, err := simulate.Estimate(context.Background(), simulate.Live{Now: now, Slots: reg, Group: group,
+			Agents: []domain.Agent{agent}, Running: []simulate.LiveSession{running}, Pending: es,
+			Arrays: []domain.Array{arr}}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The running element takes one of the two places: 1 starts now,
+		// 2 when 0 ends at 14:20, 3 when 1 ends at 14:50.
+		for id, want := range map[domain.SessionID]time.Time{"e1": now,
+			"e2": now.Add(20 * time.Minute), "e3": now.Add(50 * time.Minute)} {
+			if at, ok := got[id]; !ok || at.Sub(want).Abs() > time.Second {
+				t.Errorf("estimate of %s: %v (present %v), want about %v", id, at, ok, want)
+			}
+		}
+	})
 }

@@ -70,6 +70,7 @@ func LoadLive(ctx context.Context, st LiveStore, reg *domain.Registry, group str
 	for _, p := range snap.Pending {
 		live.Pending = append(live.Pending, LiveSession{Session: p.Session, Kernels: p.Kernels, Run: ExpectedRun(p.Session)})
 	}
+	live.Arrays = cappedArrays(snap)
 	var holding []domain.SessionStatus
 	for _, st := range domain.SessionStatuses() {
 		if st.HoldsResources() {
@@ -122,6 +123,26 @@ func LoadLive(ctx context.Context, st LiveStore, reg *domain.Registry, group str
 	return live, nil
 }
 
+// cappedArrays are the arrays the snapshot caps, as Live wants them: the
+// snapshot has each capped array with a pending element in the group,
+// which is every array whose cap can hold anything back; its owner is
+// its elements'. The replay counts the elements that hold resources
+// itself.
+func cappedArrays(snap framework.Snapshot) []domain.Array {
+	var out []domain.Array
+	seen := map[domain.ArrayID]bool{}
+	for _, p := range snap.Pending {
+		id := p.Session.Array
+		info, capped := snap.Arrays[id]
+		if !capped || seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, domain.Array{ID: id, Name: info.Name, Owner: p.Session.Owner, MaxRunning: info.MaxRunning})
+	}
+	return out
+}
+
 // Estimator returns Estimate over LoadLive, for a manager to hand its API.
 func Estimator(st LiveStore, reg *domain.Registry, clock interface{ Now() time.Time }) func(ctx context.Context, group string) (map[domain.SessionID]time.Time, error) {
 	return func(ctx context.Context, group string) (map[domain.SessionID]time.Time, error) {
@@ -134,10 +155,10 @@ func Estimator(st LiveStore, reg *domain.Registry, clock interface{ Now() time.T
 }
 
 // EstimatorWith is Estimator with sessions not yet stored queued after
-// the group's pending ones, and the jobs they belong to, for a dry run of
-// apply: when would these start, were they submitted now.
-func EstimatorWith(st LiveStore, reg *domain.Registry, clock interface{ Now() time.Time }) func(ctx context.Context, group string, extra []framework.PendingSession, jobs []domain.Job) (map[domain.SessionID]time.Time, error) {
-	return func(ctx context.Context, group string, extra []framework.PendingSession, jobs []domain.Job) (map[domain.SessionID]time.Time, error) {
+// the group's pending ones, and the jobs and arrays they belong to, for a
+// dry run of apply: when would these start, were they submitted now.
+func EstimatorWith(st LiveStore, reg *domain.Registry, clock interface{ Now() time.Time }) func(ctx context.Context, group string, extra []framework.PendingSession, jobs []domain.Job, arrays []domain.Array) (map[domain.SessionID]time.Time, error) {
+	return func(ctx context.Context, group string, extra []framework.PendingSession, jobs []domain.Job, arrays []domain.Array) (map[domain.SessionID]time.Time, error) {
 		live, err := LoadLive(ctx, st, reg, group, clock.Now())
 		if err != nil {
 			return nil, err
@@ -155,6 +176,9 @@ func EstimatorWith(st LiveStore, reg *domain.Registry, clock interface{ Now() ti
 				have[j.ID] = true
 			}
 		}
+		// The live arrays are the ones LoadLive found; a new array's
+		// elements are all among extra.
+		live.Arrays = append(live.Arrays, arrays...)
 		return Estimate(ctx, live, 0)
 	}
 }
