@@ -651,6 +651,11 @@ const (
 // the store's cache; tests count it.
 const FaultDecayRebase = "decay rebase"
 
+// FaultFeedQuery is reached before Changes queries the feed, and not when
+// a store whose engine is the database's sole writer knows the feed has
+// not moved past the position asked for; tests count it.
+const FaultFeedQuery = "feed query"
+
 // DueSession is a RUNNING session with what its hook needs to decide
 // whether it ends: Started is when it became RUNNING (its status change
 // time), LastActivity is zero when its owner never used it, IdleTimeout

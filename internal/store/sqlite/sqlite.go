@@ -79,7 +79,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		// the exclusive lock makes free): its cache stays valid across
 		// writes, where a second connection's would be dropped after
 		// each.
-		e := &engine{w: w, r: w, wc: newStmtCache(w)}
+		e := &engine{w: w, r: w, wc: newStmtCache(w), sole: true}
 		e.rc = e.wc
 		return &Store{sqlstore.New(opts.Registry, e, dialect, opts.Fault)}, nil
 	}
@@ -116,8 +116,10 @@ type Store struct {
 // transaction cannot change before it commits, and no row locks are
 // needed.
 type engine struct {
-	w *sql.DB // exactly one connection; every transaction is BEGIN IMMEDIATE
-	r *sql.DB // query_only connections; transactions are plain BEGIN (a Scratch store's: w)
+	// sole: a Scratch file, which no other process opens.
+	sole bool
+	w    *sql.DB // exactly one connection; every transaction is BEGIN IMMEDIATE
+	r    *sql.DB // query_only connections; transactions are plain BEGIN (a Scratch store's: w)
 	// wc and rc are their prepared statements.
 	wc, rc *stmtCache
 }
@@ -165,6 +167,9 @@ func (e *engine) Classify(err error) error {
 // Retryable is false: with one writer at a time no transaction loses a
 // race, and a busy database has already been waited for (BusyTimeout).
 func (e *engine) Retryable(error) bool { return false }
+
+// SoleWriter: see sqlstore.SoleWriter.
+func (e *engine) SoleWriter() bool { return e.sole }
 
 // Close closes both connection pools.
 func (e *engine) Close() error {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,5 +92,106 @@ func TestScratch(t *testing.T) {
 	if other, err := sqlite.Open(ctx, path, sqlite.Options{Registry: reg, BusyTimeout: 100 * time.Millisecond}); err == nil {
 		other.Close()
 		t.Fatal("a second store opened the scratch store's file")
+	}
+}
+
+// TestScratchFeedKnowsItsEnd: a scratch store, the only writer of its
+// file, answers a read of the change feed past the end it last found
+// without a query while it has written nothing since; every write ends
+// that, so a follower reading concurrently with writes still gets every
+// change, in order, exactly once.
+func TestScratchFeedKnowsItsEnd(t *testing.T) {
+	ctx := t.Context()
+	reg := domain.DefaultRegistry()
+	var queries atomic.Int64
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "scratch.db"), sqlite.Options{Registry: reg, Scratch: true,
+		Fault: func(point string) error {
+			if point == store.FaultFeedQuery {
+				queries.Add(1)
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
+		HeadOfLine: domain.HOLSkip, MaxRetries: domain.DefaultMaxRetries, Timeouts: domain.DefaultTimeouts()}
+	if err := st.PutResourceGroup(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := reg.ParseSlots(map[string]string{"cpu": "1"})
+	create := func(i int) {
+		id := domain.SessionID(fmt.Sprintf("s%04d", i))
+		s := domain.Session{ID: id, Owner: domain.Owner{User: "alice", Project: "p", Domain: "d"},
+			Type: domain.TypeBatch, Image: "sleep", Architecture: "x86_64", ResourceGroup: "g",
+			ClusterMode: domain.SingleNode, ClusterSize: 1, Requested: req, CreatedAt: time.Unix(1, 0)}
+		if err := st.CreateSession(ctx, s, []domain.Kernel{{ID: domain.KernelID(id + "-k0"), SessionID: id,
+			ClusterRole: domain.RoleMain, Image: "sleep", Architecture: "x86_64", Requested: req}}); err != nil {
+			t.Error(err)
+		}
+	}
+	create(0)
+	first, err := st.Changes(ctx, store.ChangeFilter{})
+	if err != nil || len(first) == 0 {
+		t.Fatalf("changes: %d, %v", len(first), err)
+	}
+	end := first[len(first)-1].Pos
+	before := queries.Load()
+	for range 5 {
+		if chs, err := st.Changes(ctx, store.ChangeFilter{After: end}); err != nil || len(chs) != 0 {
+			t.Fatalf("past the end with nothing written: %d changes, %v", len(chs), err)
+		}
+	}
+	if n := queries.Load() - before; n != 0 {
+		t.Errorf("%d feed queries past a known end with nothing written, want none", n)
+	}
+	create(1)
+	if chs, err := st.Changes(ctx, store.ChangeFilter{After: end}); err != nil || len(chs) != 1 || chs[0].Session != "s0001" {
+		t.Fatalf("after a write: %+v, %v; want s0001's creation", chs, err)
+	}
+
+	// A follower reading in pages of 3 while sessions are created.
+	const n = 200
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 2; i < n; i++ {
+			create(i)
+		}
+	}()
+	var got []int64
+	pos := end
+	follow := func() {
+		chs, err := st.Changes(ctx, store.ChangeFilter{After: pos, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range chs {
+			got = append(got, ch.Pos)
+			pos = ch.Pos
+		}
+	}
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		follow()
+	}
+	for range n {
+		follow()
+	}
+	all, err := st.Changes(ctx, store.ChangeFilter{After: end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]int64, len(all))
+	for i, ch := range all {
+		want[i] = ch.Pos
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the follower read %d changes, the feed holds %d after %d: the follower missed or repeated some", len(got), len(want), end)
 	}
 }

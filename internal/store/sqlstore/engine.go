@@ -26,6 +26,15 @@ type Engine interface {
 	Close() error
 }
 
+// SoleWriter is an Engine whose database no other process writes (a
+// Scratch SQLite file, held under an exclusive lock). The store then knows
+// from its own commits when the change feed cannot have moved, and
+// answers a read of the feed past its known end without a query: a
+// simulation reads it several times a cycle, most often finding nothing.
+type SoleWriter interface {
+	SoleWriter() bool
+}
+
 // ChangeNumberer is an Engine whose change feed rows get their position
 // only after they commit. The store calls NumberChanges, in a write
 // transaction of its own, before every read of the feed.

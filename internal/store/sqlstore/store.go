@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sokovan-go/sokovan/internal/domain"
@@ -26,6 +27,12 @@ type Store struct {
 	agents *codec.AgentDecoder
 	// cache is the cluster's part of LoadSnapshot (snapcache.go).
 	cache *snapCache
+	// sole: no other process writes the database (SoleWriter); writes
+	// counts this store's write transactions once each has ended, and
+	// tail is the feed's end as a read found it (changes.go).
+	sole   bool
+	writes atomic.Uint64
+	tail   feedTail
 }
 
 var _ store.Store = (*Store)(nil)
@@ -45,8 +52,9 @@ const maxAttempts = 5
 // New returns a store over eng, whose SQL is d. reg converts stored slot
 // names to vector indexes; fault is for tests only (see store.FaultHook).
 func New(reg *domain.Registry, eng Engine, d Dialect, fault store.FaultHook) *Store {
+	sw, ok := eng.(SoleWriter)
 	return &Store{reg: reg, eng: eng, dialect: d, fault: fault, agents: codec.NewAgentDecoder(reg),
-		cache: newSnapCache()}
+		cache: newSnapCache(), sole: ok && sw.SoleWriter()}
 }
 
 // Close closes the engine.
@@ -73,6 +81,11 @@ func (s *Store) read(ctx context.Context, op string, fn func(tx txn) error) erro
 }
 
 func (s *Store) attempt(ctx context.Context, access Access, fn func(tx txn) error) error {
+	if access == Write {
+		// Counted once it has ended, committed or not: a feed read that
+		// began before then may have missed what it wrote (changes.go).
+		defer s.writes.Add(1)
+	}
 	tx, err := s.eng.Begin(ctx, access)
 	if err != nil {
 		return err
