@@ -32,7 +32,8 @@
 // idle.go decides, from the change feed and the groups' generations,
 // when a group's scheduling round could only repeat its last one and is
 // skipped; touched.go follows the feed for the promotion handlers, which
-// then check only the sessions it names.
+// then check only the sessions it names, and for the lifecycle handlers,
+// which list their statuses again only once a session moved into them.
 // jobs.go moves jobs through seed 003's application states and holds their
 // members at Permit; drain.go ends what remains on agents past their drain
 // deadline; metrics_gang.go holds seed 004's series.
