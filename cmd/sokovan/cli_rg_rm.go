@@ -124,17 +124,18 @@ func removeGroup(cmd *cobra.Command, c *client, path string, g v1.Group) (v1.Gro
 // liveSessionsIn counts the group's sessions that have not ended, from
 // one page of at most 10000; more says there were more than that.
 func liveSessionsIn(cmd *cobra.Command, c *client, group string) (n int, more bool, err error) {
+	var live []string
+	for _, st := range domain.SessionStatuses() {
+		if !st.Terminal() {
+			live = append(live, st.String())
+		}
+	}
 	var page v1.SessionPage
-	q := url.Values{"resource_group": {group}, "ended_within": {"1s"}, "limit": {"10000"}}
+	q := url.Values{"resource_group": {group}, "status": {strings.Join(live, ",")}, "limit": {"10000"}}
 	if _, err := c.do(cmd.Context(), "GET", "/v1/sessions?"+q.Encode(), nil, &page); err != nil {
 		return 0, false, err
 	}
-	for _, s := range page.Items {
-		if st, err := domain.ParseSessionStatus(s.Status); err == nil && !st.Terminal() {
-			n++
-		}
-	}
-	return n, page.Next != "", nil
+	return len(page.Items), page.Next != "", nil
 }
 
 // confirmRemove says what removing g does and asks; without a terminal
