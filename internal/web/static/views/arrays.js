@@ -3,18 +3,10 @@
 // link to its session, and removes the whole array in one call. Elements
 // move by session events, so both pages redraw on them.
 
-import { APIError, call, follow, get } from '../api.js';
+import { APIError, get } from '../api.js';
 import { fill, h } from '../dom.js';
 import { ago, short, time } from '../format.js';
-import { badge, banner, reloader, section } from './common.js';
-
-function follower(ctx, load) {
-  const poke = reloader(load, 300);
-  ctx.onLeave(poke.stop);
-  ctx.onLeave(follow('', (event) => { if (event === 'session') poke(); }, ctx.setLive));
-  load();
-  return poke;
-}
+import { badge, banner, endButton, section, sessionFollower } from './common.js';
 
 // counts is "2 RUNNING, 4 PENDING", most first.
 function counts(statuses) {
@@ -52,7 +44,7 @@ export function render(ctx) {
       fill(error, banner(err));
     }
   };
-  follower(ctx, load);
+  sessionFollower(ctx, load);
 }
 
 export function renderOne(ctx) {
@@ -65,18 +57,7 @@ export function renderOne(ctx) {
   const elements = h('div', { id: 'elements' });
   main.append(h('p', null, h('a', { href: '#/arrays' }, '← Arrays')), title, head, error,
     section('Details', facts), section('Elements', elements));
-  const remove = h('button', { type: 'button', class: 'danger', id: 'remove-array' }, 'End every element');
-  remove.addEventListener('click', async () => {
-    remove.disabled = true;
-    try {
-      await call('DELETE', path);
-      error.replaceChildren();
-    } catch (err) {
-      fill(error, banner(err));
-    }
-    remove.disabled = false;
-    poke();
-  });
+  const remove = endButton('remove-array', 'End every element', path, error, () => poke());
   const load = async () => {
     let a;
     try {
@@ -100,5 +81,5 @@ export function renderOne(ctx) {
         h('td', null, h('a', { href: '#/sessions/' + encodeURIComponent(e.id) }, e.name)),
         h('td', { class: 'mono' }, short(e.id)), h('td', null, badge(e.status)), h('td', null, e.outcome || '—')))))));
   };
-  const poke = follower(ctx, load);
+  const poke = sessionFollower(ctx, load);
 }

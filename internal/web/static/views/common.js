@@ -1,8 +1,10 @@
 // Pieces several views share: status badges, error banners, blocker
-// hints, and a debounced reloader for views that redraw from the API
-// when the event stream says something changed.
+// hints, a debounced reloader for views that redraw from the API when the
+// event stream says something changed, and the button that ends what a
+// page shows.
 
-import { h } from '../dom.js';
+import { call, follow } from '../api.js';
+import { fill, h } from '../dom.js';
 
 export function badge(status) {
   return h('span', { class: 'badge st-' + status }, status || '—');
@@ -79,4 +81,35 @@ export async function timed(main, fetchAll, draw) {
   const t2 = performance.now();
   main.dataset.loadMs = String(Math.round(t1 - t0));
   main.dataset.drawMs = String(Math.round(t2 - t1));
+}
+
+// sessionFollower loads a view now and again whenever a session event
+// arrives (a job's members and an array's elements move by those), at
+// most once per 300 ms, until the view is left.
+export function sessionFollower(ctx, load) {
+  const poke = reloader(load, 300);
+  ctx.onLeave(poke.stop);
+  ctx.onLeave(follow('', (event) => { if (event === 'session') poke(); }, ctx.setLive));
+  load();
+  return poke;
+}
+
+// endButton is a danger button that DELETEs path when pressed. A refusal
+// shows in error and enables it again; after a success it stays disabled,
+// what it ended being on its way out. Either way the view reloads
+// (reload is called, not kept, so it may be defined after the button).
+export function endButton(id, label, path, error, reload) {
+  const b = h('button', { type: 'button', class: 'danger', id }, label);
+  b.addEventListener('click', async () => {
+    b.disabled = true;
+    try {
+      await call('DELETE', path);
+      error.replaceChildren();
+    } catch (err) {
+      fill(error, banner(err));
+      b.disabled = false;
+    }
+    reload();
+  });
+  return b;
 }

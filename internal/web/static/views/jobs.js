@@ -4,21 +4,13 @@
 // its state history and a cancel button. Members move by session events,
 // so both pages redraw on them.
 
-import { APIError, call, follow, get } from '../api.js';
+import { APIError, call, get } from '../api.js';
 import { fieldError, fill, h, labelled, select } from '../dom.js';
 import { ago, short, time } from '../format.js';
-import { badge, banner, reloader, section } from './common.js';
+import { badge, banner, endButton, section, sessionFollower } from './common.js';
 
 // ENDED are the final states: nothing to cancel any more.
 const ENDED = new Set(['COMPLETED', 'EXPIRED', 'FAILED', 'REJECTED']);
-
-function follower(ctx, load) {
-  const poke = reloader(load, 300);
-  ctx.onLeave(poke.stop);
-  ctx.onLeave(follow('', (event) => { if (event === 'session') poke(); }, ctx.setLive));
-  load();
-  return poke;
-}
 
 export function render(ctx) {
   const { main, admin } = ctx;
@@ -53,7 +45,7 @@ export function render(ctx) {
       fill(error, banner(err));
     }
   };
-  follower(ctx, load);
+  sessionFollower(ctx, load);
 }
 
 function createForm(created) {
@@ -100,18 +92,7 @@ export function renderOne(ctx) {
   main.append(h('p', null, h('a', { href: '#/jobs' }, '← Jobs')), title, head, error,
     section('Details', facts), section('Members', members), section('History', history));
 
-  const cancel = h('button', { type: 'button', class: 'danger', id: 'cancel-job' }, 'Cancel job');
-  cancel.addEventListener('click', async () => {
-    cancel.disabled = true;
-    try {
-      await call('DELETE', path);
-      error.replaceChildren();
-    } catch (err) {
-      fill(error, banner(err));
-      cancel.disabled = false;
-    }
-    poke();
-  });
+  const cancel = endButton('cancel-job', 'Cancel job', path, error, () => poke());
 
   const load = async () => {
     let j;
@@ -148,5 +129,5 @@ export function renderOne(ctx) {
         h('td', null, x.message || '—'))))))
       : h('p', { class: 'muted' }, 'Nothing yet.'));
   };
-  const poke = follower(ctx, load);
+  const poke = sessionFollower(ctx, load);
 }
