@@ -33,8 +33,7 @@ func TestEstimate(t *testing.T) {
 			Architecture: "x86_64", Requested: req.Clone(), Agent: agent}
 		return simulate.LiveSession{Session: s, Kernels: []domain.Kernel{k}}
 	}
-	group := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
-		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
+	group := estimateGroup()
 	agent := domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
 		Capacity: slots("cpu", "4", "mem", "16g")}
 	ends := now.Add(90 * time.Minute)
@@ -75,8 +74,7 @@ func TestEstimateWithDevices(t *testing.T) {
 	}
 	capacity, _ := reg.ParseSlots(map[string]string{"cpu": "8", "mem": "16g", "cuda.device": "1"})
 	req, _ := reg.ParseSlots(map[string]string{"cpu": "1", "mem": "1g", "cuda.device": "1"})
-	group := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
-		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
+	group := estimateGroup()
 	agent := domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
 		Capacity: capacity, Devices: devs}
 	session := func(id string, created time.Time) simulate.LiveSession {
@@ -158,10 +156,8 @@ func TestEstimateWithJobMembers(t *testing.T) {
 			Architecture: "x86_64", Requested: req.Clone(), Agent: agent}
 		return simulate.LiveSession{Session: s, Kernels: []domain.Kernel{k}}
 	}
-	group := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
-		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
-	agent := domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
-		Capacity: capacity}
+	group := estimateGroup()
+	agent := estimateAgent(capacity)
 	job := domain.Job{ID: "j1", Name: "spark", Owner: domain.Owner{User: "alice", Project: "p", Domain: "default"},
 		MinAvailable: 2, PermitTimeout: time.Minute, FailurePolicy: domain.FailureWait, State: domain.JobRunning,
 		StateChangedAt: now.Add(-time.Hour), CreatedAt: now.Add(-time.Hour)}
@@ -199,10 +195,8 @@ func TestEstimateStartsAtOnce(t *testing.T) {
 		Type: domain.TypeBatch, Architecture: "x86_64", ClusterMode: domain.SingleNode, ClusterSize: 1,
 		Priority: 10, Requested: req, CreatedAt: now.Truncate(time.Microsecond)}
 	k := domain.Kernel{ID: "s1-k0", SessionID: s.ID, ClusterRole: domain.RoleMain, Architecture: "x86_64", Requested: req.Clone()}
-	group := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
-		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
-	agent := domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
-		Capacity: capacity}
+	group := estimateGroup()
+	agent := estimateAgent(capacity)
 	got, err := simulate.Estimate(context.Background(), simulate.Live{Now: now, Slots: reg, Group: group,
 		Agents: []domain.Agent{agent}, Pending: []simulate.LiveSession{{Session: s, Kernels: []domain.Kernel{k}, Run: time.Hour}}}, 0)
 	if err != nil {
@@ -234,10 +228,8 @@ func TestEstimateWithArrayElements(t *testing.T) {
 			Architecture: "x86_64", Requested: req.Clone(), Agent: agent}
 		return simulate.LiveSession{Session: s, Kernels: []domain.Kernel{k}}
 	}
-	group := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
-		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
-	agent := domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
-		Capacity: capacity}
+	group := estimateGroup()
+	agent := estimateAgent(capacity)
 	running, pending := element(0, "a1"), element(1, "")
 	running.End, pending.Run = now.Add(30*time.Minute), time.Hour
 	got, err := simulate.Estimate(context.Background(), simulate.Live{Now: now, Slots: reg, Group: group,
@@ -274,10 +266,8 @@ func TestEstimateHoldsArrayCap(t *testing.T) {
 			Architecture: "x86_64", Requested: req.Clone(), Agent: agent}
 		return simulate.LiveSession{Session: s, Kernels: []domain.Kernel{k}}
 	}
-	group := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
-		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
-	agent := domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
-		Capacity: capacity}
+	group := estimateGroup()
+	agent := estimateAgent(capacity)
 
 	t.Run("all pending", func(t *testing.T) {
 		es := []simulate.LiveSession{element(0, ""), element(1, ""), element(2, ""), element(3, "")}
@@ -315,4 +305,16 @@ func TestEstimateHoldsArrayCap(t *testing.T) {
 			}
 		}
 	})
+}
+
+// estimateGroup is the FIFO group every replay here runs in.
+func estimateGroup() domain.ResourceGroup {
+	return domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
+		HeadOfLine: domain.HOLSkip, MaxRetries: 3, Timeouts: domain.DefaultTimeouts()}
+}
+
+// estimateAgent is the group's one live agent, of capacity.
+func estimateAgent(capacity domain.Vec) domain.Agent {
+	return domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
+		Capacity: capacity}
 }

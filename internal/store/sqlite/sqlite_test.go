@@ -50,16 +50,7 @@ func TestScratch(t *testing.T) {
 	ctx := t.Context()
 	reg := domain.DefaultRegistry()
 	path := filepath.Join(t.TempDir(), "scratch.db")
-	st, err := sqlite.Open(ctx, path, sqlite.Options{Registry: reg, Scratch: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	g := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
-		HeadOfLine: domain.HOLSkip, MaxRetries: domain.DefaultMaxRetries, Timeouts: domain.DefaultTimeouts()}
-	if err := st.PutResourceGroup(ctx, g); err != nil {
-		t.Fatal(err)
-	}
+	st := openScratch(t, path, reg, nil)
 	capacity, _ := reg.ParseSlots(map[string]string{"cpu": "8", "mem": "32g"})
 	if _, err := st.RegisterAgent(ctx, domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64",
 		Schedulable: true, Capacity: capacity}, time.Unix(0, 0)); err != nil {
@@ -104,22 +95,12 @@ func TestScratchFeedKnowsItsEnd(t *testing.T) {
 	ctx := t.Context()
 	reg := domain.DefaultRegistry()
 	var queries atomic.Int64
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "scratch.db"), sqlite.Options{Registry: reg, Scratch: true,
-		Fault: func(point string) error {
-			if point == store.FaultFeedQuery {
-				queries.Add(1)
-			}
-			return nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	g := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
-		HeadOfLine: domain.HOLSkip, MaxRetries: domain.DefaultMaxRetries, Timeouts: domain.DefaultTimeouts()}
-	if err := st.PutResourceGroup(ctx, g); err != nil {
-		t.Fatal(err)
-	}
+	st := openScratch(t, filepath.Join(t.TempDir(), "scratch.db"), reg, func(point string) error {
+		if point == store.FaultFeedQuery {
+			queries.Add(1)
+		}
+		return nil
+	})
 	req, _ := reg.ParseSlots(map[string]string{"cpu": "1"})
 	create := func(i int) {
 		id := domain.SessionID(fmt.Sprintf("s%04d", i))
@@ -194,4 +175,21 @@ func TestScratchFeedKnowsItsEnd(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("the follower read %d changes, the feed holds %d after %d: the follower missed or repeated some", len(got), len(want), end)
 	}
+}
+
+// openScratch opens a scratch store at path, closed when the test ends,
+// with the FIFO group "g" in it.
+func openScratch(t *testing.T, path string, reg *domain.Registry, fault store.FaultHook) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), path, sqlite.Options{Registry: reg, Scratch: true, Fault: fault})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	g := domain.ResourceGroup{Name: "g", State: domain.GroupActive, Sequencer: "fifo", Selector: "concentrated",
+		HeadOfLine: domain.HOLSkip, MaxRetries: domain.DefaultMaxRetries, Timeouts: domain.DefaultTimeouts()}
+	if err := st.PutResourceGroup(t.Context(), g); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
