@@ -220,13 +220,7 @@ func TestEstimateWithArrayElements(t *testing.T) {
 	}
 	capacity, _ := reg.ParseSlots(map[string]string{"cpu": "4", "mem": "16g"})
 	element := func(index int, agent domain.AgentID) simulate.LiveSession {
-		id := domain.SessionID(fmt.Sprintf("e%d", index))
-		s := domain.Session{ID: id, Name: domain.ArrayElementName("sweep", index), Owner: domain.Owner{User: "alice", Project: "p", Domain: "default"},
-			Type: domain.TypeBatch, Architecture: "x86_64", ClusterMode: domain.SingleNode, ClusterSize: 1,
-			Priority: 10, Requested: req, CreatedAt: now.Add(-time.Hour), Array: "a1", ArrayIndex: index}
-		k := domain.Kernel{ID: domain.KernelID(string(id) + "-k0"), SessionID: s.ID, ClusterRole: domain.RoleMain,
-			Architecture: "x86_64", Requested: req.Clone(), Agent: agent}
-		return simulate.LiveSession{Session: s, Kernels: []domain.Kernel{k}}
+		return arrayElement("a1", index, req, now.Add(-time.Hour), agent)
 	}
 	group := estimateGroup()
 	agent := estimateAgent(capacity)
@@ -258,13 +252,7 @@ func TestEstimateHoldsArrayCap(t *testing.T) {
 	arr := domain.Array{ID: "arr1", Name: "sweep", Owner: owner, Spec: "0-3%2", Count: 4, MaxRunning: 2,
 		CreatedAt: now.Add(-time.Hour)}
 	element := func(index int, agent domain.AgentID) simulate.LiveSession {
-		id := domain.SessionID(fmt.Sprintf("e%d", index))
-		s := domain.Session{ID: id, Name: domain.ArrayElementName("sweep", index), Owner: owner,
-			Type: domain.TypeBatch, Architecture: "x86_64", ClusterMode: domain.SingleNode, ClusterSize: 1,
-			Priority: 10, Requested: req, CreatedAt: now.Add(-time.Hour), Array: arr.ID, ArrayIndex: index}
-		k := domain.Kernel{ID: domain.KernelID(string(id) + "-k0"), SessionID: s.ID, ClusterRole: domain.RoleMain,
-			Architecture: "x86_64", Requested: req.Clone(), Agent: agent}
-		return simulate.LiveSession{Session: s, Kernels: []domain.Kernel{k}}
+		return arrayElement(arr.ID, index, req, now.Add(-time.Hour), agent)
 	}
 	group := estimateGroup()
 	agent := estimateAgent(capacity)
@@ -317,4 +305,16 @@ func estimateGroup() domain.ResourceGroup {
 func estimateAgent(capacity domain.Vec) domain.Agent {
 	return domain.Agent{ID: "a1", ResourceGroup: "g", Architecture: "x86_64", Status: domain.AgentAlive, Schedulable: true,
 		Capacity: capacity}
+}
+
+// arrayElement is element index of alice's array "sweep" (id array), one
+// kernel asking req, created at created, on agent when it runs.
+func arrayElement(array domain.ArrayID, index int, req domain.Vec, created time.Time, agent domain.AgentID) simulate.LiveSession {
+	id := domain.SessionID(fmt.Sprintf("e%d", index))
+	s := domain.Session{ID: id, Name: domain.ArrayElementName("sweep", index), Owner: domain.Owner{User: "alice", Project: "p", Domain: "default"},
+		Type: domain.TypeBatch, Architecture: "x86_64", ClusterMode: domain.SingleNode, ClusterSize: 1,
+		Priority: 10, Requested: req, CreatedAt: created, Array: array, ArrayIndex: index}
+	k := domain.Kernel{ID: domain.KernelID(string(id) + "-k0"), SessionID: s.ID, ClusterRole: domain.RoleMain,
+		Architecture: "x86_64", Requested: req.Clone(), Agent: agent}
+	return simulate.LiveSession{Session: s, Kernels: []domain.Kernel{k}}
 }
