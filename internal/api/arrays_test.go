@@ -3,6 +3,7 @@ package api_test
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,5 +123,28 @@ func TestArrayRefusals(t *testing.T) {
 				t.Errorf("stored %+v after, %+v before", after, before)
 			}
 		})
+	}
+}
+
+// A session that depends on an array by its name is refused with a 400
+// that says the name is an array's and which element names would do,
+// not that no session has the name; an element's name is a dependency
+// like any session's.
+func TestDependingOnAnArraySaysItIsOne(t *testing.T) {
+	t.Parallel()
+	m := apitest.New(t, apitest.Options{})
+	alice := m.User("alice", "user", "p1")
+	if code := m.Do(alice, "POST", "/v1/arrays", arrayBody("sweep", "3-5"), nil); code != http.StatusCreated {
+		t.Fatalf("create array: %d", code)
+	}
+	body := map[string]any{"image": "sleep", "resources": map[string]string{"cpu": "1"}, "depends_on": []string{"sweep"}}
+	var e v1.ErrorResponse
+	if code := m.Do(alice, "POST", "/v1/sessions", body, &e); code != http.StatusBadRequest || e.Error.Field != "depends_on[0]" ||
+		!strings.Contains(e.Error.Message, "is an array") || !strings.Contains(e.Error.Message, "sweep[3]") {
+		t.Fatalf("depends on an array: %d %+v, want 400 at depends_on[0] saying it is an array and naming sweep[3]", code, e.Error)
+	}
+	body["depends_on"] = []string{"sweep[4]"}
+	if code := m.Do(alice, "POST", "/v1/sessions", body, nil); code != http.StatusCreated {
+		t.Fatalf("depends on an element: %d, want 201", code)
 	}
 }

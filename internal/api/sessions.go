@@ -112,7 +112,17 @@ func (s *Server) dependency(ctx context.Context, ref string) (domain.SessionID, 
 	sk, err := s.resolve(ctx, ref)
 	var e *apiError
 	if errors.As(err, &e) {
-		// Not found or ambiguous: admission names the field.
+		// Not found or ambiguous: admission names the field. A name that
+		// is an array's says so, rather than that nothing has it.
+		if a, aerr := s.resolveArray(ctx, ref); aerr == nil {
+			first := 0
+			if spec, perr := domain.ParseArraySpec(a.Spec); perr == nil && len(spec.Indexes) > 0 {
+				first = spec.Indexes[0]
+			}
+			return "", &admit.Error{Class: admit.BadRequest, Message: fmt.Sprintf(
+				"%q is an array: a session depends on sessions, not on a whole array; name its elements, such as %s",
+				ref, domain.ArrayElementName(a.Name, first))}
+		}
 		return "", &admit.Error{Class: admit.BadRequest, Message: e.Message}
 	}
 	if err != nil {
