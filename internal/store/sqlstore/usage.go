@@ -179,7 +179,12 @@ func (s *Store) rollup(ctx context.Context, tx txn, pos int64, now time.Time, re
 	for _, c := range changes {
 		switch {
 		case c.to && !c.from:
-			if o, ok := owners[c.kernel]; ok {
+			// A start while the hold is open is one already counted: on
+			// PostgreSQL the first pass can see a kernel holding whose
+			// start is numbered past the head it read. Opening again
+			// would drop the open hold's credit and collide on its row,
+			// failing every pass after.
+			if o, ok := owners[c.kernel]; ok && open[c.kernel] == nil {
 				h := *o
 				h.since, h.from, h.fresh = c.at, c.at, true
 				open[c.kernel] = &h

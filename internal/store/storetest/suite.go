@@ -114,6 +114,7 @@ func Run(t *testing.T, e Engine) {
 		{"PruneUtilisation", testPruneUtilisation},
 		{"UsageRollup", testUsageRollup},
 		{"UsageRollupStartsFromNow", testUsageRollupStartsFromNow},
+		{"UsageRollupStartRace", testUsageRollupStartRace},
 		{"FairShareSnapshot", testFairShareSnapshot},
 		{"DecayedUsageCache", testDecayedUsageCache},
 		{"UsageRollupConcurrent", testUsageRollupConcurrent},
