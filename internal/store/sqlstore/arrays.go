@@ -30,7 +30,7 @@ GROUP BY e.array_id, e.status, e.outcome, e.preempted_by`
 	// in the group: the cap, and how many elements hold resources.
 	selectGroupArrays = `SELECT a.id, a.name, a.max_running,
   (SELECT count(*) FROM sessions m WHERE m.array_id = a.id
-     AND m.status IN ('SCHEDULED', 'PREPARING', 'PREPARED', 'CREATING', 'RUNNING', 'TERMINATING'))
+     AND m.status IN ` + holdingSessionStatuses + `)
 FROM session_arrays a
 WHERE a.max_running > 0
   AND EXISTS (SELECT 1 FROM sessions p WHERE p.array_id = a.id AND p.status = 'PENDING' AND p.resource_group = $1)`

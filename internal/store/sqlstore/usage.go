@@ -35,7 +35,7 @@ WHERE {pos} > $1 AND kind = 'kernel' ORDER BY {pos}`
 	selectHoldOwners = `SELECT k.id, s.resource_group, s.owner_user, s.owner_project, s.owner_domain, k.requested
 FROM kernels k JOIN sessions s ON s.id = k.session_id WHERE k.id {in $1}`
 	selectHoldingKernels = `SELECT k.id, s.resource_group, s.owner_user, s.owner_project, s.owner_domain, k.requested
-FROM kernels k JOIN sessions s ON s.id = k.session_id WHERE k.status {in $1}`
+FROM kernels k JOIN sessions s ON s.id = k.session_id WHERE k.status IN ` + holdingKernelStatuses
 	insertUsageOpen = `INSERT INTO usage_open (kernel_id, resource_group, owner_user, owner_project, owner_domain,
     requested, since)
 SELECT u.k, u.g, u.us, u.p, u.d, u.r, u.t
@@ -117,7 +117,7 @@ func (s *Store) startUsage(ctx context.Context, tx txn, now time.Time, res *stor
 	if err := tx.queryRow(ctx, selectLastChange).Scan(&head); err != nil {
 		return err
 	}
-	holds, err := s.holdOwners(ctx, tx, selectHoldingKernels, List(holdingKernelNames()))
+	holds, err := s.holdOwners(ctx, tx, selectHoldingKernels)
 	if err != nil {
 		return err
 	}
@@ -277,9 +277,9 @@ func (s *Store) openHolds(ctx context.Context, tx txn, from time.Time) (map[stri
 }
 
 // holdOwners reads whom each kernel's hold is charged to and its slots.
-func (s *Store) holdOwners(ctx context.Context, tx txn, query string, arg List) (map[string]*hold, error) {
+func (s *Store) holdOwners(ctx context.Context, tx txn, query string, args ...any) (map[string]*hold, error) {
 	out := map[string]*hold{}
-	err := tx.query(ctx, query, []any{arg}, func(sc codec.Scanner) error {
+	err := tx.query(ctx, query, args, func(sc codec.Scanner) error {
 		var k string
 		h := &hold{}
 		if err := sc.Scan(&k, &h.group, &h.user, &h.project, &h.domain, &h.requested); err != nil {
