@@ -360,11 +360,14 @@ ORDER BY {pos}
 LIMIT CAST($4 AS BIGINT)`
 	selectLastChange = `SELECT COALESCE(MAX({pos}), 0) FROM status_changes`
 	// Never the highest position: numbering continues after it, and it
-	// must not go back. Walks the position index from the oldest row to
-	// the first young one, so its cost is the number of rows it deletes.
+	// must not go back. Nor past the usage rollup's position once it has
+	// started: a hold whose end was pruned unread would be credited on
+	// for ever. Walks the position index from the oldest row to the first
+	// young one, so its cost is the number of rows it deletes.
 	pruneChanges = `DELETE FROM status_changes WHERE {pos} IS NOT NULL AND {pos} < COALESCE(
     (SELECT {pos} FROM status_changes WHERE {pos} IS NOT NULL AND at >= $1 ORDER BY {pos} LIMIT 1),
-    (SELECT MAX({pos}) FROM status_changes))`
+    (SELECT MAX({pos}) FROM status_changes))
+  AND {pos} <= COALESCE((SELECT w.pos FROM usage_watermark w WHERE w.id = 1 AND w.rolled_at IS NOT NULL), {pos})`
 )
 
 // Utilisation samples. Only ALIVE agents count, toward capacity and

@@ -115,6 +115,7 @@ func Run(t *testing.T, e Engine) {
 		{"UsageRollup", testUsageRollup},
 		{"UsageRollupStartsFromNow", testUsageRollupStartsFromNow},
 		{"UsageRollupStartRace", testUsageRollupStartRace},
+		{"UsageRollupOutlivesPrune", testUsageRollupOutlivesPrune},
 		{"FairShareSnapshot", testFairShareSnapshot},
 		{"DecayedUsageCache", testDecayedUsageCache},
 		{"UsageRollupConcurrent", testUsageRollupConcurrent},

@@ -174,6 +174,27 @@ func testUsageRollupStartRace(t *testing.T, e Engine) {
 	wantUsage(t, "alice", f.usageTotals(store.UsageFilter{}), map[string]float64{"alice/cpu": 1000 * 600})
 }
 
+// testUsageRollupOutlivesPrune: a prune of the feed keeps the changes the
+// rollup has not read yet (a pass that failed is retried by the next
+// sweep), so a kernel's end is still read after the prune, and its hold
+// is not credited on for ever.
+func testUsageRollupOutlivesPrune(t *testing.T, e Engine) {
+	f := newFixture(t, e)
+	f.group("g1")
+	f.agent("a1", "g1", []string{"cpu", "8"})
+	s1 := f.session("s1", "g1", "alice", 1, []string{"cpu", "1"})
+	f.placeAt(10, "g1", s1, "a1")
+	f.rollup(100)
+	f.endKernel(200, s1.Kernels[0].ID)
+	f.session("s2", "g1", "bob", 1, []string{"cpu", "1"}) // the end is not the feed's last change
+	_, err := f.s.PruneChanges(f.ctx, at(1<<30))
+	f.must(err, "prune changes")
+	if res := f.rollup(1000); res.Closed != 1 {
+		t.Errorf("pass after the prune closed %d holds, want 1", res.Closed)
+	}
+	wantUsage(t, "alice", f.usageTotals(store.UsageFilter{}), map[string]float64{"alice/cpu": 1000 * 100})
+}
+
 // testFairShareSnapshot: a fairshare group's settings read back, and its
 // snapshot carries the history decayed to the round's time, per project
 // and user: 2^(-age/half-life) from the middle of each hour.
