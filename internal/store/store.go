@@ -299,7 +299,8 @@ type Feed interface {
 	// PruneChanges deletes the changes positioned before the first one
 	// made at or after before, and returns how many. The latest change is
 	// always kept, so LastChange never goes back and positions are never
-	// given twice.
+	// given twice; so are those after the usage rollup's position once it
+	// has started (RollupUsage), which it has yet to read.
 	PruneChanges(ctx context.Context, before time.Time) (int64, error)
 }
 
