@@ -65,12 +65,12 @@ func (s *Store) CreateArray(ctx context.Context, a domain.Array, elements []stor
 	stmts := make([]Stmt, 0, 1+2*len(elements))
 	stmts = append(stmts, Stmt{SQL: insertArray, Args: []any{string(a.ID), a.Name, a.Owner.User, a.Owner.Project,
 		a.Owner.Domain, a.Spec, a.Count, a.MaxRunning, unixNanos(a.CreatedAt)}})
-	groups := map[string]bool{}
+	var groups []string
 	for _, e := range elements {
 		if e.Session.Array != a.ID || e.Session.Owner != a.Owner {
 			return fmt.Errorf("%w: element %s does not belong to array %s", store.ErrInvalid, e.Session.ID, a.ID)
 		}
-		groups[e.Session.ResourceGroup] = true
+		groups = append(groups, e.Session.ResourceGroup)
 		if stmts, err = s.sessionStmts(stmts, e.Session, e.Kernels); err != nil {
 			return err
 		}
@@ -82,7 +82,8 @@ func (s *Store) CreateArray(ctx context.Context, a domain.Array, elements []stor
 		if err := s.checkLimits(ctx, tx, limits, len(elements)); err != nil {
 			return err
 		}
-		for g := range groups {
+		// In name order, as every other set of rows is locked.
+		for _, g := range uniqueSorted(groups) {
 			if err := s.checkGroupAdmits(ctx, tx, g); err != nil {
 				return err
 			}
