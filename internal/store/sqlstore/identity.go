@@ -193,8 +193,9 @@ func (s *Store) StaleAgents(ctx context.Context, issuer string, now time.Time) (
 // FinishCARotation drops the previous CA once no live agent needs it.
 func (s *Store) FinishCARotation(ctx context.Context, issuer string, now time.Time) error {
 	return s.write(ctx, "finish ca rotation", func(tx txn) error {
-		// The joins' lock: a join or renewal under the old CA cannot
-		// slip in between the check and the drop.
+		// The joins' lock: a join under the old CA cannot slip in
+		// between the check and the drop. A renewal takes no lock: it
+		// needs a live certificate, so it cannot make an agent stale.
 		if err := tx.lock(ctx, lockJoins); err != nil {
 			return err
 		}
