@@ -53,9 +53,12 @@ WHERE id = $1 AND status {in $9}
 	existsRoute = `SELECT COUNT(*) FROM deployment_routes WHERE id = $1`
 
 	// The latest entry of each deployment and route of a batch's deployments.
-	selectLastDeploymentHistory = `SELECT id, ` + codec.DeploymentHistoryColumns + ` FROM deployment_history
-WHERE id IN (SELECT MAX(id) FROM deployment_history WHERE deployment_id {in $1} AND route_id {in $2}
-GROUP BY deployment_id, route_id)`
+	// The latest entry of each (deployment, route) key: one seek each on
+	// deployment_history_by_route, however long the history.
+	selectLastDeploymentHistory = `SELECT h.id, ` + codec.DeploymentHistoryColumns + `
+FROM {rows $1 u(d text, r text)}
+JOIN deployment_history h ON h.id = (SELECT x.id FROM deployment_history x
+    WHERE x.deployment_id = u.d AND x.route_id = u.r ORDER BY x.id DESC LIMIT 1)`
 	mergeDeploymentHistory = `UPDATE deployment_history SET attempt = u.attempt, at = u.at
 FROM {rows $1 u(id bigint, attempt int, at timestamptz)}
 WHERE deployment_history.id = u.id`
@@ -255,11 +258,16 @@ func (s *Store) AppendDeploymentHistory(ctx context.Context, entries []domain.De
 	if len(entries) == 0 {
 		return nil
 	}
-	var deps, routes []string
+	var deps, keyDeps, keyRoutes []string
+	seen := map[[2]string]bool{}
 	for _, e := range entries {
-		deps, routes = append(deps, string(e.Subject)), append(routes, string(e.Route))
+		deps = append(deps, string(e.Subject))
+		if k := [2]string{string(e.Subject), string(e.Route)}; !seen[k] {
+			seen[k] = true
+			keyDeps, keyRoutes = append(keyDeps, k[0]), append(keyRoutes, k[1])
+		}
 	}
-	deps, routes = uniqueSorted(deps), uniqueSorted(routes)
+	deps = uniqueSorted(deps)
 	return s.write(ctx, "append deployment history", func(tx txn) error {
 		if err := tx.lock(ctx, lockDeployments, List(deps)); err != nil {
 			return err
@@ -269,7 +277,7 @@ func (s *Store) AppendDeploymentHistory(ctx context.Context, entries []domain.De
 			route domain.RouteID
 		}
 		last := map[key]codec.Row[domain.DeploymentHistoryEntry]{}
-		if err := tx.query(ctx, selectLastDeploymentHistory, []any{List(deps), List(routes)}, func(sc codec.Scanner) error {
+		if err := tx.query(ctx, selectLastDeploymentHistory, []any{Rows{keyDeps, keyRoutes}}, func(sc codec.Scanner) error {
 			id, h, err := codec.ScanDeploymentHistory(sc)
 			last[key{h.Subject, h.Route}] = codec.Row[domain.DeploymentHistoryEntry]{RowID: id, Entry: h}
 			return err
