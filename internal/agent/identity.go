@@ -261,15 +261,43 @@ func save(dir string, keyPEM, certPEM, caPEM []byte) error {
 		if len(f.data) == 0 {
 			return errors.New("identity: empty " + f.name)
 		}
-		tmp := filepath.Join(dir, f.name+".tmp")
-		if err := os.WriteFile(tmp, f.data, 0o600); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, f.name)); err != nil {
+		if err := replaceFile(dir, f.name, f.data); err != nil {
 			return err
 		}
 	}
-	return nil
+	// The renames reach the disk with the directory: without this a
+	// crash could bring back the old certificate after the managers
+	// have moved on from it.
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// replaceFile replaces dir/name with data by rename. The temporary file
+// is made afresh (mode 0600, a name of its own), never one left behind
+// by an earlier run, whose wider mode os.WriteFile would keep for the
+// key; it is synced before the rename, so a crash leaves the old file or
+// the new one, never an empty one the agent could not start from.
+func replaceFile(dir, name string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, "."+name+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
 }
 
 // Expires is when the certificate presented now expires.
