@@ -74,12 +74,24 @@ type trackedConn struct {
 }
 
 func (t *trackedConn) Close() error {
+	t.untrack()
+	return t.Conn.Close()
+}
+
+func (t *trackedConn) untrack() {
 	t.once.Do(func() {
 		t.c.mu.Lock()
 		delete(t.c.conns, t)
 		t.c.mu.Unlock()
 	})
-	return t.Conn.Close()
+}
+
+// drop closes the connection under the TLS layer: a revoked peer is owed
+// no close_notify, and writing one to a hung peer waits up to its write
+// deadline, which would hold up every other drop behind it.
+func (t *trackedConn) drop() {
+	t.untrack()
+	_ = t.Conn.NetConn().Close()
 }
 
 func (c *AgentClient) track(conn *tls.Conn) net.Conn {
@@ -110,7 +122,7 @@ func (c *AgentClient) DropRevoked(revoked func(serial string) bool) int {
 	}
 	c.mu.Unlock()
 	for _, t := range drop {
-		t.Close()
+		t.drop()
 	}
 	return len(drop)
 }
