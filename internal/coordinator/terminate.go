@@ -21,27 +21,22 @@ func (c *Coordinator) Terminate(ctx context.Context, id domain.SessionID, reason
 }
 
 // TerminateAll ends many sessions at a user's request, as Terminate ends
-// one: the PENDING ones are cancelled together, in one guarded write and
-// one history append, so a 10,000-element array is removed in a few
-// transactions; the live others go through Terminate each. It returns how
+// one: the PENDING ones are cancelled together, with their history, in
+// one transaction, so a 10,000-element array is removed in a few; the live others go through Terminate each. It returns how
 // many sessions it moved.
 func (c *Coordinator) TerminateAll(ctx context.Context, ids []domain.SessionID, reason string, force bool) (int, error) {
-	now := c.clock.Now()
-	pending := []domain.SessionStatus{domain.SessionPending}
-	moved, err := c.store.TransitionSessions(ctx, ids, pending,
-		domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}, reason, now)
+	// The history is written in the cancelling transaction: a crash
+	// between the two would leave cancelled sessions with no record of who
+	// ended them.
+	moved, err := c.store.MoveSessions(ctx, store.Move{IDs: ids, From: []domain.SessionStatus{domain.SessionPending},
+		To: domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}, Reason: reason,
+		Now: c.clock.Now(), Note: &store.MoveNote{Handler: domain.HandlerUserCancel, Result: domain.ResultSuccess, Message: reason}})
 	if err != nil {
 		return 0, err
 	}
-	history := make([]domain.HistoryEntry, len(moved))
 	cancelled := make(map[domain.SessionID]bool, len(moved))
-	for i, id := range moved {
-		cancelled[id] = true
-		history[i] = domain.HistoryEntry{Subject: id, At: now, Cause: domain.HandlerUserCancel,
-			Result: domain.ResultSuccess, From: domain.SessionPending, To: domain.SessionCancelled, Message: reason, Attempt: 1}
-	}
-	if err := c.store.AppendHistory(ctx, history); err != nil {
-		return len(moved), err
+	for _, m := range moved {
+		cancelled[m.ID] = true
 	}
 	n := len(moved)
 	for _, id := range ids {
@@ -115,16 +110,15 @@ func (c *Coordinator) terminate(ctx context.Context, id domain.SessionID, reason
 			to = domain.Transition{Session: domain.SessionTerminating}
 			handler = domain.HandlerUserTerminate
 		}
-		moved, err := c.store.TransitionSessions(ctx, []domain.SessionID{id}, []domain.SessionStatus{from}, to, reason, now)
+		// The history goes in the move's own transaction, so a crash
+		// cannot leave the session ended with no record of who ended it.
+		moved, err := c.store.MoveSessions(ctx, store.Move{IDs: []domain.SessionID{id}, From: []domain.SessionStatus{from},
+			To: to, Reason: reason, Now: now, Note: &store.MoveNote{Handler: handler, Result: domain.ResultSuccess, Message: reason}})
 		if err != nil {
 			return store.SessionWithKernels{}, err
 		}
 		if len(moved) == 0 {
 			continue
-		}
-		if err := c.store.AppendHistory(ctx, []domain.HistoryEntry{{Subject: id, At: now, Cause: handler,
-			Result: domain.ResultSuccess, From: from, To: to.Session, Message: reason, Attempt: 1}}); err != nil {
-			return store.SessionWithKernels{}, err
 		}
 		c.Mark()
 		if force && to.Session == domain.SessionTerminating {
