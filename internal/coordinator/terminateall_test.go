@@ -78,3 +78,33 @@ func TestTerminateWritesHistoryWithTheMove(t *testing.T) {
 		h.wantHistory(running, "UserTerminate:SUCCESS")
 	})
 }
+
+// TestTerminateAllForced: with force a running session goes TERMINATING
+// with its kernels killed at once, and one already TERMINATING has its
+// kernels killed too and counts as ended, as Terminate with force does.
+func TestTerminateAllForced(t *testing.T) {
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		a := h.submit("sleep", "2", 1, domain.SingleNode)
+		b := h.submit("sleep", "2", 1, domain.SingleNode)
+		h.until(a, domain.SessionRunning)
+		h.until(b, domain.SessionRunning)
+		if _, err := h.c.Terminate(h.ctx, b, "first", false); err != nil {
+			t.Fatal(err)
+		}
+		n, err := h.c.TerminateAll(h.ctx, []domain.SessionID{a, b}, "array removed", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 2 {
+			t.Fatalf("TerminateAll moved %d, want 2", n)
+		}
+		for _, id := range []domain.SessionID{a, b} {
+			got := h.session(id)
+			if k := got.Kernels[0]; k.Status != domain.KernelTerminated {
+				t.Errorf("%s: kernel %v after a forced TerminateAll, want TERMINATED", id, k.Status)
+			}
+		}
+		h.wantHistory(a, "UserTerminate:SUCCESS")
+	})
+}
