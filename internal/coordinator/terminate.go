@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,47 +22,76 @@ func (c *Coordinator) Terminate(ctx context.Context, id domain.SessionID, reason
 }
 
 // TerminateAll ends many sessions at a user's request, as Terminate ends
-// one: the PENDING ones are cancelled together, in one guarded write and
-// one history append, so a 10,000-element array is removed in a few
-// transactions; the live others go through Terminate each. It returns how
-// many sessions it moved.
+// one: the PENDING ones are cancelled together, with their history, in
+// one transaction, so a 10,000-element array is removed in a few; the
+// live others go TERMINATING in one more and, with force, have their
+// kernels killed one session after another. It returns how many sessions
+// it moved.
 func (c *Coordinator) TerminateAll(ctx context.Context, ids []domain.SessionID, reason string, force bool) (int, error) {
+	// The history is written in the cancelling transaction: a crash
+	// between the two would leave cancelled sessions with no record of who
+	// ended them.
 	now := c.clock.Now()
-	pending := []domain.SessionStatus{domain.SessionPending}
-	moved, err := c.store.TransitionSessions(ctx, ids, pending,
-		domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}, reason, now)
+	moved, err := c.store.MoveSessions(ctx, store.Move{IDs: ids, From: []domain.SessionStatus{domain.SessionPending},
+		To: domain.Transition{Session: domain.SessionCancelled, Kernel: domain.KernelCancelled}, Reason: reason,
+		Now: now, Note: &store.MoveNote{Handler: domain.HandlerUserCancel, Result: domain.ResultSuccess, Message: reason}})
 	if err != nil {
 		return 0, err
 	}
-	history := make([]domain.HistoryEntry, len(moved))
 	cancelled := make(map[domain.SessionID]bool, len(moved))
-	for i, id := range moved {
-		cancelled[id] = true
-		history[i] = domain.HistoryEntry{Subject: id, At: now, Cause: domain.HandlerUserCancel,
-			Result: domain.ResultSuccess, From: domain.SessionPending, To: domain.SessionCancelled, Message: reason, Attempt: 1}
-	}
-	if err := c.store.AppendHistory(ctx, history); err != nil {
-		return len(moved), err
+	for _, m := range moved {
+		cancelled[m.ID] = true
 	}
 	n := len(moved)
+	var rest []domain.SessionID
 	for _, id := range ids {
-		if cancelled[id] {
-			continue
+		if !cancelled[id] {
+			rest = append(rest, id)
 		}
-		before, err := c.store.GetSession(ctx, id)
+	}
+	if len(rest) == 0 {
+		c.Mark()
+		return n, nil
+	}
+	// The live others go TERMINATING together too, as Terminate moves one:
+	// one write, not a read, a write and a read again per element.
+	ended, err := c.store.MoveSessions(ctx, store.Move{IDs: rest, From: terminable(), To: domain.Transition{Session: domain.SessionTerminating},
+		Reason: reason, Now: now, Note: &store.MoveNote{Handler: domain.HandlerUserTerminate, Result: domain.ResultSuccess, Message: reason}})
+	c.Mark()
+	if err != nil || !force {
+		return n + len(ended), err
+	}
+	n += len(ended)
+	// With force their kernels are killed now, as Terminate's are; one
+	// already TERMINATING counts as ended by this call, as there.
+	movedNow := make(map[domain.SessionID]bool, len(ended))
+	for _, m := range ended {
+		movedNow[m.ID] = true
+	}
+	for _, id := range rest {
+		s, err := c.store.GetSession(ctx, id)
 		if err != nil {
 			return n, err
 		}
-		if before.Session.Status.Terminal() || (before.Session.Status == domain.SessionTerminating && !force) {
+		if s.Session.Status != domain.SessionTerminating {
 			continue
 		}
-		if _, err := c.Terminate(ctx, id, reason, force); err != nil {
+		if _, err := c.forceDestroy(ctx, s, now); err != nil {
 			return n, err
 		}
-		n++
+		if !movedNow[id] {
+			n++
+		}
 	}
-	c.Mark()
 	return n, nil
+}
+
+// terminable are the statuses a user's terminate moves to TERMINATING:
+// the live ones but PENDING (cancelled instead) and TERMINATING itself.
+func terminable() []domain.SessionStatus {
+	return slices.DeleteFunc(domain.SessionStatuses(), func(s domain.SessionStatus) bool {
+		return s.Terminal() || s == domain.SessionPending || s == domain.SessionTerminating
+	})
 }
 
 // forceLater is forceDestroy in the background, for the coordinator's own
@@ -115,16 +145,15 @@ func (c *Coordinator) terminate(ctx context.Context, id domain.SessionID, reason
 			to = domain.Transition{Session: domain.SessionTerminating}
 			handler = domain.HandlerUserTerminate
 		}
-		moved, err := c.store.TransitionSessions(ctx, []domain.SessionID{id}, []domain.SessionStatus{from}, to, reason, now)
+		// The history goes in the move's own transaction, so a crash
+		// cannot leave the session ended with no record of who ended it.
+		moved, err := c.store.MoveSessions(ctx, store.Move{IDs: []domain.SessionID{id}, From: []domain.SessionStatus{from},
+			To: to, Reason: reason, Now: now, Note: &store.MoveNote{Handler: handler, Result: domain.ResultSuccess, Message: reason}})
 		if err != nil {
 			return store.SessionWithKernels{}, err
 		}
 		if len(moved) == 0 {
 			continue
-		}
-		if err := c.store.AppendHistory(ctx, []domain.HistoryEntry{{Subject: id, At: now, Cause: handler,
-			Result: domain.ResultSuccess, From: from, To: to.Session, Message: reason, Attempt: 1}}); err != nil {
-			return store.SessionWithKernels{}, err
 		}
 		c.Mark()
 		if force && to.Session == domain.SessionTerminating {

@@ -1,9 +1,15 @@
 package coordinator_test
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
 
+	"github.com/sokovan-go/sokovan/internal/coordinator"
 	"github.com/sokovan-go/sokovan/internal/domain"
+	"github.com/sokovan-go/sokovan/internal/scheduler"
+	"github.com/sokovan-go/sokovan/internal/store"
 )
 
 // TestTerminateAll: the pending sessions are cancelled together, each
@@ -38,5 +44,67 @@ func TestTerminateAll(t *testing.T) {
 		}
 		h.until(running, domain.SessionTerminated)
 		h.check()
+	})
+}
+
+// noHistoryStore fails every separate AppendHistory, as a crash between
+// a move and its history would leave the store.
+type noHistoryStore struct{ store.Store }
+
+func (noHistoryStore) AppendHistory(context.Context, []domain.HistoryEntry) error {
+	return errors.New("history append refused")
+}
+
+// TestTerminateWritesHistoryWithTheMove: a user's cancel or terminate
+// records its history in the move's own transaction, so no failure after
+// the move can leave a session ended with no record of who ended it.
+func TestTerminateWritesHistoryWithTheMove(t *testing.T) {
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		running := h.submit("sleep", "8", 1, domain.SingleNode)
+		h.until(running, domain.SessionRunning)
+		pending := h.submit("sleep", "8", 1, domain.SingleNode)
+		c := coordinator.New(coordinator.Deps{Store: noHistoryStore{h.st}, Agents: h.agents,
+			Scheduler: scheduler.New(scheduler.NewRegistry()), Clock: h.clock}, coordinator.Config{CallTimeout: time.Second})
+		if _, err := c.TerminateAll(h.ctx, []domain.SessionID{pending}, "array removed", false); err != nil {
+			t.Fatalf("TerminateAll: %v", err)
+		}
+		if _, err := c.Terminate(h.ctx, running, "done", false); err != nil {
+			t.Fatalf("Terminate: %v", err)
+		}
+		h.wantStatus(pending, domain.SessionCancelled)
+		h.wantHistory(pending, "UserCancel:SUCCESS")
+		h.wantStatus(running, domain.SessionTerminating)
+		h.wantHistory(running, "UserTerminate:SUCCESS")
+	})
+}
+
+// TestTerminateAllForced: with force a running session goes TERMINATING
+// with its kernels killed at once, and one already TERMINATING has its
+// kernels killed too and counts as ended, as Terminate with force does.
+func TestTerminateAllForced(t *testing.T) {
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 1, nil)
+		a := h.submit("sleep", "2", 1, domain.SingleNode)
+		b := h.submit("sleep", "2", 1, domain.SingleNode)
+		h.until(a, domain.SessionRunning)
+		h.until(b, domain.SessionRunning)
+		if _, err := h.c.Terminate(h.ctx, b, "first", false); err != nil {
+			t.Fatal(err)
+		}
+		n, err := h.c.TerminateAll(h.ctx, []domain.SessionID{a, b}, "array removed", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 2 {
+			t.Fatalf("TerminateAll moved %d, want 2", n)
+		}
+		for _, id := range []domain.SessionID{a, b} {
+			got := h.session(id)
+			if k := got.Kernels[0]; k.Status != domain.KernelTerminated {
+				t.Errorf("%s: kernel %v after a forced TerminateAll, want TERMINATED", id, k.Status)
+			}
+		}
+		h.wantHistory(a, "UserTerminate:SUCCESS")
 	})
 }

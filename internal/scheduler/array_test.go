@@ -59,3 +59,23 @@ func TestArrayCap(t *testing.T) {
 		})
 	}
 }
+
+// TestArrayUncommit: a placement taken back (a gang that does not fit
+// whole) gives back its count toward the array's cap, as it gives back
+// its quota, so later elements of the round are not held for it.
+func TestArrayUncommit(t *testing.T) {
+	t.Parallel()
+	snap := MakeSnapshot(Agents(MakeAgent("a1", "cpu=16,mem=64g")),
+		Sessions(MakeSession("e0", "cpu=1").Array("arr", 0)))
+	snap.Arrays = map[domain.ArrayID]framework.ArrayInfo{"arr": {Name: "sweep", MaxRunning: 2, Running: 1}}
+	st := framework.NewState(snap)
+	s := &st.Sessions[0]
+	st.Commit(s)
+	if _, running, _ := st.ArrayRunning("arr"); running != 2 {
+		t.Fatalf("after Commit %d running, want 2", running)
+	}
+	st.Uncommit(s)
+	if _, running, _ := st.ArrayRunning("arr"); running != 1 {
+		t.Fatalf("after Uncommit %d running, want 1", running)
+	}
+}

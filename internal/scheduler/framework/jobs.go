@@ -13,6 +13,9 @@ type JobInfo struct {
 // Uncommit takes back what Commit added for s, when a job's gang that s
 // was part of turns out not to fit whole.
 func (st *State) Uncommit(s *Session) {
+	if a := s.Pending.Session.Array; a != "" && st.arrayRunning[a] > 0 {
+		st.arrayRunning[a]--
+	}
 	for _, o := range []*owner{s.User, s.Project, s.Domain} {
 		o.Occupied.Sub(s.Total.Vec)
 		o.Active--
