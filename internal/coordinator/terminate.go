@@ -68,22 +68,27 @@ func (c *Coordinator) TerminateAll(ctx context.Context, ids []domain.SessionID, 
 	for _, m := range ended {
 		movedNow[m.ID] = true
 	}
-	for _, id := range rest {
-		s, err := c.store.GetSession(ctx, id)
-		if err != nil {
-			return n, err
-		}
-		if s.Session.Status != domain.SessionTerminating {
-			continue
-		}
-		if _, err := c.forceDestroy(ctx, s, now); err != nil {
-			return n, err
-		}
-		if !movedNow[id] {
+	sessions, err := c.store.ListSessions(ctx, store.SessionFilter{IDs: rest, Statuses: []domain.SessionStatus{domain.SessionTerminating}})
+	if err != nil {
+		return n, err
+	}
+	targets, err := c.withKernels(ctx, sessions)
+	if err != nil {
+		return n, err
+	}
+	// Side by side, within the agent calls' shared bound: an agent that
+	// hangs holds up its own kernels for a call timeout, not every
+	// session after them in turn.
+	var wg sync.WaitGroup
+	errs := make([]error, len(targets))
+	for i, t := range targets {
+		if !movedNow[t.Session.ID] {
 			n++
 		}
+		wg.Go(func() { _, errs[i] = c.forceDestroy(ctx, t, now) })
 	}
-	return n, nil
+	wg.Wait()
+	return n, errors.Join(errs...)
 }
 
 // terminable are the statuses a user's terminate moves to TERMINATING:

@@ -108,3 +108,39 @@ func TestTerminateAllForced(t *testing.T) {
 		h.wantHistory(a, "UserTerminate:SUCCESS")
 	})
 }
+
+// TestTerminateAllForcedDoesNotWaitOnAHungAgent: a forced TerminateAll
+// kills each session's kernels side by side, so a session on a healthy
+// agent is destroyed while the call to a hung agent for the session
+// before it still waits out its (hour-long) timeout.
+func TestTerminateAllForcedDoesNotWaitOnAHungAgent(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, engine string) {
+		h := newHarness(t, engine, 2, nil)
+		stuck := h.submitWith(on("agent-0"), "sleep", "1", 1, domain.SingleNode)
+		fine := h.submitWith(on("agent-1"), "sleep", "1", 1, domain.SingleNode)
+		h.until(stuck, domain.SessionRunning)
+		h.until(fine, domain.SessionRunning)
+		h.c.Configure(coordinator.Config{CallTimeout: time.Hour}, coordinator.GroupDefaults{})
+		h.agents.hang["agent-0"] = true
+		ctx, cancel := context.WithCancel(h.ctx)
+		defer cancel()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = h.c.TerminateAll(ctx, []domain.SessionID{stuck, fine}, "array removed", true)
+		}()
+		within(t, time.Minute, "destroying the kernel on the healthy agent", func() {
+			for h.session(fine).Kernels[0].Status != domain.KernelTerminated {
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+		select {
+		case <-done:
+			t.Fatal("TerminateAll returned though its call to the hung agent cannot have")
+		default:
+		}
+		cancel()
+		<-done
+	})
+}
