@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -85,14 +86,18 @@ func (r *runner) summariseWindows(hours []map[string]float64, width, end time.Du
 		from, to := time.Duration(i)*width, min(time.Duration(i+1)*width, end)
 		w := Window{FromS: from.Seconds(), ToS: to.Seconds(), Slot: r.reg.Type(slot).Name, Hours: map[string]float64{},
 			Share: map[string]float64{}, Cumulative: map[string]float64{}}
+		// Summed in user order: floating-point addition in map order
+		// could move a rounded figure from one run of the same workload
+		// to the next.
 		var total, cumTotal float64
-		for u, v := range h {
+		for _, u := range slices.Sorted(maps.Keys(h)) {
+			v := h[u]
 			w.Hours[u] = round3(v)
 			total += v
 			cum[u] += v
 		}
-		for _, v := range cum {
-			cumTotal += v
+		for _, u := range slices.Sorted(maps.Keys(cum)) {
+			cumTotal += cum[u]
 		}
 		for u, v := range h {
 			if total > 0 {
