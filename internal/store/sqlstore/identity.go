@@ -36,10 +36,17 @@ WHERE id = 1 AND previous_cert_pem IS NULL`
 	// An agent is stale while none of its live certificates is of the
 	// current CA: an agent that renewed still has its old certificate
 	// live until it expires, and that one must not hold up finishing.
+	// An agent is stale when its newest live certificates, the ones it
+	// presents, are none of issuer: one renewed through a manager that
+	// had not yet seen the rotation holds a new-CA certificate it no
+	// longer uses beside the old-CA one it does. Certificates expire to
+	// the second, so two issued within one tie; either may be in use.
 	staleAgents = `SELECT DISTINCT agent_id FROM agent_certificates c
-WHERE revoked_at IS NULL AND not_after > $2 AND NOT EXISTS (
-  SELECT 1 FROM agent_certificates n
-  WHERE n.agent_id = c.agent_id AND n.issuer = $1 AND n.revoked_at IS NULL AND n.not_after > $2)
+WHERE revoked_at IS NULL AND not_after > $2
+  AND not_after = (SELECT MAX(n.not_after) FROM agent_certificates n
+    WHERE n.agent_id = c.agent_id AND n.revoked_at IS NULL AND n.not_after > $2)
+  AND NOT EXISTS (SELECT 1 FROM agent_certificates n
+    WHERE n.agent_id = c.agent_id AND n.issuer = $1 AND n.revoked_at IS NULL AND n.not_after = c.not_after)
 ORDER BY agent_id`
 	finishCA = `UPDATE cluster_ca SET previous_cert_pem = NULL, previous_key_pem = NULL
 WHERE id = 1 AND previous_cert_pem IS NOT NULL`

@@ -153,7 +153,7 @@ func testCARotation(t *testing.T, e Engine) {
 	f.must(err, "init")
 	wantErr(t, f.s.FinishCARotation(f.ctx, "fp1", at(1)), store.ErrNoCARotation, "finish without a rotation")
 	f.must(f.s.CreateJoinToken(f.ctx, store.JoinToken{ID: "t", CreatedAt: at(0), ExpiresAt: at(3600)}, []byte("h")), "token")
-	for _, a := range []string{"a", "b", "gone"} {
+	for _, a := range []string{"a", "b", "c", "gone"} {
 		f.must(f.s.JoinAgent(f.ctx, []byte("h"), store.AgentCertificate{Serial: "s-" + a, Agent: domain.AgentID(a),
 			NotAfter: at(1000)}, at(1)), "join %s", a)
 	}
@@ -167,19 +167,28 @@ func testCARotation(t *testing.T, e Engine) {
 	}
 	f.must(f.s.RenewAgentCertificate(f.ctx, "s-a", store.AgentCertificate{Serial: "s-a2", Agent: "a", NotAfter: at(2000),
 		Issuer: "fp2"}, at(4)), "renew a under the new CA")
+	// c renews under the new CA, then again through a manager that has
+	// not seen the rotation yet: the old-CA certificate is the one it uses.
+	f.must(f.s.RenewAgentCertificate(f.ctx, "s-c", store.AgentCertificate{Serial: "s-c2", Agent: "c", NotAfter: at(1500),
+		Issuer: "fp2"}, at(4)), "renew c under the new CA")
+	f.must(f.s.RenewAgentCertificate(f.ctx, "s-c2", store.AgentCertificate{Serial: "s-c3", Agent: "c", NotAfter: at(1800),
+		Issuer: "fp1"}, at(5)), "renew c under the old CA")
 	_, err = f.s.RevokeAgentCertificates(f.ctx, "gone", at(5))
 	f.must(err, "revoke gone")
 	stale, err := f.s.StaleAgents(f.ctx, "fp2", at(6))
 	f.must(err, "stale")
-	if fmt.Sprint(stale) != "[b]" {
-		t.Fatalf("stale agents %v, want [b]", stale)
+	if fmt.Sprint(stale) != "[b c]" {
+		t.Fatalf("stale agents %v, want [b c]", stale)
 	}
 	var pending *store.CARotationPending
 	err = f.s.FinishCARotation(f.ctx, "fp2", at(6))
-	if !errors.As(err, &pending) || fmt.Sprint(pending.Agents) != "[b]" || !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("finish with b on the old CA: %v, want a conflict naming b", err)
+	if !errors.As(err, &pending) || fmt.Sprint(pending.Agents) != "[b c]" || !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("finish with b and c on the old CA: %v, want a conflict naming b and c", err)
 	}
-	// b's old certificate expires: nothing holds the old CA any more.
+	// c renews under the new CA again, and b's old certificate expires:
+	// nothing uses the old CA any more.
+	f.must(f.s.RenewAgentCertificate(f.ctx, "s-c3", store.AgentCertificate{Serial: "s-c4", Agent: "c", NotAfter: at(1900),
+		Issuer: "fp2"}, at(7)), "renew c under the new CA again")
 	f.must(f.s.FinishCARotation(f.ctx, "fp2", at(1000)), "finish")
 	if ca, err = f.s.ClusterCA(f.ctx); err != nil || string(ca.CertPEM) != "ca2" || ca.PreviousCertPEM != nil {
 		t.Fatalf("after finishing: %q, %v", ca, err)
